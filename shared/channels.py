@@ -1,0 +1,35 @@
+"""Names of the one-time reply channels and the fixed topics of wire contract v1."""
+
+from uuid6 import uuid7
+
+RESULT_CHANNEL_PREFIX = "msgElicitationTransferResult-"
+
+# peer -> main
+HELLO = "hello"
+HEARTBEAT = "heartbeat"
+BYE = "bye"
+CALL_TOOL = "msgMcpCallTool"
+# Extension channels (documented in docs/PROTOCOL.md): controllers use them for the CLI.
+STATUS = "msgStatus"
+SHUTDOWN = "msgShutdown"
+
+# main -> peer
+WELCOME = "welcome"
+INVOKE = "msgElicitationTransferInvoke"
+DISMISS = "msgElicitationTransferDismiss"
+COMPLETE = "msgElicitationComplete"
+SERVERS = "servers"
+ERROR = "error"
+
+
+def new_uuid7() -> str:
+    return str(uuid7())
+
+
+def new_result_channel() -> str:
+    """A fresh one-time reply channel for one elicitation."""
+    return RESULT_CHANNEL_PREFIX + new_uuid7()
+
+
+def is_result_channel(topic: str) -> bool:
+    return topic.startswith(RESULT_CHANNEL_PREFIX)

@@ -1,0 +1,109 @@
+"""The connection file: how peers find main (endpoint, token, pid, CURVE key)."""
+
+import hashlib
+import logging
+import os
+import stat
+import tempfile
+import warnings
+from pathlib import Path
+
+import msgspec
+import platformdirs
+
+from shared import PROTOCOL_VERSION
+from shared.errors import ConnectionFileError
+
+logger = logging.getLogger(__name__)
+
+ENV_VAR = "ELICITRON_CONNECTION"
+IPC_PATH_LIMIT = 107  # sockaddr_un.sun_path, less the terminating NUL
+
+
+class ConnectionInfo(msgspec.Struct, rename="camel", omit_defaults=True):
+    protocol: int
+    endpoint: str
+    token: str
+    pid: int
+    server_key: str | None = None
+
+
+def default_connection_path() -> Path:
+    with warnings.catch_warnings():
+        # platformdirs warns when XDG_RUNTIME_DIR is unset and falls back to a private /tmp dir,
+        # which is exactly what we want on headless boxes.
+        warnings.simplefilter("ignore")
+        runtime_dir = platformdirs.user_runtime_dir("elicitron")
+    return Path(runtime_dir) / "connection.json"
+
+
+def resolve_connection_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """--connection beats ELICITRON_CONNECTION beats the platform default."""
+    if explicit:
+        return Path(explicit)
+    from_env = os.environ.get(ENV_VAR)
+    return Path(from_env) if from_env else default_connection_path()
+
+
+def ensure_private_dir(directory: Path) -> None:
+    """Create `directory` 0700, tightening it if it is looser; refuse if that is impossible."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = stat.S_IMODE(directory.stat().st_mode)
+    if mode & 0o077:
+        try:
+            directory.chmod(0o700)
+        except OSError as exc:
+            raise ConnectionFileError(f"{directory} is mode {mode:o} and cannot be made 0700: {exc}") from exc
+        logger.warning("tightened %s from mode %o to 0700", directory, mode)
+
+
+def ipc_endpoint_beside(connection_path: Path) -> str:
+    """The ipc:// endpoint for main's socket; falls back to a short private dir when too long."""
+    socket_path = connection_path.parent / "main.sock"
+    if len(str(socket_path)) > IPC_PATH_LIMIT:
+        digest = hashlib.sha256(str(connection_path).encode()).hexdigest()[:16]
+        short_dir = Path(tempfile.gettempdir()) / f"elicitron-{digest}"
+        ensure_private_dir(short_dir)
+        socket_path = short_dir / "main.sock"
+    return f"ipc://{socket_path}"
+
+
+def write_connection_file(path: Path, info: ConnectionInfo) -> None:
+    """Write atomically, 0600 from the first byte, in a 0700 directory."""
+    ensure_private_dir(path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, msgspec.json.encode(info))
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def read_connection_file(path: Path) -> ConnectionInfo:
+    try:
+        raw = path.read_bytes()
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        raise ConnectionFileError(f"no main is running (no connection file at {path})") from None
+    except OSError as exc:
+        raise ConnectionFileError(f"cannot read connection file {path}: {exc}") from exc
+    if mode & 0o077:
+        raise ConnectionFileError(f"connection file {path} is mode {mode:o}; it must be 0600")
+    try:
+        info = msgspec.json.decode(raw, type=ConnectionInfo)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ConnectionFileError(f"connection file {path} is malformed: {exc}") from exc
+    if info.protocol != PROTOCOL_VERSION:
+        raise ConnectionFileError(f"connection file {path} speaks protocol {info.protocol}, not {PROTOCOL_VERSION}")
+    return info
+
+
+def remove_connection_file(path: Path, token: str) -> None:
+    """Remove the file only if it is still ours (a newer main may have replaced it)."""
+    try:
+        current = read_connection_file(path)
+    except ConnectionFileError:
+        return
+    if current.token == token:
+        path.unlink(missing_ok=True)

@@ -1,0 +1,161 @@
+"""Wire contract v1 message bodies as msgspec Structs (camelCase on the wire).
+
+MCP payloads inside (`params`, `content`, `result`) stay MCP's own JSON shape, held as plain
+dicts, so this package never depends on `mcp`.
+"""
+
+from typing import Any, Literal
+
+import msgspec
+
+Action = Literal["accept", "decline", "cancel"]
+ServerStatus = Literal["starting", "ready", "restarting", "failed", "stopped"]
+DismissReason = Literal["answered", "cancelled", "expired", "server-closed"]
+Role = Literal["renderer", "controller"]
+
+
+class Body(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Base of every message body."""
+
+
+# ---- peer -> main -------------------------------------------------------------------------
+
+
+class Hello(Body):
+    protocol: int
+    token: str
+    window: str
+    name: str = ""
+    role: Role = "renderer"
+
+
+class Heartbeat(Body):
+    pass
+
+
+class Bye(Body):
+    pass
+
+
+class ElicitationResult(Body):
+    """Body of `msgElicitationTransferResult-<uuid7>`."""
+
+    action: Action
+    content: dict[str, Any] | None = None
+
+
+class CallTool(Body):
+    """Body of `msgMcpCallTool`."""
+
+    server: str
+    tool: str
+    response_channel: str
+    arguments: dict[str, Any] = {}
+
+
+class StatusRequest(Body):
+    """Extension `msgStatus`: main answers on `responseChannel` with a `ChannelReply.status`."""
+
+    response_channel: str
+
+
+class Shutdown(Body):
+    """Extension `msgShutdown`: a controller asks main to stop its servers and exit."""
+
+    pass
+
+
+# ---- main -> peer -------------------------------------------------------------------------
+
+
+class ServerInfo(Body):
+    name: str
+    status: ServerStatus
+    tools: list[str] = []
+    error: str | None = None
+
+
+class ElicitationRequest(Body):
+    server: str
+    params: dict[str, Any]
+
+
+class ElicitationInvoke(Body):
+    """Body of `msgElicitationTransferInvoke`; also the items of `welcome.pending`."""
+
+    request: ElicitationRequest
+    response_channel: str
+    created_at: int
+    expires_at: int | None
+    origin: str | None
+
+
+class Welcome(Body):
+    session: str
+    window: str
+    servers: list[ServerInfo]
+    pending: list[ElicitationInvoke]
+
+
+class ElicitationDismiss(Body):
+    response_channel: str
+    reason: DismissReason
+    by: str | None = None
+
+
+class ElicitationComplete(Body):
+    server: str
+    elicitation_id: str
+
+
+class ServersUpdate(Body):
+    servers: list[ServerInfo]
+
+
+class ErrorNotice(Body):
+    """Body of the `error` topic: something a peer sent was refused."""
+
+    code: str
+    message: str
+    topic: str | None = None
+
+
+class CallError(Body):
+    code: int
+    message: str
+
+
+class PeerInfo(Body):
+    window: str
+    name: str
+    role: Role
+
+
+class StatusReport(Body):
+    session: str
+    pid: int
+    endpoint: str
+    servers: list[ServerInfo]
+    peers: list[PeerInfo]
+    pending: list[ElicitationInvoke]
+
+
+class ChannelReply(Body):
+    """Body sent on a peer-chosen response channel: exactly one field is set."""
+
+    result: dict[str, Any] | None = None
+    error: CallError | None = None
+    status: StatusReport | None = None
+
+
+PeerBody = Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown
+MainBody = (
+    Welcome
+    | Heartbeat
+    | ElicitationInvoke
+    | ElicitationDismiss
+    | ElicitationComplete
+    | ServersUpdate
+    | ErrorNotice
+    | ChannelReply
+)

@@ -1,0 +1,183 @@
+"""MCP's restricted elicitation schema: what is supported, and validation of answers against it.
+
+The renderer uses it to enable Accept; main uses it again on every accepted answer, so a buggy
+or hostile peer can never hand a server content its schema does not allow.
+"""
+
+import datetime
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from shared.errors import InvalidContentError, UnsupportedSchemaError
+
+_PRIMITIVE_TYPES = {"string", "number", "integer", "boolean"}
+_FORMATS = {"email", "uri", "date", "date-time"}
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S+$")
+
+
+def enum_options(prop: Mapping[str, Any]) -> list[tuple[Any, str]] | None:
+    """(value, label) pairs of a single-select property, or None if it is not one.
+
+    Covers plain `enum`, legacy `enum` + `enumNames`, and titled `oneOf: [{const, title}]`.
+    """
+    if "oneOf" in prop:
+        return [(item.get("const"), str(item.get("title", item.get("const")))) for item in prop["oneOf"]]
+    if "enum" in prop:
+        names = prop.get("enumNames")
+        values = list(prop["enum"])
+        if isinstance(names, list) and len(names) == len(values):
+            return list(zip(values, (str(n) for n in names), strict=True))
+        return [(v, str(v)) for v in values]
+    return None
+
+
+def multi_options(prop: Mapping[str, Any]) -> list[tuple[Any, str]]:
+    """(value, label) pairs of a multi-select array property."""
+    items = prop.get("items", {})
+    if "anyOf" in items:
+        return [(item.get("const"), str(item.get("title", item.get("const")))) for item in items["anyOf"]]
+    return [(v, str(v)) for v in items.get("enum", [])]
+
+
+def check_schema(schema: Any) -> None:
+    """Raise UnsupportedSchemaError naming the first property MCP's subset does not allow."""
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        raise UnsupportedSchemaError("requestedSchema must be an object schema with type 'object'")
+    properties = schema.get("properties", {})
+    if not isinstance(properties, Mapping):
+        raise UnsupportedSchemaError("requestedSchema.properties must be an object")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise UnsupportedSchemaError("requestedSchema.required must be a list of property names")
+    for name, prop in properties.items():
+        _check_property(str(name), prop)
+
+
+def _check_property(name: str, prop: Any) -> None:
+    if not isinstance(prop, Mapping):
+        raise UnsupportedSchemaError(f"property {name!r} is not a schema object")
+    if "$ref" in prop:
+        raise UnsupportedSchemaError(f"property {name!r} uses $ref, which elicitation schemas do not allow")
+    kind = prop.get("type")
+    if kind in _PRIMITIVE_TYPES:
+        fmt = prop.get("format")
+        if fmt is not None and (kind != "string" or fmt not in _FORMATS):
+            raise UnsupportedSchemaError(f"property {name!r} has unsupported format {fmt!r}")
+        if "oneOf" in prop and not all(isinstance(i, Mapping) and "const" in i for i in prop["oneOf"]):
+            raise UnsupportedSchemaError(f"property {name!r}: oneOf items must be {{const, title}}")
+        if "enum" in prop and not isinstance(prop["enum"], list):
+            raise UnsupportedSchemaError(f"property {name!r}: enum must be a list")
+        return
+    if kind == "array":
+        items = prop.get("items")
+        if not isinstance(items, Mapping) or not ("enum" in items or "anyOf" in items):
+            raise UnsupportedSchemaError(
+                f"property {name!r}: arrays must be multi-select with items.enum or items.anyOf"
+            )
+        if "anyOf" in items and not all(isinstance(i, Mapping) and "const" in i for i in items["anyOf"]):
+            raise UnsupportedSchemaError(f"property {name!r}: items.anyOf entries must be {{const, title}}")
+        return
+    raise UnsupportedSchemaError(f"property {name!r} has unsupported type {kind!r}")
+
+
+def validate_content(schema: Mapping[str, Any], content: Mapping[str, Any]) -> None:
+    """Raise InvalidContentError listing every way `content` breaks `schema`."""
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    problems: list[str] = []
+    for key in content:
+        if key not in properties:
+            problems.append(f"{key!r} is not a property of the requested schema")
+    for key in schema.get("required", []):
+        if key not in content:
+            problems.append(f"{key!r} is required")
+    for key, value in content.items():
+        prop = properties.get(key)
+        if isinstance(prop, Mapping):
+            problems.extend(f"{key!r} {p}" for p in property_problems(prop, value))
+    if problems:
+        raise InvalidContentError(problems)
+
+
+def property_problems(prop: Mapping[str, Any], value: Any) -> list[str]:
+    """Why `value` is not valid for one property (empty when it is)."""
+    kind = prop.get("type")
+    if kind == "string":
+        return _string_problems(prop, value)
+    if kind in ("number", "integer"):
+        return _number_problems(prop, value, integer=kind == "integer")
+    if kind == "boolean":
+        return [] if isinstance(value, bool) else ["must be a boolean"]
+    if kind == "array":
+        return _array_problems(prop, value)
+    return [f"has unsupported type {kind!r}"]
+
+
+def _string_problems(prop: Mapping[str, Any], value: Any) -> list[str]:
+    if not isinstance(value, str):
+        return ["must be a string"]
+    options = enum_options(prop)
+    if options is not None:
+        return [] if value in [v for v, _ in options] else ["is not one of the allowed values"]
+    problems = []
+    if "minLength" in prop and len(value) < prop["minLength"]:
+        problems.append(f"must be at least {prop['minLength']} characters")
+    if "maxLength" in prop and len(value) > prop["maxLength"]:
+        problems.append(f"must be at most {prop['maxLength']} characters")
+    fmt = prop.get("format")
+    if fmt is not None and not _format_ok(fmt, value):
+        problems.append(f"is not a valid {fmt}")
+    return problems
+
+
+def _format_ok(fmt: str, value: str) -> bool:
+    if fmt == "email":
+        return bool(_EMAIL.match(value))
+    if fmt == "uri":
+        return bool(_URI.match(value))
+    if fmt == "date":
+        try:
+            datetime.date.fromisoformat(value)
+        except ValueError:
+            return False
+        return len(value) == 10
+    if fmt == "date-time":
+        try:
+            parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            return False
+        return "T" in value.upper() and parsed.tzinfo is not None
+    return True
+
+
+def _number_problems(prop: Mapping[str, Any], value: Any, *, integer: bool) -> list[str]:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return ["must be a number"]
+    if integer and not isinstance(value, int):
+        return ["must be an integer"]
+    problems = []
+    if "minimum" in prop and value < prop["minimum"]:
+        problems.append(f"must be at least {prop['minimum']}")
+    if "maximum" in prop and value > prop["maximum"]:
+        problems.append(f"must be at most {prop['maximum']}")
+    options = enum_options(prop)
+    if options is not None and value not in [v for v, _ in options]:
+        problems.append("is not one of the allowed values")
+    return problems
+
+
+def _array_problems(prop: Mapping[str, Any], value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return ["must be a list"]
+    allowed = [v for v, _ in multi_options(prop)]
+    problems = []
+    if any(item not in allowed for item in value):
+        problems.append("has an item that is not one of the allowed values")
+    if len(set(map(repr, value))) != len(value):
+        problems.append("has duplicate items")
+    if "minItems" in prop and len(value) < prop["minItems"]:
+        problems.append(f"needs at least {prop['minItems']} items")
+    if "maxItems" in prop and len(value) > prop["maxItems"]:
+        problems.append(f"allows at most {prop['maxItems']} items")
+    return problems
