@@ -1,0 +1,47 @@
+"""Start one renderer window: QApplication + MainBridge + MainWindow, until the window closes."""
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+from PySide6.QtWidgets import QApplication
+
+from renderer_process.bridge import MainBridge
+from renderer_process.main_window import MainWindow
+from shared.connection_file import resolve_connection_path
+
+logger = logging.getLogger(__name__)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m renderer_process", description="Open one Elicitron window.")
+    parser.add_argument(
+        "--connection",
+        help="connection file of the main process (default: $ELICITRON_CONNECTION, then the platform default)",
+    )
+    parser.add_argument("--name", default=f"window-{os.getpid()}", help="name main shows for this window")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    return parser.parse_args(argv)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app.setApplicationName("Elicitron")
+
+    bridge = MainBridge(resolve_connection_path(args.connection), args.name)
+    window = MainWindow(name=args.name)
+    window.attach(bridge)
+    app.aboutToQuit.connect(bridge.close)  # the bye goes out on every normal exit
+    # Ctrl-C in the terminal: quit cleanly (the bridge's timer lets Python see the signal).
+    signal.signal(signal.SIGINT, lambda _signum, _frame: app.quit())
+
+    window.show()
+    bridge.start()  # an unreadable connection file is not fatal: the window shows it and retries
+    code = app.exec()
+    logger.info("window closed")
+    return code

@@ -1,0 +1,290 @@
+"""MainBridge: the renderer's one ZeroMQ DEALER to main, turned into Qt signals.
+
+Tiny on purpose (qtconsole's client.py style): it owns the socket, the hello/heartbeat/reconnect
+life cycle of wire contract v1, and nothing else. Widgets consume its signals and call its three
+send methods; no widget touches the socket.
+
+A plain sync socket is watched with a QSocketNotifier on `zmq.FD`. That descriptor is
+edge-triggered, so the bridge drains whenever it fires, after every send, and on every liveness
+tick (a missed edge costs at most one tick, never a hang).
+"""
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import zmq
+from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
+
+from shared import PROTOCOL_VERSION, channels, codec, messages
+from shared.connection_file import ConnectionInfo, read_connection_file
+from shared.errors import ConnectionFileError, ProtocolError
+
+logger = logging.getLogger(__name__)
+
+CONNECTING = "connecting"
+CONNECTED = "connected"
+RECONNECTING = "disconnected - reconnecting"
+
+NOT_SENT = "not-sent"
+"""Local code (not on the wire) of the ErrorNotice emitted through `refused` when a send fails."""
+
+NOT_SENT_CALL_CODE = -32000
+"""JSON-RPC 'server error' code of the local ChannelReply for a tool call that could not be sent."""
+
+_BYE_LINGER_MS = 200  # close() is the one place a queued message (Bye) must still leave
+
+
+class MainBridge(QObject):
+    """Connects to main as a renderer and reports everything main says as Qt signals."""
+
+    welcomed = Signal(object)  # messages.Welcome
+    invoked = Signal(object)  # messages.ElicitationInvoke
+    dismissed = Signal(object)  # messages.ElicitationDismiss
+    completed = Signal(object)  # messages.ElicitationComplete
+    servers_changed = Signal(object)  # list[messages.ServerInfo]
+    replied = Signal(str, object)  # response channel, messages.ChannelReply
+    refused = Signal(object)  # messages.ErrorNotice (main's, or a local "not-sent")
+    state_changed = Signal(str)  # CONNECTING | CONNECTED | RECONNECTING
+
+    def __init__(
+        self,
+        connection_path: Path,
+        name: str,
+        parent: QObject | None = None,
+        *,
+        heartbeat_after: float = 1.0,
+        silence_limit: float = 3.0,
+        retry_every: float = 1.0,
+        tick_ms: int = 250,
+    ) -> None:
+        super().__init__(parent)
+        self._connection_path = Path(connection_path)
+        self._name = name
+        self._window_id = channels.new_uuid7()  # one per bridge: main sees the same window after reconnects
+        self._heartbeat_after = heartbeat_after
+        self._silence_limit = silence_limit
+        self._retry_every = retry_every
+
+        self._sock: zmq.Socket[bytes] | None = None
+        self._notifier: QSocketNotifier | None = None
+        self._token = ""
+        self._welcomed = False
+        self._state = ""
+        self._last_sent = 0.0
+        self._last_received = 0.0
+        self._attempt_at = 0.0
+        self._last_file_problem = ""
+        self._draining = False
+
+        self._tick = QTimer(self)
+        self._tick.setInterval(tick_ms)
+        self._tick.timeout.connect(self._on_tick)
+        # With IMMEDIATE, a send fails until the connection is up; retry the hello quickly.
+        self._hello_timer = QTimer(self)
+        self._hello_timer.setInterval(20)
+        self._hello_timer.timeout.connect(self._try_hello)
+
+    # ---- public ---------------------------------------------------------------------------
+
+    @property
+    def window_id(self) -> str:
+        return self._window_id
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def is_welcomed(self) -> bool:
+        return self._welcomed
+
+    def start(self) -> None:
+        """Connect and say hello; from here on the bridge keeps itself connected until close()."""
+        self._set_state(CONNECTING)
+        self._tick.start()
+        self._attempt()
+
+    def send_result(self, channel: str, action: str, content: dict[str, Any] | None) -> bool:
+        """Answer one elicitation on its one-time channel; False (and `refused`) if not sent."""
+        body = messages.ElicitationResult(action=action, content=content if action == "accept" else None)  # type: ignore[arg-type]
+        sent = self._welcomed and self._send(channel, body)
+        if not sent:
+            self._report_not_sent(channel, "not connected to main; the answer was not sent")
+        return sent
+
+    def call_tool(
+        self, server: str, tool: str, arguments: dict[str, Any], channel: str | None = None
+    ) -> str:
+        """Ask main to call a tool; the reply arrives later as `replied(channel, ...)`."""
+        channel = channel or "call-" + channels.new_uuid7()
+        body = messages.CallTool(server=server, tool=tool, response_channel=channel, arguments=arguments)
+        if not (self._welcomed and self._send(channels.CALL_TOOL, body)):
+            reply = messages.ChannelReply(
+                error=messages.CallError(
+                    code=NOT_SENT_CALL_CODE, message="not connected to main; the call was not sent"
+                )
+            )
+            # Queued so the caller has recorded the channel before the reply shows up.
+            QTimer.singleShot(0, self, lambda: self.replied.emit(channel, reply))
+        return channel
+
+    def close(self) -> None:
+        """Say bye and let go of the socket; the bridge stays quiet afterwards."""
+        self._tick.stop()
+        self._hello_timer.stop()
+        if self._sock is not None and self._welcomed:
+            self._send(channels.BYE, messages.Bye())
+        self._close_socket(linger_ms=_BYE_LINGER_MS)
+        self._welcomed = False
+
+    # ---- connection life cycle ------------------------------------------------------------
+
+    def _attempt(self) -> None:
+        """One connect attempt: re-read the file (main may have restarted), connect, hello."""
+        self._close_socket(linger_ms=0)
+        self._welcomed = False
+        self._attempt_at = time.monotonic()
+        try:
+            info = read_connection_file(self._connection_path)
+        except ConnectionFileError as exc:
+            if str(exc) != self._last_file_problem:  # log each new problem once, not every second
+                logger.warning("cannot reach main yet: %s", exc)
+                self._last_file_problem = str(exc)
+            self._set_state(RECONNECTING)
+            return
+        self._last_file_problem = ""
+        try:
+            self._open_socket(info)
+        except zmq.ZMQError as exc:
+            logger.warning("cannot connect to %s: %s", info.endpoint, exc)
+            self._close_socket(linger_ms=0)
+            self._set_state(RECONNECTING)
+            return
+        self._token = info.token
+        self._hello_timer.start()
+        self._try_hello()
+
+    def _open_socket(self, info: ConnectionInfo) -> None:
+        sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
+        self._sock = sock
+        sock.setsockopt(zmq.LINGER, 0)  # a dead main must never block close() or exit
+        sock.setsockopt(zmq.IMMEDIATE, 1)  # queue nothing for a peer that is not there
+        if info.server_key:  # CURVE is mandatory on tcp; any client key pair will do
+            public, secret = zmq.curve_keypair()
+            sock.curve_serverkey = info.server_key.encode("ascii")
+            sock.curve_publickey = public
+            sock.curve_secretkey = secret
+        sock.connect(info.endpoint)
+        self._notifier = QSocketNotifier(sock.getsockopt(zmq.FD), QSocketNotifier.Type.Read, self)
+        self._notifier.activated.connect(self._drain)
+        logger.info("connecting to main at %s", info.endpoint)
+
+    def _close_socket(self, linger_ms: int) -> None:
+        if self._notifier is not None:
+            self._notifier.setEnabled(False)
+            self._notifier.deleteLater()
+            self._notifier = None
+        if self._sock is not None:
+            self._sock.close(linger=linger_ms)
+            self._sock = None
+        self._hello_timer.stop()
+
+    def _try_hello(self) -> None:
+        hello = messages.Hello(
+            protocol=PROTOCOL_VERSION,
+            token=self._token,
+            window=self._window_id,
+            name=self._name,
+            role="renderer",
+        )
+        if self._send(channels.HELLO, hello):
+            self._hello_timer.stop()
+            logger.debug("hello sent as window %s", self._window_id)
+
+    def _on_tick(self) -> None:
+        self._drain()
+        now = time.monotonic()
+        if self._welcomed:
+            if now - self._last_received >= self._silence_limit:
+                logger.warning("main silent for %.1f s; reconnecting", now - self._last_received)
+                self._set_state(RECONNECTING)
+                self._attempt()
+            elif now - self._last_sent >= self._heartbeat_after:
+                self._send(channels.HEARTBEAT, messages.Heartbeat())
+        elif now - self._attempt_at >= self._retry_every:
+            self._set_state(RECONNECTING)
+            self._attempt()
+
+    def _set_state(self, state: str) -> None:
+        if state != self._state:
+            self._state = state
+            logger.info("connection state: %s", state)
+            self.state_changed.emit(state)
+
+    # ---- frames ---------------------------------------------------------------------------
+
+    def _send(self, topic: str, body: messages.Body) -> bool:
+        sock = self._sock
+        if sock is None:
+            return False
+        try:
+            sock.send_multipart(codec.encode(topic, body), zmq.NOBLOCK)
+        except zmq.Again:
+            logger.debug("%s not sent: no connection to main", topic)
+            return False
+        except zmq.ZMQError as exc:
+            logger.warning("%s not sent: %s", topic, exc)
+            return False
+        self._last_sent = time.monotonic()
+        self._drain()  # sending can consume the FD's edge; look for input now
+        return True
+
+    def _drain(self) -> None:
+        if self._draining:  # a slot sent something mid-drain; the outer loop keeps reading
+            return
+        self._draining = True
+        try:
+            while self._sock is not None and self._sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                frames = self._sock.recv_multipart(zmq.NOBLOCK)
+                self._last_received = time.monotonic()
+                self._dispatch(frames)
+        except zmq.Again:
+            pass
+        finally:
+            self._draining = False
+
+    def _dispatch(self, frames: list[bytes]) -> None:
+        try:
+            topic, body = codec.decode_from_main(frames)
+        except ProtocolError as exc:
+            logger.warning("skipped a bad frame from main: %s", exc)
+            return
+        if isinstance(body, messages.Welcome):
+            self._welcomed = True
+            self._set_state(CONNECTED)
+            self.welcomed.emit(body)
+        elif isinstance(body, messages.Heartbeat):
+            pass  # only liveness, already counted
+        elif isinstance(body, messages.ElicitationInvoke):
+            self.invoked.emit(body)
+        elif isinstance(body, messages.ElicitationDismiss):
+            self.dismissed.emit(body)
+        elif isinstance(body, messages.ElicitationComplete):
+            self.completed.emit(body)
+        elif isinstance(body, messages.ServersUpdate):
+            self.servers_changed.emit(body.servers)
+        elif isinstance(body, messages.ErrorNotice):
+            logger.warning("main refused %s: %s %s", body.topic, body.code, body.message)
+            self.refused.emit(body)
+        elif isinstance(body, messages.ChannelReply):
+            self.replied.emit(topic, body)
+
+    def _report_not_sent(self, topic: str, message: str) -> None:
+        notice = messages.ErrorNotice(code=NOT_SENT, message=message, topic=topic)
+        QTimer.singleShot(0, self, lambda: self.refused.emit(notice))

@@ -1,0 +1,501 @@
+"""ElicitationCard as a user meets it: what each field shows, when Accept works, what is answered."""
+
+import datetime
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDateEdit,
+    QDateTimeEdit,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QPushButton,
+)
+from pytestqt.qtbot import QtBot
+
+from renderer_process.card import ElicitationCard
+from shared import messages
+
+
+def invoke_for(params: dict[str, Any], server: str = "demo", channel: str = "ch-1") -> messages.ElicitationInvoke:
+    return messages.ElicitationInvoke(
+        request=messages.ElicitationRequest(server=server, params=params),
+        response_channel=channel,
+        created_at=1,
+        expires_at=None,
+        origin=None,
+    )
+
+
+def form(properties: dict[str, Any], required: list[str] | None = None, message: str = "Please fill in") -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required is not None:
+        schema["required"] = required
+    return {"mode": "form", "message": message, "requestedSchema": schema}
+
+
+class Answers:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def __call__(self, action: str, content: Any) -> None:
+        self.calls.append((action, content))
+
+
+@pytest.fixture
+def open_card(qtbot: QtBot):  # type: ignore[no-untyped-def]
+    def make(params: dict[str, Any], **kwargs: Any) -> tuple[ElicitationCard, Answers]:
+        card = ElicitationCard(invoke_for(params), **kwargs)
+        qtbot.addWidget(card)
+        answers = Answers()
+        card.answered.connect(answers)
+        card.show()
+        qtbot.waitExposed(card)
+        return card, answers
+
+    return make
+
+
+def find[T](card: ElicitationCard, kind: type[T], name: str) -> T:
+    widget = card.findChild(kind, name)
+    assert widget is not None, f"no {kind.__name__} named {name!r}"
+    return widget
+
+
+def accept_button(card: ElicitationCard) -> QPushButton:
+    return find(card, QPushButton, "accept")
+
+
+def press_accept(qtbot: QtBot, card: ElicitationCard) -> None:
+    qtbot.mouseClick(accept_button(card), Qt.MouseButton.LeftButton)
+
+
+def type_into(qtbot: QtBot, edit: QLineEdit, text: str) -> None:
+    edit.selectAll()
+    qtbot.keyClick(edit, Qt.Key.Key_Delete)
+    qtbot.keyClicks(edit, text)
+
+
+# ---- header, message, labels ---------------------------------------------------------------
+
+
+def test_form_names_the_server_and_shows_message_titles_and_descriptions(open_card) -> None:  # type: ignore[no-untyped-def]
+    card, _ = open_card(
+        form(
+            {
+                "name": {"type": "string", "title": "Your name", "description": "As on your passport"},
+                "nick": {"type": "string"},
+            },
+            required=["name"],
+            message="Who are you?",
+        )
+    )
+    assert "demo" in card.windowTitle()
+    assert "<b>demo</b>" in find(card, QLabel, "header").text()
+    assert find(card, QLabel, "message").text() == "Who are you?"
+    assert find(card, QLabel, "label:name").text() == "Your name *"
+    assert find(card, QLabel, "label:nick").text() == "nick"  # no title: the key
+    assert find(card, QLabel, "description:name").text() == "As on your passport"
+
+
+def test_server_text_is_never_rendered_as_markup(open_card) -> None:  # type: ignore[no-untyped-def]
+    card, _ = open_card(form({"x": {"type": "string", "title": "<i>x</i>"}}, message="<b>bold?</b>"))
+    assert find(card, QLabel, "message").textFormat() == Qt.TextFormat.PlainText
+    assert find(card, QLabel, "label:x").textFormat() == Qt.TextFormat.PlainText
+
+
+# ---- strings -------------------------------------------------------------------------------
+
+
+def test_string_lengths_gate_accept_and_explain_why(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(form({"name": {"type": "string", "minLength": 3, "maxLength": 5}}, ["name"]))
+    edit = find(card, QLineEdit, "field:name")
+    assert not accept_button(card).isEnabled()
+    assert "is required" in find(card, QLabel, "problems").text()
+    type_into(qtbot, edit, "ab")
+    assert not accept_button(card).isEnabled()
+    assert "at least 3 characters" in find(card, QLabel, "error:name").text()
+    type_into(qtbot, edit, "abcdefgh")
+    assert edit.text() == "abcde"  # maxLength stops typing
+    assert accept_button(card).isEnabled()
+    assert not find(card, QLabel, "problems").isVisible()
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"name": "abcde"})]
+    assert not card.isVisible()
+
+
+def test_cleared_optional_string_is_omitted_not_sent_empty(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(form({"note": {"type": "string", "default": "hello"}}))
+    edit = find(card, QLineEdit, "field:note")
+    assert edit.text() == "hello"
+    type_into(qtbot, edit, "")
+    assert accept_button(card).isEnabled()
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {})]
+
+
+def test_required_string_with_empty_default_sends_empty(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(form({"note": {"type": "string", "default": ""}}, ["note"]))
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"note": ""})]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "bad", "good"),
+    [("email", "not-an-email", "ada@example.com"), ("uri", "no scheme", "https://example.com/x")],
+)
+def test_email_and_uri_formats_are_validated(qtbot: QtBot, open_card, fmt: str, bad: str, good: str) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(form({"v": {"type": "string", "format": fmt}}, ["v"]))
+    edit = find(card, QLineEdit, "field:v")
+    type_into(qtbot, edit, bad)
+    assert not accept_button(card).isEnabled()
+    assert f"not a valid {fmt}" in find(card, QLabel, "error:v").text()
+    type_into(qtbot, edit, good)
+    assert accept_button(card).isEnabled()
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"v": good})]
+
+
+# ---- numbers -------------------------------------------------------------------------------
+
+
+def test_integer_is_sent_as_int_and_range_is_enforced(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(form({"age": {"type": "integer", "minimum": 18, "maximum": 130}}, ["age"]))
+    edit = find(card, QLineEdit, "field:age")
+    type_into(qtbot, edit, "12")
+    assert not accept_button(card).isEnabled()
+    assert "at least 18" in find(card, QLabel, "error:age").text()
+    type_into(qtbot, edit, "42.5")
+    assert not accept_button(card).isEnabled()
+    assert "whole number" in find(card, QLabel, "error:age").text()
+    type_into(qtbot, edit, "abc")
+    assert not accept_button(card).isEnabled()
+    type_into(qtbot, edit, "42")
+    assert accept_button(card).isEnabled()
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"age": 42})]
+    assert type(answers.calls[0][1]["age"]) is int
+
+
+def test_number_accepts_decimals_and_honours_maximum(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(form({"t": {"type": "number", "minimum": -1.5, "maximum": 2.5}}, ["t"]))
+    edit = find(card, QLineEdit, "field:t")
+    type_into(qtbot, edit, "3")
+    assert not accept_button(card).isEnabled()
+    type_into(qtbot, edit, "nan")
+    assert not accept_button(card).isEnabled()
+    type_into(qtbot, edit, "-1.25")
+    assert accept_button(card).isEnabled()
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"t": -1.25})]
+
+
+def test_falsy_number_defaults_are_shown_and_kept(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(
+        form({"n": {"type": "integer", "default": 0}, "x": {"type": "number", "default": 0.0}})
+    )
+    assert find(card, QLineEdit, "field:n").text() == "0"
+    assert find(card, QLineEdit, "field:x").text() == "0.0"
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"n": 0, "x": 0.0})]
+    assert type(answers.calls[0][1]["n"]) is int
+
+
+def test_cleared_optional_number_is_omitted(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(form({"n": {"type": "integer", "default": 7}}))
+    type_into(qtbot, find(card, QLineEdit, "field:n"), "")
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {})]
+
+
+# ---- booleans ------------------------------------------------------------------------------
+
+
+def test_boolean_defaults_and_toggle(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(
+        form({"yes": {"type": "boolean", "default": True}, "no": {"type": "boolean", "default": False}})
+    )
+    yes, no = find(card, QCheckBox, "field:yes"), find(card, QCheckBox, "field:no")
+    assert yes.isChecked() and not no.isChecked()
+    qtbot.mouseClick(yes, Qt.MouseButton.LeftButton)
+    assert not yes.isChecked()
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"yes": False, "no": False})]
+
+
+# ---- single select -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prop", "labels", "pick", "sent"),
+    [
+        ({"type": "string", "enum": ["r", "g"]}, ["r", "g"], "g", "g"),
+        ({"type": "string", "enum": ["r", "g"], "enumNames": ["Red", "Green"]}, ["Red", "Green"], "Green", "g"),
+        (
+            {"type": "string", "oneOf": [{"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}]},
+            ["Red", "Green"],
+            "Green",
+            "g",
+        ),
+        ({"type": "integer", "enum": [1, 2]}, ["1", "2"], "2", 2),
+    ],
+    ids=["enum", "enumNames", "oneOf", "integer-enum"],
+)
+def test_single_select_shows_labels_and_sends_values(
+    qtbot: QtBot, open_card, prop: dict[str, Any], labels: list[str], pick: str, sent: Any  # type: ignore[no-untyped-def]
+) -> None:
+    card, answers = open_card(form({"c": prop}, ["c"]))
+    combo = find(card, QComboBox, "field:c")
+    shown = [combo.itemText(i) for i in range(combo.count())]
+    assert shown == ["—", *labels]  # required without default: the user must choose
+    assert not accept_button(card).isEnabled()
+    combo.setCurrentIndex(combo.findText(pick))
+    assert accept_button(card).isEnabled()
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"c": sent})]
+    assert type(answers.calls[0][1]["c"]) is type(sent)
+
+
+def test_optional_select_can_be_left_empty_and_default_is_preselected(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(
+        form(
+            {
+                "size": {"type": "string", "enum": ["s", "m"], "default": "m"},
+                "mood": {"type": "string", "enum": ["ok", "meh"]},
+                "fixed": {"type": "string", "enum": ["a", "b"], "default": "a"},
+            },
+            ["fixed"],
+        )
+    )
+    size, mood = find(card, QComboBox, "field:size"), find(card, QComboBox, "field:mood")
+    fixed = find(card, QComboBox, "field:fixed")
+    assert size.currentText() == "m" and size.itemText(0) == "—"
+    assert mood.currentText() == "—"
+    assert [fixed.itemText(i) for i in range(fixed.count())] == ["a", "b"]  # required + default: no "—"
+    size.setCurrentIndex(0)
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"fixed": "a"})]
+
+
+# ---- multi select --------------------------------------------------------------------------
+
+
+def checked_labels(widget: QListWidget) -> list[str]:
+    return [
+        widget.item(i).text() for i in range(widget.count()) if widget.item(i).checkState() == Qt.CheckState.Checked
+    ]
+
+
+def check(widget: QListWidget, label: str, on: bool = True) -> None:
+    item = widget.findItems(label, Qt.MatchFlag.MatchExactly)[0]
+    item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+
+
+def test_multi_select_with_titles_and_item_limits(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    prop = {
+        "type": "array",
+        "items": {"anyOf": [{"const": "a", "title": "Apple"}, {"const": "b", "title": "Banana"}, {"const": "c", "title": "Cherry"}]},
+        "minItems": 1,
+        "maxItems": 2,
+        "default": ["b"],
+    }
+    card, answers = open_card(form({"fruit": prop}, ["fruit"]))
+    widget = find(card, QListWidget, "field:fruit")
+    assert checked_labels(widget) == ["Banana"]
+    assert accept_button(card).isEnabled()
+    check(widget, "Apple")
+    check(widget, "Cherry")
+    assert not accept_button(card).isEnabled()
+    assert "at most 2" in find(card, QLabel, "error:fruit").text()
+    check(widget, "Banana", on=False)
+    check(widget, "Cherry", on=False)
+    check(widget, "Apple", on=False)
+    assert not accept_button(card).isEnabled()
+    assert "at least 1" in find(card, QLabel, "error:fruit").text()
+    check(widget, "Cherry")
+    check(widget, "Apple")
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"fruit": ["a", "c"]})]  # in option order
+
+
+def test_multi_select_empty_default_is_kept(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(form({"tags": {"type": "array", "items": {"enum": ["x", "y"]}, "default": []}}))
+    assert checked_labels(find(card, QListWidget, "field:tags")) == []
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"tags": []})]
+
+
+# ---- dates ---------------------------------------------------------------------------------
+
+
+def test_date_default_shown_with_calendar_and_sent_iso(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(form({"day": {"type": "string", "format": "date", "default": "2024-02-29"}}, ["day"]))
+    edit = find(card, QDateEdit, "field:day")
+    assert edit.calendarPopup()
+    assert edit.date().toString("yyyy-MM-dd") == "2024-02-29"
+    assert find(card, QCheckBox, "field:day:set").isChecked()
+    edit.setDate(edit.date().addDays(1))
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"day": "2024-03-01"})]
+
+
+def test_optional_date_can_stay_empty_and_required_one_must_be_set(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(
+        form(
+            {"start": {"type": "string", "format": "date"}, "end": {"type": "string", "format": "date"}},
+            ["start"],
+        )
+    )
+    start_set = find(card, QCheckBox, "field:start:set")
+    assert not start_set.isChecked() and not find(card, QDateEdit, "field:start").isEnabled()
+    assert not accept_button(card).isEnabled()  # nothing is picked for the user
+    qtbot.mouseClick(start_set, Qt.MouseButton.LeftButton)
+    assert find(card, QDateEdit, "field:start").isEnabled()
+    assert accept_button(card).isEnabled()
+    press_accept(qtbot, card)
+    [(action, content)] = answers.calls
+    assert action == "accept" and list(content) == ["start"]  # the unset optional "end" is omitted
+    datetime.date.fromisoformat(content["start"])
+
+
+def test_date_time_default_round_trips_with_a_zone(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(
+        form({"at": {"type": "string", "format": "date-time", "default": "2024-05-01T10:30:00Z"}}, ["at"])
+    )
+    edit = find(card, QDateTimeEdit, "field:at")
+    assert edit.calendarPopup()
+    expected_local = datetime.datetime(2024, 5, 1, 10, 30, tzinfo=datetime.UTC).astimezone()
+    assert edit.dateTime().toString("yyyy-MM-dd HH:mm") == expected_local.strftime("%Y-%m-%d %H:%M")
+    press_accept(qtbot, card)
+    [(action, content)] = answers.calls
+    sent = datetime.datetime.fromisoformat(content["at"])
+    assert sent.tzinfo is not None
+    assert sent == datetime.datetime(2024, 5, 1, 10, 30, tzinfo=datetime.UTC)
+
+
+# ---- every type at once, and the ways out ----------------------------------------------------
+
+
+EVERY_TYPE = form(
+    {
+        "name": {"type": "string", "default": ""},
+        "age": {"type": "integer", "default": 0},
+        "ratio": {"type": "number", "default": 0},
+        "ok": {"type": "boolean", "default": False},
+        "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "default": []},
+        "day": {"type": "string", "format": "date", "default": "2025-01-31"},
+    },
+    ["name", "age", "ratio", "ok", "color", "tags", "day"],
+)
+
+
+def test_every_falsy_default_is_prefilled_and_kept(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(EVERY_TYPE)
+    assert accept_button(card).isEnabled()
+    press_accept(qtbot, card)
+    assert answers.calls == [
+        ("accept", {"name": "", "age": 0, "ratio": 0, "ok": False, "color": "red", "tags": [], "day": "2025-01-31"})
+    ]
+
+
+def test_escape_cancels_once(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(EVERY_TYPE)
+    qtbot.keyClick(card, Qt.Key.Key_Escape)
+    assert answers.calls == [("cancel", None)]
+    assert not card.isVisible()
+    card.close()
+    assert answers.calls == [("cancel", None)]  # exactly once
+
+
+def test_closing_the_dialog_cancels(open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(EVERY_TYPE)
+    card.close()
+    assert answers.calls == [("cancel", None)]
+
+
+def test_decline_sends_no_content_and_enter_does_not_accept(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(form({"name": {"type": "string", "default": "Ada"}}))
+    qtbot.keyClick(find(card, QLineEdit, "field:name"), Qt.Key.Key_Return)
+    assert answers.calls == []
+    qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(find(card, QPushButton, "cancel"), Qt.MouseButton.LeftButton)
+    assert answers.calls == [("decline", None)]
+
+
+def test_close_silently_answers_nothing(open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(EVERY_TYPE)
+    card.close_silently()
+    assert not card.isVisible()
+    assert answers.calls == []
+
+
+def test_unsupported_schema_shows_a_notice_with_decline_and_cancel_only(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    card, answers = open_card(form({"where": {"type": "object", "properties": {}}}))
+    assert card.kind == "notice"
+    notice = find(card, QLabel, "notice").text()
+    assert "'where'" in notice and "unsupported type" in notice
+    assert not accept_button(card).isVisible()
+    assert find(card, QPushButton, "decline").isVisible()
+    assert find(card, QPushButton, "cancel").isVisible()
+    qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
+    assert answers.calls == [("decline", None)]
+
+
+# ---- URL mode ------------------------------------------------------------------------------
+
+
+def url_params(url: str) -> dict[str, Any]:
+    return {"mode": "url", "message": "Sign in to continue", "url": url, "elicitationId": "e-1"}
+
+
+def test_url_card_shows_full_url_with_bold_host_and_opens_only_after_accept(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    opened: list[QUrl] = []
+    card, answers = open_card(url_params("https://login.example.com/oauth?state=1&x=<y>"), opener=opened.append)
+    assert "demo" in find(card, QLabel, "header").text()
+    assert find(card, QLabel, "message").text() == "Sign in to continue"
+    url_text = find(card, QLabel, "url").text()
+    assert url_text == "https://<b>login.example.com</b>/oauth?state=1&amp;x=&lt;y&gt;"
+    assert "<b>login.example.com</b>" in find(card, QLabel, "host").text()
+    assert not find(card, QLabel, "warnings").isVisible()
+    assert opened == []
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", None)]
+    assert opened == [QUrl("https://login.example.com/oauth?state=1&x=<y>")]
+
+
+def test_url_card_declined_or_cancelled_never_opens(qtbot: QtBot, open_card) -> None:  # type: ignore[no-untyped-def]
+    opened: list[QUrl] = []
+    card, answers = open_card(url_params("https://example.com/"), opener=opened.append)
+    qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
+    card2, answers2 = open_card(url_params("https://example.com/"), opener=opened.append)
+    qtbot.keyClick(card2, Qt.Key.Key_Escape)
+    assert answers.calls == [("decline", None)] and answers2.calls == [("cancel", None)]
+    assert opened == []
+
+
+@pytest.mark.parametrize(
+    ("url", "warning"),
+    [
+        ("http://example.com/", "not encrypted"),
+        ("https://xn--pple-43d.com/", "international characters"),
+        ("https://аpple.com/", "international characters"),
+        ("https://bank.com@evil.example/", "goes to evil.example"),
+    ],
+)
+def test_url_card_warns_about_risky_links(open_card, url: str, warning: str) -> None:  # type: ignore[no-untyped-def]
+    card, _ = open_card(url_params(url), opener=lambda _u: None)
+    warnings = find(card, QLabel, "warnings")
+    assert warnings.isVisible()
+    assert warning in warnings.text()
+    assert accept_button(card).isEnabled()
+
+
+def test_url_card_refuses_to_open_non_web_links(open_card) -> None:  # type: ignore[no-untyped-def]
+    card, _ = open_card(url_params("file:///etc/passwd"), opener=lambda _u: None)
+    assert "Only web links" in find(card, QLabel, "warnings").text()
+    assert not accept_button(card).isEnabled()
