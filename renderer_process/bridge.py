@@ -71,6 +71,8 @@ class MainBridge(QObject):
         self._notifier: QSocketNotifier | None = None
         self._token = ""
         self._welcomed = False
+        self._hello_sent = False
+        self._closed = False
         self._state = ""
         self._last_sent = 0.0
         self._last_received = 0.0
@@ -106,6 +108,7 @@ class MainBridge(QObject):
 
     def start(self) -> None:
         """Connect and say hello; from here on the bridge keeps itself connected until close()."""
+        self._closed = False
         self._set_state(CONNECTING)
         self._tick.start()
         self._attempt()
@@ -136,19 +139,26 @@ class MainBridge(QObject):
 
     def close(self) -> None:
         """Say bye and let go of the socket; the bridge stays quiet afterwards."""
+        # May run inside one of our own slots (a signal handler quitting the app mid-tick), so
+        # `_closed` stops whatever bridge code resumes afterwards from reconnecting.
+        self._closed = True
         self._tick.stop()
         self._hello_timer.stop()
-        if self._sock is not None and self._welcomed:
+        if self._hello_sent:  # main may be attaching us right now: let it detach at once
             self._send(channels.BYE, messages.Bye())
         self._close_socket(linger_ms=_BYE_LINGER_MS)
         self._welcomed = False
+        self._hello_sent = False
 
     # ---- connection life cycle ------------------------------------------------------------
 
     def _attempt(self) -> None:
         """One connect attempt: re-read the file (main may have restarted), connect, hello."""
+        if self._closed:
+            return
         self._close_socket(linger_ms=0)
         self._welcomed = False
+        self._hello_sent = False
         self._attempt_at = time.monotonic()
         try:
             info = read_connection_file(self._connection_path)
@@ -204,11 +214,14 @@ class MainBridge(QObject):
             role="renderer",
         )
         if self._send(channels.HELLO, hello):
+            self._hello_sent = True
             self._hello_timer.stop()
             logger.debug("hello sent as window %s", self._window_id)
 
     def _on_tick(self) -> None:
         self._drain()
+        if self._closed:
+            return
         now = time.monotonic()
         if self._welcomed:
             if now - self._last_received >= self._silence_limit:
