@@ -17,10 +17,12 @@ logger = logging.getLogger(__name__)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m renderer_process", description="Open one Elicitron window.")
+    parser = argparse.ArgumentParser(
+        prog="python -m renderer_process", description="Open one Elicitron window."
+    )
     parser.add_argument(
         "--connection",
-        help="connection file of the main process (default: $ELICITRON_CONNECTION, then the platform default)",
+        help="main's connection file (default: $ELICITRON_CONNECTION, then the platform default)",
     )
     parser.add_argument("--name", default=f"window-{os.getpid()}", help="name main shows for this window")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")

@@ -12,7 +12,7 @@ tick (a missed edge costs at most one tick, never a hang).
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import zmq
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
@@ -113,17 +113,15 @@ class MainBridge(QObject):
         self._tick.start()
         self._attempt()
 
-    def send_result(self, channel: str, action: str, content: dict[str, Any] | None) -> bool:
+    def send_result(self, channel: str, action: messages.Action, content: dict[str, Any] | None) -> bool:
         """Answer one elicitation on its one-time channel; False (and `refused`) if not sent."""
-        body = messages.ElicitationResult(action=action, content=content if action == "accept" else None)  # type: ignore[arg-type]
+        body = messages.ElicitationResult(action=action, content=content if action == "accept" else None)
         sent = self._welcomed and self._send(channel, body)
         if not sent:
             self._report_not_sent(channel, "not connected to main; the answer was not sent")
         return sent
 
-    def call_tool(
-        self, server: str, tool: str, arguments: dict[str, Any], channel: str | None = None
-    ) -> str:
+    def call_tool(self, server: str, tool: str, arguments: dict[str, Any], channel: str | None = None) -> str:
         """Ask main to call a tool; the reply arrives later as `replied(channel, ...)`."""
         channel = channel or "call-" + channels.new_uuid7()
         body = messages.CallTool(server=server, tool=tool, response_channel=channel, arguments=arguments)
@@ -263,7 +261,7 @@ class MainBridge(QObject):
             return
         self._draining = True
         try:
-            while self._sock is not None and self._sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            while self._sock is not None and _readable(self._sock):
                 frames = self._sock.recv_multipart(zmq.NOBLOCK)
                 self._last_received = time.monotonic()
                 self._dispatch(frames)
@@ -301,3 +299,8 @@ class MainBridge(QObject):
     def _report_not_sent(self, topic: str, message: str) -> None:
         notice = messages.ErrorNotice(code=NOT_SENT, message=message, topic=topic)
         QTimer.singleShot(0, self, lambda: self.refused.emit(notice))
+
+
+def _readable(sock: zmq.Socket[bytes]) -> bool:
+    events = cast(int, sock.getsockopt(zmq.EVENTS))
+    return bool(events & zmq.POLLIN)

@@ -99,10 +99,12 @@ class CallPanel(QWidget):
         try:
             arguments: Any = json.loads(text) if text else {}
         except json.JSONDecodeError as exc:
-            self.show_error(f"Arguments are not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}).")
+            self.show_error(
+                f"Arguments are not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})."
+            )
             return
         if not isinstance(arguments, dict):
-            self.show_error("Arguments must be a JSON object, like {\"key\": \"value\"}.")
+            self.show_error('Arguments must be a JSON object, like {"key": "value"}.')
             return
         self.show_error("")
         self.call_requested.emit(server, tool, arguments)

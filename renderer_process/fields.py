@@ -206,7 +206,8 @@ class MultiSelectField(Field):
             item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
             self.values.append(option_value)
         rows = max(1, min(len(self.values), 6))
-        self.list.setFixedHeight(self.list.sizeHintForRow(0) * rows + 2 * self.list.frameWidth() + 4)
+        row_height = max(self.list.sizeHintForRow(0), self.list.fontMetrics().height() + 4)
+        self.list.setFixedHeight(row_height * rows + 2 * self.list.frameWidth() + 4)  # no scrolling for ≤ 6
         self.list.itemChanged.connect(lambda _item: self.changed.emit())
 
     @property
@@ -219,15 +220,6 @@ class MultiSelectField(Field):
             for row, v in enumerate(self.values)
             if self.list.item(row).checkState() == Qt.CheckState.Checked
         ]
-
-    def set_checked(self, label: str, checked: bool) -> None:
-        """Check or uncheck the option shown as `label` (what a click on its box does)."""
-        for row in range(self.list.count()):
-            item = self.list.item(row)
-            if item.text() == label:
-                item.setCheckState(Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
-                return
-        raise KeyError(label)
 
 
 class _DateLikeField(Field):
@@ -281,7 +273,8 @@ class DateField(_DateLikeField):
     def value(self) -> Any:
         if not self.set_box.isChecked():
             return MISSING
-        return self.edit.date().toPython().isoformat()
+        day = self.edit.date()
+        return datetime.date(day.year(), day.month(), day.day()).isoformat()
 
 
 class DateTimeField(_DateLikeField):
@@ -311,8 +304,10 @@ class DateTimeField(_DateLikeField):
     def value(self) -> Any:
         if not self.set_box.isChecked():
             return MISSING
-        local: datetime.datetime = self.edit.dateTime().toPython()
-        return local.replace(microsecond=0).astimezone().isoformat()
+        shown = self.edit.dateTime()
+        day, clock = shown.date(), shown.time()
+        local = datetime.datetime(day.year(), day.month(), day.day(), clock.hour(), clock.minute())
+        return local.astimezone().isoformat()  # naive local time -> aware, with the local offset
 
 
 def build_field(key: str, prop: Mapping[str, Any], required: bool, parent: QWidget) -> Field:
@@ -344,7 +339,7 @@ def _text_hint(prop: Mapping[str, Any]) -> str:
     parts = [hints[prop["format"]]] if prop.get("format") in hints else []
     low, high = prop.get("minLength"), prop.get("maxLength")
     if low is not None and high is not None:
-        parts.append(f"{low}–{high} characters")
+        parts.append(f"{low} to {high} characters")
     elif low is not None:
         parts.append(f"at least {low} characters")
     elif high is not None:

@@ -167,12 +167,15 @@ class MainWindow(QMainWindow):
         invoke = self._sent.pop(notice.topic, None) if notice.topic else None
         if invoke is not None and notice.code in _REQUEUE_CODES:
             self.statusBar().showMessage(
-                f"{invoke.request.server}: answer not taken ({notice.message}); please answer again", STATUS_MS
+                f"{invoke.request.server}: answer not taken ({notice.message}); please answer again",
+                STATUS_MS,
             )
             self._enqueue(invoke)
             self._show_next()
             return
-        self.statusBar().showMessage(f"main refused {notice.topic or 'a message'}: {notice.message}", STATUS_MS)
+        self.statusBar().showMessage(
+            f"main refused {notice.topic or 'a message'}: {notice.message}", STATUS_MS
+        )
 
     # ---- cards ------------------------------------------------------------------------------
 

@@ -19,9 +19,8 @@ class ServersPanel(QTreeWidget):
 
     def set_servers(self, servers: list[messages.ServerInfo]) -> None:
         # Rebuilt whole (a handful of rows); keep each server's expanded state across updates.
-        expanded = {
-            self.topLevelItem(i).text(0) for i in range(self.topLevelItemCount()) if self.topLevelItem(i).isExpanded()
-        }
+        rows = [self.topLevelItem(i) for i in range(self.topLevelItemCount())]
+        expanded = {row.text(0) for row in rows if row is not None and row.isExpanded()}
         first_time = self.topLevelItemCount() == 0
         self.clear()
         for server in servers:

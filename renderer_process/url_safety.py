@@ -45,11 +45,15 @@ def inspect_url(url: str) -> UrlReport:
     if scheme not in OPENABLE_SCHEMES:
         warnings.append(f"Only web links (https) can be opened; this one is {scheme or 'not a web link'}:.")
     elif scheme != "https":
-        warnings.append("This link is not encrypted (http, not https): others on the network can read or alter it.")
+        warnings.append(
+            "This link is not encrypted (http, not https): others on the network can read or alter it."
+        )
     elif not host:
         warnings.append("This link names no host.")
     if at:
-        warnings.append(f"{userinfo + '@'!r} is only a user name, not the destination: the link goes to {host}.")
+        warnings.append(
+            f"{userinfo + '@'!r} is only a user name, not the destination: the link goes to {host}."
+        )
     if host and _looks_international(host):
         warnings.append(
             f"The host {host} uses international characters ({_both_forms(host)}); "

@@ -46,7 +46,7 @@ def test_window_starts_without_main_attaches_when_it_appears_and_says_bye_on_exi
         env=env,
         stderr=subprocess.PIPE,
     )
-    router = zmq.Context.instance().socket(zmq.ROUTER)
+    router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
     router.setsockopt(zmq.LINGER, 0)
     try:
         # No main yet: the window must open anyway, say so, and keep retrying.
@@ -54,7 +54,9 @@ def test_window_starts_without_main_attaches_when_it_appears_and_says_bye_on_exi
         ensure_private_dir(connection.parent)
         endpoint = f"ipc://{connection.parent / 'main.sock'}"
         router.bind(endpoint)
-        write_connection_file(connection, ConnectionInfo(protocol=1, endpoint=endpoint, token="ab" * 16, pid=os.getpid()))
+        write_connection_file(
+            connection, ConnectionInfo(protocol=1, endpoint=endpoint, token="ab" * 16, pid=os.getpid())
+        )
 
         identity, hello = recv_topic(router, channels.HELLO, timeout_ms=10_000)
         assert isinstance(hello, messages.Hello)
@@ -71,3 +73,12 @@ def test_window_starts_without_main_attaches_when_it_appears_and_says_bye_on_exi
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
+
+
+def test_the_renderer_never_imports_mcp() -> None:
+    code = (
+        "import sys, renderer_process.app\n"
+        "sys.exit(1 if any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules) else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"renderer_process pulled in mcp\n{done.stderr}"

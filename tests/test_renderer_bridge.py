@@ -2,7 +2,7 @@
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,9 +52,13 @@ class FakeMainRouter:
     def send(self, identity: bytes, topic: str, body: messages.Body) -> None:
         self.sock.send_multipart([identity, *codec.encode(topic, body)])
 
-    def welcome(self, identity: bytes, window: str, pending: list[messages.ElicitationInvoke] | None = None) -> None:
+    def welcome(
+        self, identity: bytes, window: str, pending: list[messages.ElicitationInvoke] | None = None
+    ) -> None:
         servers = [messages.ServerInfo(name="demo", status="ready", tools=["ask"])]
-        body = messages.Welcome(session=channels.new_uuid7(), window=window, servers=servers, pending=pending or [])
+        body = messages.Welcome(
+            session=channels.new_uuid7(), window=window, servers=servers, pending=pending or []
+        )
         self.send(identity, channels.WELCOME, body)
 
     def close(self) -> None:
@@ -73,8 +77,11 @@ def router(connection_path: Path) -> Iterator[FakeMainRouter]:
     fake.close()
 
 
+MakeBridge = Callable[..., MainBridge]
+
+
 @pytest.fixture
-def make_bridge(qtbot: QtBot, connection_path: Path) -> Iterator[Any]:
+def make_bridge(qtbot: QtBot, connection_path: Path) -> Iterator[MakeBridge]:
     made: list[MainBridge] = []
 
     def make(**kwargs: Any) -> MainBridge:
@@ -107,7 +114,9 @@ def invoke(channel: str) -> messages.ElicitationInvoke:
     )
 
 
-def test_hello_carries_protocol_token_window_name_and_role(qtbot: QtBot, router: FakeMainRouter, make_bridge) -> None:  # type: ignore[no-untyped-def]
+def test_hello_carries_protocol_token_window_name_and_role(
+    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge
+) -> None:
     bridge = make_bridge()
     states: list[str] = []
     bridge.state_changed.connect(states.append)
@@ -122,7 +131,9 @@ def test_hello_carries_protocol_token_window_name_and_role(qtbot: QtBot, router:
     assert states == [CONNECTING]
 
 
-def test_welcome_connects_and_main_messages_become_signals(qtbot: QtBot, router: FakeMainRouter, make_bridge) -> None:  # type: ignore[no-untyped-def]
+def test_welcome_connects_and_main_messages_become_signals(
+    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge
+) -> None:
     bridge = make_bridge()
     identity = attach(qtbot, router, bridge)
     assert bridge.state == CONNECTED
@@ -131,7 +142,9 @@ def test_welcome_connects_and_main_messages_become_signals(qtbot: QtBot, router:
         router.send(identity, channels.INVOKE, invoke("msgElicitationTransferResult-1"))
     assert got.args[0].response_channel == "msgElicitationTransferResult-1"
 
-    dismiss = messages.ElicitationDismiss(response_channel="msgElicitationTransferResult-1", reason="answered", by="w")
+    dismiss = messages.ElicitationDismiss(
+        response_channel="msgElicitationTransferResult-1", reason="answered", by="w"
+    )
     with qtbot.waitSignal(bridge.dismissed, timeout=2000) as got:
         router.send(identity, channels.DISMISS, dismiss)
     assert got.args[0] == dismiss
@@ -142,7 +155,9 @@ def test_welcome_connects_and_main_messages_become_signals(qtbot: QtBot, router:
     assert got.args[0] == servers
 
     with qtbot.waitSignal(bridge.completed, timeout=2000) as got:
-        router.send(identity, channels.COMPLETE, messages.ElicitationComplete(server="demo", elicitation_id="e1"))
+        router.send(
+            identity, channels.COMPLETE, messages.ElicitationComplete(server="demo", elicitation_id="e1")
+        )
     assert got.args[0].elicitation_id == "e1"
 
     notice = messages.ErrorNotice(code="unknown-channel", message="no such channel", topic="x")
@@ -151,7 +166,9 @@ def test_welcome_connects_and_main_messages_become_signals(qtbot: QtBot, router:
     assert got.args[0] == notice
 
 
-def test_a_garbage_frame_is_skipped_and_the_loop_goes_on(qtbot: QtBot, router: FakeMainRouter, make_bridge) -> None:  # type: ignore[no-untyped-def]
+def test_a_garbage_frame_is_skipped_and_the_loop_goes_on(
+    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge
+) -> None:
     bridge = make_bridge()
     identity = attach(qtbot, router, bridge)
     seen: list[str] = []
@@ -165,7 +182,9 @@ def test_a_garbage_frame_is_skipped_and_the_loop_goes_on(qtbot: QtBot, router: F
     assert bridge.state == CONNECTED
 
 
-def test_results_and_tool_calls_reach_main_and_replies_come_back(qtbot: QtBot, router: FakeMainRouter, make_bridge) -> None:  # type: ignore[no-untyped-def]
+def test_results_and_tool_calls_reach_main_and_replies_come_back(
+    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge
+) -> None:
     bridge = make_bridge()
     identity = attach(qtbot, router, bridge)
 
@@ -188,7 +207,7 @@ def test_results_and_tool_calls_reach_main_and_replies_come_back(qtbot: QtBot, r
     assert got.args == [channel, reply]
 
 
-def test_heartbeat_is_sent_when_idle(qtbot: QtBot, router: FakeMainRouter, make_bridge) -> None:  # type: ignore[no-untyped-def]
+def test_heartbeat_is_sent_when_idle(qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge) -> None:
     bridge = make_bridge()  # contract defaults: heartbeat after 1 s of sending nothing
     identity = attach(qtbot, router, bridge)
     router.send(identity, channels.HEARTBEAT, messages.Heartbeat())  # main's own heartbeat keeps us attached
@@ -199,7 +218,7 @@ def test_heartbeat_is_sent_when_idle(qtbot: QtBot, router: FakeMainRouter, make_
 
 
 def test_reconnects_to_a_restarted_main_with_a_new_token(
-    qtbot: QtBot, router: FakeMainRouter, make_bridge, connection_path: Path  # type: ignore[no-untyped-def]
+    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge, connection_path: Path
 ) -> None:
     bridge = make_bridge(silence_limit=0.6, retry_every=0.3, tick_ms=50)  # the contract's timing, scaled down
     attach(qtbot, router, bridge)
@@ -221,7 +240,7 @@ def test_reconnects_to_a_restarted_main_with_a_new_token(
 
 
 def test_missing_connection_file_reports_reconnecting_then_connects(
-    qtbot: QtBot, make_bridge, connection_path: Path  # type: ignore[no-untyped-def]
+    qtbot: QtBot, make_bridge: MakeBridge, connection_path: Path
 ) -> None:
     bridge = make_bridge(retry_every=0.2, tick_ms=50)
     with qtbot.waitSignal(bridge.state_changed, timeout=1000, check_params_cb=lambda s: s == RECONNECTING):
@@ -236,7 +255,9 @@ def test_missing_connection_file_reports_reconnecting_then_connects(
         late.close()
 
 
-def test_sending_while_not_connected_reports_instead_of_queueing(qtbot: QtBot, make_bridge) -> None:  # type: ignore[no-untyped-def]
+def test_sending_while_not_connected_reports_instead_of_queueing(
+    qtbot: QtBot, make_bridge: MakeBridge
+) -> None:
     bridge = make_bridge()  # never started: nothing to send through
     with qtbot.waitSignal(bridge.refused, timeout=1000) as refused:
         assert not bridge.send_result("msgElicitationTransferResult-1", "cancel", None)
@@ -248,7 +269,7 @@ def test_sending_while_not_connected_reports_instead_of_queueing(qtbot: QtBot, m
     assert replied.args[1].error is not None and "not connected" in replied.args[1].error.message
 
 
-def test_close_says_bye(qtbot: QtBot, router: FakeMainRouter, make_bridge) -> None:  # type: ignore[no-untyped-def]
+def test_close_says_bye(qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge) -> None:
     bridge = make_bridge()
     identity = attach(qtbot, router, bridge)
     bridge.close()
