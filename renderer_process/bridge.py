@@ -185,9 +185,9 @@ class MainBridge(QObject):
         sock.setsockopt(zmq.IMMEDIATE, 1)  # queue nothing for a peer that is not there
         if info.server_key:  # CURVE is mandatory on tcp; any client key pair will do
             public, secret = zmq.curve_keypair()
-            sock.curve_serverkey = info.server_key.encode("ascii")
-            sock.curve_publickey = public
-            sock.curve_secretkey = secret
+            sock.setsockopt(zmq.CURVE_SERVERKEY, info.server_key.encode("ascii"))
+            sock.setsockopt(zmq.CURVE_PUBLICKEY, public)
+            sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
         sock.connect(info.endpoint)
         self._notifier = QSocketNotifier(sock.getsockopt(zmq.FD), QSocketNotifier.Type.Read, self)
         self._notifier.activated.connect(self._drain)

@@ -1,4 +1,7 @@
-"""MainBridge against a real ZeroMQ ROUTER standing in for main (bound over ipc in tmp_path)."""
+"""MainBridge against a real ZeroMQ ROUTER standing in for main.
+
+Every test runs twice: over ipc:// in tmp_path, and over tcp:// with CURVE (mandatory on tcp).
+"""
 
 import os
 import re
@@ -20,16 +23,25 @@ UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-
 class FakeMainRouter:
     """A ROUTER plus the connection file pointing at it; never blocks the Qt loop."""
 
-    def __init__(self, connection_path: Path, token: str, socket_name: str) -> None:
+    def __init__(self, connection_path: Path, token: str, socket_name: str, transport: str) -> None:
         ensure_private_dir(connection_path.parent)
-        self.endpoint = f"ipc://{connection_path.parent / socket_name}"
         self.sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.bind(self.endpoint)
+        server_key: str | None = None
+        if transport == "tcp":
+            public, secret = zmq.curve_keypair()
+            self.sock.setsockopt(zmq.CURVE_SERVER, 1)
+            self.sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
+            server_key = public.decode("ascii")
+            self.sock.bind("tcp://127.0.0.1:*")
+        else:
+            self.sock.bind(f"ipc://{connection_path.parent / socket_name}")
+        self.endpoint: str = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
         self.token = token
-        write_connection_file(
-            connection_path, ConnectionInfo(protocol=1, endpoint=self.endpoint, token=token, pid=os.getpid())
+        info = ConnectionInfo(
+            protocol=1, endpoint=self.endpoint, token=token, pid=os.getpid(), server_key=server_key
         )
+        write_connection_file(connection_path, info)
         self.received: list[tuple[bytes, str, Any]] = []
 
     def pump(self) -> None:
@@ -70,9 +82,14 @@ def connection_path(tmp_path: Path) -> Path:
     return tmp_path / "run" / "connection.json"
 
 
+@pytest.fixture(params=["ipc", "tcp"])
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def router(connection_path: Path) -> Iterator[FakeMainRouter]:
-    fake = FakeMainRouter(connection_path, token="a1" * 16, socket_name="main.sock")
+def router(connection_path: Path, transport: str) -> Iterator[FakeMainRouter]:
+    fake = FakeMainRouter(connection_path, token="a1" * 16, socket_name="main.sock", transport=transport)
     yield fake
     fake.close()
 
@@ -218,7 +235,7 @@ def test_heartbeat_is_sent_when_idle(qtbot: QtBot, router: FakeMainRouter, make_
 
 
 def test_reconnects_to_a_restarted_main_with_a_new_token(
-    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge, connection_path: Path
+    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge, connection_path: Path, transport: str
 ) -> None:
     bridge = make_bridge(silence_limit=0.6, retry_every=0.3, tick_ms=50)  # the contract's timing, scaled down
     attach(qtbot, router, bridge)
@@ -227,7 +244,7 @@ def test_reconnects_to_a_restarted_main_with_a_new_token(
     with qtbot.waitSignal(bridge.state_changed, timeout=3000, check_params_cb=lambda s: s == RECONNECTING):
         router.close()  # main is gone: silence
 
-    second = FakeMainRouter(connection_path, token="b2" * 16, socket_name="main2.sock")
+    second = FakeMainRouter(connection_path, token="b2" * 16, socket_name="main2.sock", transport=transport)
     try:
         identity, hello = second.wait_for(qtbot, channels.HELLO, timeout=3000)
         assert hello.token == second.token
@@ -240,12 +257,12 @@ def test_reconnects_to_a_restarted_main_with_a_new_token(
 
 
 def test_missing_connection_file_reports_reconnecting_then_connects(
-    qtbot: QtBot, make_bridge: MakeBridge, connection_path: Path
+    qtbot: QtBot, make_bridge: MakeBridge, connection_path: Path, transport: str
 ) -> None:
     bridge = make_bridge(retry_every=0.2, tick_ms=50)
     with qtbot.waitSignal(bridge.state_changed, timeout=1000, check_params_cb=lambda s: s == RECONNECTING):
         bridge.start()
-    late = FakeMainRouter(connection_path, token="c3" * 16, socket_name="main.sock")
+    late = FakeMainRouter(connection_path, token="c3" * 16, socket_name="main.sock", transport=transport)
     try:
         identity, hello = late.wait_for(qtbot, channels.HELLO, timeout=3000)
         assert hello.token == late.token

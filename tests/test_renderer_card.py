@@ -2,10 +2,12 @@
 
 import datetime
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from PySide6.QtCore import QObject, Qt, QUrl
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -19,6 +21,7 @@ from PySide6.QtWidgets import (
 from pytestqt.qtbot import QtBot
 
 from renderer_process.card import ElicitationCard
+from renderer_process.screenshot import grab_widget
 from shared import messages
 
 
@@ -535,3 +538,11 @@ def test_url_card_refuses_to_open_non_web_links(open_card: OpenCard) -> None:
     card, _ = open_card(url_params("file:///etc/passwd"), opener=lambda _u: None)
     assert "Only web links" in find(card, QLabel, "warnings").text()
     assert not accept_button(card).isEnabled()
+
+
+def test_grab_widget_saves_the_card_as_png(open_card: OpenCard, tmp_path: Path) -> None:
+    card, _ = open_card(EVERY_TYPE)
+    saved = grab_widget(card, tmp_path / "shots" / "card.png")
+    image = QImage(str(saved))
+    assert saved.read_bytes().startswith(b"\x89PNG")
+    assert (image.width(), image.height()) == (card.width(), card.height())
