@@ -191,7 +191,7 @@ class MainBridge(QObject):
         sock.connect(info.endpoint)
         self._notifier = QSocketNotifier(sock.getsockopt(zmq.FD), QSocketNotifier.Type.Read, self)
         self._notifier.activated.connect(self._drain)
-        logger.info("connecting to main at %s", info.endpoint)
+        logger.debug("connecting to main at %s", info.endpoint)  # every retry: keep INFO quiet
 
     def _close_socket(self, linger_ms: int) -> None:
         if self._notifier is not None:

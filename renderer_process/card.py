@@ -206,7 +206,8 @@ class ElicitationCard(QDialog):
         elif self.kind == URL:
             self._finish("accept", None)
             # Open only now that the user has agreed; the renderer itself never fetches it.
-            self._opener(QUrl(self._url))
+            if self._opener(QUrl(self._url)) is False:
+                logger.warning("no browser could open %s", self._url)
 
     def _finish(self, action: str, content: dict[str, Any] | None) -> None:
         if self._finished:

@@ -546,3 +546,21 @@ def test_grab_widget_saves_the_card_as_png(open_card: OpenCard, tmp_path: Path) 
     image = QImage(str(saved))
     assert saved.read_bytes().startswith(b"\x89PNG")
     assert (image.width(), image.height()) == (card.width(), card.height())
+
+
+def test_a_realistic_booking_form_accepts_its_defaults_as_is(qtbot: QtBot, open_card: OpenCard) -> None:
+    booking = {
+        "name": {"type": "string", "title": "Name on the booking", "default": "Ada", "minLength": 1},
+        "party_size": {"type": "integer", "title": "Guests", "minimum": 1, "maximum": 12, "default": 2},
+        "outdoor": {"type": "boolean", "title": "Sit outside", "default": False},
+        "budget": {"type": "number", "title": "Budget per person (EUR)", "minimum": 0},
+        "cuisine": {"type": "string", "enum": ["french", "japanese", "mexican"], "default": "french"},
+    }
+    params = form(booking, ["name", "party_size"])
+    del params["mode"]  # MCP: a request without a mode is a form
+    card, answers = open_card(params)
+    assert find(card, QLabel, "label:party_size").text() == "Guests *"
+    press_accept(qtbot, card)
+    assert answers.calls == [
+        ("accept", {"name": "Ada", "party_size": 2, "outdoor": False, "cuisine": "french"})
+    ]
