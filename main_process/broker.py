@@ -1,0 +1,389 @@
+"""The ROUTER side of wire contract v1: peers, hello/token, heartbeats, pending elicitations.
+
+One plain (sync) ROUTER socket watched by the asyncio loop's reader on its ZMQ_FD: receives
+drain in one callback and sends never block, which keeps a round trip close to raw pyzmq.
+"""
+
+import asyncio
+import errno
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import zmq
+
+from main_process.log_limiter import RateLimitedLog
+from main_process.pending import PendingElicitation, PendingRegistry
+from shared import PROTOCOL_VERSION, channels
+from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_from_peer, encode
+from shared.errors import InvalidContentError, ProtocolError
+from shared.messages import (
+    Bye,
+    CallError,
+    CallTool,
+    ChannelReply,
+    ElicitationComplete,
+    ElicitationDismiss,
+    ElicitationInvoke,
+    ElicitationRequest,
+    ElicitationResult,
+    ErrorNotice,
+    Heartbeat,
+    Hello,
+    PeerInfo,
+    Role,
+    ServerInfo,
+    ServersUpdate,
+    Shutdown,
+    StatusReport,
+    StatusRequest,
+    Welcome,
+)
+from shared.schema import validate_content
+
+logger = logging.getLogger(__name__)
+
+_RESERVED_TOPICS = {
+    channels.WELCOME, channels.HEARTBEAT, channels.INVOKE, channels.DISMISS,
+    channels.COMPLETE, channels.SERVERS, channels.ERROR,
+}
+_BAD_HELLO_LIMIT = 3  # per routing id within _BAD_HELLO_WINDOW_S; further hellos are ignored
+_BAD_HELLO_WINDOW_S = 10.0
+
+
+class BrokerHost(Protocol):
+    """What the broker needs from the rest of main."""
+
+    def server_infos(self) -> list[ServerInfo]: ...
+
+    def call_tool(self, request: CallTool, origin: str) -> Awaitable[ChannelReply]: ...
+
+    def request_shutdown(self) -> None: ...
+
+
+@dataclass
+class Peer:
+    routing_id: bytes
+    window: str
+    name: str
+    role: Role
+    last_seen: float
+
+
+class Broker:
+    def __init__(
+        self,
+        *,
+        endpoint: str,
+        token: str,
+        session: str,
+        host: BrokerHost,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        heartbeat_s: float = 1.0,
+        peer_timeout_s: float = 5.0,
+        on_peers_changed: Callable[[], None] | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.session = session
+        self._token = token
+        self._host = host
+        self._max_body = max_body_bytes
+        self._heartbeat_s = heartbeat_s
+        self._peer_timeout_s = peer_timeout_s
+        self._on_peers_changed = on_peers_changed or (lambda: None)
+        self._peers: dict[bytes, Peer] = {}
+        self._bad_hellos: dict[bytes, tuple[float, int]] = {}
+        self.pending = PendingRegistry()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._complaints = RateLimitedLog(logger)
+        self._drain_scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sock = zmq.Context.instance().socket(zmq.ROUTER)
+        self._sock.setsockopt(zmq.ROUTER_MANDATORY, 1)  # else sends to a gone peer vanish silently
+        self._sock.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a reconnecting window keeps its routing id
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._sock.setsockopt(zmq.HEARTBEAT_IVL, int(heartbeat_s * 1000))
+        self._sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(peer_timeout_s * 1000))
+        # Hard cap far above the contract limit: beyond it zmq drops the connection outright.
+        self._sock.setsockopt(zmq.MAXMSGSIZE, max_body_bytes * 16)
+        self._sock.setsockopt(zmq.SNDHWM, 10_000)
+        self._sock.setsockopt(zmq.RCVHWM, 10_000)
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    def bind(self) -> None:
+        self._sock.bind(self.endpoint)
+        if self.endpoint.startswith("ipc://"):
+            os.chmod(self.endpoint.removeprefix("ipc://"), 0o600)
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._sock.getsockopt(zmq.FD), self._drain)
+        self._spawn(self._heartbeat_loop())
+        self._drain()
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._loop is not None:
+            self._loop.remove_reader(self._sock.getsockopt(zmq.FD))
+        self._sock.close(linger=0)
+        if self.endpoint.startswith("ipc://"):
+            try:
+                os.unlink(self.endpoint.removeprefix("ipc://"))
+            except FileNotFoundError:
+                pass
+
+    # ---- what the servers call ---------------------------------------------------------
+
+    async def elicit(
+        self, server: str, params: dict[str, Any], origin: str | None, timeout_s: float
+    ) -> ElicitationResult:
+        """Show one request in the windows and wait for the one valid answer (steps 3-8)."""
+        assert self._loop is not None, "start() first"
+        now = time.time()
+        invoke = ElicitationInvoke(
+            request=ElicitationRequest(server=server, params=params),
+            response_channel=channels.new_result_channel(),
+            created_at=int(now * 1000),
+            expires_at=int((now + timeout_s) * 1000),
+            origin=origin,
+        )
+        pending = PendingElicitation(invoke=invoke, future=self._loop.create_future())
+        self.pending.add(pending)
+        frames = encode(channels.INVOKE, invoke)
+        for peer in list(self._peers.values()):
+            if peer.role == "renderer" and self._send_frames(peer.routing_id, frames):
+                pending.sent_to.add(peer.routing_id)
+        self._schedule_drain()
+        try:
+            return await asyncio.wait_for(pending.future, timeout_s)
+        except TimeoutError:
+            logger.info("elicitation %s from %s expired", invoke.response_channel, server)
+            self._finish(pending, "expired")
+            return ElicitationResult(action="cancel")
+        except asyncio.CancelledError:
+            self._finish(pending, "cancelled")
+            raise
+
+    def dismiss_server(self, server: str) -> None:
+        """A server's connection ended: its open requests can never be answered."""
+        for pending in self.pending.all():
+            if pending.invoke.request.server == server:
+                self._finish(pending, "server-closed")
+                if not pending.future.done():
+                    pending.future.cancel()
+
+    def publish_servers(self) -> None:
+        self._broadcast(channels.SERVERS, ServersUpdate(servers=self._host.server_infos()))
+
+    def publish_complete(self, server: str, elicitation_id: str) -> None:
+        self._broadcast(channels.COMPLETE, ElicitationComplete(server=server, elicitation_id=elicitation_id))
+
+    def peers(self) -> list[PeerInfo]:
+        return [PeerInfo(window=p.window, name=p.name, role=p.role) for p in self._peers.values()]
+
+    # ---- receiving ---------------------------------------------------------------------
+
+    def _drain(self) -> None:
+        self._drain_scheduled = False
+        sock = self._sock
+        # ZMQ_FD is edge-triggered: read until EVENTS says there is nothing left.
+        while not sock.closed and sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            try:
+                frames = sock.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            self._handle(frames)
+
+    def _schedule_drain(self) -> None:
+        # A send can consume the FD's edge; look again once the current callback is done.
+        if not self._drain_scheduled and self._loop is not None:
+            self._drain_scheduled = True
+            self._loop.call_soon(self._drain)
+
+    def _handle(self, frames: list[bytes]) -> None:
+        routing_id = frames[0]
+        try:
+            topic, body = decode_from_peer(frames[1:], self._max_body)
+        except ProtocolError as err:
+            self._refuse(routing_id, err)
+            return
+        if isinstance(body, Hello):
+            self._on_hello(routing_id, body)
+            return
+        peer = self._peers.get(routing_id)
+        if peer is None:
+            self._refuse(routing_id, ProtocolError("not-attached", "send a valid hello first", topic))
+            return
+        peer.last_seen = time.monotonic()
+        match body:
+            case Heartbeat():
+                pass
+            case ElicitationResult():
+                self._on_result(peer, topic, body)
+            case CallTool():
+                self._on_call_tool(peer, body)
+            case StatusRequest():
+                self._send(routing_id, body.response_channel, ChannelReply(status=self._status_report()))
+            case Shutdown():
+                logger.info("shutdown requested by %s (%s)", peer.name or peer.window, peer.role)
+                self._host.request_shutdown()
+            case Bye():
+                self._detach(peer, "said bye")
+
+    def _on_hello(self, routing_id: bytes, hello: Hello) -> None:
+        if hello.protocol != PROTOCOL_VERSION or hello.token != self._token:
+            now = time.monotonic()
+            first, count = self._bad_hellos.get(routing_id, (now, 0))
+            if now - first > _BAD_HELLO_WINDOW_S:
+                first, count = now, 0
+            self._bad_hellos[routing_id] = (first, count + 1)
+            if len(self._bad_hellos) > 10_000:
+                self._bad_hellos.clear()
+            if count >= _BAD_HELLO_LIMIT:
+                return  # throttled: a guessing peer gets no more answers for a while
+            if hello.protocol != PROTOCOL_VERSION:
+                err = ProtocolError("bad-protocol", f"main speaks protocol {PROTOCOL_VERSION}", channels.HELLO)
+            else:
+                err = ProtocolError("bad-token", "the token does not match this main's connection file",
+                                    channels.HELLO)
+            self._refuse(routing_id, err)
+            self._peers.pop(routing_id, None)
+            return
+        for other in list(self._peers.values()):
+            if other.window == hello.window and other.routing_id != routing_id:
+                self._detach(other, "replaced by a new connection of the same window")
+        peer = Peer(routing_id, hello.window, hello.name, hello.role, time.monotonic())
+        self._peers[routing_id] = peer
+        pending_for_peer: list[ElicitationInvoke] = []
+        if peer.role == "renderer":
+            for pending in self.pending.all():
+                pending.sent_to.add(routing_id)  # delivery in welcome counts as sending
+                pending_for_peer.append(pending.invoke)
+        welcome = Welcome(session=self.session, window=hello.window, servers=self._host.server_infos(),
+                          pending=pending_for_peer)
+        self._send(routing_id, channels.WELCOME, welcome)
+        logger.info("attached %s %r (%s), %d pending delivered", peer.role, peer.name, peer.window,
+                    len(pending_for_peer))
+        self._on_peers_changed()
+
+    def _on_result(self, peer: Peer, topic: str, result: ElicitationResult) -> None:
+        pending = self.pending.get(topic)
+        if pending is None:
+            closed = self.pending.closed_reason(topic)
+            if closed is None:
+                self._refuse(peer.routing_id, ProtocolError("unknown-channel", "no such request", topic))
+            else:
+                self._refuse(peer.routing_id, ProtocolError("already-answered", f"request is {closed}", topic))
+            return
+        if peer.routing_id not in pending.sent_to:
+            self._refuse(peer.routing_id, ProtocolError("not-recipient", "this request was not sent to you", topic))
+            return
+        params = pending.invoke.request.params
+        content: dict[str, Any] | None = None
+        if result.action == "accept" and params.get("mode", "form") == "form":
+            content = result.content or {}
+            try:
+                validate_content(params.get("requestedSchema", {}), content)
+            except InvalidContentError as exc:
+                self._refuse(peer.routing_id, ProtocolError("invalid-content", str(exc), topic))
+                return
+        self.pending.close(topic, "answered")
+        pending.future.set_result(ElicitationResult(action=result.action, content=content))
+        dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=topic, reason="answered",
+                                                              by=peer.window))
+        for routing_id in pending.sent_to:
+            if routing_id in self._peers:
+                self._send_frames(routing_id, dismiss)
+        self._schedule_drain()
+
+    def _on_call_tool(self, peer: Peer, request: CallTool) -> None:
+        channel = request.response_channel
+        if not channel or channel in _RESERVED_TOPICS or channels.is_result_channel(channel) or not channel.isascii():
+            self._refuse(peer.routing_id, ProtocolError("bad-body", f"responseChannel {channel!r} is not usable",
+                                                        channels.CALL_TOOL))
+            return
+        self._spawn(self._run_call(peer.routing_id, request, peer.window))
+
+    async def _run_call(self, routing_id: bytes, request: CallTool, origin: str) -> None:
+        try:
+            reply = await self._host.call_tool(request, origin)
+        except Exception as exc:  # top-level handler of one peer request: report, never crash main
+            logger.exception("tool call %s/%s failed", request.server, request.tool)
+            reply = ChannelReply(error=CallError(code=-32603, message=f"internal error: {exc}"))
+        self._send(routing_id, request.response_channel, reply)
+
+    # ---- sending -----------------------------------------------------------------------
+
+    def _send(self, routing_id: bytes, topic: str, body: Any) -> bool:
+        sent = self._send_frames(routing_id, encode(topic, body))
+        self._schedule_drain()
+        return sent
+
+    def _send_frames(self, routing_id: bytes, frames: list[bytes]) -> bool:
+        try:
+            self._sock.send_multipart([routing_id, *frames], zmq.NOBLOCK)
+            return True
+        except zmq.ZMQError as exc:
+            peer = self._peers.get(routing_id)
+            if exc.errno == errno.EHOSTUNREACH:
+                if peer is not None:
+                    self._detach(peer, "unreachable")
+            else:
+                self._complaints.warning(("send", exc.strerror), "dropped a message to %r: %s",
+                                         peer.window if peer else routing_id, exc)
+            return False
+
+    def _broadcast(self, topic: str, body: Any) -> None:
+        frames = encode(topic, body)
+        for routing_id in list(self._peers):
+            self._send_frames(routing_id, frames)
+        self._schedule_drain()
+
+    def _refuse(self, routing_id: bytes, err: ProtocolError) -> None:
+        self._complaints.warning((err.code, routing_id.hex()), "refused %s from %s: %s", err.topic or "frame",
+                                 routing_id.hex(), err.message)
+        self._send(routing_id, channels.ERROR, ErrorNotice(code=err.code, message=err.message, topic=err.topic))
+
+    def _finish(self, pending: PendingElicitation, reason: str) -> None:
+        if self.pending.close(pending.channel, reason) is None:
+            return
+        dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel,
+                                                              reason=reason))  # type: ignore[arg-type]
+        for routing_id in pending.sent_to:
+            if routing_id in self._peers:
+                self._send_frames(routing_id, dismiss)
+        self._schedule_drain()
+
+    # ---- liveness ----------------------------------------------------------------------
+
+    async def _heartbeat_loop(self) -> None:
+        frames = encode(channels.HEARTBEAT, Heartbeat())
+        while True:
+            await asyncio.sleep(self._heartbeat_s)
+            now = time.monotonic()
+            for peer in list(self._peers.values()):
+                if now - peer.last_seen > self._peer_timeout_s:
+                    self._detach(peer, f"silent for {now - peer.last_seen:.1f} s")
+                else:
+                    self._send_frames(peer.routing_id, frames)
+            self._schedule_drain()
+
+    def _detach(self, peer: Peer, why: str) -> None:
+        if self._peers.pop(peer.routing_id, None) is not None:
+            logger.info("detached %s %r (%s): %s", peer.role, peer.name, peer.window, why)
+            self._on_peers_changed()
+
+    def _status_report(self) -> StatusReport:
+        return StatusReport(session=self.session, pid=os.getpid(), endpoint=self.endpoint,
+                            servers=self._host.server_infos(), peers=self.peers(),
+                            pending=[p.invoke for p in self.pending.all()])
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -1,0 +1,239 @@
+"""The `elicitron` command: launch, main, window, status, stop, call."""
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from main_process.app import MainApp, default_log_dir
+from main_process.config import load_config
+from main_process.controller import Controller
+from shared.connection_file import resolve_connection_path
+from shared.errors import (
+    AlreadyRunningError,
+    ConfigError,
+    ConnectionFileError,
+    ElicitronError,
+    MainUnreachableError,
+)
+
+logger = logging.getLogger(__name__)
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2  # argparse's own code, also used for a bad config
+EXIT_NOT_RUNNING = 3
+MAIN_START_TIMEOUT_S = 60.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        filename=getattr(args, "log_file", None))
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as exc:
+        print(f"elicitron: config error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except AlreadyRunningError as exc:
+        print(f"elicitron: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except (MainUnreachableError, ConnectionFileError) as exc:
+        print(f"elicitron: {exc}", file=sys.stderr)
+        return EXIT_NOT_RUNNING
+    except ElicitronError as exc:
+        print(f"elicitron: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="elicitron", description="Elicitron: a consent layer for MCP elicitation")
+    parser.add_argument("--log-level", default="warning", help="debug, info, warning (default), error")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def with_connection(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--connection", help="connection file (default: $ELICITRON_CONNECTION or the runtime dir)")
+        return p
+
+    p = with_connection(sub.add_parser("launch", help="start main in the background if needed, open a window"))
+    p.add_argument("--config", type=Path, help="mcpServers JSON (default: user config dir, else the demo)")
+    p.add_argument("--name", help="window name")
+    p.set_defaults(func=cmd_launch)
+
+    p = with_connection(sub.add_parser("main", help="run main in the foreground (headless)"))
+    p.add_argument("--config", type=Path, help="mcpServers JSON (default: user config dir, else the demo)")
+    p.add_argument("--log-file", help="log here instead of stderr")
+    p.set_defaults(func=cmd_main)
+
+    p = with_connection(sub.add_parser("window", help="attach one more window to the running main"))
+    p.add_argument("--name", help="window name")
+    p.set_defaults(func=cmd_window)
+
+    p = with_connection(sub.add_parser("status", help="servers, windows and pending elicitations"))
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_status)
+
+    p = with_connection(sub.add_parser("stop", help="stop main and its servers"))
+    p.add_argument("--timeout", type=float, default=20.0)
+    p.set_defaults(func=cmd_stop)
+
+    p = with_connection(sub.add_parser("call", help="call a tool through main; elicitations show in the windows"))
+    p.add_argument("server")
+    p.add_argument("tool")
+    p.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the result")
+    p.add_argument("--json", action="store_true", help="print the whole CallToolResult as JSON")
+    p.set_defaults(func=cmd_call)
+    return parser
+
+
+def _connection(args: argparse.Namespace) -> Path:
+    return resolve_connection_path(args.connection)
+
+
+# ---- commands --------------------------------------------------------------------------
+
+
+def cmd_main(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    asyncio.run(MainApp(config, _connection(args)).run())
+    return 0
+
+
+def cmd_launch(args: argparse.Namespace) -> int:
+    connection = _connection(args)
+    if not _main_is_running(connection):
+        load_config(args.config)  # a bad config fails here, in the foreground, with its one-line error
+        _start_main_in_background(connection, args.config)
+    return cmd_window(args)
+
+
+def cmd_window(args: argparse.Namespace) -> int:
+    # The renderer is its own program (Qt lives only there); replace this process with it.
+    argv = [sys.executable, "-m", "renderer_process", "--connection", str(_connection(args))]
+    if args.name:
+        argv += ["--name", args.name]
+    os.execv(sys.executable, argv)
+    return 0  # not reached
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with Controller(_connection(args)) as controller:
+        report = controller.status()
+    if args.json:
+        print(msgspec.json.encode(report).decode())
+        return 0
+    print(f"main pid {report.pid}, session {report.session}, endpoint {report.endpoint}")
+    print(f"servers ({len(report.servers)}):")
+    for server in report.servers:
+        print(f"  {server.name:20} {server.status:10} tools: {', '.join(server.tools) or '-'}")
+        if server.error:
+            print("    " + server.error.replace("\n", "\n    "))
+    windows = [p for p in report.peers if p.role == "renderer"]
+    print(f"windows ({len(windows)}):")
+    for peer in windows:
+        print(f"  {peer.name or '-':20} {peer.window}")
+    print(f"pending elicitations ({len(report.pending)}):")
+    for invoke in report.pending:
+        message = str(invoke.request.params.get("message", ""))[:60]
+        print(f"  {invoke.request.server:20} {invoke.response_channel}  {message}")
+    return 0
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    connection = _connection(args)
+    with Controller(connection) as controller:
+        pid = controller.pid
+        controller.shutdown()
+    if pid is not None and not _wait_for_exit(pid, args.timeout):
+        print(f"elicitron: main (pid {pid}) did not stop within {args.timeout:.0f} s", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"stopped main (pid {pid})")
+    return 0
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    try:
+        arguments = json.loads(args.arguments)
+    except json.JSONDecodeError as exc:
+        print(f"elicitron: arguments are not valid JSON: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not isinstance(arguments, dict):
+        print("elicitron: arguments must be a JSON object", file=sys.stderr)
+        return EXIT_USAGE
+    with Controller(_connection(args)) as controller:
+        reply = controller.call_tool(args.server, args.tool, arguments, args.timeout)
+    if reply.error is not None:
+        print(f"elicitron: error {reply.error.code}: {reply.error.message}", file=sys.stderr)
+        return EXIT_FAILED
+    result: dict[str, Any] = reply.result or {}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for item in result.get("content", []):
+            print(item.get("text") if item.get("type") == "text" else json.dumps(item))
+    return EXIT_FAILED if result.get("isError") else 0
+
+
+# ---- helpers ---------------------------------------------------------------------------
+
+
+def _main_is_running(connection: Path) -> bool:
+    try:
+        with Controller(connection, attach_timeout_s=2.0):
+            return True
+    except MainUnreachableError:
+        return False
+
+
+def _start_main_in_background(connection: Path, config: Path | None) -> None:
+    log_dir = default_log_dir()
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_file = log_dir / "main.log"
+    argv = [sys.executable, "-m", "main_process", "--log-level", "info", "main", "--connection", str(connection),
+            "--log-file", str(log_file)]
+    if config is not None:
+        argv += ["--config", str(config.resolve())]
+    print(f"elicitron: starting main in the background (log: {log_file})", file=sys.stderr)
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + MAIN_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise MainUnreachableError(f"main exited with code {process.returncode} at start; see {log_file}")
+        if _main_is_running(connection):
+            return
+    raise MainUnreachableError(f"main did not come up within {MAIN_START_TIMEOUT_S:.0f} s; see {log_file}")
+
+
+def _wait_for_exit(pid: int, timeout_s: float) -> bool:
+    """Wait for a process that is not our child (pidfd on Linux; polling elsewhere)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    except (AttributeError, OSError):
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            time.sleep(0.05)
+        return False
+    try:
+        readable, _, _ = select.select([fd], [], [], timeout_s)
+        return bool(readable)
+    finally:
+        os.close(fd)

@@ -1,0 +1,120 @@
+"""The `mcpServers` config (Claude Desktop / Cursor / TUUI format), read unchanged.
+
+Elicitron-only keys are optional and ignored by the other hosts:
+`elicitationTimeoutSeconds` per server.
+"""
+
+import json
+import logging
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from shared.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ELICITATION_TIMEOUT_S = 600.0
+DEMO_SERVER_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "demo_server.py"
+
+
+@dataclass(frozen=True)
+class StdioServerConfig:
+    name: str
+    command: str
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    elicitation_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class HttpServerConfig:
+    name: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    elicitation_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S
+
+
+ServerConfig = StdioServerConfig | HttpServerConfig
+
+
+@dataclass(frozen=True)
+class Config:
+    servers: dict[str, ServerConfig]
+    source: str
+
+
+def default_config_path() -> Path:
+    return Path(platformdirs.user_config_dir("elicitron")) / "mcp.json"
+
+
+def embedded_default() -> Config:
+    """The demo server shipped in scripts/, so a fresh clone has something that elicits."""
+    demo = StdioServerConfig(name="demo", command=sys.executable, args=[str(DEMO_SERVER_SCRIPT)])
+    return Config(servers={"demo": demo}, source="(embedded default: demo server)")
+
+
+def load_config(path: Path | None) -> Config:
+    """Load `path`, or the default path if it exists, or the embedded default."""
+    if path is None:
+        path = default_config_path()
+        if not path.exists():
+            return embedded_default()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    return parse_config(data, str(path))
+
+
+def parse_config(data: Any, source: str) -> Config:
+    if not isinstance(data, dict) or not isinstance(data.get("mcpServers"), dict):
+        raise ConfigError(f"{source}: expected an object with an \"mcpServers\" object")
+    servers: dict[str, ServerConfig] = {}
+    for name, entry in data["mcpServers"].items():
+        servers[name] = _parse_entry(source, name, entry)
+    return Config(servers=servers, source=source)
+
+
+def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
+    where = f"{source}: mcpServers.{name}"
+    if not name or not name.isprintable():
+        raise ConfigError(f"{where}: server names must be non-empty printable text")
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: must be an object with \"command\" or \"url\"")
+    timeout = entry.get("elicitationTimeoutSeconds", DEFAULT_ELICITATION_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+        raise ConfigError(f"{where}: \"elicitationTimeoutSeconds\" must be a positive number")
+    if "url" in entry:
+        url, headers = entry["url"], entry.get("headers", {})
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{where}: \"url\" must be an http:// or https:// URL")
+        if not _is_str_map(headers):
+            raise ConfigError(f"{where}: \"headers\" must map strings to strings")
+        return HttpServerConfig(name=name, url=url, headers=headers, elicitation_timeout_s=float(timeout))
+    if "command" in entry:
+        command, args, env, cwd = entry["command"], entry.get("args", []), entry.get("env", {}), entry.get("cwd")
+        if not isinstance(command, str) or not command:
+            raise ConfigError(f"{where}: \"command\" must be a non-empty string")
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise ConfigError(f"{where}: \"args\" must be a list of strings")
+        if not _is_str_map(env):
+            raise ConfigError(f"{where}: \"env\" must map strings to strings")
+        if cwd is not None and not isinstance(cwd, str):
+            raise ConfigError(f"{where}: \"cwd\" must be a string")
+        return StdioServerConfig(
+            name=name, command=command, args=args, env=env, cwd=cwd, elicitation_timeout_s=float(timeout)
+        )
+    raise ConfigError(f"{where}: needs \"command\" (stdio) or \"url\" (streamable HTTP)")
+
+
+def _is_str_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())

@@ -1,0 +1,128 @@
+"""A controller peer for the CLI: attach to a running main, ask something, wait for the answer."""
+
+import logging
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import zmq
+
+from shared import PROTOCOL_VERSION, channels
+from shared.codec import decode_from_main, encode
+from shared.connection_file import read_connection_file
+from shared.errors import ConnectionFileError, MainUnreachableError, ProtocolError
+from shared.messages import (
+    Bye,
+    CallTool,
+    ChannelReply,
+    ErrorNotice,
+    Heartbeat,
+    Hello,
+    Shutdown,
+    StatusReport,
+    StatusRequest,
+    Welcome,
+)
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_S = 1.0  # contract: a peer silent for 1 s sends a heartbeat
+
+
+class Controller:
+    def __init__(self, connection_path: Path, name: str = "elicitron-cli", attach_timeout_s: float = 5.0) -> None:
+        self.connection_path = connection_path
+        self._name = name
+        self._attach_timeout_s = attach_timeout_s
+        self.window = channels.new_uuid7()
+        self.welcome: Welcome | None = None
+        self.pid: int | None = None
+        self._sock: zmq.Socket[bytes] | None = None
+        self._last_sent = 0.0
+
+    def __enter__(self) -> "Controller":
+        self.attach()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def attach(self) -> Welcome:
+        try:
+            info = read_connection_file(self.connection_path)
+        except ConnectionFileError as exc:
+            raise MainUnreachableError(str(exc)) from exc
+        self.pid = info.pid
+        sock = zmq.Context.instance().socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 500)
+        sock.connect(info.endpoint)
+        self._sock = sock
+        self._send(channels.HELLO, Hello(protocol=PROTOCOL_VERSION, token=info.token, window=self.window,
+                                         name=self._name, role="controller"))
+        topic, body = self._wait_for(lambda t, b: t in (channels.WELCOME, channels.ERROR),
+                                     self._attach_timeout_s)
+        if isinstance(body, ErrorNotice):
+            raise MainUnreachableError(f"main refused us: {body.code}: {body.message}")
+        assert isinstance(body, Welcome)
+        self.welcome = body
+        return body
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._send(channels.BYE, Bye())
+            self._sock.close()
+            self._sock = None
+
+    def status(self, timeout_s: float = 5.0) -> StatusReport:
+        channel = "status-" + channels.new_uuid7()
+        self._send(channels.STATUS, StatusRequest(response_channel=channel))
+        reply = self._wait_reply(channel, timeout_s)
+        if reply.status is None:
+            raise MainUnreachableError("main sent no status")
+        return reply.status
+
+    def call_tool(self, server: str, tool: str, arguments: dict[str, Any], timeout_s: float) -> ChannelReply:
+        channel = "call-" + channels.new_uuid7()
+        self._send(channels.CALL_TOOL, CallTool(server=server, tool=tool, arguments=arguments,
+                                                 response_channel=channel))
+        return self._wait_reply(channel, timeout_s)
+
+    def shutdown(self) -> None:
+        self._send(channels.SHUTDOWN, Shutdown())
+
+    def _wait_reply(self, channel: str, timeout_s: float) -> ChannelReply:
+        topic, body = self._wait_for(lambda t, b: t == channel or (
+            isinstance(b, ErrorNotice) and b.topic in (channels.CALL_TOOL, channels.STATUS)), timeout_s)
+        if isinstance(body, ErrorNotice):
+            raise MainUnreachableError(f"main refused the request: {body.code}: {body.message}")
+        assert isinstance(body, ChannelReply)
+        return body
+
+    def _send(self, topic: str, body: Any) -> None:
+        assert self._sock is not None
+        self._sock.send_multipart(encode(topic, body))
+        self._last_sent = time.monotonic()
+
+    def _wait_for(self, wanted: Any, timeout_s: float) -> tuple[str, Any]:
+        """Receive until `wanted(topic, body)`; keep heartbeating so main does not drop us."""
+        assert self._sock is not None
+        deadline = time.monotonic() + timeout_s
+        last_heard = time.monotonic()
+        while (now := time.monotonic()) < deadline:
+            if now - self._last_sent >= HEARTBEAT_S and self.welcome is not None:
+                self._send(channels.HEARTBEAT, Heartbeat())
+            if now - last_heard > 5.0 and self.welcome is not None:
+                raise MainUnreachableError("main stopped answering (no heartbeat for 5 s)")
+            if not self._sock.poll(int(min(HEARTBEAT_S, deadline - now) * 1000) + 1):
+                continue
+            last_heard = time.monotonic()
+            try:
+                topic, body = decode_from_main(self._sock.recv_multipart())
+            except ProtocolError as exc:
+                logger.warning("ignored a bad frame from main: %s", exc)
+                continue
+            if wanted(topic, body):
+                return topic, body
+        raise MainUnreachableError(f"no answer from main within {timeout_s:.0f} s ({self.connection_path})")

@@ -1,0 +1,255 @@
+"""One supervised `mcp.Client` per configured server (step 1-2 and 9 of the round trip).
+
+Each server lives in its own task: connect, list tools, then watch the connection; a lost
+connection is restarted with backoff up to a limit within a stable-start window. Tool calls run
+inside the connection's task group so a dying connection ends them with a clear error.
+"""
+
+import asyncio
+import contextvars
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    ElicitRequestParams,
+    ElicitResult,
+    ErrorData,
+    Implementation,
+)
+
+from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig
+from shared.errors import UnsupportedSchemaError
+from shared.messages import CallError, ChannelReply, ElicitationResult, ServerInfo, ServerStatus
+from shared.schema import check_schema
+
+logger = logging.getLogger(__name__)
+
+READY_TIMEOUT_S = 30.0  # a call to a starting server waits this long for it
+WATCH_INTERVAL_S = 2.0
+WATCH_TIMEOUT_S = 10.0
+RESTART_LIMIT = 5
+STABLE_START_S = 10.0  # a connection that lived this long resets the restart count
+STDERR_TAIL_LINES = 20
+
+# The window whose msgMcpCallTool is running in this task, for `origin` of its elicitations.
+_call_origin: contextvars.ContextVar[str | None] = contextvars.ContextVar("call_origin", default=None)
+
+
+class Elicitor(Protocol):
+    async def elicit(
+        self, server: str, params: dict[str, Any], origin: str | None, timeout_s: float
+    ) -> ElicitationResult: ...
+
+    def dismiss_server(self, server: str) -> None: ...
+
+
+class ServerUnavailable(Exception):
+    """Internal: a call could not reach the server (turned into an `error` reply)."""
+
+
+class ManagedServer:
+    def __init__(
+        self, config: ServerConfig, elicitor: Elicitor, on_change: Callable[[], None], log_dir: Path
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.status: ServerStatus = "stopped"
+        self.tools: list[str] = []
+        self.error: str | None = None
+        self._elicitor = elicitor
+        self._on_change = on_change
+        self._stderr_path = log_dir / f"server-{_safe_filename(config.name)}.stderr.log"
+        self._client: Client | None = None
+        self._call_group: anyio.abc.TaskGroup | None = None
+        self._ready = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._inflight_origins: list[str | None] = []
+
+    def info(self) -> ServerInfo:
+        return ServerInfo(name=self.name, status=self.status, tools=list(self.tools), error=self.error)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._call_group is not None:
+            self._call_group.cancel_scope.cancel()
+
+    # ---- supervision -------------------------------------------------------------------
+
+    async def run(self) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            self._set_status("starting" if failures == 0 else "restarting", self.error)
+            started = time.monotonic()
+            error = "connection closed"
+            try:
+                await self._run_connection()
+            except Exception as exc:  # top-level handler of one connection's life: it becomes a status
+                error = _describe(exc)
+            finally:
+                self._client = None
+                self._call_group = None
+                self._ready.clear()
+                self._elicitor.dismiss_server(self.name)
+            if self._stopping.is_set():
+                break
+            failures = 1 if time.monotonic() - started > STABLE_START_S else failures + 1
+            tail = self._stderr_tail()
+            self.error = f"{error}\n{tail}".strip() if tail else error
+            logger.warning("server %s stopped (%s); failure %d of %d", self.name, error, failures, RESTART_LIMIT)
+            if failures >= RESTART_LIMIT:
+                self._set_status("failed", self.error)
+                await self._stopping.wait()
+                break
+            self._set_status("restarting", self.error)
+            backoff = min(0.5 * 2 ** (failures - 1), 8.0)
+            try:
+                await asyncio.wait_for(self._stopping.wait(), backoff)
+            except TimeoutError:
+                pass
+        self._set_status("stopped", None)
+
+    async def _run_connection(self) -> None:
+        async with AsyncExitStack() as stack:
+            client = Client(
+                await self._transport(stack),
+                elicitation_callback=self._on_elicit,
+                mode="auto",
+                client_info=Implementation(name="elicitron", version="0.1.0"),
+                cache=None,  # tool listings double as a liveness probe, so never serve them from cache
+            )
+            await stack.enter_async_context(client)
+            with anyio.fail_after(READY_TIMEOUT_S):
+                listing = await client.list_tools()
+            async with anyio.create_task_group() as group:
+                self._client, self._call_group = client, group
+                self.tools = [tool.name for tool in listing.tools]
+                self._set_status("ready", None)
+                self._ready.set()
+                logger.info("server %s ready (protocol %s, %d tools)", self.name, client.protocol_version,
+                            len(self.tools))
+                group.start_soon(self._watch, client, group)
+
+    async def _watch(self, client: Client, group: anyio.abc.TaskGroup) -> None:
+        """End the connection when stop is asked or the server stops answering."""
+        while True:
+            with anyio.move_on_after(WATCH_INTERVAL_S):
+                await self._stopping.wait()
+            if self._stopping.is_set():
+                group.cancel_scope.cancel()
+                return
+            with anyio.fail_after(WATCH_TIMEOUT_S):
+                listing = await client.list_tools()
+            names = [tool.name for tool in listing.tools]
+            if names != self.tools:
+                self.tools = names
+                self._on_change()
+
+    async def _transport(self, stack: AsyncExitStack) -> Any:
+        config = self.config
+        if isinstance(config, HttpServerConfig):
+            if not config.headers:
+                return streamable_http_client(config.url)
+            http = await stack.enter_async_context(create_mcp_http_client(headers=config.headers))
+            return streamable_http_client(config.url, http_client=http)
+        assert isinstance(config, StdioServerConfig)
+        self._stderr_path.parent.mkdir(parents=True, exist_ok=True)
+        # The SDK hands stderr to the child as a file descriptor, so it must be a real file.
+        errlog: TextIO = stack.enter_context(open(self._stderr_path, "w", encoding="utf-8"))
+        params = StdioServerParameters(command=config.command, args=config.args, env=config.env or None,
+                                       cwd=config.cwd)
+        return stdio_client(params, errlog=errlog)
+
+    def _stderr_tail(self) -> str:
+        if isinstance(self.config, HttpServerConfig):
+            return ""
+        try:
+            with open(self._stderr_path, encoding="utf-8", errors="replace") as f:
+                return "".join(deque(f, STDERR_TAIL_LINES)).strip()
+        except OSError:
+            return ""
+
+    def _set_status(self, status: ServerStatus, error: str | None) -> None:
+        if (status, error) != (self.status, self.error):
+            self.status, self.error = status, error
+            self._on_change()
+
+    # ---- elicitation (steps 2 and 9) ---------------------------------------------------
+
+    async def _on_elicit(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+        wire.setdefault("mode", "form")
+        if wire["mode"] == "form":
+            try:
+                check_schema(wire.get("requestedSchema"))
+            except UnsupportedSchemaError as exc:
+                logger.warning("server %s sent an unsupported schema: %s", self.name, exc)
+                return ErrorData(code=INVALID_PARAMS, message=f"unsupported requestedSchema: {exc}")
+        origin = _call_origin.get()
+        if origin is None and len(set(self._inflight_origins)) == 1:
+            # Legacy-era requests arrive on the session's own task; one caller means it is theirs.
+            origin = self._inflight_origins[0]
+        answer = await self._elicitor.elicit(self.name, wire, origin, self.config.elicitation_timeout_s)
+        return ElicitResult(action=answer.action, content=answer.content)
+
+    # ---- tool calls --------------------------------------------------------------------
+
+    async def call_tool(self, tool: str, arguments: dict[str, Any], origin: str | None) -> ChannelReply:
+        if self.status == "failed" or self._stopping.is_set():
+            return _error(-32000, f"server {self.name!r} is {self.status}: {self.error or 'not running'}")
+        try:
+            await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
+        except TimeoutError:
+            return _error(-32000, f"server {self.name!r} did not become ready within {READY_TIMEOUT_S:.0f} s "
+                                  f"(status {self.status})")
+        client, group = self._client, self._call_group
+        if client is None or group is None:
+            return _error(-32000, f"server {self.name!r} is {self.status}")
+        done: asyncio.Future[ChannelReply] = asyncio.get_running_loop().create_future()
+        group.start_soon(self._do_call, client, tool, arguments, origin, done)
+        return await done
+
+    async def _do_call(self, client: Client, tool: str, arguments: dict[str, Any], origin: str | None,
+                       done: asyncio.Future[ChannelReply]) -> None:
+        _call_origin.set(origin)
+        self._inflight_origins.append(origin)
+        reply = _error(-32000, f"server {self.name!r} closed the connection during the call")
+        try:
+            result = await client.call_tool(tool, arguments)
+            reply = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        except MCPError as exc:
+            reply = _error(exc.error.code, exc.error.message)
+        except Exception as exc:  # top-level handler of one call: transport faults become an error reply
+            logger.warning("call %s/%s failed: %s", self.name, tool, _describe(exc))
+            reply = _error(-32603, f"call failed: {_describe(exc)}")
+        finally:
+            self._inflight_origins.remove(origin)
+            if not done.done():
+                done.set_result(reply)
+
+
+def _error(code: int, message: str) -> ChannelReply:
+    return ChannelReply(error=CallError(code=code, message=message))
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for a user, unwrapping the exception groups anyio produces."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
+
+
+def _safe_filename(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80] or "server"

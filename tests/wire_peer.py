@@ -1,0 +1,83 @@
+"""A peer written only from wire contract v1 (DESIGN.md section 3): raw pyzmq + msgpack dicts.
+
+It deliberately does not use the project's `shared` package, so a test with it shows that a
+third-party peer built from the contract alone works.
+"""
+
+import time
+import uuid
+from typing import Any
+
+import msgspec
+import zmq
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder()
+
+
+class WirePeer:
+    def __init__(self, endpoint: str, token: str, *, name: str = "wire-peer", role: str = "renderer") -> None:
+        self.endpoint = endpoint
+        self.token = token
+        self.name = name
+        self.role = role
+        self.window = str(uuid.uuid4())
+        self.sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(endpoint)
+        self._last_sent = 0.0
+        self.received: list[tuple[str, Any]] = []  # everything seen, heartbeats excluded
+
+    def send(self, topic: str, body: Any) -> None:
+        self.send_raw([topic.encode("ascii"), _encoder.encode(body)])
+
+    def send_raw(self, frames: list[bytes]) -> None:
+        self.sock.send_multipart(frames)
+        self._last_sent = time.monotonic()
+
+    def hello(self, *, token: str | None = None, protocol: int = 1) -> dict[str, Any]:
+        self.send("hello", {"protocol": protocol, "token": token or self.token, "window": self.window,
+                            "name": self.name, "role": self.role})
+        topic, body = self.expect(lambda t, b: t in ("welcome", "error"))
+        return {"topic": topic, **body}
+
+    def expect(self, wanted: Any, timeout_s: float = 15.0) -> tuple[str, Any]:
+        """The next message for which `wanted(topic, body)` holds; heartbeats main while waiting."""
+        deadline = time.monotonic() + timeout_s
+        while (now := time.monotonic()) < deadline:
+            if now - self._last_sent > 0.8:
+                self.send("heartbeat", {})
+            if not self.sock.poll(200):
+                continue
+            frames = self.sock.recv_multipart()
+            assert len(frames) == 2, f"main sent {len(frames)} frames; the contract says 2"
+            topic, body = frames[0].decode("ascii"), _decoder.decode(frames[1])
+            if topic == "heartbeat":
+                continue
+            self.received.append((topic, body))
+            if wanted(topic, body):
+                return topic, body
+        raise AssertionError(f"nothing wanted arrived within {timeout_s} s; got {self.received[-5:]}")
+
+    def expect_topic(self, topic: str, timeout_s: float = 15.0) -> Any:
+        return self.expect(lambda t, b: t == topic, timeout_s)[1]
+
+    def expect_error(self, topic: str | None = None, timeout_s: float = 10.0) -> dict[str, Any]:
+        return self.expect(lambda t, b: t == "error" and (topic is None or b.get("topic") == topic), timeout_s)[1]
+
+    def call_tool(self, server: str, tool: str, arguments: dict[str, Any]) -> str:
+        channel = f"call-{uuid.uuid4()}"
+        self.send("msgMcpCallTool", {"server": server, "tool": tool, "arguments": arguments,
+                                     "responseChannel": channel})
+        return channel
+
+    def answer(self, invoke: dict[str, Any], action: str, content: dict[str, Any] | None = None) -> None:
+        body: dict[str, Any] = {"action": action}
+        if content is not None:
+            body["content"] = content
+        self.send(invoke["responseChannel"], body)
+
+    def close(self) -> None:
+        if not self.sock.closed:
+            self.send("bye", {})
+            self.sock.close(linger=100)
