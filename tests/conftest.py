@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+# Qt widgets are tested offscreen (scripts/test sets this too; a bare pytest run must not need a display).
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
 from wire_peer import WirePeer
 
 ROOT = Path(__file__).resolve().parent.parent
