@@ -12,6 +12,9 @@ CALL_TOOL = "msgMcpCallTool"
 # Extension channels (documented in docs/PROTOCOL.md): controllers use them for the CLI.
 STATUS = "msgStatus"
 SHUTDOWN = "msgShutdown"
+SERVER_CONTROL = "msgServerControl"
+RELOAD = "msgReload"
+SERVER_POLICY = "msgServerPolicy"
 
 # main -> peer
 WELCOME = "welcome"
@@ -20,6 +23,8 @@ DISMISS = "msgElicitationTransferDismiss"
 COMPLETE = "msgElicitationComplete"
 SERVERS = "servers"
 ERROR = "error"
+PEERS = "peers"  # extension
+NOTICE = "notice"  # extension
 
 
 def new_uuid7() -> str:

@@ -23,6 +23,9 @@ _PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.CALL_TOOL: msgspec.msgpack.Decoder(messages.CallTool),
     channels.STATUS: msgspec.msgpack.Decoder(messages.StatusRequest),
     channels.SHUTDOWN: msgspec.msgpack.Decoder(messages.Shutdown),
+    channels.SERVER_CONTROL: msgspec.msgpack.Decoder(messages.ServerControl),
+    channels.RELOAD: msgspec.msgpack.Decoder(messages.Reload),
+    channels.SERVER_POLICY: msgspec.msgpack.Decoder(messages.ServerPolicy),
 }
 _RESULT_DECODER = msgspec.msgpack.Decoder(messages.ElicitationResult)
 
@@ -34,6 +37,8 @@ _MAIN_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.COMPLETE: msgspec.msgpack.Decoder(messages.ElicitationComplete),
     channels.SERVERS: msgspec.msgpack.Decoder(messages.ServersUpdate),
     channels.ERROR: msgspec.msgpack.Decoder(messages.ErrorNotice),
+    channels.PEERS: msgspec.msgpack.Decoder(messages.PeersUpdate),
+    channels.NOTICE: msgspec.msgpack.Decoder(messages.Notice),
 }
 _REPLY_DECODER = msgspec.msgpack.Decoder(messages.ChannelReply)
 

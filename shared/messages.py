@@ -65,6 +65,29 @@ class Shutdown(Body):
     pass
 
 
+class ServerControl(Body):
+    """Extension `msgServerControl`: start, stop or restart one configured server."""
+
+    server: str
+    action: Literal["start", "stop", "restart"]
+    response_channel: str
+
+
+class Reload(Body):
+    """Extension `msgReload`: re-read the config; answered with a ChannelReply result
+    `{added: [...], removed: [...], changed: [...], unchanged: [...]}`."""
+
+    response_channel: str
+
+
+class ServerPolicy(Body):
+    """Extension `msgServerPolicy`: for this main session, answer every further elicitation of
+    `server` with decline (`declineAll: true`) or stop doing so (`false`)."""
+
+    server: str
+    decline_all: bool
+
+
 # ---- main -> peer -------------------------------------------------------------------------
 
 
@@ -112,6 +135,21 @@ class ServersUpdate(Body):
     servers: list[ServerInfo]
 
 
+class PeersUpdate(Body):
+    """Extension `peers`: who is attached, sent to every peer whenever that changes."""
+
+    peers: list["PeerInfo"]
+
+
+class Notice(Body):
+    """Extension `notice`: something the user should know that is not a card (e.g. a server's
+    unsupported schema was refused, or a rate limit kicked in)."""
+
+    level: Literal["info", "warning", "error"]
+    message: str
+    server: str | None = None
+
+
 class ErrorNotice(Body):
     """Body of the `error` topic: something a peer sent was refused."""
 
@@ -148,7 +186,10 @@ class ChannelReply(Body):
     status: StatusReport | None = None
 
 
-PeerBody = Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown
+PeerBody = (
+    Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown | ServerControl | Reload
+    | ServerPolicy
+)
 MainBody = (
     Welcome
     | Heartbeat
@@ -157,5 +198,7 @@ MainBody = (
     | ElicitationComplete
     | ServersUpdate
     | ErrorNotice
+    | PeersUpdate
+    | Notice
     | ChannelReply
 )
