@@ -1,0 +1,440 @@
+"""The audit log: one SQLite row per elicitation, from the request to its outcome.
+
+Who writes and who reads:
+- the broker calls `record_request` when it registers a request and `record_outcome` once the
+  request is decided, *before* the answer goes back to the server, so what the user decided is on
+  disk even if main is killed the next instant;
+- `elicitron audit` (another process) opens the same file and reads `entries()` / `counts()`;
+  `format_entries` and `to_json` turn those into the table or the JSON it prints.
+
+Durability: WAL journal with `synchronous=FULL`, and every write is its own transaction, so once a
+`record_*` call has returned True its row has been fsynced and survives SIGKILL (and power loss).
+Readers in other processes never block the writer and see every committed row.
+
+Failure policy: the log must never take main down. `record_*` catch `sqlite3.Error` and `OSError`,
+log one error per distinct problem per minute, and return False. The readers are for the CLI and
+raise `AuditLogError` instead, so the user sees why nothing can be shown.
+
+Privacy: a missing directory is created 0700 and the file 0600 (SQLite gives its -wal and -shm
+files the database file's mode). Answered values are stored only with `record_values=True`;
+without it a row says what was asked and how it was decided, never what was typed.
+
+One table, `elicitations`; `PRAGMA user_version` is its schema version (`SCHEMA_VERSION`). To change
+the schema, append one migration to `_MIGRATIONS`: opening the file applies the missing ones.
+"""
+
+import logging
+import os
+import sqlite3
+import stat
+import threading
+import time
+import unicodedata
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Literal, Self, get_args
+
+import msgspec
+import platformdirs
+
+from shared.errors import ElicitronError
+from shared.messages import ElicitationInvoke
+
+logger = logging.getLogger(__name__)
+
+Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed", "rejected"]
+OUTCOMES: Final[frozenset[str]] = frozenset(get_args(Outcome))
+PENDING: Final = "pending"  # the key `counts()` uses for rows without an outcome yet
+
+SCHEMA_VERSION: Final = 1
+_MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
+    # 0 -> 1
+    (
+        """
+        CREATE TABLE elicitations (
+            channel       TEXT PRIMARY KEY,   -- the one-time responseChannel
+            server        TEXT NOT NULL,      -- '' when only the outcome was recorded
+            mode          TEXT NOT NULL,      -- 'form' | 'url' ('' as for server)
+            message       TEXT NOT NULL,
+            fields        TEXT,               -- form: JSON list of requested property names
+            url           TEXT,               -- url: the URL the user was asked to open
+            origin_window TEXT,               -- window whose tool call led to the request
+            created_at    INTEGER NOT NULL,   -- epoch ms
+            expires_at    INTEGER,            -- epoch ms
+            outcome       TEXT,               -- NULL while pending, else one of OUTCOMES
+            answer_window TEXT,               -- window that answered
+            decided_at    INTEGER,            -- epoch ms
+            content       TEXT                -- JSON answered values, only with record_values
+        )
+        """,
+        "CREATE INDEX elicitations_by_created ON elicitations (created_at)",
+        "CREATE INDEX elicitations_by_server ON elicitations (server, created_at)",
+    ),
+)
+assert len(_MIGRATIONS) == SCHEMA_VERSION
+
+_COLUMNS: Final = ("channel, server, mode, message, fields, url, origin_window, created_at, expires_at, "
+                   "outcome, answer_window, decided_at, content")
+_ERROR_INTERVAL_S: Final = 60.0
+
+
+def default_path() -> Path:
+    """`platformdirs.user_data_dir("elicitron")/audit.sqlite3`."""
+    return Path(platformdirs.user_data_dir("elicitron")) / "audit.sqlite3"
+
+
+class AuditLogError(ElicitronError):
+    """The audit log cannot be opened or read (raised by the readers only, never by `record_*`)."""
+
+
+class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One elicitation as the audit log holds it (camelCase in JSON, like the wire contract)."""
+
+    channel: str
+    server: str
+    mode: str
+    message: str
+    fields: list[str] | None  # form mode: requested property names
+    url: str | None  # url mode
+    origin: str | None
+    created_at: int
+    expires_at: int | None
+    outcome: str | None  # None while pending
+    window: str | None  # the window that answered
+    decided_at: int | None
+    content: dict[str, Any] | None  # only when recorded with record_values=True
+
+    @property
+    def status(self) -> str:
+        return self.outcome or PENDING
+
+
+class AuditLog:
+    """The SQLite audit log. Thread-safe; `record_*` never raise."""
+
+    def __init__(self, path: Path | None = None, *, record_values: bool = False,
+                 busy_timeout_ms: int = 1000) -> None:
+        self.path = path if path is not None else default_path()
+        self.record_values = record_values
+        self._busy_timeout_s = busy_timeout_ms / 1000
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._complaints: dict[str, tuple[float, int]] = {}  # problem -> (last logged, suppressed since)
+        self._unrecorded = 0
+        self._unrecorded_since_ok = 0
+        with self._lock:
+            try:
+                self._connection()
+            except (sqlite3.Error, OSError, AuditLogError) as exc:
+                self._complain("open", exc)  # record_* retry the open on their next call
+
+    # ---- writing (main) ----------------------------------------------------------------
+
+    def record_request(self, invoke: ElicitationInvoke) -> bool:
+        """Insert the row for a new request (outcome NULL). True once committed, False on failure."""
+        params = invoke.request.params
+        mode = params.get("mode", "form")
+        mode = mode if isinstance(mode, str) else str(mode)
+        message = params.get("message")
+        message = message if isinstance(message, str) else ""
+        fields_json: str | None = None
+        url: str | None = None
+        if mode == "url":
+            raw_url = params.get("url")
+            url = raw_url if isinstance(raw_url, str) else None
+        else:
+            schema = params.get("requestedSchema")
+            properties = schema.get("properties") if isinstance(schema, dict) else None
+            names = [str(name) for name in properties] if isinstance(properties, dict) else []
+            fields_json = msgspec.json.encode(names).decode()
+        row = (invoke.response_channel, invoke.request.server, mode, message, fields_json, url,
+               invoke.origin, invoke.created_at, invoke.expires_at)
+        with self._lock:
+            try:
+                conn = self._writable()
+                # A repeat of the same channel refreshes the request columns and keeps any outcome.
+                conn.execute(
+                    "INSERT INTO elicitations (channel, server, mode, message, fields, url, origin_window, "
+                    "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (channel) DO UPDATE SET server = excluded.server, mode = excluded.mode, "
+                    "message = excluded.message, fields = excluded.fields, url = excluded.url, "
+                    "origin_window = excluded.origin_window, created_at = excluded.created_at, "
+                    "expires_at = excluded.expires_at",
+                    row,
+                )
+            except (sqlite3.Error, OSError, AuditLogError) as exc:
+                return self._failed("record request", exc)
+            return self._succeeded()
+
+    def record_outcome(self, channel: str, outcome: str, *, window: str | None = None,
+                       content: dict[str, Any] | None = None) -> bool:
+        """Decide a row once; True only after the outcome is committed to disk.
+
+        `outcome` is one of `OUTCOMES`. `content` is stored only for "accept" and only with
+        `record_values=True`. The first outcome of a channel wins: a later one returns False.
+        A channel without a request row still gets a row (server and mode ''), so no decision is lost.
+        """
+        if outcome not in OUTCOMES:
+            with self._lock:
+                return self._failed("record outcome", ValueError(f"unknown outcome {outcome!r}"))
+        stored: str | None = None
+        if self.record_values and outcome == "accept" and content is not None:
+            try:
+                stored = msgspec.json.encode(content).decode()
+            except (TypeError, msgspec.EncodeError) as exc:
+                logger.warning("audit log: answered values of %s not recorded: %s", channel, exc)
+        decided_at = _now_ms()
+        with self._lock:
+            try:
+                conn = self._writable()
+                updated = conn.execute(
+                    "UPDATE elicitations SET outcome = ?, answer_window = ?, decided_at = ?, content = ? "
+                    "WHERE channel = ? AND outcome IS NULL",
+                    (outcome, window, decided_at, stored, channel),
+                ).rowcount
+                if updated == 0 and not self._insert_orphan_outcome(conn, channel, outcome, window,
+                                                                    decided_at, stored):
+                    return False
+            except (sqlite3.Error, OSError, AuditLogError) as exc:
+                return self._failed("record outcome", exc)
+            return self._succeeded()
+
+    def _insert_orphan_outcome(self, conn: sqlite3.Connection, channel: str, outcome: str,
+                               window: str | None, decided_at: int, stored: str | None) -> bool:
+        """The UPDATE matched nothing: refuse a second outcome, or keep an outcome without a request."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("SELECT outcome FROM elicitations WHERE channel = ?", (channel,)).fetchone()
+            if row is not None:
+                conn.execute("ROLLBACK")
+                problem = ValueError(f"{channel} already has outcome {row[0]!r}; {outcome!r} not recorded")
+                self._complain("record outcome", problem, level=logging.WARNING)
+                return False
+            conn.execute(
+                "INSERT INTO elicitations (channel, server, mode, message, created_at, outcome, "
+                "answer_window, decided_at, content) VALUES (?, '', '', '', ?, ?, ?, ?, ?)",
+                (channel, decided_at, outcome, window, decided_at, stored),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        logger.warning("audit log: outcome %r of %s recorded without its request", outcome, channel)
+        return True
+
+    # ---- reading (CLI) -----------------------------------------------------------------
+
+    def entries(self, limit: int = 100, server: str | None = None) -> list[AuditEntry]:
+        """The newest `limit` rows first, optionally of one server. Raises AuditLogError."""
+        if limit < 0:
+            raise ValueError("limit must be >= 0")
+        where, args = ("WHERE server = ? ", (server, limit)) if server is not None else ("", (limit,))
+        sql = f"SELECT {_COLUMNS} FROM elicitations {where}ORDER BY created_at DESC, rowid DESC LIMIT ?"
+        with self._lock:
+            try:
+                rows = self._readable().execute(sql, args).fetchall()
+            except (sqlite3.Error, OSError) as exc:
+                raise AuditLogError(f"cannot read the audit log {self.path}: {exc}") from exc
+        return [_entry(row) for row in rows]
+
+    def counts(self) -> dict[str, int]:
+        """outcome -> number of rows, pending rows under "pending". Raises AuditLogError."""
+        with self._lock:
+            try:
+                rows = self._readable().execute(
+                    "SELECT COALESCE(outcome, ?), COUNT(*) FROM elicitations GROUP BY 1 ORDER BY 1",
+                    (PENDING,),
+                ).fetchall()
+            except (sqlite3.Error, OSError) as exc:
+                raise AuditLogError(f"cannot read the audit log {self.path}: {exc}") from exc
+        return {str(outcome): int(count) for outcome, count in rows}
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    @property
+    def unrecorded(self) -> int:
+        """How many record_* calls failed since this log was opened."""
+        return self._unrecorded
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                try:
+                    conn.close()
+                except sqlite3.Error as exc:
+                    logger.warning("audit log %s: close failed: %s", self.path, exc)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # ---- internals (callers hold self._lock) --------------------------------------------
+
+    def _writable(self) -> sqlite3.Connection:
+        if self._closed:
+            raise AuditLogError("the audit log is closed")
+        return self._connection()
+
+    def _readable(self) -> sqlite3.Connection:
+        if self._closed:
+            raise AuditLogError(f"the audit log {self.path} is closed")
+        try:
+            return self._connection()
+        except (sqlite3.Error, OSError) as exc:
+            raise AuditLogError(f"cannot open the audit log {self.path}: {exc}") from exc
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = self._open()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        """Create the directory (0700) and file (0600) if missing, set WAL + FULL, migrate."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            mode = stat.S_IMODE(os.fstat(fd).st_mode)
+            if mode & 0o077:
+                os.fchmod(fd, 0o600)
+                logger.warning("tightened the audit log %s from mode %o to 0600", self.path, mode)
+        finally:
+            os.close(fd)
+        conn = sqlite3.connect(self.path, timeout=self._busy_timeout_s, autocommit=True,
+                               check_same_thread=False)
+        try:
+            journal = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(journal).lower() != "wal":
+                logger.warning("audit log %s: journal mode is %s, not wal", self.path, journal)
+            conn.execute("PRAGMA synchronous = FULL")
+            _migrate(conn, self.path)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _failed(self, op: str, exc: Exception) -> bool:
+        self._unrecorded += 1
+        self._unrecorded_since_ok += 1
+        self._complain(op, exc)
+        return False
+
+    def _succeeded(self) -> bool:
+        if self._unrecorded_since_ok:
+            logger.warning("audit log %s is writable again; %d record(s) were lost", self.path,
+                           self._unrecorded_since_ok)
+            self._unrecorded_since_ok = 0
+        return True
+
+    def _complain(self, op: str, exc: Exception, level: int = logging.ERROR) -> None:
+        """Log each distinct problem at most once per minute, with how often it was suppressed."""
+        key = f"{type(exc).__name__}: {exc}"
+        now = time.monotonic()
+        last, suppressed = self._complaints.get(key, (-_ERROR_INTERVAL_S, 0))
+        if now - last < _ERROR_INTERVAL_S:
+            self._complaints[key] = (last, suppressed + 1)
+            return
+        extra = f" ({suppressed} similar suppressed)" if suppressed else ""
+        logger.log(level, "audit log %s: cannot %s: %s%s", self.path, op, key, extra)
+        self._complaints[key] = (now, 0)
+        if len(self._complaints) > 1000:
+            self._complaints.clear()
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    conn.execute("BEGIN IMMEDIATE")  # two processes opening a new file at once migrate it once
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise AuditLogError(f"the audit log {path} has schema version {version}, newer than this "
+                                f"elicitron's {SCHEMA_VERSION}")
+        for step in range(version, SCHEMA_VERSION):
+            for statement in _MIGRATIONS[step]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {step + 1}")
+            logger.info("audit log %s: schema version %d", path, step + 1)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _entry(row: tuple[Any, ...]) -> AuditEntry:
+    (channel, server, mode, message, fields, url, origin, created_at, expires_at, outcome, window,
+     decided_at, content) = row
+    return AuditEntry(
+        channel=channel, server=server, mode=mode, message=message,
+        fields=_decode(fields, list[str]), url=url, origin=origin, created_at=created_at,
+        expires_at=expires_at, outcome=outcome, window=window, decided_at=decided_at,
+        content=_decode(content, dict[str, Any]),
+    )
+
+
+def _decode[T](raw: str | None, kind: type[T]) -> T | None:
+    if raw is None:
+        return None
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except msgspec.DecodeError as exc:
+        logger.warning("audit log: unreadable JSON column %r: %s", raw[:80], exc)
+        return None
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# ---- output for `elicitron audit` ------------------------------------------------------
+
+
+def to_json(entries: Sequence[AuditEntry]) -> bytes:
+    """A JSON array of entries, camelCase keys, nulls kept."""
+    return msgspec.json.encode(list(entries))
+
+
+_WIDTHS: Final = {"SERVER": 20, "ASKED": 40, "BY": 9, "MESSAGE": 60}
+
+
+def format_entries(entries: Sequence[AuditEntry]) -> str:
+    """A plain-text table, one line per entry, in the order given (no trailing newline).
+
+    Text from servers is made safe for a terminal: control characters become spaces and format
+    characters (bidi overrides and the like) are dropped.
+    """
+    if not entries:
+        return "no elicitations recorded"
+    header = ("CREATED", "SERVER", "MODE", "OUTCOME", "BY", "ASKED", "MESSAGE")
+    rows = [header]
+    for entry in entries:
+        asked = entry.url if entry.mode == "url" else ", ".join(entry.fields or [])
+        by = "…" + entry.window[-8:] if entry.window and len(entry.window) > 9 else entry.window or ""
+        rows.append((
+            time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.created_at / 1000)),
+            _cell(entry.server or "?", _WIDTHS["SERVER"]),
+            entry.mode or "?",
+            entry.status,
+            by,
+            _cell(asked or "", _WIDTHS["ASKED"]),
+            _cell(entry.message, _WIDTHS["MESSAGE"]),
+        ))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
+
+
+def _cell(text: str, width: int) -> str:
+    safe = "".join(
+        " " if unicodedata.category(ch) == "Cc" else "" if unicodedata.category(ch) == "Cf" else ch
+        for ch in text
+    )
+    safe = " ".join(safe.split())
+    return safe if len(safe) <= width else safe[: width - 1] + "…"
