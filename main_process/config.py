@@ -1,11 +1,14 @@
 """The `mcpServers` config (Claude Desktop / Cursor / TUUI format), read unchanged.
 
-Elicitron-only keys are optional and ignored by the other hosts:
-`elicitationTimeoutSeconds` per server.
+Elicitron-only keys are optional and ignored by the other hosts, per server:
+`elicitationTimeoutSeconds` (default 600), `elicitationBurst` (default 20) and
+`elicitationBurstWindowSeconds` (default 60): more than `burst` requests within the window are
+answered `cancel`.
 """
 
 import json
 import logging
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +21,8 @@ from shared.errors import ConfigError
 logger = logging.getLogger(__name__)
 
 DEFAULT_ELICITATION_TIMEOUT_S = 600.0
+DEFAULT_BURST = 20
+DEFAULT_BURST_WINDOW_S = 60.0
 DEMO_SERVER_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "demo_server.py"
 
 
@@ -29,6 +34,8 @@ class StdioServerConfig:
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
     elicitation_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S
+    burst: int = DEFAULT_BURST
+    burst_window_s: float = DEFAULT_BURST_WINDOW_S
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,8 @@ class HttpServerConfig:
     url: str
     headers: dict[str, str] = field(default_factory=dict)
     elicitation_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S
+    burst: int = DEFAULT_BURST
+    burst_window_s: float = DEFAULT_BURST_WINDOW_S
 
 
 ServerConfig = StdioServerConfig | HttpServerConfig
@@ -68,6 +77,8 @@ def load_config(path: Path | None) -> Config:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -90,16 +101,18 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
         raise ConfigError(f"{where}: server names must be non-empty printable text")
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: must be an object with \"command\" or \"url\"")
-    timeout = entry.get("elicitationTimeoutSeconds", DEFAULT_ELICITATION_TIMEOUT_S)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-        raise ConfigError(f"{where}: \"elicitationTimeoutSeconds\" must be a positive number")
+    limits = {
+        "elicitation_timeout_s": _positive(where, entry, "elicitationTimeoutSeconds", DEFAULT_ELICITATION_TIMEOUT_S),
+        "burst_window_s": _positive(where, entry, "elicitationBurstWindowSeconds", DEFAULT_BURST_WINDOW_S),
+        "burst": int(_positive(where, entry, "elicitationBurst", DEFAULT_BURST)),
+    }
     if "url" in entry:
         url, headers = entry["url"], entry.get("headers", {})
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError(f"{where}: \"url\" must be an http:// or https:// URL")
         if not _is_str_map(headers):
             raise ConfigError(f"{where}: \"headers\" must map strings to strings")
-        return HttpServerConfig(name=name, url=url, headers=headers, elicitation_timeout_s=float(timeout))
+        return HttpServerConfig(name=name, url=url, headers=headers, **limits)  # type: ignore[arg-type]
     if "command" in entry:
         command, args, env, cwd = entry["command"], entry.get("args", []), entry.get("env", {}), entry.get("cwd")
         if not isinstance(command, str) or not command:
@@ -110,10 +123,16 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
             raise ConfigError(f"{where}: \"env\" must map strings to strings")
         if cwd is not None and not isinstance(cwd, str):
             raise ConfigError(f"{where}: \"cwd\" must be a string")
-        return StdioServerConfig(
-            name=name, command=command, args=args, env=env, cwd=cwd, elicitation_timeout_s=float(timeout)
-        )
+        return StdioServerConfig(name=name, command=command, args=args, env=env, cwd=cwd,
+                                 **limits)  # type: ignore[arg-type]
     raise ConfigError(f"{where}: needs \"command\" (stdio) or \"url\" (streamable HTTP)")
+
+
+def _positive(where: str, entry: dict[str, Any], key: str, default: float) -> float:
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{where}: \"{key}\" must be a positive number")
+    return float(value)
 
 
 def _is_str_map(value: Any) -> bool:

@@ -63,6 +63,9 @@ def _decode_body(decoder: msgspec.msgpack.Decoder[Any], topic: str, raw: bytes) 
         return decoder.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise ProtocolError("bad-body", f"body of {topic!r} does not match the contract: {exc}", topic) from None
+    except RecursionError:
+        # A few KB of nested msgpack can exhaust the stack; it is malformed, not fatal.
+        raise ProtocolError("bad-body", f"body of {topic!r} is nested too deeply", topic) from None
 
 
 def _split(frames: list[bytes], max_body_bytes: int) -> tuple[str, bytes]:

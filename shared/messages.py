@@ -91,7 +91,9 @@ class ServerPolicy(Body):
 # ---- main -> peer -------------------------------------------------------------------------
 
 
-class ServerInfo(Body):
+class ServerInfo(msgspec.Struct, rename="camel", omit_defaults=False):
+    """Always carries `tools` (the contract lists it as present); `error` is null when fine."""
+
     name: str
     status: ServerStatus
     tools: list[str] = []

@@ -5,6 +5,7 @@ or hostile peer can never hand a server content its schema does not allow.
 """
 
 import datetime
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -15,6 +16,9 @@ _PRIMITIVE_TYPES = {"string", "number", "integer", "boolean"}
 _FORMATS = {"email", "uri", "date", "date-time"}
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S+$")
+# RFC 3339 shapes; fromisoformat alone also takes ISO 8601 forms such as week dates.
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 
 
 def enum_options(prop: Mapping[str, Any]) -> list[tuple[Any, str]] | None:
@@ -61,9 +65,11 @@ def _check_property(name: str, prop: Any) -> None:
     if "$ref" in prop:
         raise UnsupportedSchemaError(f"property {name!r} uses $ref, which elicitation schemas do not allow")
     kind = prop.get("type")
+    if not isinstance(kind, str):
+        raise UnsupportedSchemaError(f"property {name!r} has unsupported type {kind!r}")
     if kind in _PRIMITIVE_TYPES:
         fmt = prop.get("format")
-        if fmt is not None and (kind != "string" or fmt not in _FORMATS):
+        if fmt is not None and (kind != "string" or not isinstance(fmt, str) or fmt not in _FORMATS):
             raise UnsupportedSchemaError(f"property {name!r} has unsupported format {fmt!r}")
         if "oneOf" in prop and not all(isinstance(i, Mapping) and "const" in i for i in prop["oneOf"]):
             raise UnsupportedSchemaError(f"property {name!r}: oneOf items must be {{const, title}}")
@@ -137,17 +143,21 @@ def _format_ok(fmt: str, value: str) -> bool:
     if fmt == "uri":
         return bool(_URI.match(value))
     if fmt == "date":
+        if not _DATE.match(value):
+            return False
         try:
             datetime.date.fromisoformat(value)
         except ValueError:
             return False
-        return len(value) == 10
+        return True
     if fmt == "date-time":
+        if not _DATE_TIME.match(value):
+            return False
         try:
-            parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+            datetime.datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
         except ValueError:
             return False
-        return "T" in value.upper() and parsed.tzinfo is not None
+        return True
     return True
 
 
@@ -156,6 +166,8 @@ def _number_problems(prop: Mapping[str, Any], value: Any, *, integer: bool) -> l
         return ["must be a number"]
     if integer and not isinstance(value, int):
         return ["must be an integer"]
+    if not math.isfinite(value):
+        return ["must be a finite number"]
     problems = []
     if "minimum" in prop and value < prop["minimum"]:
         problems.append(f"must be at least {prop['minimum']}")

@@ -275,11 +275,6 @@ def test_config_error_is_an_elicitron_error() -> None:
     assert issubclass(ConfigError, ElicitronError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="load_config catches only OSError around read_text; a file that is not UTF-8 raises "
-    "UnicodeDecodeError (a ValueError) straight out instead of ConfigError",
-)
 def test_a_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "mcp.json"
     path.write_bytes(b'{"mcpServers": {"caf\xe9": {"command": "x"}}}')  # Latin-1
@@ -288,11 +283,6 @@ def test_a_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
     assert str(path) in str(info.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="json.loads accepts the non-standard literals NaN and Infinity; both pass the `timeout <= 0` check, "
-    "and broker.request later does int((now + timeout_s) * 1000), which raises on NaN/inf",
-)
 @pytest.mark.parametrize("literal", ["NaN", "Infinity"])
 def test_a_non_finite_timeout_is_refused(tmp_path: Path, literal: str) -> None:
     text = '{"mcpServers": {"shop": {"command": "x", "elicitationTimeoutSeconds": LITERAL}}}'

@@ -297,11 +297,6 @@ def test_channel_reply_carries_only_the_field_that_is_set() -> None:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ServerInfo.tools has a default and Body uses omit_defaults, so a server with no tools is sent "
-    "without the `tools` key although the contract lists `tools: [names]` as always present",
-)
 def test_server_info_always_carries_tools() -> None:
     wire = _wire(m.ServersUpdate(servers=[m.ServerInfo(name="slow", status="starting")]))
     assert wire["servers"][0]["tools"] == []
@@ -546,11 +541,6 @@ def test_every_protocol_error_carries_a_contract_code(decode: Any) -> None:
         assert info.value.code in CONTRACT_CODES
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="deeply nested msgpack (about 2000 levels, a few KB, well under the size limit) makes msgspec "
-    "raise RecursionError, which _decode_body does not catch, so it escapes the codec",
-)
 @pytest.mark.parametrize("decode", DECODERS, ids=DECODER_IDS)
 def test_deeply_nested_bodies_are_bad_body_not_recursion_error(decode: Any) -> None:
     body = b"\x82\xa6action\xa6accept\xa7content\x81\xa1a" + b"\x91" * 5000 + b"\xc0"
