@@ -91,12 +91,12 @@ class ServerPolicy(Body):
 # ---- main -> peer -------------------------------------------------------------------------
 
 
-class ServerInfo(msgspec.Struct, rename="camel", omit_defaults=False):
-    """Always carries `tools` (the contract lists it as present); `error` is null when fine."""
+class ServerInfo(Body):
+    """`tools` is required so it is always on the wire (the contract lists it as present)."""
 
     name: str
     status: ServerStatus
-    tools: list[str] = []
+    tools: list[str]
     error: str | None = None
 
 

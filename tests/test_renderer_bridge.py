@@ -166,7 +166,7 @@ def test_welcome_connects_and_main_messages_become_signals(
         router.send(identity, channels.DISMISS, dismiss)
     assert got.args[0] == dismiss
 
-    servers = [messages.ServerInfo(name="demo", status="failed", error="boom")]
+    servers = [messages.ServerInfo(name="demo", status="failed", tools=[], error="boom")]
     with qtbot.waitSignal(bridge.servers_changed, timeout=2000) as got:
         router.send(identity, channels.SERVERS, messages.ServersUpdate(servers=servers))
     assert got.args[0] == servers

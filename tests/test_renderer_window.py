@@ -43,7 +43,7 @@ def invoke(
 def welcome(pending: list[messages.ElicitationInvoke] | None = None) -> messages.Welcome:
     servers = [
         messages.ServerInfo(name="demo", status="ready", tools=["ask_form", "ask_url"]),
-        messages.ServerInfo(name="weather", status="failed", error="exit code 1"),
+        messages.ServerInfo(name="weather", status="failed", tools=[], error="exit code 1"),
     ]
     return messages.Welcome(session="s", window=ME, servers=servers, pending=pending or [])
 

@@ -53,8 +53,8 @@ INVOKE_NULLS = m.ElicitationInvoke(
 )
 SERVERS = [
     m.ServerInfo(name="demo", status="ready", tools=["book", "ask"]),
-    m.ServerInfo(name="broken", status="failed", error="exited with 1"),
-    m.ServerInfo(name="slow", status="starting"),
+    m.ServerInfo(name="broken", status="failed", tools=[], error="exited with 1"),
+    m.ServerInfo(name="slow", status="starting", tools=[]),
 ]
 
 PEER_MESSAGES: list[tuple[str, m.Body]] = [
@@ -298,7 +298,7 @@ def test_channel_reply_carries_only_the_field_that_is_set() -> None:
 
 
 def test_server_info_always_carries_tools() -> None:
-    wire = _wire(m.ServersUpdate(servers=[m.ServerInfo(name="slow", status="starting")]))
+    wire = _wire(m.ServersUpdate(servers=[m.ServerInfo(name="slow", status="starting", tools=[])]))
     assert wire["servers"][0]["tools"] == []
 
 
