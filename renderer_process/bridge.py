@@ -1,8 +1,12 @@
 """MainBridge: the renderer's one ZeroMQ DEALER to main, turned into Qt signals.
 
 Tiny on purpose (qtconsole's client.py style): it owns the socket, the hello/heartbeat/reconnect
-life cycle of wire contract v1, and nothing else. Widgets consume its signals and call its three
-send methods; no widget touches the socket.
+life cycle of wire contract v1, and nothing else. Widgets consume its signals and call its send
+methods; no widget touches the socket.
+
+A welcomed bridge that main answers with `error` code `not-attached` (main detached it, e.g. after
+the process was stopped with SIGSTOP longer than main's 5 s silence limit) says hello again at once
+on the same socket rather than waiting for its own silence timer.
 
 A plain sync socket is watched with a QSocketNotifier on `zmq.FD`. That descriptor is
 edge-triggered, so the bridge drains whenever it fires, after every send, and on every liveness
@@ -12,7 +16,7 @@ tick (a missed edge costs at most one tick, never a hang).
 import logging
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import zmq
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
@@ -33,6 +37,9 @@ NOT_SENT = "not-sent"
 NOT_SENT_CALL_CODE = -32000
 """JSON-RPC 'server error' code of the local ChannelReply for a tool call that could not be sent."""
 
+NOT_ATTACHED = "not-attached"
+"""main's error code for a message from a peer it has not (or no longer) attached."""
+
 _BYE_LINGER_MS = 200  # close() is the one place a queued message (Bye) must still leave
 
 
@@ -44,6 +51,8 @@ class MainBridge(QObject):
     dismissed = Signal(object)  # messages.ElicitationDismiss
     completed = Signal(object)  # messages.ElicitationComplete
     servers_changed = Signal(object)  # list[messages.ServerInfo]
+    peers_changed = Signal(object)  # list[messages.PeerInfo] (extension `peers`)
+    noticed = Signal(object)  # messages.Notice (extension `notice`)
     replied = Signal(str, object)  # response channel, messages.ChannelReply
     refused = Signal(object)  # messages.ErrorNotice (main's, or a local "not-sent")
     state_changed = Signal(str)  # CONNECTING | CONNECTED | RECONNECTING
@@ -125,15 +134,33 @@ class MainBridge(QObject):
         """Ask main to call a tool; the reply arrives later as `replied(channel, ...)`."""
         channel = channel or "call-" + channels.new_uuid7()
         body = messages.CallTool(server=server, tool=tool, response_channel=channel, arguments=arguments)
-        if not (self._welcomed and self._send(channels.CALL_TOOL, body)):
-            reply = messages.ChannelReply(
-                error=messages.CallError(
-                    code=NOT_SENT_CALL_CODE, message="not connected to main; the call was not sent"
-                )
-            )
-            # Queued so the caller has recorded the channel before the reply shows up.
-            QTimer.singleShot(0, self, lambda: self.replied.emit(channel, reply))
+        self._request(channels.CALL_TOOL, body, channel, "the call")
         return channel
+
+    def control_server(
+        self, server: str, action: Literal["start", "stop", "restart"], channel: str | None = None
+    ) -> str:
+        """Extension `msgServerControl`: start, stop or restart one server; answered on `replied`."""
+        channel = channel or "control-" + channels.new_uuid7()
+        body = messages.ServerControl(server=server, action=action, response_channel=channel)
+        self._request(channels.SERVER_CONTROL, body, channel, f"{action} {server}")
+        return channel
+
+    def reload(self, channel: str | None = None) -> str:
+        """Extension `msgReload`: main re-reads its config; answered on `replied`."""
+        channel = channel or "reload-" + channels.new_uuid7()
+        self._request(channels.RELOAD, messages.Reload(response_channel=channel), channel, "the reload")
+        return channel
+
+    def set_server_policy(self, server: str, decline_all: bool) -> bool:
+        """Extension `msgServerPolicy` (no answer); False (and `refused`) if not sent."""
+        body = messages.ServerPolicy(server=server, decline_all=decline_all)
+        sent = self._welcomed and self._send(channels.SERVER_POLICY, body)
+        if not sent:
+            self._report_not_sent(
+                channels.SERVER_POLICY, f"not connected to main; {server}'s policy was not sent"
+            )
+        return sent
 
     def close(self) -> None:
         """Say bye and let go of the socket; the bridge stays quiet afterwards."""
@@ -232,6 +259,23 @@ class MainBridge(QObject):
             self._set_state(RECONNECTING)
             self._attempt()
 
+    def _reattach(self, notice: messages.ErrorNotice) -> None:
+        """main no longer knows us (it detached us): say hello again on this socket, right now.
+
+        Whatever main refused is still pending there; the next welcome lists it again. A burst
+        of refusals for messages sent before the new hello costs one hello, not one each.
+        """
+        if not self._welcomed:
+            logger.debug("main refused %s before our hello was answered", notice.topic)
+            return
+        logger.warning("main detached this window (it refused %s); attaching again", notice.topic)
+        self._welcomed = False
+        self._hello_sent = False
+        self._attempt_at = time.monotonic()  # the retry timer waits for this hello's welcome
+        self._set_state(RECONNECTING)
+        self._hello_timer.start()
+        self._try_hello()
+
     def _set_state(self, state: str) -> None:
         if state != self._state:
             self._state = state
@@ -290,11 +334,30 @@ class MainBridge(QObject):
             self.completed.emit(body)
         elif isinstance(body, messages.ServersUpdate):
             self.servers_changed.emit(body.servers)
+        elif isinstance(body, messages.PeersUpdate):
+            self.peers_changed.emit(body.peers)
+        elif isinstance(body, messages.Notice):
+            self.noticed.emit(body)
         elif isinstance(body, messages.ErrorNotice):
+            if body.code == NOT_ATTACHED:
+                self._reattach(body)
+                return
             logger.warning("main refused %s: %s %s", body.topic, body.code, body.message)
             self.refused.emit(body)
         elif isinstance(body, messages.ChannelReply):
             self.replied.emit(topic, body)
+
+    def _request(self, topic: str, body: messages.Body, channel: str, what: str) -> None:
+        """Send a request answered on `channel`; if it cannot go, answer it locally with an error."""
+        if self._welcomed and self._send(topic, body):
+            return
+        reply = messages.ChannelReply(
+            error=messages.CallError(
+                code=NOT_SENT_CALL_CODE, message=f"not connected to main; {what} was not sent"
+            )
+        )
+        # Queued so the caller has recorded the channel before the reply shows up.
+        QTimer.singleShot(0, self, lambda: self.replied.emit(channel, reply))
 
     def _report_not_sent(self, topic: str, message: str) -> None:
         notice = messages.ErrorNotice(code=NOT_SENT, message=message, topic=topic)

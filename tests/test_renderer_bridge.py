@@ -292,3 +292,91 @@ def test_close_says_bye(qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeB
     bridge.close()
     got_identity, body = router.wait_for(qtbot, channels.BYE)
     assert got_identity == identity and body == messages.Bye()
+
+
+def test_peers_and_notices_become_signals(
+    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge
+) -> None:
+    bridge = make_bridge()
+    identity = attach(qtbot, router, bridge)
+    peers = [
+        messages.PeerInfo(window=bridge.window_id, name="test window", role="renderer"),
+        messages.PeerInfo(window="w-2", name="cli", role="controller"),
+    ]
+    with qtbot.waitSignal(bridge.peers_changed, timeout=2000) as got:
+        router.send(identity, channels.PEERS, messages.PeersUpdate(peers=peers))
+    assert got.args[0] == peers
+
+    notice = messages.Notice(level="warning", message="unsupported requestedSchema: x", server="demo")
+    with qtbot.waitSignal(bridge.noticed, timeout=2000) as got:
+        router.send(identity, channels.NOTICE, notice)
+    assert got.args[0] == notice
+
+
+def test_server_control_reload_and_policy_reach_main_and_replies_come_back(
+    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge
+) -> None:
+    bridge = make_bridge()
+    identity = attach(qtbot, router, bridge)
+
+    channel = bridge.control_server("demo", "restart")
+    _, control = router.wait_for(qtbot, channels.SERVER_CONTROL)
+    assert control == messages.ServerControl(server="demo", action="restart", response_channel=channel)
+    reply = messages.ChannelReply(result={"ok": True})
+    with qtbot.waitSignal(bridge.replied, timeout=2000) as got:
+        router.send(identity, channel, reply)
+    assert got.args == [channel, reply]
+
+    reload_channel = bridge.reload()
+    _, reload = router.wait_for(qtbot, channels.RELOAD)
+    assert reload == messages.Reload(response_channel=reload_channel)
+    assert reload_channel != channel
+
+    assert bridge.set_server_policy("demo", True)
+    _, policy = router.wait_for(qtbot, channels.SERVER_POLICY)
+    assert policy == messages.ServerPolicy(server="demo", decline_all=True)
+    assert bridge.set_server_policy("demo", False)
+    _, policy = router.wait_for(qtbot, channels.SERVER_POLICY)
+    assert policy == messages.ServerPolicy(server="demo", decline_all=False)
+
+
+def test_extension_requests_while_not_connected_are_answered_locally(
+    qtbot: QtBot, make_bridge: MakeBridge
+) -> None:
+    bridge = make_bridge()  # never started
+    with qtbot.waitSignal(bridge.replied, timeout=1000) as replied:
+        channel = bridge.control_server("demo", "stop")
+    assert replied.args[0] == channel
+    assert replied.args[1].error is not None and "stop demo was not sent" in replied.args[1].error.message
+    with qtbot.waitSignal(bridge.replied, timeout=1000) as replied:
+        channel = bridge.reload()
+    assert replied.args[0] == channel and replied.args[1].error is not None
+    with qtbot.waitSignal(bridge.refused, timeout=1000) as refused:
+        assert not bridge.set_server_policy("demo", True)
+    assert (refused.args[0].code, refused.args[0].topic) == ("not-sent", channels.SERVER_POLICY)
+
+
+def test_not_attached_refusal_re_sends_hello_at_once(
+    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge
+) -> None:
+    # main detached us (e.g. we were stopped with SIGSTOP); our own silence timer is far away.
+    bridge = make_bridge(silence_limit=60.0, retry_every=60.0)
+    identity = attach(qtbot, router, bridge)
+    refusals: list[messages.ErrorNotice] = []
+    bridge.refused.connect(refusals.append)
+    states: list[str] = []
+    bridge.state_changed.connect(states.append)
+
+    not_attached = messages.ErrorNotice(
+        code="not-attached", message="send a valid hello first", topic="heartbeat"
+    )
+    router.send(identity, channels.ERROR, not_attached)
+    router.send(identity, channels.ERROR, not_attached)  # a burst of refusals costs one hello
+    again, hello = router.wait_for(qtbot, channels.HELLO, timeout=1000)
+    assert again == identity and hello.window == bridge.window_id and hello.token == router.token
+    assert states == [RECONNECTING]
+    with qtbot.waitSignal(bridge.welcomed, timeout=2000):
+        router.welcome(identity, bridge.window_id)
+    assert bridge.state == CONNECTED
+    assert channels.HELLO not in router.topics()
+    assert refusals == []  # an internal matter, not something the user must read
