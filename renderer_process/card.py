@@ -1,7 +1,8 @@
 """ElicitationCard: the modal dialog for one elicitation (form, URL consent, or an "unsupported" notice).
 
 The card only asks; it never sends. It emits `answered(action, content)` exactly once and closes;
-whoever opened it forwards the answer. Esc and the window's close button mean "cancel". A card
+whoever opened it forwards the answer. Form and URL cards also offer "Decline all from <server> for
+this session": it emits `decline_all_requested(server)`, then answers this card with decline. Esc and the window's close button mean "cancel". A card
 closed by `close_silently()` (another window answered, the server cancelled) emits nothing.
 """
 
@@ -47,6 +48,7 @@ class ElicitationCard(QDialog):
     """One elicitation as a dialog; `kind` is "form", "url" or "notice"."""
 
     answered = Signal(str, object)  # action, content dict (accept of a form) or None
+    decline_all_requested = Signal(str)  # server; emitted just before answered("decline", None)
 
     def __init__(
         self,
@@ -97,6 +99,16 @@ class ElicitationCard(QDialog):
         self.accept_button.clicked.connect(self._on_accept)
         self.decline_button.clicked.connect(lambda: self._finish("decline", None))
         self.cancel_button.clicked.connect(self.reject)
+        # A secondary, quieter action: stop a server that asks too often, for this main session.
+        self.decline_all_button = _button(
+            f"Decline all from {self.server} for this session", "decline_all", self
+        )
+        self.decline_all_button.setFlat(True)
+        self.decline_all_button.setToolTip(
+            f"Decline this request and every further one from {self.server} until main restarts. "
+            "You can ask again from the Servers panel."
+        )
+        self.decline_all_button.clicked.connect(self._on_decline_all)
 
         mode = params.get("mode", FORM)  # MCP: a request without mode is a form
         if mode == URL:
@@ -118,6 +130,10 @@ class ElicitationCard(QDialog):
         layout.addWidget(self.problem_label)
         layout.addWidget(self.waiting)
         buttons = QHBoxLayout()
+        if self.kind != NOTICE:
+            buttons.addWidget(self.decline_all_button)
+        else:
+            self.decline_all_button.hide()
         buttons.addStretch(1)
         if self.kind != NOTICE:
             buttons.addWidget(self.accept_button)
@@ -210,6 +226,18 @@ class ElicitationCard(QDialog):
             # Open only now that the user has agreed; the renderer itself never fetches it.
             if self._opener(QUrl(self._url)) is False:
                 logger.warning("no browser could open %s", self._url)
+
+    def _on_decline_all(self) -> None:
+        if self._finished:
+            return
+        self.decline_all_requested.emit(self.server)
+        self._finish("decline", None)
+
+    @property
+    def elicitation_id(self) -> str | None:
+        """The URL-mode `elicitationId`, if the request has one."""
+        value = self.invoke.request.params.get("elicitationId")
+        return value if isinstance(value, str) and value else None
 
     def _finish(self, action: str, content: dict[str, Any] | None) -> None:
         if self._finished:

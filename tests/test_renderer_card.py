@@ -477,8 +477,31 @@ def test_unsupported_schema_shows_a_notice_with_decline_and_cancel_only(
     assert not accept_button(card).isVisible()
     assert find(card, QPushButton, "decline").isVisible()
     assert find(card, QPushButton, "cancel").isVisible()
+    assert not find(card, QPushButton, "decline_all").isVisible()
     qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
     assert answers.calls == [("decline", None)]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        form({"n": {"type": "integer"}}, required=["n"]),
+        {"mode": "url", "message": "Sign in", "url": "https://example.com/", "elicitationId": "e-1"},
+    ],
+)
+def test_decline_all_from_the_server_declines_this_card_once(
+    qtbot: QtBot, open_card: OpenCard, params: dict[str, Any]
+) -> None:
+    card, answers = open_card(params, opener=lambda _u: None)
+    declined_servers: list[str] = []
+    card.decline_all_requested.connect(declined_servers.append)
+    button = find(card, QPushButton, "decline_all")
+    assert button.isVisible() and button.text() == "Decline all from demo for this session"
+    assert button.isEnabled()  # even while the form is not valid yet
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert declined_servers == ["demo"]
+    assert answers.calls == [("decline", None)]
+    assert not card.isVisible()
 
 
 # ---- URL mode ------------------------------------------------------------------------------
