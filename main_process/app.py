@@ -5,12 +5,17 @@ import logging
 import os
 import secrets
 import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import platformdirs
 
+from main_process.audit import AuditLog
+from main_process.audit import default_path as default_audit_path
 from main_process.broker import Broker
-from main_process.config import Config
+from main_process.config import Config, load_config
 from main_process.lock import InstanceLock
 from main_process.servers import ManagedServer
 from shared import PROTOCOL_VERSION, channels
@@ -21,9 +26,12 @@ from shared.connection_file import (
     remove_connection_file,
     write_connection_file,
 )
-from shared.messages import CallError, CallTool, ChannelReply, ServerInfo
+from shared.errors import ConfigError
+from shared.messages import CallError, CallTool, ChannelReply, ServerControl, ServerInfo, ServerPolicy
 
 logger = logging.getLogger(__name__)
+
+AUTO_OPEN_QUIET_S = 15.0  # after opening a window, give it this long to attach before opening another
 
 
 def default_log_dir() -> Path:
@@ -31,30 +39,102 @@ def default_log_dir() -> Path:
 
 
 class MainApp:
-    """The host the broker talks to: owns the servers and the shutdown switch."""
+    """The host the broker talks to: owns the servers, the audit log and the shutdown switch."""
 
-    def __init__(self, config: Config, connection_path: Path, log_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        connection_path: Path,
+        *,
+        log_dir: Path | None = None,
+        audit_path: Path | None = None,
+        auto_open_window: bool = False,
+    ) -> None:
         self.config = config
         self.connection_path = connection_path
         self.log_dir = log_dir or default_log_dir()
+        self.audit_path = audit_path or default_audit_path()
+        self.auto_open_window = config.auto_open_window if config.auto_open_window is not None else auto_open_window
         self._stop = asyncio.Event()
+        self._last_auto_open = float("-inf")
         self.servers: dict[str, ManagedServer] = {}
         self.broker: Broker | None = None
 
-    # BrokerHost
+    # ---- BrokerHost --------------------------------------------------------------------
+
     def server_infos(self) -> list[ServerInfo]:
         return [server.info() for server in self.servers.values()]
 
     async def call_tool(self, request: CallTool, origin: str) -> ChannelReply:
         server = self.servers.get(request.server)
         if server is None:
-            known = ", ".join(sorted(self.servers)) or "none"
-            return ChannelReply(error=CallError(code=-32602, message=f"unknown server {request.server!r} "
-                                                                     f"(configured: {known})"))
+            return _error(-32602, f"unknown server {request.server!r} (configured: {self._names()})")
         return await server.call_tool(request.tool, request.arguments, origin)
+
+    async def control_server(self, request: ServerControl) -> ChannelReply:
+        server = self.servers.get(request.server)
+        if server is None:
+            return _error(-32602, f"unknown server {request.server!r} (configured: {self._names()})")
+        logger.info("%s server %s on request", request.action, request.server)
+        if request.action == "stop":
+            await server.stop()
+        elif request.action == "restart":
+            await server.restart()
+        else:
+            server.start()
+        return ChannelReply(result={"ok": True, "server": request.server, "status": server.status})
+
+    async def reload(self) -> ChannelReply:
+        """Re-read the config: start added servers, stop removed ones, restart changed ones."""
+        try:
+            fresh = load_config(self.config.path)
+        except ConfigError as exc:
+            return _error(-32602, str(exc))
+        old = self.config.servers
+        added = [n for n in fresh.servers if n not in old]
+        removed = [n for n in old if n not in fresh.servers]
+        changed = [n for n in fresh.servers if n in old and fresh.servers[n] != old[n]]
+        unchanged = [n for n in fresh.servers if n in old and fresh.servers[n] == old[n]]
+        self.config = fresh
+        for name in removed + changed:
+            await self.servers[name].stop()
+            del self.servers[name]
+        assert self.broker is not None
+        for name in added + changed:
+            self.servers[name] = ManagedServer(fresh.servers[name], self.broker, self.log_dir)
+            self.servers[name].start()
+        self.broker.publish_servers()
+        logger.info("reloaded %s: added %s, removed %s, changed %s", fresh.source, added, removed, changed)
+        return ChannelReply(result={"added": added, "removed": removed, "changed": changed,
+                                    "unchanged": unchanged})
+
+    def set_server_policy(self, policy: ServerPolicy, by: str) -> None:
+        server = self.servers.get(policy.server)
+        if server is None:
+            return
+        server.decline_all = policy.decline_all
+        verb = "declining every request" if policy.decline_all else "asking again"
+        logger.info("server %s: %s for this session (chosen in %s)", policy.server, verb, by)
+        assert self.broker is not None
+        self.broker.publish_notice("info", f"{verb} from this server for this session", policy.server)
 
     def request_shutdown(self) -> None:
         self._stop.set()
+
+    def no_window_attached(self) -> None:
+        if not self.auto_open_window or time.monotonic() - self._last_auto_open < AUTO_OPEN_QUIET_S:
+            return
+        self._last_auto_open = time.monotonic()
+        logger.info("an elicitation is waiting and no window is attached: opening one")
+        # The renderer is a separate program; main only starts it and never imports Qt.
+        subprocess.Popen([sys.executable, "-m", "renderer_process", "--connection", str(self.connection_path),
+                          "--name", "auto-opened"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def _names(self) -> str:
+        return ", ".join(sorted(self.servers)) or "none"
+
+    # ---- life --------------------------------------------------------------------------
 
     async def run(self) -> None:
         ensure_private_dir(self.connection_path.parent)
@@ -67,11 +147,13 @@ class MainApp:
 
     async def _run_locked(self) -> None:
         token = secrets.token_hex(32)
+        audit = AuditLog(self.audit_path, record_values=self.config.audit_values)
         broker = Broker(
             endpoint=ipc_endpoint_beside(self.connection_path),
             token=token,
             session=channels.new_uuid7(),
             host=self,
+            audit=audit,
         )
         self.broker = broker
         broker.bind()
@@ -79,25 +161,24 @@ class MainApp:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, self._stop.set)
         for name, server_config in self.config.servers.items():
-            self.servers[name] = ManagedServer(server_config, broker, broker.publish_servers, self.log_dir)
+            self.servers[name] = ManagedServer(server_config, broker, self.log_dir)
         broker.start()
         write_connection_file(self.connection_path, ConnectionInfo(
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid()))
-        logger.info("main %s listening on %s (config %s, %d servers)", broker.session, broker.endpoint,
-                    self.config.source, len(self.servers))
-        server_tasks = [asyncio.create_task(s.run(), name=f"server {s.name}") for s in self.servers.values()]
+        logger.info("main %s listening on %s (config %s, %d servers, audit %s)", broker.session, broker.endpoint,
+                    self.config.source, len(self.servers), self.audit_path)
+        for server in self.servers.values():
+            server.start()
         try:
             await self._stop.wait()
             logger.info("stopping: %d servers", len(self.servers))
         finally:
             remove_connection_file(self.connection_path, token)
-            for server in self.servers.values():
-                server.stop()
-            if server_tasks:
-                _, unfinished = await asyncio.wait(server_tasks, timeout=10)
-                for task in unfinished:
-                    task.cancel()
-                if unfinished:
-                    await asyncio.wait(unfinished, timeout=5)
+            await asyncio.gather(*(server.stop() for server in self.servers.values()))
             await broker.close()
+            audit.close()
             logger.info("main stopped")
+
+
+def _error(code: int, message: str) -> ChannelReply:
+    return ChannelReply(error=CallError(code=code, message=message))

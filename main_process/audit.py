@@ -38,7 +38,7 @@ from typing import Any, Final, Literal, Self, get_args
 import msgspec
 import platformdirs
 
-from shared.errors import ElicitronError
+from shared.errors import AuditLogError
 from shared.messages import ElicitationInvoke
 
 logger = logging.getLogger(__name__)
@@ -82,10 +82,6 @@ _ERROR_INTERVAL_S: Final = 60.0
 def default_path() -> Path:
     """`platformdirs.user_data_dir("elicitron")/audit.sqlite3`."""
     return Path(platformdirs.user_data_dir("elicitron")) / "audit.sqlite3"
-
-
-class AuditLogError(ElicitronError):
-    """The audit log cannot be opened or read (raised by the readers only, never by `record_*`)."""
 
 
 class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):

@@ -9,12 +9,13 @@ import errno
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import zmq
 
+from main_process.audit import AuditLog
 from main_process.log_limiter import RateLimitedLog
 from main_process.pending import PendingElicitation, PendingRegistry
 from shared import PROTOCOL_VERSION, channels
@@ -33,9 +34,14 @@ from shared.messages import (
     ErrorNotice,
     Heartbeat,
     Hello,
+    Notice,
     PeerInfo,
+    PeersUpdate,
+    Reload,
     Role,
+    ServerControl,
     ServerInfo,
+    ServerPolicy,
     ServersUpdate,
     Shutdown,
     StatusReport,
@@ -61,7 +67,16 @@ class BrokerHost(Protocol):
 
     def call_tool(self, request: CallTool, origin: str) -> Awaitable[ChannelReply]: ...
 
+    def control_server(self, request: ServerControl) -> Awaitable[ChannelReply]: ...
+
+    def reload(self) -> Awaitable[ChannelReply]: ...
+
+    def set_server_policy(self, policy: ServerPolicy, by: str) -> None: ...
+
     def request_shutdown(self) -> None: ...
+
+    def no_window_attached(self) -> None:
+        """An elicitation arrived and no renderer is attached (auto-open hook)."""
 
 
 @dataclass
@@ -84,7 +99,7 @@ class Broker:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         heartbeat_s: float = 1.0,
         peer_timeout_s: float = 5.0,
-        on_peers_changed: Callable[[], None] | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.session = session
@@ -93,7 +108,7 @@ class Broker:
         self._max_body = max_body_bytes
         self._heartbeat_s = heartbeat_s
         self._peer_timeout_s = peer_timeout_s
-        self._on_peers_changed = on_peers_changed or (lambda: None)
+        self._audit = audit
         self._peers: dict[bytes, Peer] = {}
         self._bad_hellos: dict[bytes, tuple[float, int]] = {}
         self.pending = PendingRegistry()
@@ -154,11 +169,15 @@ class Broker:
         )
         pending = PendingElicitation(invoke=invoke, future=self._loop.create_future())
         self.pending.add(pending)
+        if self._audit is not None:
+            self._audit.record_request(invoke)
         frames = encode(channels.INVOKE, invoke)
         for peer in list(self._peers.values()):
             if peer.role == "renderer" and self._send_frames(peer.routing_id, frames):
                 pending.sent_to.add(peer.routing_id)
         self._schedule_drain()
+        if not pending.sent_to:
+            self._host.no_window_attached()
         try:
             return await asyncio.wait_for(pending.future, timeout_s)
         except TimeoutError:
@@ -175,13 +194,19 @@ class Broker:
             if pending.invoke.request.server == server:
                 self._finish(pending, "server-closed")
                 if not pending.future.done():
-                    pending.future.cancel()
+                    pending.future.set_result(ElicitationResult(action="cancel"))
 
     def publish_servers(self) -> None:
         self._broadcast(channels.SERVERS, ServersUpdate(servers=self._host.server_infos()))
 
     def publish_complete(self, server: str, elicitation_id: str) -> None:
         self._broadcast(channels.COMPLETE, ElicitationComplete(server=server, elicitation_id=elicitation_id))
+
+    def publish_notice(self, level: str, message: str, server: str | None) -> None:
+        self._broadcast(channels.NOTICE, Notice(level=level, message=message, server=server))  # type: ignore[arg-type]
+
+    def renderer_count(self) -> int:
+        return sum(1 for peer in self._peers.values() if peer.role == "renderer")
 
     def peers(self) -> list[PeerInfo]:
         return [PeerInfo(window=p.window, name=p.name, role=p.role) for p in self._peers.values()]
@@ -232,6 +257,12 @@ class Broker:
             case Shutdown():
                 logger.info("shutdown requested by %s (%s)", peer.name or peer.window, peer.role)
                 self._host.request_shutdown()
+            case ServerControl():
+                self._spawn(self._reply_later(routing_id, body.response_channel, self._host.control_server(body)))
+            case Reload():
+                self._spawn(self._reply_later(routing_id, body.response_channel, self._host.reload()))
+            case ServerPolicy():
+                self._host.set_server_policy(body, peer.name or peer.window)
             case Bye():
                 self._detach(peer, "said bye")
 
@@ -269,7 +300,7 @@ class Broker:
         self._send(routing_id, channels.WELCOME, welcome)
         logger.info("attached %s %r (%s), %d pending delivered", peer.role, peer.name, peer.window,
                     len(pending_for_peer))
-        self._on_peers_changed()
+        self._publish_peers()
 
     def _on_result(self, peer: Peer, topic: str, result: ElicitationResult) -> None:
         pending = self.pending.get(topic)
@@ -292,6 +323,9 @@ class Broker:
             except InvalidContentError as exc:
                 self._refuse(peer.routing_id, ProtocolError("invalid-content", str(exc), topic))
                 return
+        if self._audit is not None:
+            # Durable before the server hears it: a SIGKILL after this loses no decided outcome.
+            self._audit.record_outcome(topic, result.action, window=peer.window, content=content)
         self.pending.close(topic, "answered")
         pending.future.set_result(ElicitationResult(action=result.action, content=content))
         dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=topic, reason="answered",
@@ -310,12 +344,16 @@ class Broker:
         self._spawn(self._run_call(peer.routing_id, request, peer.window))
 
     async def _run_call(self, routing_id: bytes, request: CallTool, origin: str) -> None:
+        await self._reply_later(routing_id, request.response_channel, self._host.call_tool(request, origin))
+
+    async def _reply_later(self, routing_id: bytes, channel: str, work: Awaitable[ChannelReply]) -> None:
         try:
-            reply = await self._host.call_tool(request, origin)
+            reply = await work
         except Exception as exc:  # top-level handler of one peer request: report, never crash main
-            logger.exception("tool call %s/%s failed", request.server, request.tool)
+            logger.exception("request answered on %s failed", channel)
             reply = ChannelReply(error=CallError(code=-32603, message=f"internal error: {exc}"))
-        self._send(routing_id, request.response_channel, reply)
+        if routing_id in self._peers:
+            self._send(routing_id, channel, reply)
 
     # ---- sending -----------------------------------------------------------------------
 
@@ -352,6 +390,8 @@ class Broker:
     def _finish(self, pending: PendingElicitation, reason: str) -> None:
         if self.pending.close(pending.channel, reason) is None:
             return
+        if self._audit is not None:
+            self._audit.record_outcome(pending.channel, reason)
         dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel,
                                                               reason=reason))  # type: ignore[arg-type]
         for routing_id in pending.sent_to:
@@ -376,7 +416,10 @@ class Broker:
     def _detach(self, peer: Peer, why: str) -> None:
         if self._peers.pop(peer.routing_id, None) is not None:
             logger.info("detached %s %r (%s): %s", peer.role, peer.name, peer.window, why)
-            self._on_peers_changed()
+            self._publish_peers()
+
+    def _publish_peers(self) -> None:
+        self._broadcast(channels.PEERS, PeersUpdate(peers=self.peers()))
 
     def _status_report(self) -> StatusReport:
         return StatusReport(session=self.session, pid=os.getpid(), endpoint=self.endpoint,

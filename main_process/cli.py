@@ -15,6 +15,8 @@ from typing import Any
 import msgspec
 
 from main_process.app import MainApp, default_log_dir
+from main_process.audit import AuditLog, format_entries, to_json
+from main_process.audit import default_path as default_audit_path
 from main_process.config import load_config
 from main_process.controller import Controller
 from shared.connection_file import resolve_connection_path
@@ -69,11 +71,15 @@ def _parser() -> argparse.ArgumentParser:
     p = with_connection(sub.add_parser("launch", help="start main in the background if needed, open a window"))
     p.add_argument("--config", type=Path, help="mcpServers JSON (default: user config dir, else the demo)")
     p.add_argument("--name", help="window name")
+    p.add_argument("--no-auto-open", action="store_true",
+                   help="do not let main open a window by itself when a request arrives and none is attached")
     p.set_defaults(func=cmd_launch)
 
     p = with_connection(sub.add_parser("main", help="run main in the foreground (headless)"))
     p.add_argument("--config", type=Path, help="mcpServers JSON (default: user config dir, else the demo)")
     p.add_argument("--log-file", help="log here instead of stderr")
+    p.add_argument("--auto-open-window", action=argparse.BooleanOptionalAction, default=False,
+                   help="open a window when a request arrives and none is attached (default: off)")
     p.set_defaults(func=cmd_main)
 
     p = with_connection(sub.add_parser("window", help="attach one more window to the running main"))
@@ -87,6 +93,20 @@ def _parser() -> argparse.ArgumentParser:
     p = with_connection(sub.add_parser("stop", help="stop main and its servers"))
     p.add_argument("--timeout", type=float, default=20.0)
     p.set_defaults(func=cmd_stop)
+
+    p = with_connection(sub.add_parser("reload", help="re-read the config: start added, stop removed servers"))
+    p.set_defaults(func=cmd_reload)
+
+    p = with_connection(sub.add_parser("server", help="start, stop or restart one server"))
+    p.add_argument("action", choices=["start", "stop", "restart"])
+    p.add_argument("server")
+    p.set_defaults(func=cmd_server)
+
+    p = sub.add_parser("audit", help="the audit log: every elicitation and its outcome")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--server", help="only this server")
+    p.set_defaults(func=cmd_audit)
 
     p = with_connection(sub.add_parser("call", help="call a tool through main; elicitations show in the windows"))
     p.add_argument("server")
@@ -107,7 +127,7 @@ def _connection(args: argparse.Namespace) -> Path:
 
 def cmd_main(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    asyncio.run(MainApp(config, _connection(args)).run())
+    asyncio.run(MainApp(config, _connection(args), auto_open_window=args.auto_open_window).run())
     return 0
 
 
@@ -115,8 +135,40 @@ def cmd_launch(args: argparse.Namespace) -> int:
     connection = _connection(args)
     if not _main_is_running(connection):
         load_config(args.config)  # a bad config fails here, in the foreground, with its one-line error
-        _start_main_in_background(connection, args.config)
+        _start_main_in_background(connection, args.config, auto_open=not args.no_auto_open)
     return cmd_window(args)
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    with Controller(_connection(args)) as controller:
+        reply = controller.reload()
+    if reply.error is not None:
+        print(f"elicitron: {reply.error.message}", file=sys.stderr)
+        return EXIT_FAILED
+    result = reply.result or {}
+    for key in ("added", "removed", "changed", "unchanged"):
+        print(f"{key:10} {', '.join(result.get(key, [])) or '-'}")
+    return 0
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    with Controller(_connection(args)) as controller:
+        reply = controller.control_server(args.server, args.action)
+    if reply.error is not None:
+        print(f"elicitron: {reply.error.message}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{args.server}: {(reply.result or {}).get('status')}")
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    log = AuditLog(default_audit_path())
+    try:
+        entries = log.entries(limit=args.limit, server=args.server)
+    finally:
+        log.close()
+    print(to_json(entries).decode() if args.json else format_entries(entries))
+    return 0
 
 
 def cmd_window(args: argparse.Namespace) -> int:
@@ -197,7 +249,7 @@ def _main_is_running(connection: Path) -> bool:
         return False
 
 
-def _start_main_in_background(connection: Path, config: Path | None) -> None:
+def _start_main_in_background(connection: Path, config: Path | None, auto_open: bool) -> None:
     log_dir = default_log_dir()
     log_dir.mkdir(parents=True, exist_ok=True)
     log_file = log_dir / "main.log"
@@ -205,6 +257,8 @@ def _start_main_in_background(connection: Path, config: Path | None) -> None:
             "--log-file", str(log_file)]
     if config is not None:
         argv += ["--config", str(config.resolve())]
+    if auto_open:
+        argv.append("--auto-open-window")
     print(f"elicitron: starting main in the background (log: {log_file})", file=sys.stderr)
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)

@@ -55,6 +55,9 @@ ServerConfig = StdioServerConfig | HttpServerConfig
 class Config:
     servers: dict[str, ServerConfig]
     source: str
+    path: Path | None = None  # the file it came from, re-read by `elicitron reload`
+    audit_values: bool = False  # top-level {"elicitron": {"auditValues": true}} opts in
+    auto_open_window: bool | None = None  # {"elicitron": {"autoOpenWindow": …}}; None = CLI default
 
 
 def default_config_path() -> Path:
@@ -83,7 +86,9 @@ def load_config(path: Path | None) -> Config:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
-    return parse_config(data, str(path))
+    config = parse_config(data, str(path))
+    return Config(servers=config.servers, source=config.source, path=path, audit_values=config.audit_values,
+                  auto_open_window=config.auto_open_window)
 
 
 def parse_config(data: Any, source: str) -> Config:
@@ -92,7 +97,14 @@ def parse_config(data: Any, source: str) -> Config:
     servers: dict[str, ServerConfig] = {}
     for name, entry in data["mcpServers"].items():
         servers[name] = _parse_entry(source, name, entry)
-    return Config(servers=servers, source=source)
+    options = data.get("elicitron", {})
+    if not isinstance(options, dict):
+        raise ConfigError(f"{source}: \"elicitron\" must be an object")
+    audit_values = options.get("auditValues", False)
+    auto_open = options.get("autoOpenWindow")
+    if not isinstance(audit_values, bool) or not isinstance(auto_open, bool | None):
+        raise ConfigError(f"{source}: elicitron.auditValues and elicitron.autoOpenWindow must be true or false")
+    return Config(servers=servers, source=source, audit_values=audit_values, auto_open_window=auto_open)
 
 
 def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:

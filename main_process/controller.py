@@ -19,6 +19,8 @@ from shared.messages import (
     ErrorNotice,
     Heartbeat,
     Hello,
+    Reload,
+    ServerControl,
     Shutdown,
     StatusReport,
     StatusRequest,
@@ -27,7 +29,8 @@ from shared.messages import (
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_S = 1.0  # contract: a peer silent for 1 s sends a heartbeat
+HEARTBEAT_S = 1.0
+_REQUEST_TOPICS = (channels.CALL_TOOL, channels.STATUS, channels.SERVER_CONTROL, channels.RELOAD)  # contract: a peer silent for 1 s sends a heartbeat
 
 
 class Controller:
@@ -89,12 +92,23 @@ class Controller:
                                                  response_channel=channel))
         return self._wait_reply(channel, timeout_s)
 
+    def control_server(self, server: str, action: str, timeout_s: float = 30.0) -> ChannelReply:
+        channel = "control-" + channels.new_uuid7()
+        self._send(channels.SERVER_CONTROL, ServerControl(server=server, action=action,  # type: ignore[arg-type]
+                                                          response_channel=channel))
+        return self._wait_reply(channel, timeout_s)
+
+    def reload(self, timeout_s: float = 30.0) -> ChannelReply:
+        channel = "reload-" + channels.new_uuid7()
+        self._send(channels.RELOAD, Reload(response_channel=channel))
+        return self._wait_reply(channel, timeout_s)
+
     def shutdown(self) -> None:
         self._send(channels.SHUTDOWN, Shutdown())
 
     def _wait_reply(self, channel: str, timeout_s: float) -> ChannelReply:
         topic, body = self._wait_for(lambda t, b: t == channel or (
-            isinstance(b, ErrorNotice) and b.topic in (channels.CALL_TOOL, channels.STATUS)), timeout_s)
+            isinstance(b, ErrorNotice) and b.topic in _REQUEST_TOPICS), timeout_s)
         if isinstance(body, ErrorNotice):
             raise MainUnreachableError(f"main refused the request: {body.code}: {body.message}")
         assert isinstance(body, ChannelReply)

@@ -10,7 +10,6 @@ import contextvars
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -20,9 +19,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
+from pydantic import ValidationError
 from mcp_types import (
     INVALID_PARAMS,
+    URL_ELICITATION_REQUIRED,
+    ElicitCompleteNotification,
     ElicitRequestParams,
     ElicitResult,
     ErrorData,
@@ -47,12 +49,20 @@ STDERR_TAIL_LINES = 20
 _call_origin: contextvars.ContextVar[str | None] = contextvars.ContextVar("call_origin", default=None)
 
 
-class Elicitor(Protocol):
+class ServerHost(Protocol):
+    """What a server needs from main: the broker's elicitation path and ways to tell the windows."""
+
     async def elicit(
         self, server: str, params: dict[str, Any], origin: str | None, timeout_s: float
     ) -> ElicitationResult: ...
 
     def dismiss_server(self, server: str) -> None: ...
+
+    def publish_servers(self) -> None: ...
+
+    def publish_complete(self, server: str, elicitation_id: str) -> None: ...
+
+    def publish_notice(self, level: str, message: str, server: str | None) -> None: ...
 
 
 class ServerUnavailable(Exception):
@@ -60,16 +70,17 @@ class ServerUnavailable(Exception):
 
 
 class ManagedServer:
-    def __init__(
-        self, config: ServerConfig, elicitor: Elicitor, on_change: Callable[[], None], log_dir: Path
-    ) -> None:
+    def __init__(self, config: ServerConfig, host: ServerHost, log_dir: Path) -> None:
         self.config = config
         self.name = config.name
         self.status: ServerStatus = "stopped"
         self.tools: list[str] = []
         self.error: str | None = None
-        self._elicitor = elicitor
-        self._on_change = on_change
+        self.decline_all = False  # the user chose "Decline all from this server" for this session
+        self._host = host
+        self._recent_requests: deque[float] = deque()
+        self._completions: dict[str, asyncio.Event] = {}
+        self._task: asyncio.Task[None] | None = None
         self._stderr_path = log_dir / f"server-{_safe_filename(config.name)}.stderr.log"
         self._client: Client | None = None
         self._call_group: anyio.abc.TaskGroup | None = None
@@ -80,10 +91,32 @@ class ManagedServer:
     def info(self) -> ServerInfo:
         return ServerInfo(name=self.name, status=self.status, tools=list(self.tools), error=self.error)
 
-    def stop(self) -> None:
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def start(self) -> None:
+        if self.running:
+            return
+        self._stopping = asyncio.Event()
+        self.error = None
+        self._task = asyncio.create_task(self.run(), name=f"server {self.name}")
+
+    async def stop(self, timeout_s: float = 10.0) -> None:
         self._stopping.set()
         if self._call_group is not None:
             self._call_group.cancel_scope.cancel()
+        task = self._task
+        if task is None:
+            return
+        _, unfinished = await asyncio.wait([task], timeout=timeout_s)
+        if unfinished:
+            task.cancel()
+            await asyncio.wait([task], timeout=5)
+
+    async def restart(self) -> None:
+        await self.stop()
+        self.start()
 
     # ---- supervision -------------------------------------------------------------------
 
@@ -101,7 +134,7 @@ class ManagedServer:
                 self._client = None
                 self._call_group = None
                 self._ready.clear()
-                self._elicitor.dismiss_server(self.name)
+                self._host.dismiss_server(self.name)
             if self._stopping.is_set():
                 break
             failures = 1 if time.monotonic() - started > STABLE_START_S else failures + 1
@@ -125,6 +158,7 @@ class ManagedServer:
             client = Client(
                 await self._transport(stack),
                 elicitation_callback=self._on_elicit,
+                message_handler=self._on_message,
                 mode="auto",
                 client_info=Implementation(name="elicitron", version="0.1.0"),
                 cache=None,  # tool listings double as a liveness probe, so never serve them from cache
@@ -154,7 +188,7 @@ class ManagedServer:
             names = [tool.name for tool in listing.tools]
             if names != self.tools:
                 self.tools = names
-                self._on_change()
+                self._host.publish_servers()
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         config = self.config
@@ -183,7 +217,7 @@ class ManagedServer:
     def _set_status(self, status: ServerStatus, error: str | None) -> None:
         if (status, error) != (self.status, self.error):
             self.status, self.error = status, error
-            self._on_change()
+            self._host.publish_servers()
 
     # ---- elicitation (steps 2 and 9) ---------------------------------------------------
 
@@ -195,13 +229,43 @@ class ManagedServer:
                 check_schema(wire.get("requestedSchema"))
             except UnsupportedSchemaError as exc:
                 logger.warning("server %s sent an unsupported schema: %s", self.name, exc)
+                self._host.publish_notice("warning", f"refused a request with an unsupported schema: {exc}",
+                                          self.name)
                 return ErrorData(code=INVALID_PARAMS, message=f"unsupported requestedSchema: {exc}")
+        if self.decline_all:
+            return ElicitResult(action="decline")
+        if not self._within_burst():
+            self._host.publish_notice(
+                "warning", f"more than {self.config.burst} requests within {self.config.burst_window_s:.0f} s; "
+                           "answered cancel", self.name)
+            return ElicitResult(action="cancel")
         origin = _call_origin.get()
         if origin is None and len(set(self._inflight_origins)) == 1:
             # Legacy-era requests arrive on the session's own task; one caller means it is theirs.
             origin = self._inflight_origins[0]
-        answer = await self._elicitor.elicit(self.name, wire, origin, self.config.elicitation_timeout_s)
+        answer = await self._host.elicit(self.name, wire, origin, self.config.elicitation_timeout_s)
         return ElicitResult(action=answer.action, content=answer.content)
+
+    def _within_burst(self) -> bool:
+        """Sliding-window rate limit (the spec's SHOULD): at most `burst` requests per window."""
+        now = time.monotonic()
+        window = self._recent_requests
+        while window and now - window[0] > self.config.burst_window_s:
+            window.popleft()
+        if len(window) >= self.config.burst:
+            return False
+        window.append(now)
+        return True
+
+    async def _on_message(self, message: Any) -> None:
+        """Server notifications: URL-mode completion closes the waiting state everywhere."""
+        root = getattr(message, "root", message)
+        if isinstance(root, ElicitCompleteNotification):
+            elicitation_id = root.params.elicitation_id
+            event = self._completions.get(elicitation_id)
+            if event is not None:
+                event.set()
+            self._host.publish_complete(self.name, elicitation_id)
 
     # ---- tool calls --------------------------------------------------------------------
 
@@ -226,7 +290,12 @@ class ManagedServer:
         self._inflight_origins.append(origin)
         reply = _error(-32000, f"server {self.name!r} closed the connection during the call")
         try:
-            result = await client.call_tool(tool, arguments)
+            try:
+                result = await client.call_tool(tool, arguments)
+            except MCPError as exc:
+                if exc.error.code != URL_ELICITATION_REQUIRED or not await self._present_required_urls(exc, origin):
+                    raise
+                result = await client.call_tool(tool, arguments)  # the spec's one retry
             reply = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
         except MCPError as exc:
             reply = _error(exc.error.code, exc.error.message)
@@ -237,6 +306,29 @@ class ManagedServer:
             self._inflight_origins.remove(origin)
             if not done.done():
                 done.set_result(reply)
+
+
+    async def _present_required_urls(self, exc: MCPError, origin: str | None) -> bool:
+        """-32042: show each required URL; True when all were accepted and then completed."""
+        try:
+            required = UrlElicitationRequiredError.from_error(exc.error).elicitations
+        except (ValueError, ValidationError) as bad:
+            logger.warning("server %s sent a malformed -32042: %s", self.name, bad)
+            return False
+        for params in required:
+            event = self._completions.setdefault(params.elicitation_id, asyncio.Event())
+            wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+            answer = await self._host.elicit(self.name, wire, origin, self.config.elicitation_timeout_s)
+            if answer.action != "accept":
+                return False
+            try:
+                # Completion notifications are not guaranteed: wait, but never longer than the expiry.
+                await asyncio.wait_for(event.wait(), self.config.elicitation_timeout_s)
+            except TimeoutError:
+                return False
+            finally:
+                self._completions.pop(params.elicitation_id, None)
+        return True
 
 
 def _error(code: int, message: str) -> ChannelReply:

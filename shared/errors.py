@@ -7,7 +7,8 @@
     ├── AlreadyRunningError    another main already owns the endpoint
     ├── MainUnreachableError   no main answered a controller in time
     ├── UnsupportedSchemaError a requestedSchema uses something outside MCP's restricted subset
-    └── InvalidContentError    an accepted answer does not validate against its requestedSchema
+    ├── InvalidContentError    an accepted answer does not validate against its requestedSchema
+    └── AuditLogError          the audit log cannot be opened or read (readers only; writers log)
 """
 
 
@@ -51,3 +52,7 @@ class InvalidContentError(ElicitronError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("; ".join(problems))
         self.problems = problems
+
+
+class AuditLogError(ElicitronError):
+    """The audit log cannot be opened or read (raised by the readers only, never by `record_*`)."""

@@ -23,8 +23,14 @@ ROOT = Path(__file__).resolve().parent.parent
 DEMO_SERVER = ROOT / "scripts" / "demo_server.py"
 
 
+# Every child's config, data (audit log) and state (logs) dirs live in one private temp dir.
+XDG_HOME = Path(tempfile.mkdtemp(prefix="eli-xdg-"))
+
+
 def child_env(**extra: str) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1", **extra}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1",
+           "XDG_CONFIG_HOME": str(XDG_HOME / "config"), "XDG_DATA_HOME": str(XDG_HOME / "data"),
+           "XDG_STATE_HOME": str(XDG_HOME / "state"), **extra}
     env.pop("ELICITRON_CONNECTION", None)
     return env
 

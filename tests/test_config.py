@@ -57,6 +57,7 @@ def test_stdio_entry_with_everything(tmp_path: Path) -> None:
             )
         },
         source=str(path),
+        path=path,
     )
     assert isinstance(cfg.servers["shop"].elicitation_timeout_s, float)
 
