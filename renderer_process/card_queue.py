@@ -41,6 +41,10 @@ class CardQueue:
         self._items = [item for item in self._items if item.response_channel in channels]
         return dropped
 
+    def items(self) -> list[messages.ElicitationInvoke]:
+        """The queued requests, oldest first (a copy)."""
+        return list(self._items)
+
     def channels(self) -> list[str]:
         return [item.response_channel for item in self._items]
 

@@ -12,9 +12,11 @@ from PySide6.QtWidgets import (
     QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
+    QWidget,
 )
 from pytestqt.qtbot import QtBot
 
+from renderer_process import main_window
 from renderer_process.card import ElicitationCard
 from renderer_process.main_window import MainWindow
 from shared import messages
@@ -107,9 +109,15 @@ def test_an_answer_is_emitted_with_its_channel_and_the_next_card_opens(
     assert window.queued_count() == 0
 
 
-def test_welcome_pending_is_queued_like_invokes(window: MainWindow) -> None:
+def shown_soon(qtbot: QtBot, window: MainWindow) -> ElicitationCard:
+    """The card once it is up (after a welcome, the window lets main's peers list land first)."""
+    qtbot.waitUntil(lambda: window.current_card() is not None, timeout=2000)
+    return shown(window)
+
+
+def test_welcome_pending_is_queued_like_invokes(qtbot: QtBot, window: MainWindow) -> None:
     window.on_welcomed(welcome([invoke("p-2", 20, server="demo"), invoke("p-1", 10, server="demo")]))
-    assert shown(window).invoke.response_channel == "p-1"
+    assert shown_soon(qtbot, window).invoke.response_channel == "p-1"
     assert queue_text(window) == "1 more waiting (demo: 1)"
 
 
@@ -147,13 +155,13 @@ def test_dismiss_of_a_queued_request_removes_it_from_the_queue(window: MainWindo
     assert shown(window).invoke.response_channel == "c-1"
 
 
-def test_reconnect_welcome_drops_what_main_no_longer_holds(window: MainWindow) -> None:
+def test_reconnect_welcome_drops_what_main_no_longer_holds(qtbot: QtBot, window: MainWindow) -> None:
     window.on_invoked(invoke("c-1", 1))
     window.on_invoked(invoke("c-2", 2))
     card = shown(window)
     window.on_welcomed(welcome([invoke("c-2", 2), invoke("c-9", 9)]))
     assert not card.isVisible()
-    assert shown(window).invoke.response_channel == "c-2"
+    assert shown_soon(qtbot, window).invoke.response_channel == "c-2"
     assert queue_text(window) == "1 more waiting (demo: 1)"
 
 
@@ -175,7 +183,7 @@ def test_refusals_and_connection_state_are_visible(window: MainWindow) -> None:
 
 
 def tree_rows(tree: QTreeWidget) -> list[tuple[str, str, list[str]]]:
-    """What the servers tree reads: (name, status, tool names) per server."""
+    """What the servers tree reads: (name, status, lines under it: error first, then tools)."""
     rows = []
     for server in children(tree.invisibleRootItem()):
         rows.append((server.text(0), server.text(1), [tool.text(0) for tool in children(server)]))
@@ -192,8 +200,10 @@ def test_servers_tree_shows_status_errors_and_tools(window: MainWindow) -> None:
     tree = find(window, QTreeWidget, "servers")
     assert tree_rows(tree) == [
         ("demo", "ready", ["ask_form", "ask_url"]),
-        ("weather", "failed: exit code 1", []),
+        ("weather", "failed", ["exit code 1"]),
     ]
+    weather = tree.topLevelItem(1)
+    assert weather is not None and weather.toolTip(1) == "failed: exit code 1"
     window.on_servers_changed([messages.ServerInfo(name="demo", status="restarting", tools=["ask_form"])])
     assert tree_rows(tree) == [("demo", "restarting", ["ask_form"])]
 
@@ -263,3 +273,318 @@ def test_closing_the_window_does_not_answer_for_the_user(qtbot: QtBot, window: M
     window.close()
     assert not card.isVisible()
     assert answers == []
+
+
+# ---- origin affinity: requests of another attached window ----------------------------------------
+
+
+def from_window(
+    channel: str, created_at: int, origin: str | None, **kwargs: Any
+) -> messages.ElicitationInvoke:
+    item = invoke(channel, created_at, **kwargs)
+    return messages.ElicitationInvoke(
+        request=item.request,
+        response_channel=channel,
+        created_at=created_at,
+        expires_at=None,
+        origin=origin,
+    )
+
+
+def peers(*others: tuple[str, str, messages.Role]) -> list[messages.PeerInfo]:
+    listed = [messages.PeerInfo(window=ME, name="test", role="renderer")]
+    return listed + [messages.PeerInfo(window=w, name=n, role=r) for w, n, r in others]
+
+
+def elsewhere_lines(window: MainWindow) -> list[str]:
+    """What the "waiting in another window" list reads (empty when it is hidden)."""
+    box = find(window, QWidget, "elsewhere")
+    if not box.isVisible():
+        return []
+    return [label.text() for label in box.findChildren(QLabel, "elsewhere_item") if label.isVisible()]
+
+
+def answer_here_buttons(window: MainWindow) -> list[QPushButton]:
+    box = find(window, QWidget, "elsewhere")
+    return [b for b in box.findChildren(QPushButton, "answer_here") if b.isVisible()]
+
+
+@pytest.mark.parametrize(
+    ("origin", "listed_peers"),
+    [
+        (ME, peers((OTHER, "left", "renderer"))),  # our own tool call
+        (None, peers((OTHER, "left", "renderer"))),  # nobody's
+        (OTHER, None),  # no peers list yet: treated as gone
+        (OTHER, peers()),  # its window is not attached
+        (OTHER, peers((OTHER, "elicitron call", "controller"))),  # a controller cannot answer
+    ],
+)
+def test_requests_that_are_ours_to_answer_show_as_the_card(
+    window: MainWindow, origin: str | None, listed_peers: list[messages.PeerInfo] | None
+) -> None:
+    if listed_peers is not None:
+        window.on_peers_changed(listed_peers)
+    window.on_invoked(from_window("c-1", 1, origin))
+    assert shown(window).invoke.response_channel == "c-1"
+    assert elsewhere_lines(window) == []
+
+
+def test_a_request_of_another_attached_window_is_listed_not_shown(qtbot: QtBot, window: MainWindow) -> None:
+    window.on_peers_changed(peers((OTHER, "left", "renderer")))
+    window.on_invoked(from_window("c-1", 1, OTHER, message="Pick a colour"))
+    window.on_invoked(from_window("c-0", 0, OTHER, server="weather", message="Which city?"))
+    assert window.current_card() is None
+    assert queue_text(window) == ""
+    assert find(window, QLabel, "elsewhere_title").text() == "2 waiting in another window"
+    assert elsewhere_lines(window) == [
+        "weather: Which city? — in window “left”",
+        "demo: Pick a colour — in window “left”",
+    ]
+
+    qtbot.mouseClick(answer_here_buttons(window)[1], Qt.MouseButton.LeftButton)  # the demo one
+    card = shown(window)
+    assert card.invoke.response_channel == "c-1"
+    assert elsewhere_lines(window) == ["weather: Which city? — in window “left”"]
+    with qtbot.waitSignal(window.answer_ready, timeout=1000) as answered:
+        qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
+    assert answered.args == ["c-1", "decline", None]
+    assert window.current_card() is None  # the other window's request stays listed, not modal
+
+
+def test_when_the_origin_window_detaches_its_requests_come_here_oldest_first(window: MainWindow) -> None:
+    third = "0190a000-0000-7000-8000-00000000000c"
+    window.on_peers_changed(peers((OTHER, "left", "renderer"), (third, "right", "renderer")))
+    window.on_invoked(from_window("c-3", 3, OTHER))
+    window.on_invoked(from_window("c-1", 1, OTHER))
+    window.on_invoked(from_window("c-2", 2, third))
+    assert window.current_card() is None and len(elsewhere_lines(window)) == 3
+
+    window.on_peers_changed(peers((third, "right", "renderer")))  # "left" is gone
+    assert shown(window).invoke.response_channel == "c-1"
+    assert queue_text(window) == "1 more waiting (demo: 1)"
+    assert elsewhere_lines(window) == ["demo: hi — in window “right”"]
+    shown(window).reject()
+    assert shown(window).invoke.response_channel == "c-3"
+
+
+def test_dismissals_remove_requests_from_the_other_window_list(window: MainWindow) -> None:
+    window.on_peers_changed(peers((OTHER, "left", "renderer")))
+    window.on_invoked(from_window("c-1", 1, OTHER))
+    window.on_invoked(from_window("c-2", 2, OTHER))
+    window.on_dismissed(messages.ElicitationDismiss(response_channel="c-1", reason="answered", by=OTHER))
+    assert elsewhere_lines(window) == ["demo: hi — in window “left”"]
+    window.on_dismissed(messages.ElicitationDismiss(response_channel="c-2", reason="expired"))
+    assert elsewhere_lines(window) == []
+    assert not find(window, QWidget, "elsewhere").isVisible()
+    window.on_peers_changed(peers())  # nothing comes back once dismissed
+    assert window.current_card() is None
+
+
+def test_a_new_window_does_not_pop_up_a_request_another_window_is_showing(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    # main sends `peers` right after `welcome`; they are handled in the same turn of the loop.
+    window.on_welcomed(welcome([from_window("p-1", 1, OTHER), from_window("p-2", 2, None)]))
+    window.on_peers_changed(peers((OTHER, "left", "renderer")))
+    assert shown_soon(qtbot, window).invoke.response_channel == "p-2"
+    assert elsewhere_lines(window) == ["demo: hi — in window “left”"]
+
+
+# ---- dismiss wording ------------------------------------------------------------------------------
+
+
+def test_cancelled_by_the_server_is_shown_only_briefly(
+    qtbot: QtBot, window: MainWindow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(main_window, "BRIEF_MS", 150)  # a few seconds in real life
+    window.on_invoked(invoke("c-1", 1))
+    window.on_dismissed(messages.ElicitationDismiss(response_channel="c-1", reason="cancelled"))
+    assert window.statusBar().currentMessage() == "demo: cancelled by the server"
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == "", timeout=2000)
+
+    window.on_invoked(invoke("c-2", 2))
+    window.on_dismissed(messages.ElicitationDismiss(response_channel="c-2", reason="server-closed"))
+    assert window.statusBar().currentMessage() == "demo: server closed"
+
+
+# ---- servers panel: status, errors, control, reload ------------------------------------------------
+
+
+def test_failed_and_restarting_servers_show_their_error_under_the_row(window: MainWindow) -> None:
+    tree = find(window, QTreeWidget, "servers")
+    stderr_tail = (
+        "Traceback (most recent call last):\n  File x\n    import foo\nImportError: no module named foo"
+    )
+    window.on_servers_changed(
+        [
+            messages.ServerInfo(name="a", status="starting", tools=[]),
+            messages.ServerInfo(name="b", status="ready", tools=["t"]),
+            messages.ServerInfo(name="c", status="restarting", tools=[], error="exit code 3"),
+            messages.ServerInfo(name="d", status="failed", tools=[], error=stderr_tail),
+            messages.ServerInfo(name="e", status="stopped", tools=[]),
+        ]
+    )
+    assert tree_rows(tree) == [
+        ("a", "starting", []),
+        ("b", "ready", ["t"]),
+        ("c", "restarting", ["exit code 3"]),
+        ("d", "failed", ["  File x\n    import foo\nImportError: no module named foo"]),  # last 3 lines
+        ("e", "stopped", []),
+    ]
+    d_row = tree.topLevelItem(3)
+    assert d_row is not None and d_row.toolTip(0) == f"failed: {stderr_tail}"
+
+
+def select_server(window: MainWindow, name: str) -> None:
+    tree = find(window, QTreeWidget, "servers")
+    row = next(item for item in children(tree.invisibleRootItem()) if item.text(0) == name)
+    tree.setCurrentItem(row)
+
+
+def test_start_stop_restart_act_on_the_selected_server_and_replies_are_logged(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    window.on_welcomed(welcome())  # demo ready, weather failed
+    start, stop, restart = (find(window, QPushButton, f"server_{a}") for a in ("start", "stop", "restart"))
+    select_server(window, "demo")
+    assert (start.isEnabled(), stop.isEnabled(), restart.isEnabled()) == (False, True, True)
+    with qtbot.waitSignal(window.control_requested, timeout=1000) as requested:
+        qtbot.mouseClick(restart, Qt.MouseButton.LeftButton)
+    channel, server, action = requested.args
+    assert (server, action) == ("demo", "restart")
+    window.on_replied(channel, messages.ChannelReply(result={"ok": True}))
+    results = find(window, QPlainTextEdit, "results")
+    assert results.toPlainText().splitlines()[-2:] == ["→ restart demo", "restart demo: ok"]
+
+    select_server(window, "weather")
+    assert (start.isEnabled(), stop.isEnabled()) == (True, True)
+    with qtbot.waitSignal(window.control_requested, timeout=1000) as requested:
+        qtbot.mouseClick(start, Qt.MouseButton.LeftButton)
+    assert requested.args[1:] == ["weather", "start"]
+    error = messages.CallError(code=-32602, message="unknown server 'weather'")
+    window.on_replied(requested.args[0], messages.ChannelReply(error=error))
+    assert results.toPlainText().endswith("start weather: error -32602: unknown server 'weather'")
+
+    window.on_servers_changed([messages.ServerInfo(name="weather", status="stopped", tools=[])])
+    assert (start.isEnabled(), stop.isEnabled()) == (True, False)  # the selection survives updates
+
+
+def test_reload_config_asks_main_and_logs_what_changed(qtbot: QtBot, window: MainWindow) -> None:
+    window.on_welcomed(welcome())
+    with qtbot.waitSignal(window.reload_requested, timeout=1000) as requested:
+        qtbot.mouseClick(find(window, QPushButton, "reload"), Qt.MouseButton.LeftButton)
+    result = {"added": ["notes"], "removed": [], "changed": ["demo"], "unchanged": ["weather"]}
+    window.on_replied(requested.args[0], messages.ChannelReply(result=result))
+    assert find(window, QPlainTextEdit, "results").toPlainText().splitlines()[-2:] == [
+        "→ reload config",
+        "reload config: ok (added: notes; removed: none; changed: demo; unchanged: weather)",
+    ]
+
+
+# ---- notices ---------------------------------------------------------------------------------------
+
+
+def test_notices_show_in_the_status_bar_and_the_results_log_with_their_level(window: MainWindow) -> None:
+    window.on_noticed(
+        messages.Notice(
+            level="warning", message="unsupported requestedSchema: 'x' is an object", server="demo"
+        )
+    )
+    expected = "[warning] demo: unsupported requestedSchema: 'x' is an object"
+    assert window.statusBar().currentMessage() == expected
+    window.on_noticed(messages.Notice(level="info", message="config reloaded"))
+    assert window.statusBar().currentMessage() == "[info] config reloaded"
+    assert find(window, QPlainTextEdit, "results").toPlainText().splitlines()[-2:] == [
+        expected,
+        "[info] config reloaded",
+    ]
+
+
+# ---- decline all from a server -----------------------------------------------------------------------
+
+
+def test_decline_all_sends_the_policy_declines_this_card_and_can_be_undone(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    window.on_welcomed(welcome())
+    policies: list[tuple[str, bool]] = []
+    window.policy_requested.connect(lambda server, decline: policies.append((server, decline)))
+    answers: list[Any] = []
+    window.answer_ready.connect(lambda *args: answers.append(args))
+    window.on_invoked(invoke("c-1", 1))
+    window.on_invoked(invoke("c-2", 2))
+    qtbot.mouseClick(find(shown(window), QPushButton, "decline_all"), Qt.MouseButton.LeftButton)
+    assert policies == [("demo", True)]
+    assert answers == [("c-1", "decline", None)]
+    assert (
+        shown(window).invoke.response_channel == "c-2"
+    )  # already queued: main resolves it, still answerable
+    tree = find(window, QTreeWidget, "servers")
+    assert tree_rows(tree)[0][:2] == ("demo", "ready · declining all")
+
+    shown(window).reject()
+    select_server(window, "demo")
+    allow = find(window, QPushButton, "server_allow")
+    assert allow.isVisible()
+    qtbot.mouseClick(allow, Qt.MouseButton.LeftButton)
+    assert policies == [("demo", True), ("demo", False)]
+    assert tree_rows(tree)[0][:2] == ("demo", "ready")
+    assert not allow.isVisible()
+
+
+# ---- URL mode completion -----------------------------------------------------------------------------
+
+
+def url_invoke(channel: str, elicitation_id: str, server: str = "demo") -> messages.ElicitationInvoke:
+    params = {
+        "mode": "url",
+        "message": "Sign in",
+        "url": "https://example.com/",
+        "elicitationId": elicitation_id,
+    }
+    return messages.ElicitationInvoke(
+        request=messages.ElicitationRequest(server=server, params=params),
+        response_channel=channel,
+        created_at=1,
+        expires_at=None,
+        origin=None,
+    )
+
+
+def complete(elicitation_id: str, server: str = "demo") -> messages.ElicitationComplete:
+    return messages.ElicitationComplete(server=server, elicitation_id=elicitation_id)
+
+
+def test_completion_closes_the_matching_url_card_only(window: MainWindow) -> None:
+    answers: list[Any] = []
+    window.answer_ready.connect(lambda *args: answers.append(args))
+    window.on_invoked(url_invoke("c-1", "e-1"))
+    window.on_invoked(invoke("c-2", 2))
+    card = shown(window)
+    window.on_completed(complete("e-unknown"))
+    window.on_completed(complete("e-1", server="weather"))  # same id, other server
+    assert shown(window) is card
+    window.on_completed(complete("e-1"))
+    assert not card.isVisible()
+    assert window.statusBar().currentMessage() == "demo: the linked page reported it is done"
+    assert shown(window).invoke.response_channel == "c-2"
+    window.on_completed(complete("e-1"))  # repeated: nothing else closes
+    assert shown(window).invoke.response_channel == "c-2"
+    assert answers == []
+
+
+def test_an_accepted_url_waits_for_the_browser_until_completion(qtbot: QtBot, window: MainWindow) -> None:
+    waiting = find(window, QWidget, "url_waiting")
+    window.on_invoked(url_invoke("c-1", "e-1"))
+    window.on_invoked(url_invoke("c-2", "e-2"))
+    with qtbot.waitSignal(window.answer_ready, timeout=1000):
+        qtbot.mouseClick(find(shown(window), QPushButton, "accept"), Qt.MouseButton.LeftButton)
+    assert waiting.isVisible()
+    assert find(window, QLabel, "url_waiting_text").text() == "Waiting for the browser: demo — Sign in"
+    window.on_completed(complete("e-9"))  # unknown: ignored
+    assert waiting.isVisible() and shown(window).invoke.response_channel == "c-2"
+    window.on_completed(complete("e-1"))
+    assert not waiting.isVisible()
+    assert shown(window).invoke.response_channel == "c-2"  # the other URL card is untouched
+    window.on_completed(complete("e-1"))
+    assert shown(window).invoke.response_channel == "c-2"
