@@ -391,9 +391,8 @@ class MainWindow(QMainWindow):
         self._declining.add(server)
         self.servers_panel.set_declining(self._declining)
         self.policy_requested.emit(server, True)
-        text = f"{server}: declining all its requests for this session"
-        self.statusBar().showMessage(text, STATUS_MS)
-        self.results.appendPlainText(text)
+        # main confirms with a notice, which the results log shows.
+        self.statusBar().showMessage(f"{server}: declining all its requests for this session", STATUS_MS)
 
     def _on_policy_requested(self, server: str, decline_all: bool) -> None:
         if decline_all:
@@ -402,7 +401,7 @@ class MainWindow(QMainWindow):
         self._declining.discard(server)
         self.servers_panel.set_declining(self._declining)
         self.policy_requested.emit(server, False)
-        self.results.appendPlainText(f"{server}: its requests are shown again")
+        self.statusBar().showMessage(f"{server}: its requests are shown again", STATUS_MS)
 
     # ---- tool calls, server control, reload ---------------------------------------------------
 

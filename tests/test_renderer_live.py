@@ -1,0 +1,148 @@
+"""The renderer against a real main.
+
+A window stopped with SIGSTOP (main detaches it after 5 s) re-attaches at once when resumed, not
+after its own 3 s silence limit; and a request shows as the card only in the window whose tool
+call caused it, listed as "waiting in another window" elsewhere, until that window goes."""
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from conftest import ROOT, RunningMain, StderrReader, child_env
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QLabel, QPlainTextEdit, QPushButton, QWidget
+from pytestqt.qtbot import QtBot
+
+from renderer_process.bridge import MainBridge
+from renderer_process.main_window import MainWindow
+
+
+def wait_for_count(reader: StderrReader, text: str, count: int, timeout_s: float) -> float:
+    """Read a child's stderr until `text` has appeared `count` times; return when that happened."""
+    assert reader.proc.stderr is not None
+    fd = reader.proc.stderr.fileno()
+    deadline = time.monotonic() + timeout_s
+    while reader.text().count(text) < count:
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([fd], [], [], max(left, 0))
+        chunk = os.read(fd, 65536) if ready else b""
+        if not chunk:
+            raise AssertionError(
+                f"{text!r} seen {reader.text().count(text)} of {count} times within {timeout_s} s; "
+                f"stderr:\n{reader.text()[-4000:]}"
+            )
+        reader.seen += chunk
+    return time.monotonic()
+
+
+@pytest.fixture
+def bare_main(main_factory: Callable[..., RunningMain]) -> RunningMain:
+    """main with no servers: enough for attaching windows."""
+    return main_factory({})
+
+
+@pytest.fixture
+def window_process(bare_main: RunningMain) -> Iterator[subprocess.Popen[bytes]]:
+    argv = [sys.executable, "-m", "renderer_process", "--connection", str(bare_main.connection)]
+    proc = subprocess.Popen(
+        [*argv, "--name", "resumed"],
+        cwd=ROOT,
+        env={**child_env(), "QT_QPA_PLATFORM": "offscreen"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    yield proc
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGCONT)
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    if proc.stderr is not None:
+        proc.stderr.close()
+
+
+def test_a_window_resumed_after_sigstop_reattaches_within_seconds(
+    bare_main: RunningMain, window_process: subprocess.Popen[bytes]
+) -> None:
+    window = StderrReader(window_process)
+    connected = "connection state: connected"
+    attached = "attached renderer 'resumed'"
+    wait_for_count(window, connected, 1, timeout_s=20)  # the window has its welcome
+    window_process.send_signal(signal.SIGSTOP)
+    try:
+        wait_for_count(bare_main.stderr, "detached renderer 'resumed'", 1, timeout_s=15)  # main's 5 s limit
+    finally:
+        window_process.send_signal(signal.SIGCONT)
+    resumed_at = time.monotonic()
+    back_at = wait_for_count(bare_main.stderr, attached, 2, timeout_s=10)
+    assert back_at - resumed_at < 2.0, f"main saw the window again only after {back_at - resumed_at:.1f} s"
+    wait_for_count(window, connected, 2, timeout_s=5)  # and the window knows it is attached
+    assert window_process.poll() is None
+
+
+def open_window(qtbot: QtBot, main: RunningMain, name: str) -> tuple[MainWindow, MainBridge]:
+    bridge = MainBridge(main.connection, name)
+    window = MainWindow(name=name, opener=lambda _url: None)
+    qtbot.addWidget(window)
+    window.attach(bridge)
+    window.show()
+    bridge.start()
+    return window, bridge
+
+
+def child[T: QWidget](widget: QWidget, kind: type[T], name: str) -> T:
+    found = widget.findChild(kind, name)
+    assert found is not None, f"no {kind.__name__} named {name!r}"
+    return found
+
+
+def elsewhere_text(window: MainWindow) -> str:
+    box = child(window, QWidget, "elsewhere")
+    if not box.isVisible():
+        return ""
+    return "\n".join(
+        label.text() for label in box.findChildren(QLabel, "elsewhere_item") if label.isVisible()
+    )
+
+
+def test_a_request_is_the_card_only_where_it_was_asked_until_that_window_goes(
+    qtbot: QtBot, demo_main: RunningMain
+) -> None:
+    left, left_bridge = open_window(qtbot, demo_main, "left")
+    right, right_bridge = open_window(qtbot, demo_main, "right")
+    try:
+        call = child(left, QPushButton, "call")
+        qtbot.waitUntil(call.isEnabled, timeout=15_000)
+        qtbot.waitUntil(lambda: child(right, QPushButton, "call").isEnabled(), timeout=15_000)
+        child(left, QComboBox, "call_server").setCurrentText("demo")
+        child(left, QComboBox, "call_tool").setCurrentText("book_table")
+        child(left, QPlainTextEdit, "call_arguments").setPlainText('{"restaurant": "Le Cinq"}')
+        qtbot.mouseClick(call, Qt.MouseButton.LeftButton)
+
+        qtbot.waitUntil(lambda: left.current_card() is not None, timeout=15_000)
+        qtbot.waitUntil(lambda: elsewhere_text(right) != "", timeout=5_000)
+        assert elsewhere_text(right) == "demo: Book a table at Le Cinq? — in window “left”"
+        assert right.current_card() is None
+
+        left.close()
+        left_bridge.close()  # bye: main detaches "left" and tells "right"
+        qtbot.waitUntil(lambda: right.current_card() is not None, timeout=5_000)
+        card = right.current_card()
+        assert card is not None and child(card, QLabel, "message").text() == "Book a table at Le Cinq?"
+        assert elsewhere_text(right) == ""
+        with qtbot.waitSignal(right_bridge.dismissed, timeout=5_000) as dismissed:  # main took the answer
+            qtbot.mouseClick(child(card, QPushButton, "accept"), Qt.MouseButton.LeftButton)
+        assert (dismissed.args[0].reason, dismissed.args[0].by) == ("answered", right_bridge.window_id)
+        assert right.current_card() is None
+    finally:
+        left_bridge.close()
+        right_bridge.close()
