@@ -130,10 +130,6 @@ class ElicitationCard(QDialog):
         layout.addWidget(self.problem_label)
         layout.addWidget(self.waiting)
         buttons = QHBoxLayout()
-        if self.kind != NOTICE:
-            buttons.addWidget(self.decline_all_button)
-        else:
-            self.decline_all_button.hide()
         buttons.addStretch(1)
         if self.kind != NOTICE:
             buttons.addWidget(self.accept_button)
@@ -142,6 +138,13 @@ class ElicitationCard(QDialog):
         buttons.addWidget(self.decline_button)
         buttons.addWidget(self.cancel_button)
         layout.addLayout(buttons)
+        if self.kind != NOTICE:  # its own line under the answer buttons: secondary, never clipped
+            secondary = QHBoxLayout()
+            secondary.addStretch(1)
+            secondary.addWidget(self.decline_all_button)
+            layout.addLayout(secondary)
+        else:
+            self.decline_all_button.hide()
 
     # ---- the three bodies -----------------------------------------------------------------
 
