@@ -9,7 +9,7 @@ import errno
 import logging
 import os
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -26,6 +26,7 @@ from shared.messages import (
     CallError,
     CallTool,
     ChannelReply,
+    DismissReason,
     ElicitationComplete,
     ElicitationDismiss,
     ElicitationInvoke,
@@ -155,9 +156,17 @@ class Broker:
     # ---- what the servers call ---------------------------------------------------------
 
     async def elicit(
-        self, server: str, params: dict[str, Any], origin: str | None, timeout_s: float
+        self,
+        server: str,
+        params: dict[str, Any],
+        origin: str | None,
+        timeout_s: float,
+        cancel_reason: Callable[[], DismissReason] = lambda: "cancelled",
     ) -> ElicitationResult:
-        """Show one request in the windows and wait for the one valid answer (steps 3-8)."""
+        """Show one request in the windows and wait for the one valid answer (steps 3-8).
+
+        `cancel_reason` tells, when the caller is cancelled, whether the server withdrew the
+        request or its connection went away."""
         assert self._loop is not None, "start() first"
         now = time.time()
         invoke = ElicitationInvoke(
@@ -185,7 +194,7 @@ class Broker:
             self._finish(pending, "expired")
             return ElicitationResult(action="cancel")
         except asyncio.CancelledError:
-            self._finish(pending, "cancelled")
+            self._finish(pending, cancel_reason())
             raise
 
     def dismiss_server(self, server: str) -> None:

@@ -3,7 +3,8 @@
 Elicitron-only keys are optional and ignored by the other hosts, per server:
 `elicitationTimeoutSeconds` (default 600), `elicitationBurst` (default 20) and
 `elicitationBurstWindowSeconds` (default 60): more than `burst` requests within the window are
-answered `cancel`.
+answered `cancel`; `protocolMode` ("auto", the default, or "legacy" to force the pre-2026
+initialize handshake for a server that mishandles discovery).
 """
 
 import json
@@ -36,6 +37,7 @@ class StdioServerConfig:
     elicitation_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S
     burst: int = DEFAULT_BURST
     burst_window_s: float = DEFAULT_BURST_WINDOW_S
+    protocol_mode: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class HttpServerConfig:
     elicitation_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S
     burst: int = DEFAULT_BURST
     burst_window_s: float = DEFAULT_BURST_WINDOW_S
+    protocol_mode: str = "auto"
 
 
 ServerConfig = StdioServerConfig | HttpServerConfig
@@ -117,7 +120,10 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
         "elicitation_timeout_s": _positive(where, entry, "elicitationTimeoutSeconds", DEFAULT_ELICITATION_TIMEOUT_S),
         "burst_window_s": _positive(where, entry, "elicitationBurstWindowSeconds", DEFAULT_BURST_WINDOW_S),
         "burst": int(_positive(where, entry, "elicitationBurst", DEFAULT_BURST)),
+        "protocol_mode": entry.get("protocolMode", "auto"),
     }
+    if limits["protocol_mode"] not in ("auto", "legacy"):
+        raise ConfigError(f"{where}: \"protocolMode\" must be \"auto\" or \"legacy\"")
     if "url" in entry:
         url, headers = entry["url"], entry.get("headers", {})
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):

@@ -10,6 +10,7 @@ import contextvars
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -33,7 +34,7 @@ from mcp_types import (
 
 from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig
 from shared.errors import UnsupportedSchemaError
-from shared.messages import CallError, ChannelReply, ElicitationResult, ServerInfo, ServerStatus
+from shared.messages import CallError, ChannelReply, DismissReason, ElicitationResult, ServerInfo, ServerStatus
 from shared.schema import check_schema
 
 logger = logging.getLogger(__name__)
@@ -53,7 +54,8 @@ class ServerHost(Protocol):
     """What a server needs from main: the broker's elicitation path and ways to tell the windows."""
 
     async def elicit(
-        self, server: str, params: dict[str, Any], origin: str | None, timeout_s: float
+        self, server: str, params: dict[str, Any], origin: str | None, timeout_s: float,
+        cancel_reason: Callable[[], DismissReason] = ...,
     ) -> ElicitationResult: ...
 
     def dismiss_server(self, server: str) -> None: ...
@@ -81,6 +83,7 @@ class ManagedServer:
         self._recent_requests: deque[float] = deque()
         self._completions: dict[str, asyncio.Event] = {}
         self._task: asyncio.Task[None] | None = None
+        self._connection_lost = False
         self._stderr_path = log_dir / f"server-{_safe_filename(config.name)}.stderr.log"
         self._client: Client | None = None
         self._call_group: anyio.abc.TaskGroup | None = None
@@ -154,12 +157,13 @@ class ManagedServer:
         self._set_status("stopped", None)
 
     async def _run_connection(self) -> None:
+        self._connection_lost = False
         async with AsyncExitStack() as stack:
             client = Client(
                 await self._transport(stack),
                 elicitation_callback=self._on_elicit,
                 message_handler=self._on_message,
-                mode="auto",
+                mode=self.config.protocol_mode,
                 client_info=Implementation(name="elicitron", version="0.1.0"),
                 cache=None,  # tool listings double as a liveness probe, so never serve them from cache
             )
@@ -183,8 +187,13 @@ class ManagedServer:
             if self._stopping.is_set():
                 group.cancel_scope.cancel()
                 return
-            with anyio.fail_after(WATCH_TIMEOUT_S):
-                listing = await client.list_tools()
+            try:
+                with anyio.fail_after(WATCH_TIMEOUT_S):
+                    listing = await client.list_tools()
+            except BaseException:
+                # Set before the task group cancels the calls, so their requests read server-closed.
+                self._connection_lost = True
+                raise
             names = [tool.name for tool in listing.tools]
             if names != self.tools:
                 self.tools = names
@@ -243,8 +252,12 @@ class ManagedServer:
         if origin is None and len(set(self._inflight_origins)) == 1:
             # Legacy-era requests arrive on the session's own task; one caller means it is theirs.
             origin = self._inflight_origins[0]
-        answer = await self._host.elicit(self.name, wire, origin, self.config.elicitation_timeout_s)
+        answer = await self._host.elicit(self.name, wire, origin, self.config.elicitation_timeout_s,
+                                         self._cancel_reason)
         return ElicitResult(action=answer.action, content=answer.content)
+
+    def _cancel_reason(self) -> DismissReason:
+        return "server-closed" if self._connection_lost or self._stopping.is_set() else "cancelled"
 
     def _within_burst(self) -> bool:
         """Sliding-window rate limit (the spec's SHOULD): at most `burst` requests per window."""

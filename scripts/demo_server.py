@@ -90,6 +90,42 @@ async def open_link(ctx: Context, url: str = "https://example.com/authorize",
 
 
 @app.tool()
+async def ask_briefly(ctx: Context, seconds: float = 1.0) -> str:
+    """Ask, but give up after `seconds` (the server cancels its own request; pre-2026 protocol only)."""
+    import anyio
+
+    params = ElicitRequestFormParams(message=f"Answer within {seconds} s", requested_schema=BOOKING_SCHEMA)
+    with anyio.move_on_after(seconds):
+        result = await ctx.session.elicit_form(params.message, params.requested_schema,
+                                               related_request_id=ctx.request_id)
+        return json.dumps({"action": result.action, "content": result.content}, sort_keys=True)
+    return "server gave up waiting"
+
+
+_authorized: set[str] = set()
+
+
+@app.tool()
+async def needs_auth(ctx: Context, account: str = "demo") -> str:
+    """Fails with -32042 (URL elicitation required) until `complete_auth` is called for the account."""
+    from mcp.shared.exceptions import UrlElicitationRequiredError
+
+    if account not in _authorized:
+        raise UrlElicitationRequiredError([ElicitRequestURLParams(
+            message=f"Sign in to {account} to continue", url=f"https://auth.example.com/login?account={account}",
+            elicitation_id=f"auth-{account}")])
+    return f"authorized as {account}"
+
+
+@app.tool()
+async def complete_auth(ctx: Context, account: str = "demo") -> str:
+    """Simulate the browser flow finishing: mark the account and notify the client."""
+    _authorized.add(account)
+    await ctx.session.send_elicit_complete(f"auth-{account}")
+    return "ok"
+
+
+@app.tool()
 def echo(text: str) -> str:
     """Return the text unchanged (no elicitation)."""
     return text

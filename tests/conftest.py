@@ -42,10 +42,11 @@ class StderrReader:
         self.proc = proc
         self.seen = b""
 
-    def until(self, marker: str, timeout_s: float) -> str:
+    def until(self, marker: str, timeout_s: float, occurrences: int = 1) -> str:
+        """Block until `marker` has appeared `occurrences` times in all output so far."""
         assert self.proc.stderr is not None
         fd = self.proc.stderr.fileno()
-        while marker.encode() not in self.seen:
+        while self.seen.count(marker.encode()) < occurrences:
             ready, _, _ = select.select([fd], [], [], timeout_s)
             chunk = os.read(fd, 65536) if ready else b""
             if not chunk:
@@ -119,6 +120,57 @@ def start_main(config: Path | None, runtime: Path, *extra_args: str) -> RunningM
     running = RunningMain(proc=proc, connection=connection, stderr=StderrReader(proc))
     running.stderr.until("listening on", timeout_s=30)
     return running
+
+
+def start_window(connection: Path, name: str) -> tuple[subprocess.Popen[bytes], StderrReader]:
+    """A real renderer process (`elicitron window`), offscreen, logging to a pipe we read."""
+    proc = subprocess.Popen([sys.executable, "-m", "main_process", "window", "--connection", str(connection),
+                             "--name", name], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=child_env(QT_QPA_PLATFORM="offscreen"), cwd=ROOT)
+    return proc, StderrReader(proc)
+
+
+def end_process(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=10)
+    if proc.stderr is not None:
+        proc.stderr.close()
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every live process under `pid` with its command line (Linux /proc)."""
+    found: dict[int, str] = {}
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = (task / "children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                if child not in found:
+                    try:
+                        found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+                    except OSError:
+                        continue
+                    frontier.append(child)
+    return found
+
+
+@pytest.fixture
+def windows() -> Iterator[Callable[[Path, str], tuple[subprocess.Popen[bytes], StderrReader]]]:
+    started: list[subprocess.Popen[bytes]] = []
+
+    def factory(connection: Path, name: str) -> tuple[subprocess.Popen[bytes], StderrReader]:
+        proc, reader = start_window(connection, name)
+        started.append(proc)
+        return proc, reader
+
+    yield factory
+    for proc in started:
+        end_process(proc)
 
 
 @pytest.fixture

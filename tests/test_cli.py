@@ -6,22 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, RunningMain, child_env
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live process under `pid` (Linux /proc)."""
-    found: set[int] = set()
-    frontier = [pid]
-    while frontier:
-        parent = frontier.pop()
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            children = (task / "children").read_text().split() if (task / "children").exists() else []
-            for child in map(int, children):
-                if child not in found:
-                    found.add(child)
-                    frontier.append(child)
-    return found
+from conftest import ROOT, RunningMain, child_env, descendants
 
 
 def alive(pid: int) -> bool:

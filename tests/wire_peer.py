@@ -27,6 +27,7 @@ class WirePeer:
         self.sock.connect(endpoint)
         self._last_sent = 0.0
         self.received: list[tuple[str, Any]] = []  # everything seen, heartbeats excluded
+        self._unclaimed: list[tuple[str, Any]] = []  # seen but not yet returned by expect()
 
     def send(self, topic: str, body: Any) -> None:
         self.send_raw([topic.encode("ascii"), _encoder.encode(body)])
@@ -42,7 +43,12 @@ class WirePeer:
         return {"topic": topic, **body}
 
     def expect(self, wanted: Any, timeout_s: float = 15.0) -> tuple[str, Any]:
-        """The next message for which `wanted(topic, body)` holds; heartbeats main while waiting."""
+        """The oldest unclaimed message for which `wanted(topic, body)` holds; heartbeats main while
+        waiting. Messages skipped on the way stay available to later calls."""
+        for index, (topic, body) in enumerate(self._unclaimed):
+            if wanted(topic, body):
+                del self._unclaimed[index]
+                return topic, body
         deadline = time.monotonic() + timeout_s
         while (now := time.monotonic()) < deadline:
             if now - self._last_sent > 0.8:
@@ -57,6 +63,7 @@ class WirePeer:
             self.received.append((topic, body))
             if wanted(topic, body):
                 return topic, body
+            self._unclaimed.append((topic, body))
         raise AssertionError(f"nothing wanted arrived within {timeout_s} s; got {self.received[-5:]}")
 
     def expect_topic(self, topic: str, timeout_s: float = 15.0) -> Any:
