@@ -3,7 +3,9 @@
 Elicitron-only keys are optional and ignored by the other hosts, per server:
 `elicitationTimeoutSeconds` (default 600), `elicitationBurst` (default 20) and
 `elicitationBurstWindowSeconds` (default 60): more than `burst` requests within the window are
-answered `cancel`; `protocolMode` ("auto", the default, or "legacy" to force the pre-2026
+answered `cancel`; `urlCompletionTimeoutSeconds` (default 120): after the user accepts the URLs of
+a -32042 error, how long to wait for the server's completion notice before retrying the call;
+`protocolMode` ("auto", the default, or "legacy" to force the pre-2026
 initialize handshake for a server that mishandles discovery).
 """
 
@@ -24,6 +26,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_ELICITATION_TIMEOUT_S = 600.0
 DEFAULT_BURST = 20
 DEFAULT_BURST_WINDOW_S = 60.0
+DEFAULT_URL_COMPLETION_TIMEOUT_S = 120.0
 DEMO_SERVER_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "demo_server.py"
 
 
@@ -37,6 +40,7 @@ class StdioServerConfig:
     elicitation_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S
     burst: int = DEFAULT_BURST
     burst_window_s: float = DEFAULT_BURST_WINDOW_S
+    url_completion_timeout_s: float = DEFAULT_URL_COMPLETION_TIMEOUT_S
     protocol_mode: str = "auto"
 
 
@@ -48,6 +52,7 @@ class HttpServerConfig:
     elicitation_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S
     burst: int = DEFAULT_BURST
     burst_window_s: float = DEFAULT_BURST_WINDOW_S
+    url_completion_timeout_s: float = DEFAULT_URL_COMPLETION_TIMEOUT_S
     protocol_mode: str = "auto"
 
 
@@ -120,6 +125,8 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
         "elicitation_timeout_s": _positive(where, entry, "elicitationTimeoutSeconds", DEFAULT_ELICITATION_TIMEOUT_S),
         "burst_window_s": _positive(where, entry, "elicitationBurstWindowSeconds", DEFAULT_BURST_WINDOW_S),
         "burst": int(_positive(where, entry, "elicitationBurst", DEFAULT_BURST)),
+        "url_completion_timeout_s": _positive(where, entry, "urlCompletionTimeoutSeconds",
+                                              DEFAULT_URL_COMPLETION_TIMEOUT_S),
         "protocol_mode": entry.get("protocolMode", "auto"),
     }
     if limits["protocol_mode"] not in ("auto", "legacy"):

@@ -322,7 +322,8 @@ class ManagedServer:
 
 
     async def _present_required_urls(self, exc: MCPError, origin: str | None) -> bool:
-        """-32042: show each required URL; True when all were accepted and then completed."""
+        """-32042: show each required URL; True when all were accepted (and completed, or the
+        server stayed silent past urlCompletionTimeoutSeconds: completion notices are optional)."""
         try:
             required = UrlElicitationRequiredError.from_error(exc.error).elicitations
         except (ValueError, ValidationError) as bad:
@@ -330,15 +331,17 @@ class ManagedServer:
             return False
         for params in required:
             event = self._completions.setdefault(params.elicitation_id, asyncio.Event())
-            wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
-            answer = await self._host.elicit(self.name, wire, origin, self.config.elicitation_timeout_s)
-            if answer.action != "accept":
-                return False
             try:
-                # Completion notifications are not guaranteed: wait, but never longer than the expiry.
-                await asyncio.wait_for(event.wait(), self.config.elicitation_timeout_s)
-            except TimeoutError:
-                return False
+                wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+                answer = await self._host.elicit(self.name, wire, origin, self.config.elicitation_timeout_s,
+                                                 self._cancel_reason)
+                if answer.action != "accept":
+                    return False
+                try:
+                    await asyncio.wait_for(event.wait(), self.config.url_completion_timeout_s)
+                except TimeoutError:
+                    logger.info("server %s sent no completion for %s; retrying anyway", self.name,
+                                params.elicitation_id)
             finally:
                 self._completions.pop(params.elicitation_id, None)
         return True

@@ -158,7 +158,7 @@ class ElicitationCard(QDialog):
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setWidget(self.form)
         # Show the whole form when it fits a screen; scroll only beyond that.
-        scroll.setMinimumHeight(min(self.form.sizeHint().height() + 4, 560))
+        scroll.setMinimumHeight(min(self.form.sizeHint().height() + 4, 720))
         layout.addWidget(scroll, 1)
         self.form.validity_changed.connect(self._show_validity)
         self._show_validity(self.form.is_valid)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFormLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFormLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from renderer_process.fields import MISSING, Field, build_field
 from shared.errors import InvalidContentError
@@ -53,6 +53,11 @@ class FormBody(QWidget):
         label.setBuddy(field.widget)
 
         cell = QWidget(self)
+        # Expanding, so ExpandingFieldsGrow gives every cell the full field column and wrapped
+        # descriptions are measured at that width instead of the widget's own (a checkbox's).
+        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        cell.setSizePolicy(policy)
         column = QVBoxLayout(cell)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(2)
