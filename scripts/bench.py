@@ -57,7 +57,14 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
     raise ValueError(name)
 
 
-def _table(figures: list[Figure], quick: bool, seconds: float) -> str:
+def _loadavg() -> str:
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
+
+
+def _table(figures: list[Figure], quick: bool, seconds: float, notes: list[str]) -> str:
     rows = [("figure", "result", "target", "", "absolute")]
     for fig in figures:
         verdict = "" if fig.passed is None else ("PASS" if fig.passed else "FAIL")
@@ -73,6 +80,7 @@ def _table(figures: list[Figure], quick: bool, seconds: float) -> str:
     lines.append("how each was measured:")
     for fig in figures:
         lines.append(f"  {fig.title}: {fig.how}")
+    lines += notes
     lines.append(
         f"({'quick' if quick else 'full'} run, {seconds:.0f} s, {os.cpu_count()} cpus, "
         f"Python {platform.python_version()})"
@@ -101,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     if "broker" in wanted and "raw" in wanted:
         wanted = [name for name in wanted if name != "raw"]  # broker measures the floor beside it
     started = time.monotonic()
+    load_before = _loadavg()
     figures: list[Figure] = []
     errors: dict[str, str] = {}
     for name in wanted:
@@ -123,6 +132,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bench: {name} failed:\n{errors[name]}", file=sys.stderr)
         print(f"bench: {name} done in {time.monotonic() - t0:.1f} s", file=sys.stderr)
     seconds = time.monotonic() - started
+    load_after = _loadavg()
+    notes = [
+        (
+            f"load average (1 min) before {load_before}, after {load_after}: other work on the machine "
+            "moves every figure; compare ratios measured side by side, not absolute times across runs"
+        )
+    ]
+    if args.profile is not None:
+        notes.append(f"PROFILED RUN: timings are inflated by the profilers; profiles in {args.profile}")
 
     if args.json:
         print(
@@ -132,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
                     "seconds": seconds,
                     "cpus": os.cpu_count(),
                     "python": platform.python_version(),
+                    "loadavg_before": load_before,
+                    "loadavg_after": load_after,
+                    "profiled": args.profile is not None,
                     "figures": [
                         {
                             "name": f.name,
@@ -152,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     else:
-        print(_table(figures, args.quick, seconds))
+        print(_table(figures, args.quick, seconds, notes))
     return 0
 
 
