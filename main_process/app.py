@@ -14,11 +14,17 @@ import platformdirs
 
 from main_process.audit import AuditLog
 from main_process.audit import default_path as default_audit_path
-from main_process.broker import Broker
+import zmq
+import zmq.asyncio
+from zmq.auth.asyncio import AsyncioAuthenticator
+
+from main_process.broker import ZAP_DOMAIN, Broker, Listener
+from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.config import Config, load_config
 from main_process.lock import InstanceLock
 from main_process.servers import ManagedServer
 from shared import PROTOCOL_VERSION, channels
+from shared.codec import DEFAULT_MAX_BODY_BYTES
 from shared.connection_file import (
     ConnectionInfo,
     ensure_private_dir,
@@ -49,12 +55,16 @@ class MainApp:
         log_dir: Path | None = None,
         audit_path: Path | None = None,
         auto_open_window: bool = False,
+        listen: str | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
         self.config = config
         self.connection_path = connection_path
         self.log_dir = log_dir or default_log_dir()
         self.audit_path = audit_path or default_audit_path()
         self.auto_open_window = config.auto_open_window if config.auto_open_window is not None else auto_open_window
+        self.listen = listen
+        self.max_body_bytes = max_body_bytes
         self._stop = asyncio.Event()
         self._last_auto_open = float("-inf")
         self.servers: dict[str, ManagedServer] = {}
@@ -131,6 +141,19 @@ class MainApp:
                           "--name", "auto-opened"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
 
+    def _remote_listener(self) -> tuple[Listener | None, AsyncioAuthenticator | None]:
+        """The tcp listener for remote windows: CURVE with main's keypair, clients by allow-list."""
+        if self.listen is None:
+            return None, None
+        if not self.listen.startswith("tcp://"):
+            raise ConfigError(f"--listen {self.listen}: only tcp:// endpoints (ipc is always on)")
+        keys = CurveKeys()
+        # The ZAP handler must live in the same libzmq context as the ROUTER; shadow it for asyncio.
+        authenticator = AsyncioAuthenticator(zmq.asyncio.Context.shadow(zmq.Context.instance()))
+        authenticator.start()
+        authenticator.configure_curve_callback(ZAP_DOMAIN.decode(), AllowListProvider(keys))
+        return Listener(self.listen, keys.server_keypair()), authenticator
+
     def _names(self) -> str:
         return ", ".join(sorted(self.servers)) or "none"
 
@@ -148,12 +171,15 @@ class MainApp:
     async def _run_locked(self) -> None:
         token = secrets.token_hex(32)
         audit = AuditLog(self.audit_path, record_values=self.config.audit_values)
+        remote, authenticator = self._remote_listener()
         broker = Broker(
             endpoint=ipc_endpoint_beside(self.connection_path),
             token=token,
             session=channels.new_uuid7(),
             host=self,
             audit=audit,
+            remote=remote,
+            max_body_bytes=self.max_body_bytes,
         )
         self.broker = broker
         broker.bind()
@@ -164,7 +190,9 @@ class MainApp:
             self.servers[name] = ManagedServer(server_config, broker, self.log_dir)
         broker.start()
         write_connection_file(self.connection_path, ConnectionInfo(
-            protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid()))
+            protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
+            remote_endpoint=remote.endpoint if remote else None,
+            remote_server_key=remote.curve_keypair[0].decode() if remote and remote.curve_keypair else None))
         logger.info("main %s listening on %s (config %s, %d servers, audit %s)", broker.session, broker.endpoint,
                     self.config.source, len(self.servers), self.audit_path)
         for server in self.servers.values():
@@ -176,6 +204,8 @@ class MainApp:
             remove_connection_file(self.connection_path, token)
             await asyncio.gather(*(server.stop() for server in self.servers.values()))
             await broker.close()
+            if authenticator is not None:
+                authenticator.stop()
             audit.close()
             logger.info("main stopped")
 

@@ -55,8 +55,9 @@ logger = logging.getLogger(__name__)
 
 _RESERVED_TOPICS = {
     channels.WELCOME, channels.HEARTBEAT, channels.INVOKE, channels.DISMISS,
-    channels.COMPLETE, channels.SERVERS, channels.ERROR,
+    channels.COMPLETE, channels.SERVERS, channels.ERROR, channels.PEERS, channels.NOTICE,
 }
+ZAP_DOMAIN = b"elicitron"  # tcp listeners authenticate CURVE clients in this ZAP domain
 _BAD_HELLO_LIMIT = 3  # per routing id within _BAD_HELLO_WINDOW_S; further hellos are ignored
 _BAD_HELLO_WINDOW_S = 10.0
 
@@ -80,6 +81,14 @@ class BrokerHost(Protocol):
         """An elicitation arrived and no renderer is attached (auto-open hook)."""
 
 
+@dataclass(frozen=True)
+class Listener:
+    """One endpoint main binds; tcp ones carry main's CURVE keypair (CURVE is mandatory there)."""
+
+    endpoint: str
+    curve_keypair: tuple[bytes, bytes] | None = None
+
+
 @dataclass
 class Peer:
     routing_id: bytes
@@ -95,6 +104,7 @@ class Broker:
         *,
         endpoint: str,
         token: str,
+        remote: Listener | None = None,
         session: str,
         host: BrokerHost,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -116,37 +126,54 @@ class Broker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._complaints = RateLimitedLog(logger)
         self._drain_scheduled = False
+        self._draining = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._sock = zmq.Context.instance().socket(zmq.ROUTER)
-        self._sock.setsockopt(zmq.ROUTER_MANDATORY, 1)  # else sends to a gone peer vanish silently
-        self._sock.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a reconnecting window keeps its routing id
-        self._sock.setsockopt(zmq.LINGER, 0)
-        self._sock.setsockopt(zmq.HEARTBEAT_IVL, int(heartbeat_s * 1000))
-        self._sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(peer_timeout_s * 1000))
+        self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
+        # One ROUTER per listener (CURVE is per socket); a routing id inside the broker is the
+        # socket's index byte + ZeroMQ's routing id, so ids from different sockets never clash.
+        self._socks = [self._make_socket(listener, max_body_bytes) for listener in self.listeners]
+
+    def _make_socket(self, listener: Listener, max_body_bytes: int) -> zmq.Socket[bytes]:
+        sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
+        sock.setsockopt(zmq.ROUTER_MANDATORY, 1)  # else sends to a gone peer vanish silently
+        sock.setsockopt(zmq.ROUTER_HANDOVER, 1)  # a reconnecting window keeps its routing id
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.HEARTBEAT_IVL, int(self._heartbeat_s * 1000))
+        sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, int(self._peer_timeout_s * 1000))
         # Hard cap far above the contract limit: beyond it zmq drops the connection outright.
-        self._sock.setsockopt(zmq.MAXMSGSIZE, max_body_bytes * 16)
-        self._sock.setsockopt(zmq.SNDHWM, 10_000)
-        self._sock.setsockopt(zmq.RCVHWM, 10_000)
+        sock.setsockopt(zmq.MAXMSGSIZE, max_body_bytes * 16)
+        sock.setsockopt(zmq.SNDHWM, 10_000)
+        sock.setsockopt(zmq.RCVHWM, 10_000)
+        if listener.curve_keypair is not None:
+            public, secret = listener.curve_keypair
+            sock.setsockopt(zmq.CURVE_SERVER, 1)
+            sock.setsockopt(zmq.CURVE_PUBLICKEY, public)
+            sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
+            sock.setsockopt(zmq.ZAP_DOMAIN, ZAP_DOMAIN)  # the ZAP handler checks the allow-list
+        return sock
 
     # ---- lifecycle ---------------------------------------------------------------------
 
     def bind(self) -> None:
-        self._sock.bind(self.endpoint)
-        if self.endpoint.startswith("ipc://"):
-            os.chmod(self.endpoint.removeprefix("ipc://"), 0o600)
+        for listener, sock in zip(self.listeners, self._socks, strict=True):
+            sock.bind(listener.endpoint)
+            if listener.endpoint.startswith("ipc://"):
+                os.chmod(listener.endpoint.removeprefix("ipc://"), 0o600)
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._loop.add_reader(self._sock.getsockopt(zmq.FD), self._drain)
+        for sock in self._socks:
+            self._loop.add_reader(sock.getsockopt(zmq.FD), self._drain)
         self._spawn(self._heartbeat_loop())
         self._drain()
 
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
-        if self._loop is not None:
-            self._loop.remove_reader(self._sock.getsockopt(zmq.FD))
-        self._sock.close(linger=0)
+        for sock in self._socks:
+            if self._loop is not None:
+                self._loop.remove_reader(sock.getsockopt(zmq.FD))
+            sock.close(linger=0)
         if self.endpoint.startswith("ipc://"):
             try:
                 os.unlink(self.endpoint.removeprefix("ipc://"))
@@ -224,23 +251,36 @@ class Broker:
 
     def _drain(self) -> None:
         self._drain_scheduled = False
-        sock = self._sock
-        # ZMQ_FD is edge-triggered: read until EVENTS says there is nothing left.
-        while not sock.closed and sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
-            try:
-                frames = sock.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                break
-            self._handle(frames)
+        self._draining = True
+        try:
+            self._drain_sockets()
+        finally:
+            self._draining = False
+
+    def _drain_sockets(self) -> None:
+        for index, sock in enumerate(self._socks):
+            tag = bytes([index])
+            # ZMQ_FD is edge-triggered: read until EVENTS says there is nothing left.
+            while not sock.closed and sock.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+                try:
+                    frames = sock.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                frames[0] = tag + frames[0]
+                self._handle(frames)
 
     def _schedule_drain(self) -> None:
-        # A send can consume the FD's edge; look again once the current callback is done.
-        if not self._drain_scheduled and self._loop is not None:
+        # A send can consume the FD's edge; look again once the current callback is done. Inside
+        # _drain there is no need: it checks EVENTS again after every message it handles.
+        if not self._drain_scheduled and not self._draining and self._loop is not None:
             self._drain_scheduled = True
             self._loop.call_soon(self._drain)
 
     def _handle(self, frames: list[bytes]) -> None:
         routing_id = frames[0]
+        peer = self._peers.get(routing_id)
+        if peer is not None:
+            peer.last_seen = time.monotonic()  # any message counts, even one we refuse
         try:
             topic, body = decode_from_peer(frames[1:], self._max_body)
         except ProtocolError as err:
@@ -249,11 +289,9 @@ class Broker:
         if isinstance(body, Hello):
             self._on_hello(routing_id, body)
             return
-        peer = self._peers.get(routing_id)
         if peer is None:
             self._refuse(routing_id, ProtocolError("not-attached", "send a valid hello first", topic))
             return
-        peer.last_seen = time.monotonic()
         match body:
             case Heartbeat():
                 pass
@@ -291,8 +329,7 @@ class Broker:
             else:
                 err = ProtocolError("bad-token", "the token does not match this main's connection file",
                                     channels.HELLO)
-            self._refuse(routing_id, err)
-            self._peers.pop(routing_id, None)
+            self._refuse(routing_id, err)  # a welcomed peer stays attached: bad frames never detach
             return
         for other in list(self._peers.values()):
             if other.window == hello.window and other.routing_id != routing_id:
@@ -332,16 +369,19 @@ class Broker:
             except InvalidContentError as exc:
                 self._refuse(peer.routing_id, ProtocolError("invalid-content", str(exc), topic))
                 return
+        if pending.future.done():  # the server withdrew it a moment ago; its dismiss is on the way
+            self._refuse(peer.routing_id, ProtocolError("already-answered", "request was cancelled", topic))
+            return
+        self.pending.close(topic, "answered")
+        dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=topic, reason="answered",
+                                                              by=peer.window))
+        for routing_id in pending.sent_to:  # the windows first: they are not waiting on the disk
+            if routing_id in self._peers:
+                self._send_frames(routing_id, dismiss)
         if self._audit is not None:
             # Durable before the server hears it: a SIGKILL after this loses no decided outcome.
             self._audit.record_outcome(topic, result.action, window=peer.window, content=content)
-        self.pending.close(topic, "answered")
         pending.future.set_result(ElicitationResult(action=result.action, content=content))
-        dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=topic, reason="answered",
-                                                              by=peer.window))
-        for routing_id in pending.sent_to:
-            if routing_id in self._peers:
-                self._send_frames(routing_id, dismiss)
         self._schedule_drain()
 
     def _on_call_tool(self, peer: Peer, request: CallTool) -> None:
@@ -373,7 +413,7 @@ class Broker:
 
     def _send_frames(self, routing_id: bytes, frames: list[bytes]) -> bool:
         try:
-            self._sock.send_multipart([routing_id, *frames], zmq.NOBLOCK)
+            self._socks[routing_id[0]].send_multipart([routing_id[1:], *frames], zmq.NOBLOCK)
             return True
         except zmq.ZMQError as exc:
             peer = self._peers.get(routing_id)
@@ -392,7 +432,10 @@ class Broker:
         self._schedule_drain()
 
     def _refuse(self, routing_id: bytes, err: ProtocolError) -> None:
-        self._complaints.warning((err.code, routing_id.hex()), "refused %s from %s: %s", err.topic or "frame",
+        # Unattached peers share one rate-limit key, so reconnecting per frame cannot flood the log;
+        # %r keeps control characters in a peer's topic from forging log lines.
+        who = routing_id.hex() if routing_id in self._peers else "unattached peers"
+        self._complaints.warning((err.code, who), "refused %r from %s: %r", err.topic or "frame",
                                  routing_id.hex(), err.message)
         self._send(routing_id, channels.ERROR, ErrorNotice(code=err.code, message=err.message, topic=err.topic))
 

@@ -19,7 +19,9 @@ from main_process.audit import AuditLog, format_entries, to_json
 from main_process.audit import default_path as default_audit_path
 from main_process.config import load_config
 from main_process.controller import Controller
-from shared.connection_file import resolve_connection_path
+from main_process.curve_keys import CurveKeys
+from shared.codec import DEFAULT_MAX_BODY_BYTES
+from shared.connection_file import ConnectionInfo, read_connection_file, resolve_connection_path
 from shared.errors import (
     AlreadyRunningError,
     ConfigError,
@@ -80,7 +82,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--log-file", help="log here instead of stderr")
     p.add_argument("--auto-open-window", action=argparse.BooleanOptionalAction, default=False,
                    help="open a window when a request arrives and none is attached (default: off)")
+    p.add_argument("--listen", metavar="tcp://HOST:PORT",
+                   help="also accept remote windows here (CURVE; pair them with `elicitron pair`)")
+    p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES,
+                   help=f"largest message body a peer may send (default {DEFAULT_MAX_BODY_BYTES})")
     p.set_defaults(func=cmd_main)
+
+    p = with_connection(sub.add_parser("pair", help="allow a remote window and print its connection file"))
+    p.add_argument("--name", default="remote", help="a name for the remote window's key")
+    p.add_argument("--host", help="host name the remote machine uses to reach this one")
+    p.set_defaults(func=cmd_pair)
 
     p = with_connection(sub.add_parser("window", help="attach one more window to the running main"))
     p.add_argument("--name", help="window name")
@@ -127,7 +138,34 @@ def _connection(args: argparse.Namespace) -> Path:
 
 def cmd_main(args: argparse.Namespace) -> int:
     config = load_config(args.config)
-    asyncio.run(MainApp(config, _connection(args), auto_open_window=args.auto_open_window).run())
+    if args.max_message_bytes < 1024:
+        print("elicitron: --max-message-bytes must be at least 1024", file=sys.stderr)
+        return EXIT_USAGE
+    app = MainApp(config, _connection(args), auto_open_window=args.auto_open_window, listen=args.listen,
+                  max_body_bytes=args.max_message_bytes)
+    try:
+        asyncio.run(app.run())
+    except ConnectionFileError as exc:  # e.g. a runtime dir main cannot make private
+        print(f"elicitron: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+def cmd_pair(args: argparse.Namespace) -> int:
+    """Print a connection file for a remote window; its key is allowed from now on."""
+    local = read_connection_file(_connection(args))
+    if not local.remote_endpoint or not local.remote_server_key:
+        print("elicitron: main is not listening for remote windows; start it with --listen tcp://HOST:PORT",
+              file=sys.stderr)
+        return EXIT_FAILED
+    endpoint = local.remote_endpoint
+    if args.host:
+        endpoint = f"tcp://{args.host}:{endpoint.rsplit(':', 1)[1]}"
+    public, secret = CurveKeys().allow_new_client(args.name)
+    remote = ConnectionInfo(protocol=local.protocol, endpoint=endpoint, token=local.token, pid=local.pid,
+                            server_key=local.remote_server_key, client_public_key=public.decode(),
+                            client_secret_key=secret.decode())
+    print(msgspec.json.encode(remote).decode())
     return 0
 
 

@@ -210,8 +210,11 @@ class MainBridge(QObject):
         self._sock = sock
         sock.setsockopt(zmq.LINGER, 0)  # a dead main must never block close() or exit
         sock.setsockopt(zmq.IMMEDIATE, 1)  # queue nothing for a peer that is not there
-        if info.server_key:  # CURVE is mandatory on tcp; any client key pair will do
-            public, secret = zmq.curve_keypair()
+        if info.server_key:  # CURVE is mandatory on tcp; main allows only paired client keys
+            if info.client_public_key and info.client_secret_key:
+                public, secret = info.client_public_key.encode("ascii"), info.client_secret_key.encode("ascii")
+            else:
+                public, secret = zmq.curve_keypair()
             sock.setsockopt(zmq.CURVE_SERVERKEY, info.server_key.encode("ascii"))
             sock.setsockopt(zmq.CURVE_PUBLICKEY, public)
             sock.setsockopt(zmq.CURVE_SECRETKEY, secret)

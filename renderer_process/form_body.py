@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFormLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from renderer_process.fields import MISSING, Field, build_field
 from shared.errors import InvalidContentError
@@ -61,7 +61,10 @@ class FormBody(QWidget):
         column = QVBoxLayout(cell)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(2)
-        column.addWidget(field.widget)
+        if isinstance(field.widget, QCheckBox):
+            column.addWidget(field.widget, 0, Qt.AlignmentFlag.AlignLeft)  # the click area stays the box
+        else:
+            column.addWidget(field.widget)
         if prop.get("description"):
             description = _plain_label(str(prop["description"]), f"description:{key}", cell)
             description.setStyleSheet("color: palette(placeholder-text);")

@@ -21,11 +21,18 @@ IPC_PATH_LIMIT = 107  # sockaddr_un.sun_path, less the terminating NUL
 
 
 class ConnectionInfo(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Contract fields plus optional extensions: a local file names main's tcp listener
+    (`remoteEndpoint`, `remoteServerKey`); a paired remote file carries the client's CURVE keypair."""
+
     protocol: int
     endpoint: str
     token: str
     pid: int
     server_key: str | None = None
+    client_public_key: str | None = None
+    client_secret_key: str | None = None
+    remote_endpoint: str | None = None
+    remote_server_key: str | None = None
 
 
 def default_connection_path() -> Path:

@@ -16,7 +16,9 @@ _decoder = msgspec.msgpack.Decoder()
 
 
 class WirePeer:
-    def __init__(self, endpoint: str, token: str, *, name: str = "wire-peer", role: str = "renderer") -> None:
+    def __init__(self, endpoint: str, token: str, *, name: str = "wire-peer", role: str = "renderer",
+                 curve: tuple[str, str, str] | None = None) -> None:
+        """`curve` = (server key, client public key, client secret key), z85, for tcp endpoints."""
         self.endpoint = endpoint
         self.token = token
         self.name = name
@@ -24,6 +26,12 @@ class WirePeer:
         self.window = str(uuid.uuid4())
         self.sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.setsockopt(zmq.SNDTIMEO, 5000)  # a DEALER with no live connection blocks on send
+        if curve is not None:
+            server_key, public, secret = (k.encode("ascii") for k in curve)
+            self.sock.setsockopt(zmq.CURVE_SERVERKEY, server_key)
+            self.sock.setsockopt(zmq.CURVE_PUBLICKEY, public)
+            self.sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
         self.sock.connect(endpoint)
         self._last_sent = 0.0
         self.received: list[tuple[str, Any]] = []  # everything seen, heartbeats excluded
@@ -86,5 +94,8 @@ class WirePeer:
 
     def close(self) -> None:
         if not self.sock.closed:
-            self.send("bye", {})
+            try:
+                self.send("bye", {})
+            except zmq.Again:
+                pass  # never connected (e.g. refused by CURVE): nothing to say bye to
             self.sock.close(linger=100)

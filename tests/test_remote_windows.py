@@ -1,0 +1,101 @@
+"""Remote windows over tcp with CURVE: paired keys get in, anything else gets nothing through."""
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import zmq
+
+from conftest import ROOT, RunningMain, StderrReader, child_env, demo_stdio_entry
+from wire_peer import WirePeer
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def pair(main: RunningMain, name: str) -> dict[str, str]:
+    result = main.cli("pair", "--name", name)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def remote_peer(info: dict[str, str], name: str) -> WirePeer:
+    return WirePeer(info["endpoint"], info["token"], name=name,
+                    curve=(info["serverKey"], info["clientPublicKey"], info["clientSecretKey"]))
+
+
+def test_a_local_ipc_window_and_a_remote_tcp_window_share_requests(
+    main_factory: Callable[..., RunningMain], tmp_path: Path
+) -> None:
+    port = free_tcp_port()
+    main = main_factory({"demo": demo_stdio_entry()}, "--listen", f"tcp://127.0.0.1:{port}")
+    main.stderr.until("server demo ready", timeout_s=60)
+    info = pair(main, "laptop")
+    assert info["endpoint"] == f"tcp://127.0.0.1:{port}" and info["serverKey"]
+    local = main.peer(name="local")
+    remote = remote_peer(info, "remote")
+    main.peers.append(remote)
+    assert remote.hello()["topic"] == "welcome"
+
+    call = local.call_tool("demo", "book_table", {})
+    invoke = local.expect_topic("msgElicitationTransferInvoke")
+    assert remote.expect_topic("msgElicitationTransferInvoke") == invoke
+    remote.answer(invoke, "accept", {"name": "From afar", "party_size": 2})
+    assert local.expect_topic("msgElicitationTransferDismiss")["by"] == remote.window
+    result = json.loads(local.expect_topic(call)["result"]["content"][0]["text"])
+    assert result["content"]["name"] == "From afar"
+
+    # The real renderer attaches over tcp with the paired file, too.
+    remote_file = tmp_path / "remote.json"
+    remote_file.write_text(json.dumps(info))
+    remote_file.chmod(0o600)
+    window = subprocess.Popen([sys.executable, "-m", "renderer_process", "--connection", str(remote_file),
+                               "--name", "remote-window"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, env=child_env(QT_QPA_PLATFORM="offscreen"), cwd=ROOT)
+    try:
+        main.stderr.until("attached renderer 'remote-window'", timeout_s=30)
+    finally:
+        window.kill()
+        window.wait(timeout=10)
+        assert window.stderr is not None
+        window.stderr.close()
+
+
+def test_clients_without_an_allowed_key_never_get_a_message_through(
+    main_factory: Callable[..., RunningMain],
+) -> None:
+    port = free_tcp_port()
+    main = main_factory({"demo": demo_stdio_entry()}, "--listen", f"tcp://127.0.0.1:{port}")
+    info = pair(main, "good")
+    endpoint = info["endpoint"]
+    public, secret = (k.decode() for k in zmq.curve_keypair())
+    strangers = [
+        WirePeer(endpoint, info["token"], name="unknown-key", curve=(info["serverKey"], public, secret)),
+        WirePeer(endpoint, info["token"], name="no-curve"),
+    ]
+    for stranger in strangers:
+        try:
+            stranger.send("hello", {"protocol": 1, "token": info["token"], "window": stranger.window,
+                                    "name": stranger.name, "role": "renderer"})
+        except zmq.Again:
+            pass  # the handshake never completed, so not even the hello could leave
+        assert stranger.sock.poll(2000) == 0, f"{stranger.name} got an answer"
+        stranger.sock.close(linger=0)
+    # The refused key was logged; neither stranger ever attached.
+    main.stderr.until("refused a CURVE client whose key is not allowed", timeout_s=10)
+    assert "attached renderer 'unknown-key'" not in main.stderr.text()
+    assert "attached renderer 'no-curve'" not in main.stderr.text()
+    good = remote_peer(info, "good")
+    main.peers.append(good)
+    assert good.hello()["topic"] == "welcome"
+
+
+def test_pair_without_listen_says_how(demo_main: RunningMain) -> None:
+    result = demo_main.cli("pair")
+    assert result.returncode == 1 and "--listen tcp://HOST:PORT" in result.stderr
