@@ -5,7 +5,8 @@ Elicitron-only keys are optional and ignored by the other hosts, per server:
 `elicitationBurstWindowSeconds` (default 60): more than `burst` requests within the window are
 answered `cancel`; `urlCompletionTimeoutSeconds` (default 120): after the user accepts the URLs of
 a -32042 error, how long to wait for the server's completion notice before retrying the call;
-`protocolMode` ("auto", the default, or "legacy" to force the pre-2026
+`toolTimeoutSeconds` (default: the elicitation timeout + 300): a tool call still unanswered after it
+fails with an error instead of waiting forever; `protocolMode` ("auto", the default, or "legacy" to force the pre-2026
 initialize handshake for a server that mishandles discovery).
 """
 
@@ -41,6 +42,7 @@ class StdioServerConfig:
     burst: int = DEFAULT_BURST
     burst_window_s: float = DEFAULT_BURST_WINDOW_S
     url_completion_timeout_s: float = DEFAULT_URL_COMPLETION_TIMEOUT_S
+    tool_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S + 300
     protocol_mode: str = "auto"
 
 
@@ -53,6 +55,7 @@ class HttpServerConfig:
     burst: int = DEFAULT_BURST
     burst_window_s: float = DEFAULT_BURST_WINDOW_S
     url_completion_timeout_s: float = DEFAULT_URL_COMPLETION_TIMEOUT_S
+    tool_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S + 300
     protocol_mode: str = "auto"
 
 
@@ -129,6 +132,7 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
                                               DEFAULT_URL_COMPLETION_TIMEOUT_S),
         "protocol_mode": entry.get("protocolMode", "auto"),
     }
+    limits["tool_timeout_s"] = _positive(where, entry, "toolTimeoutSeconds", limits["elicitation_timeout_s"] + 300)
     if limits["protocol_mode"] not in ("auto", "legacy"):
         raise ConfigError(f"{where}: \"protocolMode\" must be \"auto\" or \"legacy\"")
     if "url" in entry:

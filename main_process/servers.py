@@ -303,13 +303,18 @@ class ManagedServer:
         self._inflight_origins.append(origin)
         reply = _error(-32000, f"server {self.name!r} closed the connection during the call")
         try:
-            try:
-                result = await client.call_tool(tool, arguments)
-            except MCPError as exc:
-                if exc.error.code != URL_ELICITATION_REQUIRED or not await self._present_required_urls(exc, origin):
-                    raise
-                result = await client.call_tool(tool, arguments)  # the spec's one retry
+            with anyio.fail_after(self.config.tool_timeout_s):
+                try:
+                    result = await client.call_tool(tool, arguments)
+                except MCPError as exc:
+                    if exc.error.code != URL_ELICITATION_REQUIRED or not await self._present_required_urls(
+                            exc, origin):
+                        raise
+                    result = await client.call_tool(tool, arguments)  # the spec's one retry
             reply = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        except TimeoutError:
+            reply = _error(-32001, f"{self.name}/{tool} gave no result within {self.config.tool_timeout_s:.0f} s "
+                                   "(toolTimeoutSeconds)")
         except MCPError as exc:
             reply = _error(exc.error.code, exc.error.message)
         except Exception as exc:  # top-level handler of one call: transport faults become an error reply

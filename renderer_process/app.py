@@ -39,8 +39,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     window = MainWindow(name=args.name)
     window.attach(bridge)
     app.aboutToQuit.connect(bridge.close)  # the bye goes out on every normal exit
-    # Ctrl-C in the terminal: quit cleanly (the bridge's timer lets Python see the signal).
-    signal.signal(signal.SIGINT, lambda _signum, _frame: app.quit())
+    # Ctrl-C / SIGTERM: close the window first (an open card is left pending for other windows,
+    # never answered), then quit. The bridge's timer lets Python see the signal.
+    def close_and_quit(_signum: int, _frame: object) -> None:
+        window.close()
+        app.quit()
+
+    signal.signal(signal.SIGINT, close_and_quit)
+    signal.signal(signal.SIGTERM, close_and_quit)
 
     window.show()
     bridge.start()  # an unreadable connection file is not fatal: the window shows it and retries

@@ -126,6 +126,15 @@ async def complete_auth(ctx: Context, account: str = "demo") -> str:
 
 
 @app.tool()
+async def hang() -> str:
+    """Never answers (for testing a host's tool timeout)."""
+    import anyio
+
+    await anyio.sleep_forever()
+    return "unreachable"
+
+
+@app.tool()
 def echo(text: str) -> str:
     """Return the text unchanged (no elicitation)."""
     return text

@@ -54,8 +54,11 @@ def resolve_connection_path(explicit: str | os.PathLike[str] | None = None) -> P
 
 def ensure_private_dir(directory: Path) -> None:
     """Create `directory` 0700, tightening it if it is looser; refuse if that is impossible."""
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    mode = stat.S_IMODE(directory.stat().st_mode)
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        mode = stat.S_IMODE(directory.stat().st_mode)
+    except OSError as exc:
+        raise ConnectionFileError(f"cannot create the private directory {directory}: {exc.strerror or exc}") from exc
     if mode & 0o077:
         try:
             directory.chmod(0o700)

@@ -82,6 +82,11 @@ class RunningMain:
         argv = [sys.executable, "-m", "main_process", *args, "--connection", str(self.connection)]
         return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=child_env(), cwd=ROOT)
 
+    def cli_plain(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run `elicitron ARGS` (for commands without --connection) in the same isolated dirs."""
+        argv = [sys.executable, "-m", "main_process", *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=child_env(), cwd=ROOT)
+
     def stop(self) -> None:
         for peer in self.peers:
             peer.close()
@@ -190,6 +195,12 @@ def main_factory(runtime_dir: Path, tmp_path: Path) -> Iterator[Callable[..., Ru
         started.append(running)
         return running
 
+    def with_config(config: Path, *extra_args: str) -> RunningMain:
+        running = start_main(config, runtime_dir, *extra_args)
+        started.append(running)
+        return running
+
+    factory.with_config = with_config  # type: ignore[attr-defined]
     yield factory
     for running in started:
         running.stop()
