@@ -31,32 +31,32 @@ DEFAULT_URL_COMPLETION_TIMEOUT_S = 120.0
 DEMO_SERVER_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "demo_server.py"
 
 
-@dataclass(frozen=True)
-class StdioServerConfig:
+@dataclass(frozen=True, kw_only=True)
+class ServerLimits:
+    """The Elicitron-only per-server keys, shared by both transports."""
+
+    elicitation_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S
+    burst: int = DEFAULT_BURST
+    burst_window_s: float = DEFAULT_BURST_WINDOW_S
+    url_completion_timeout_s: float = DEFAULT_URL_COMPLETION_TIMEOUT_S
+    tool_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S + 300
+    protocol_mode: str = "auto"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StdioServerConfig(ServerLimits):
     name: str
     command: str
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     cwd: str | None = None
-    elicitation_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S
-    burst: int = DEFAULT_BURST
-    burst_window_s: float = DEFAULT_BURST_WINDOW_S
-    url_completion_timeout_s: float = DEFAULT_URL_COMPLETION_TIMEOUT_S
-    tool_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S + 300
-    protocol_mode: str = "auto"
 
 
-@dataclass(frozen=True)
-class HttpServerConfig:
+@dataclass(frozen=True, kw_only=True)
+class HttpServerConfig(ServerLimits):
     name: str
     url: str
     headers: dict[str, str] = field(default_factory=dict)
-    elicitation_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S
-    burst: int = DEFAULT_BURST
-    burst_window_s: float = DEFAULT_BURST_WINDOW_S
-    url_completion_timeout_s: float = DEFAULT_URL_COMPLETION_TIMEOUT_S
-    tool_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S + 300
-    protocol_mode: str = "auto"
 
 
 ServerConfig = StdioServerConfig | HttpServerConfig

@@ -54,6 +54,7 @@ def test_stdio_entry_with_everything(tmp_path: Path) -> None:
                 env={"SHOP_TOKEN": "s3cret", "EMPTY": ""},
                 cwd="/srv/shop",
                 elicitation_timeout_s=30.0,
+                tool_timeout_s=330.0,  # defaults to the elicitation timeout + 300
             )
         },
         source=str(path),
@@ -94,6 +95,7 @@ def test_url_entry_with_headers(tmp_path: Path) -> None:
             url="https://mcp.example.com/mcp",
             headers={"Authorization": "Bearer x"},
             elicitation_timeout_s=2.5,
+            tool_timeout_s=302.5,
         ),
         "plain": HttpServerConfig(name="plain", url="http://127.0.0.1:8000/mcp"),
     }
