@@ -279,7 +279,10 @@ class Broker:
                 except zmq.Again:
                     break
                 frames[0] = tag + frames[0]
-                self._handle(frames)
+                try:
+                    self._handle(frames)
+                except Exception:  # top-level handler of one frame: a bug must not stall the drain
+                    logger.exception("failed handling a frame from %s", frames[0].hex())
 
     def _schedule_drain(self) -> None:
         # A send can consume the FD's edge; look again once the current callback is done. Inside
