@@ -409,7 +409,7 @@ def run(quick: bool, only_raw: bool = False, profile_dir: Path | None = None) ->
                     target="p50 <= 1.5 x raw",
                     passed=ratio <= 1.5,
                     absolute=f"p50 {fmt_us(aud['p50_us'])}, p99 {fmt_us(aud['p99_us'])}, n={aud['n']}, {_cpu_text(aud)}",
-                    how="as the broker round trip, with main's AuditLog (SQLite WAL, synchronous=FULL) in a temp "
+                    how="as the broker round trip, with main's AuditLog (SQLite WAL, synchronous=NORMAL) in a temp "
                     "dir on the same ext4 as the user's data dir, as main runs it since the audit commit",
                     data={**aud, "ratio_p50": ratio, "pinned_cpu": pin},
                 )
