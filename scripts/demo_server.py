@@ -140,14 +140,14 @@ def echo(text: str) -> str:
     return text
 
 
-def _serve_http() -> None:
+def _serve_http(port: int) -> None:
     import anyio
     import uvicorn
 
     # Bind first so the port is known before uvicorn starts, and no two tests race for one.
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
+    listener.bind(("127.0.0.1", port))
     port = listener.getsockname()[1]
     config = uvicorn.Config(app.streamable_http_app(), log_level="warning")
     print(f"LISTENING http://127.0.0.1:{port}/mcp", flush=True)
@@ -157,9 +157,10 @@ def _serve_http() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    parser.add_argument("--port", type=int, default=0, help="HTTP port (default: any free one)")
     args = parser.parse_args()
     if args.http:
-        _serve_http()
+        _serve_http(args.port)
     else:
         app.run()
 

@@ -4,11 +4,13 @@ stopped/started/restarted on request, and reloaded from the config."""
 import json
 import os
 import signal
+import socket
+import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from conftest import RunningMain, WirePeer, demo_stdio_entry, descendants
+from conftest import DEMO_SERVER, ROOT, RunningMain, WirePeer, child_env, demo_stdio_entry, descendants
 
 
 def server_status(peer: WirePeer, name: str, status: str, timeout_s: float = 30.0) -> dict[str, Any]:
@@ -96,3 +98,35 @@ def test_reload_starts_added_stops_removed_and_leaves_unchanged_alone(
     config_path.write_text("{ broken")
     broken = main.cli("reload")
     assert broken.returncode == 1 and "not valid JSON" in broken.stderr
+
+
+def start_http_demo(port: int) -> "subprocess.Popen[bytes]":
+    proc = subprocess.Popen([sys.executable, str(DEMO_SERVER), "--http", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(), cwd=ROOT)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode()
+    assert line.startswith("LISTENING "), line
+    return proc
+
+
+def test_a_dropped_http_server_is_reconnected(main_factory: Callable[..., RunningMain]) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = start_http_demo(port)
+    try:
+        main = main_factory({"remote": {"url": f"http://127.0.0.1:{port}/mcp"}})
+        window = main.peer()
+        server_status(window, "remote", "ready", timeout_s=60)
+        server.kill()
+        server.wait(timeout=10)
+        assert server_status(window, "remote", "restarting")["error"]
+        server = start_http_demo(port)
+        server_status(window, "remote", "ready", timeout_s=60)
+        reply = window.expect_topic(window.call_tool("remote", "echo", {"text": "reconnected"}))
+        assert reply["result"]["content"][0]["text"] == "reconnected"
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+        if server.stdout is not None:
+            server.stdout.close()
