@@ -10,6 +10,8 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -125,6 +127,9 @@ class Broker:
         self._heartbeat_s = heartbeat_s
         self._peer_timeout_s = peer_timeout_s
         self._audit = audit
+        # Audit writes run on one worker thread, in order, so the loop never waits on the disk;
+        # an outcome the server will hear is still committed before the server hears it.
+        self._audit_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit") if audit else None
         self._peers: dict[bytes, Peer] = {}
         self._bad_hellos: dict[bytes, tuple[float, int]] = {}
         self.pending = PendingRegistry()
@@ -179,6 +184,8 @@ class Broker:
             if self._loop is not None:
                 self._loop.remove_reader(sock.getsockopt(zmq.FD))
             sock.close(linger=0)
+        if self._audit_writer is not None:
+            self._audit_writer.shutdown(wait=True)  # every queued row reaches the disk
         if self.endpoint.startswith("ipc://"):
             try:
                 os.unlink(self.endpoint.removeprefix("ipc://"))
@@ -210,8 +217,8 @@ class Broker:
         )
         pending = PendingElicitation(invoke=invoke, future=self._loop.create_future())
         self.pending.add(pending)
-        if self._audit is not None:
-            self._audit.record_request(invoke)
+        if self._audit is not None and self._audit_writer is not None:
+            self._audit_writer.submit(self._audit.record_request, invoke)
         frames = encode(channels.INVOKE, invoke)
         for peer in list(self._peers.values()):
             if peer.role == "renderer" and self._send_frames(peer.routing_id, frames):
@@ -233,8 +240,10 @@ class Broker:
         if pending.future.done():
             return
         logger.info("elicitation %s from %s expired", pending.channel, pending.invoke.request.server)
-        self._finish(pending, "expired")
-        pending.future.set_result(ElicitationResult(action="cancel"))
+        if self.pending.close(pending.channel, "expired") is None:
+            return
+        self._dismiss(pending, "expired")
+        self._resolve_after_audit(pending, ElicitationResult(action="cancel"), "expired", None)
 
     def dismiss_server(self, server: str) -> None:
         """A server's connection ended: its open requests can never be answered."""
@@ -395,11 +404,25 @@ class Broker:
         for routing_id in pending.sent_to:  # the windows first: they are not waiting on the disk
             if routing_id in self._peers:
                 self._send_frames(routing_id, dismiss)
-        if self._audit is not None:
-            # Durable before the server hears it: a SIGKILL after this loses no decided outcome.
-            self._audit.record_outcome(topic, result.action, window=peer.window, content=content)
-        pending.future.set_result(ElicitationResult(action=result.action, content=content))
+        self._resolve_after_audit(pending, ElicitationResult(action=result.action, content=content),
+                                  result.action, peer.window)
         self._schedule_drain()
+
+    def _resolve_after_audit(self, pending: PendingElicitation, answer: ElicitationResult, outcome: str,
+                             window: str | None) -> None:
+        """Hand the server its answer only once the outcome is durable: a SIGKILL of main at any
+        moment loses no decided outcome."""
+        if self._audit is None or self._audit_writer is None or self._loop is None:
+            pending.future.set_result(answer)
+            return
+        written = self._loop.run_in_executor(self._audit_writer, partial(
+            self._audit.record_outcome, pending.channel, outcome, window=window, content=answer.content))
+
+        def resolve(_: asyncio.Future[bool]) -> None:
+            if not pending.future.done():  # the server may have withdrawn it meanwhile
+                pending.future.set_result(answer)
+
+        written.add_done_callback(resolve)
 
     def _on_call_tool(self, peer: Peer, request: CallTool) -> None:
         channel = request.response_channel
@@ -461,10 +484,14 @@ class Broker:
         self._send(routing_id, channels.ERROR, ErrorNotice(code=err.code, message=err.message, topic=err.topic))
 
     def _finish(self, pending: PendingElicitation, reason: str) -> None:
+        """Close a request nobody answered (withdrawn, server gone): record it and dismiss it."""
         if self.pending.close(pending.channel, reason) is None:
             return
-        if self._audit is not None:
-            self._audit.record_outcome(pending.channel, reason)
+        if self._audit is not None and self._audit_writer is not None:
+            self._audit_writer.submit(self._audit.record_outcome, pending.channel, reason)
+        self._dismiss(pending, reason)
+
+    def _dismiss(self, pending: PendingElicitation, reason: str) -> None:
         dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel,
                                                               reason=reason))  # type: ignore[arg-type]
         for routing_id in pending.sent_to:
