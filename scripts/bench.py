@@ -9,6 +9,8 @@ Figures (NAME for --only):
   fanout    10 peers, first answer wins: time until the 9 others hold their dismiss
   replay    1,000 pending, a new peer attaches: time to a full welcome; main's RSS
   coldstart new renderer process -> first pending card shown (offscreen Qt)
+  fuzz      100,000 malformed frames at a real main (10,000 with --quick): main stays up, answers
+            only contract errors, logs refusals rate-limited, and a legit window still books a table
 
 It always exits 0: it reports, the table says PASS/FAIL per target. `--profile DIR` also writes
 profiles: pyinstrument of the broker round trip (pyinstrument importable from $BENCH_TOOLS,
@@ -30,7 +32,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from benchlib.common import Figure
 
-FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart"]
+FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz"]
 
 
 def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure]:
@@ -54,6 +56,10 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
         from benchlib import coldstart
 
         return coldstart.run(quick)
+    if name == "fuzz":
+        from benchlib import fuzz
+
+        return fuzz.run(quick)
     raise ValueError(name)
 
 
