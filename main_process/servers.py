@@ -286,7 +286,8 @@ class ManagedServer:
         if self.status == "failed" or self._stopping.is_set():
             return _error(-32000, f"server {self.name!r} is {self.status}: {self.error or 'not running'}")
         try:
-            await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
+            if not self._ready.is_set():  # the common case needs no waiting task
+                await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
         except TimeoutError:
             return _error(-32000, f"server {self.name!r} did not become ready within {READY_TIMEOUT_S:.0f} s "
                                   f"(status {self.status})")
