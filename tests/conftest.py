@@ -164,8 +164,11 @@ def descendants(pid: int) -> dict[int, str]:
     return found
 
 
+WindowFactory = Callable[[Path, str], tuple[subprocess.Popen[bytes], StderrReader]]
+
+
 @pytest.fixture
-def windows() -> Iterator[Callable[[Path, str], tuple[subprocess.Popen[bytes], StderrReader]]]:
+def windows() -> Iterator[WindowFactory]:
     started: list[subprocess.Popen[bytes]] = []
 
     def factory(connection: Path, name: str) -> tuple[subprocess.Popen[bytes], StderrReader]:

@@ -7,10 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from conftest import ROOT, RunningMain, StderrReader, child_env, demo_stdio_entry, descendants, end_process
-
-WindowFactory = Callable[..., tuple[subprocess.Popen[bytes], StderrReader]]
-
+from conftest import ROOT, RunningMain, WindowFactory, child_env, demo_stdio_entry, descendants, end_process
 
 def result_of(reply: dict[str, Any]) -> Any:
     assert "result" in reply, reply
