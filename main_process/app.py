@@ -11,16 +11,15 @@ import time
 from pathlib import Path
 
 import platformdirs
-
-from main_process.audit import AuditLog
-from main_process.audit import default_path as default_audit_path
 import zmq
 import zmq.asyncio
 from zmq.auth.asyncio import AsyncioAuthenticator
 
+from main_process.audit import AuditLog
+from main_process.audit import default_path as default_audit_path
 from main_process.broker import ZAP_DOMAIN, Broker, Listener
-from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.config import Config, load_config
+from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.lock import InstanceLock
 from main_process.servers import ManagedServer
 from shared import PROTOCOL_VERSION, channels

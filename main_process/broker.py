@@ -11,8 +11,8 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 import zmq

@@ -21,7 +21,6 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
-from pydantic import ValidationError
 from mcp_types import (
     INVALID_PARAMS,
     URL_ELICITATION_REQUIRED,
@@ -31,6 +30,7 @@ from mcp_types import (
     ErrorData,
     Implementation,
 )
+from pydantic import ValidationError
 
 from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig
 from shared.errors import UnsupportedSchemaError

@@ -3,11 +3,11 @@
 import json
 from pathlib import Path
 
+from conftest import RunningMain
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
-from conftest import RunningMain
 from renderer_process.bridge import MainBridge
 from renderer_process.main_window import MainWindow
 from renderer_process.screenshot import grab_widget

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ROOT, RunningMain
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QLineEdit, QScrollArea, QPlainTextEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QComboBox, QLineEdit, QPlainTextEdit, QPushButton, QScrollArea, QWidget
 from pytestqt.qtbot import QtBot
 
-from conftest import ROOT, RunningMain
 from renderer_process.bridge import MainBridge
 from renderer_process.main_window import MainWindow
 from renderer_process.screenshot import grab_widget

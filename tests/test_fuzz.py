@@ -28,10 +28,9 @@ from typing import Any, Literal
 import msgspec
 import pytest
 import zmq
+from conftest import RunningMain, demo_stdio_entry, short_tmp_dir, start_main, write_config
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-from conftest import RunningMain, demo_stdio_entry, short_tmp_dir, start_main, write_config
 from wire_peer import WirePeer
 
 CONTRACT_CODES = frozenset({"bad-protocol", "bad-token", "not-attached", "unknown-topic", "bad-body",

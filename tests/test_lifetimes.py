@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from conftest import RunningMain, demo_stdio_entry
 
 

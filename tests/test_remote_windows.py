@@ -8,8 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import zmq
-
-from conftest import ROOT, RunningMain, StderrReader, child_env, demo_stdio_entry
+from conftest import ROOT, RunningMain, child_env, demo_stdio_entry
 from wire_peer import WirePeer
 
 

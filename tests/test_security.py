@@ -10,10 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, RunningMain, WindowFactory, child_env, demo_stdio_entry
+
 from shared.connection_file import ensure_private_dir
 from shared.errors import ConnectionFileError
+
 
 def test_a_loose_runtime_dir_is_made_private_before_anything_is_written(
     main_factory: Callable[..., RunningMain], runtime_dir: Path

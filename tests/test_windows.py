@@ -9,6 +9,7 @@ from typing import Any
 
 from conftest import ROOT, RunningMain, WindowFactory, child_env, demo_stdio_entry, descendants, end_process
 
+
 def result_of(reply: dict[str, Any]) -> Any:
     assert "result" in reply, reply
     return json.loads(reply["result"]["content"][0]["text"])
