@@ -204,7 +204,10 @@ def demo_entry() -> dict[str, Any]:
 
 
 @contextmanager
-def running_main(servers: dict[str, Any], *, wait_for: tuple[str, ...] = ()) -> Iterator[RunningMain]:
+def running_main(
+    servers: dict[str, Any], *, wait_for: tuple[str, ...] = (), main_type: type[RunningMain] = RunningMain
+) -> Iterator[Any]:
+    """A real main for one figure; `main_type` lets a figure read its stderr its own way."""
     runtime = short_tmp_dir()
     config = write_config(runtime, servers)
     argv = [
@@ -223,7 +226,7 @@ def running_main(servers: dict[str, Any], *, wait_for: tuple[str, ...] = ()) -> 
     proc = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT
     )
-    main = RunningMain(proc, runtime)
+    main = main_type(proc, runtime)
     try:
         main.until("listening on", timeout_s=30)
         for marker in wait_for:

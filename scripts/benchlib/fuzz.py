@@ -36,8 +36,6 @@ import threading
 import time
 import uuid
 from collections import Counter, deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,16 +44,12 @@ import zmq
 
 from benchlib.common import (
     INVOKE,
-    PYTHON,
-    ROOT,
     Figure,
     RunningMain,
     WirePeer,
-    child_env,
     demo_entry,
     rss_mb,
-    short_tmp_dir,
-    write_config,
+    running_main,
 )
 
 FRAMES_FULL = 100_000
@@ -631,41 +625,6 @@ class CountingMain(RunningMain):
             time.sleep(quiet_s)
 
 
-@contextmanager
-def _running_counting_main() -> Iterator[CountingMain]:
-    runtime = short_tmp_dir()
-    config = write_config(runtime, {"demo": demo_entry()})
-    argv = [
-        PYTHON,
-        "-m",
-        "main_process",
-        "--log-level",
-        "info",
-        "main",
-        "--connection",
-        str(runtime / "connection.json"),
-        "--config",
-        str(config),
-    ]
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=child_env(runtime),
-        cwd=ROOT,
-    )
-    main = CountingMain(proc, runtime)
-    try:
-        main.until("listening on", timeout_s=30)
-        main.until("server demo ready", timeout_s=60)
-        main.keep_draining()
-        yield main
-    finally:
-        main.stop()
-        subprocess.run(["rm", "-rf", str(runtime)], check=False)
-
-
 # ---- the figure ----------------------------------------------------------------------------------
 
 
@@ -864,7 +823,7 @@ def run(quick: bool) -> list[Figure]:
     total = FRAMES_QUICK if quick else FRAMES_FULL
     oversized = OVERSIZED_QUICK if quick else OVERSIZED_FULL
     seed = int(os.environ.get("ELICITRON_FUZZ_SEED", "20250105"))
-    with _running_counting_main() as main:
+    with running_main({"demo": demo_entry()}, wait_for=("server demo ready",), main_type=CountingMain) as main:
         legit_peer = main.peer(name="legit-window", role="renderer")
         try:
             answered = _answered_channel(legit_peer)
