@@ -21,7 +21,7 @@ from main_process.broker import ZAP_DOMAIN, Broker, Listener
 from main_process.config import Config, load_config
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.lock import InstanceLock
-from main_process.servers import ManagedServer
+from main_process.servers import ManagedServer, error_reply
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES
 from shared.connection_file import (
@@ -32,7 +32,7 @@ from shared.connection_file import (
     write_connection_file,
 )
 from shared.errors import ConfigError
-from shared.messages import CallError, CallTool, ChannelReply, ServerControl, ServerInfo, ServerPolicy
+from shared.messages import CallTool, ChannelReply, ServerControl, ServerInfo, ServerPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -77,13 +77,13 @@ class MainApp:
     async def call_tool(self, request: CallTool, origin: str) -> ChannelReply:
         server = self.servers.get(request.server)
         if server is None:
-            return _error(-32602, f"unknown server {request.server!r} (configured: {self._names()})")
+            return error_reply(-32602, f"unknown server {request.server!r} (configured: {self._names()})")
         return await server.call_tool(request.tool, request.arguments, origin)
 
     async def control_server(self, request: ServerControl) -> ChannelReply:
         server = self.servers.get(request.server)
         if server is None:
-            return _error(-32602, f"unknown server {request.server!r} (configured: {self._names()})")
+            return error_reply(-32602, f"unknown server {request.server!r} (configured: {self._names()})")
         logger.info("%s server %s on request", request.action, request.server)
         if request.action == "stop":
             await server.stop()
@@ -98,7 +98,7 @@ class MainApp:
         try:
             fresh = load_config(self.config.path)
         except ConfigError as exc:
-            return _error(-32602, str(exc))
+            return error_reply(-32602, str(exc))
         old = self.config.servers
         added = [n for n in fresh.servers if n not in old]
         removed = [n for n in old if n not in fresh.servers]
@@ -208,6 +208,3 @@ class MainApp:
             audit.close()
             logger.info("main stopped")
 
-
-def _error(code: int, message: str) -> ChannelReply:
-    return ChannelReply(error=CallError(code=code, message=message))

@@ -284,16 +284,16 @@ class ManagedServer:
 
     async def call_tool(self, tool: str, arguments: dict[str, Any], origin: str | None) -> ChannelReply:
         if self.status == "failed" or self._stopping.is_set():
-            return _error(-32000, f"server {self.name!r} is {self.status}: {self.error or 'not running'}")
+            return error_reply(-32000, f"server {self.name!r} is {self.status}: {self.error or 'not running'}")
         try:
             if not self._ready.is_set():  # the common case needs no waiting task
                 await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
         except TimeoutError:
-            return _error(-32000, f"server {self.name!r} did not become ready within {READY_TIMEOUT_S:.0f} s "
+            return error_reply(-32000, f"server {self.name!r} did not become ready within {READY_TIMEOUT_S:.0f} s "
                                   f"(status {self.status})")
         client, group = self._client, self._call_group
         if client is None or group is None:
-            return _error(-32000, f"server {self.name!r} is {self.status}")
+            return error_reply(-32000, f"server {self.name!r} is {self.status}")
         done: asyncio.Future[ChannelReply] = asyncio.get_running_loop().create_future()
         group.start_soon(self._do_call, client, tool, arguments, origin, done)
         return await done
@@ -302,7 +302,7 @@ class ManagedServer:
                        done: asyncio.Future[ChannelReply]) -> None:
         _call_origin.set(origin)
         self._inflight_origins.append(origin)
-        reply = _error(-32000, f"server {self.name!r} closed the connection during the call")
+        reply = error_reply(-32000, f"server {self.name!r} closed the connection during the call")
         try:
             with anyio.fail_after(self.config.tool_timeout_s):
                 try:
@@ -314,13 +314,13 @@ class ManagedServer:
                     result = await client.call_tool(tool, arguments)  # the spec's one retry
             reply = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
         except TimeoutError:
-            reply = _error(-32001, f"{self.name}/{tool} gave no result within {self.config.tool_timeout_s:.0f} s "
+            reply = error_reply(-32001, f"{self.name}/{tool} gave no result within {self.config.tool_timeout_s:.0f} s "
                                    "(toolTimeoutSeconds)")
         except MCPError as exc:
-            reply = _error(exc.error.code, exc.error.message)
+            reply = error_reply(exc.error.code, exc.error.message)
         except Exception as exc:  # top-level handler of one call: transport faults become an error reply
             logger.warning("call %s/%s failed: %s", self.name, tool, _describe(exc))
-            reply = _error(-32603, f"call failed: {_describe(exc)}")
+            reply = error_reply(-32603, f"call failed: {_describe(exc)}")
         finally:
             self._inflight_origins.remove(origin)
             if not done.done():
@@ -353,7 +353,8 @@ class ManagedServer:
         return True
 
 
-def _error(code: int, message: str) -> ChannelReply:
+def error_reply(code: int, message: str) -> ChannelReply:
+    """The `{error: {code, message}}` answer on a peer's response channel."""
     return ChannelReply(error=CallError(code=code, message=message))
 
 
