@@ -17,7 +17,7 @@ from zmq.auth.asyncio import AsyncioAuthenticator
 
 from main_process.audit import AuditLog
 from main_process.audit import default_path as default_audit_path
-from main_process.broker import ZAP_DOMAIN, Broker, Listener
+from main_process.broker import ZAP_DOMAIN, Broker, Listener, ReplyTo
 from main_process.config import Config, load_config
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.lock import InstanceLock
@@ -74,11 +74,12 @@ class MainApp:
     def server_infos(self) -> list[ServerInfo]:
         return [server.info() for server in self.servers.values()]
 
-    async def call_tool(self, request: CallTool, origin: str) -> ChannelReply:
+    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo) -> None:
         server = self.servers.get(request.server)
         if server is None:
-            return error_reply(-32602, f"unknown server {request.server!r} (configured: {self._names()})")
-        return await server.call_tool(request.tool, request.arguments, origin)
+            reply(error_reply(-32602, f"unknown server {request.server!r} (configured: {self._names()})"))
+            return
+        server.call_tool(request.tool, request.arguments, origin, reply)
 
     async def control_server(self, request: ServerControl) -> ChannelReply:
         server = self.servers.get(request.server)
@@ -169,7 +170,7 @@ class MainApp:
 
     async def _run_locked(self) -> None:
         token = secrets.token_hex(32)
-        audit = AuditLog(self.audit_path, record_values=self.config.audit_values)
+        audit = AuditLog(self.audit_path, record_values=self.config.audit_values, auto_checkpoint=False)
         remote, authenticator = self._remote_listener()
         broker = Broker(
             endpoint=ipc_endpoint_beside(self.connection_path),

@@ -10,14 +10,13 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from typing import Any, Protocol
 
 import zmq
 
 from main_process.audit import AuditLog
+from main_process.audit_writer import AuditWriter
 from main_process.log_limiter import RateLimitedLog
 from main_process.pending import PendingElicitation, PendingRegistry
 from shared import PROTOCOL_VERSION, channels
@@ -69,12 +68,16 @@ _BAD_HELLO_LIMIT = 3  # per routing id within _BAD_HELLO_WINDOW_S; further hello
 _BAD_HELLO_WINDOW_S = 10.0
 
 
+ReplyTo = Callable[[ChannelReply], None]  # sends one answer on a peer's response channel
+
+
 class BrokerHost(Protocol):
     """What the broker needs from the rest of main."""
 
     def server_infos(self) -> list[ServerInfo]: ...
 
-    def call_tool(self, request: CallTool, origin: str) -> Awaitable[ChannelReply]: ...
+    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo) -> None:
+        """Start the call; `reply` is called exactly once, with its result or error."""
 
     def control_server(self, request: ServerControl) -> Awaitable[ChannelReply]: ...
 
@@ -126,10 +129,8 @@ class Broker:
         self._max_body = max_body_bytes
         self._heartbeat_s = heartbeat_s
         self._peer_timeout_s = peer_timeout_s
-        self._audit = audit
-        # Audit writes run on one worker thread, in order, so the loop never waits on the disk;
-        # an outcome the server will hear is still committed before the server hears it.
-        self._audit_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit") if audit else None
+        self._audit_log = audit
+        self._audit: AuditWriter | None = None  # made in start(): it needs the loop
         self._peers: dict[bytes, Peer] = {}
         self._bad_hellos: dict[bytes, tuple[float, int]] = {}
         self.pending = PendingRegistry()
@@ -172,6 +173,8 @@ class Broker:
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        if self._audit_log is not None:
+            self._audit = AuditWriter(self._audit_log, self._loop)
         for sock in self._socks:
             self._loop.add_reader(sock.getsockopt(zmq.FD), self._drain)
         self._spawn(self._heartbeat_loop())
@@ -184,8 +187,8 @@ class Broker:
             if self._loop is not None:
                 self._loop.remove_reader(sock.getsockopt(zmq.FD))
             sock.close(linger=0)
-        if self._audit_writer is not None:
-            self._audit_writer.shutdown(wait=True)  # every queued row reaches the disk
+        if self._audit is not None:
+            self._audit.close()  # every queued row reaches the disk
         if self.endpoint.startswith("ipc://"):
             try:
                 os.unlink(self.endpoint.removeprefix("ipc://"))
@@ -217,12 +220,12 @@ class Broker:
         )
         pending = PendingElicitation(invoke=invoke, future=self._loop.create_future())
         self.pending.add(pending)
-        if self._audit is not None and self._audit_writer is not None:
-            self._audit_writer.submit(self._audit.record_request, invoke)
         frames = encode(channels.INVOKE, invoke)
         for peer in list(self._peers.values()):
             if peer.role == "renderer" and self._send_frames(peer.routing_id, frames):
                 pending.sent_to.add(peer.routing_id)
+        if self._audit is not None:
+            self._audit.request(invoke)  # written while the windows show it
         self._schedule_drain()
         if not pending.sent_to:
             self._host.no_window_attached()
@@ -412,17 +415,10 @@ class Broker:
                              window: str | None) -> None:
         """Hand the server its answer only once the outcome is durable: a SIGKILL of main at any
         moment loses no decided outcome."""
-        if self._audit is None or self._audit_writer is None or self._loop is None:
+        if self._audit is not None:
+            self._audit.outcome(pending.channel, outcome, window=window, content=answer.content)
+        if not pending.future.done():
             pending.future.set_result(answer)
-            return
-        written = self._loop.run_in_executor(self._audit_writer, partial(
-            self._audit.record_outcome, pending.channel, outcome, window=window, content=answer.content))
-
-        def resolve(_: asyncio.Future[bool]) -> None:
-            if not pending.future.done():  # the server may have withdrawn it meanwhile
-                pending.future.set_result(answer)
-
-        written.add_done_callback(resolve)
 
     def _on_call_tool(self, peer: Peer, request: CallTool) -> None:
         channel = request.response_channel
@@ -430,10 +426,14 @@ class Broker:
             self._refuse(peer.routing_id, ProtocolError("bad-body", f"responseChannel {channel!r} is not usable",
                                                         channels.CALL_TOOL))
             return
-        self._spawn(self._run_call(peer.routing_id, request, peer.window))
+        routing_id = peer.routing_id
 
-    async def _run_call(self, routing_id: bytes, request: CallTool, origin: str) -> None:
-        await self._reply_later(routing_id, request.response_channel, self._host.call_tool(request, origin))
+        def reply(answer: ChannelReply) -> None:
+            if routing_id in self._peers:  # a peer that left gets nothing; its window shows no call
+                self._send(routing_id, channel, answer)
+
+        # A callback, not a task awaiting the call: one task switch less on every tool call.
+        self._host.call_tool(request, peer.window, reply)
 
     async def _reply_later(self, routing_id: bytes, channel: str, work: Awaitable[ChannelReply]) -> None:
         try:
@@ -487,9 +487,9 @@ class Broker:
         """Close a request nobody answered (withdrawn, server gone): record it and dismiss it."""
         if self.pending.close(pending.channel, reason) is None:
             return
-        if self._audit is not None and self._audit_writer is not None:
-            self._audit_writer.submit(self._audit.record_outcome, pending.channel, reason)
-        self._dismiss(pending, reason)
+        self._dismiss(pending, reason)  # the windows first: they are not waiting on the disk
+        if self._audit is not None:
+            self._audit.outcome(pending.channel, reason)
 
     def _dismiss(self, pending: PendingElicitation, reason: str) -> None:
         dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel,

@@ -34,7 +34,14 @@ from pydantic import ValidationError
 
 from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig
 from shared.errors import UnsupportedSchemaError
-from shared.messages import CallError, ChannelReply, DismissReason, ElicitationResult, ServerInfo, ServerStatus
+from shared.messages import (
+    CallError,
+    ChannelReply,
+    DismissReason,
+    ElicitationResult,
+    ServerInfo,
+    ServerStatus,
+)
 from shared.schema import check_schema
 
 logger = logging.getLogger(__name__)
@@ -67,10 +74,6 @@ class ServerHost(Protocol):
     def publish_notice(self, level: str, message: str, server: str | None) -> None: ...
 
 
-class ServerUnavailable(Exception):
-    """Internal: a call could not reach the server (turned into an `error` reply)."""
-
-
 class ManagedServer:
     def __init__(self, config: ServerConfig, host: ServerHost, log_dir: Path) -> None:
         self.config = config
@@ -87,9 +90,11 @@ class ManagedServer:
         self._stderr_path = log_dir / f"server-{_safe_filename(config.name)}.stderr.log"
         self._client: Client | None = None
         self._call_group: anyio.abc.TaskGroup | None = None
+        self._calls: set[asyncio.Task[None]] | None = None  # the calls on the current connection
         self._ready = asyncio.Event()
         self._stopping = asyncio.Event()
         self._inflight_origins: list[str | None] = []
+        self._waiting_calls: set[asyncio.Task[None]] = set()  # calls that arrived while starting
 
     def info(self) -> ServerInfo:
         return ServerInfo(name=self.name, status=self.status, tools=list(self.tools), error=self.error)
@@ -136,6 +141,7 @@ class ManagedServer:
             finally:
                 self._client = None
                 self._call_group = None
+                self._calls = None
                 self._ready.clear()
                 self._host.dismiss_server(self.name)
             if self._stopping.is_set():
@@ -171,13 +177,26 @@ class ManagedServer:
             with anyio.fail_after(READY_TIMEOUT_S):
                 listing = await client.list_tools()
             async with anyio.create_task_group() as group:
-                self._client, self._call_group = client, group
+                calls: set[asyncio.Task[None]] = set()
+                self._client, self._call_group, self._calls = client, group, calls
                 self.tools = [tool.name for tool in listing.tools]
                 self._set_status("ready", None)
                 self._ready.set()
                 logger.info("server %s ready (protocol %s, %d tools)", self.name, client.protocol_version,
                             len(self.tools))
                 group.start_soon(self._watch, client, group)
+                group.start_soon(self._end_calls_with_connection, calls)
+
+    async def _end_calls_with_connection(self, calls: set[asyncio.Task[None]]) -> None:
+        """When the connection ends, so do its calls (each then replies with an error)."""
+        try:
+            await anyio.sleep_forever()
+        finally:
+            for task in calls:
+                task.cancel()
+            if calls:
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait(set(calls))
 
     async def _watch(self, client: Client, group: anyio.abc.TaskGroup) -> None:
         """End the connection when stop is asked or the server stops answering."""
@@ -282,29 +301,48 @@ class ManagedServer:
 
     # ---- tool calls --------------------------------------------------------------------
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any], origin: str | None) -> ChannelReply:
+    def call_tool(self, tool: str, arguments: dict[str, Any], origin: str | None,
+                  reply: Callable[[ChannelReply], None]) -> None:
+        """Start a call; `reply` gets its result or error exactly once."""
         if self.status == "failed" or self._stopping.is_set():
-            return error_reply(-32000, f"server {self.name!r} is {self.status}: {self.error or 'not running'}")
+            reply(error_reply(-32000, f"server {self.name!r} is {self.status}: {self.error or 'not running'}"))
+            return
+        if not self._ready.is_set():  # only a starting server needs a task that waits
+            waiting = asyncio.create_task(self._call_when_ready(tool, arguments, origin, reply))
+            self._waiting_calls.add(waiting)
+            waiting.add_done_callback(self._waiting_calls.discard)
+            return
+        self._start_call(tool, arguments, origin, reply)
+
+    async def _call_when_ready(self, tool: str, arguments: dict[str, Any], origin: str | None,
+                               reply: Callable[[ChannelReply], None]) -> None:
         try:
-            if not self._ready.is_set():  # the common case needs no waiting task
-                await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
+            await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
         except TimeoutError:
-            return error_reply(-32000, f"server {self.name!r} did not become ready within {READY_TIMEOUT_S:.0f} s "
-                                  f"(status {self.status})")
-        client, group = self._client, self._call_group
-        if client is None or group is None:
-            return error_reply(-32000, f"server {self.name!r} is {self.status}")
-        done: asyncio.Future[ChannelReply] = asyncio.get_running_loop().create_future()
-        group.start_soon(self._do_call, client, tool, arguments, origin, done)
-        return await done
+            reply(error_reply(-32000, f"server {self.name!r} did not become ready within {READY_TIMEOUT_S:.0f} s "
+                                      f"(status {self.status})"))
+            return
+        self._start_call(tool, arguments, origin, reply)
+
+    def _start_call(self, tool: str, arguments: dict[str, Any], origin: str | None,
+                    reply: Callable[[ChannelReply], None]) -> None:
+        client, calls = self._client, self._calls
+        if client is None or calls is None:
+            reply(error_reply(-32000, f"server {self.name!r} is {self.status}"))
+            return
+        # A plain asyncio task, not the task group's start_soon: ~20 us less per call, and
+        # _end_calls_with_connection still ends it with the connection.
+        task = asyncio.create_task(self._do_call(client, tool, arguments, origin, reply))
+        calls.add(task)
+        task.add_done_callback(calls.discard)
 
     async def _do_call(self, client: Client, tool: str, arguments: dict[str, Any], origin: str | None,
-                       done: asyncio.Future[ChannelReply]) -> None:
+                       reply: Callable[[ChannelReply], None]) -> None:
         _call_origin.set(origin)
         self._inflight_origins.append(origin)
-        reply = error_reply(-32000, f"server {self.name!r} closed the connection during the call")
+        answer = error_reply(-32000, f"server {self.name!r} closed the connection during the call")
         try:
-            with anyio.fail_after(self.config.tool_timeout_s):
+            async with asyncio.timeout(self.config.tool_timeout_s):  # ~10 us cheaper than anyio's fail_after
                 try:
                     result = await client.call_tool(tool, arguments)
                 except MCPError as exc:
@@ -312,20 +350,18 @@ class ManagedServer:
                             exc, origin):
                         raise
                     result = await client.call_tool(tool, arguments)  # the spec's one retry
-            reply = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
+            answer = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
         except TimeoutError:
-            reply = error_reply(-32001, f"{self.name}/{tool} gave no result within {self.config.tool_timeout_s:.0f} s "
-                                   "(toolTimeoutSeconds)")
+            answer = error_reply(-32001, f"{self.name}/{tool} gave no result within "
+                                         f"{self.config.tool_timeout_s:.0f} s (toolTimeoutSeconds)")
         except MCPError as exc:
-            reply = error_reply(exc.error.code, exc.error.message)
+            answer = error_reply(exc.error.code, exc.error.message)
         except Exception as exc:  # top-level handler of one call: transport faults become an error reply
             logger.warning("call %s/%s failed: %s", self.name, tool, _describe(exc))
-            reply = error_reply(-32603, f"call failed: {_describe(exc)}")
+            answer = error_reply(-32603, f"call failed: {_describe(exc)}")
         finally:
             self._inflight_origins.remove(origin)
-            if not done.done():
-                done.set_result(reply)
-
+            reply(answer)
 
     async def _present_required_urls(self, exc: MCPError, origin: str | None) -> bool:
         """-32042: show each required URL; True when all were accepted (and completed, or the

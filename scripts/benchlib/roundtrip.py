@@ -56,7 +56,7 @@ class StubHost:
     def server_infos(self) -> list[ServerInfo]:
         return []
 
-    async def call_tool(self, request: Any, origin: str) -> ChannelReply:
+    def call_tool(self, request: Any, origin: str, reply: Any) -> None:
         raise AssertionError("not used by the benchmark")
 
     async def control_server(self, request: Any) -> ChannelReply:
@@ -192,7 +192,7 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
         if kind == "audited":
             from main_process.audit import AuditLog
 
-            audit = AuditLog(tmp / "audit.sqlite3")  # on /, like the user's data dir
+            audit = AuditLog(tmp / "audit.sqlite3", auto_checkpoint=False)  # on /, like the user's data dir
         brokers[kind] = Broker(
             endpoint=f"ipc://{tmp}/{kind}.sock",
             token="bench-token",
