@@ -350,14 +350,15 @@ def run(quick: bool, only_raw: bool = False, profile_dir: Path | None = None) ->
     n = 2_000 if quick else 20_000
     invoke_bytes = len(sample_invoke_frames()[0][1])
     figures: list[Figure] = []
-    # Free placement is how main really runs; one core shows the CPU cost without cross-core
-    # wake-ups (on a small VM those dominate the floor and swing it by 2x between runs).
+    # Free placement is how main really runs, and the issue's figure. One core is printed beside
+    # it: the CPU cost without cross-core wake-ups (on a small VM those dominate the floor and
+    # swing it by 2x between runs), where every extra instruction of the broker shows in full.
     modes: list[tuple[str, int | None]] = [("", None), (" (1 core)", 0)]
     for label, pin in modes:
         profile = (
             profile_dir / f"broker-roundtrip{'-1core' if pin is not None else ''}" if profile_dir else None
         )
-        # The audit log's variant once, with free placement: it is fsync-bound, not CPU-bound.
+        # The audit log's variant once, with free placement: what issue 5's commit-before-answer adds.
         n_audited = 0 if (only_raw or pin is not None) else n // 10
         result = _in_child(n, n_audited, only_raw, pin, None if only_raw else profile)
         raw = result["raw"]
@@ -384,8 +385,8 @@ def run(quick: bool, only_raw: bool = False, profile_dir: Path | None = None) ->
                 name="broker",
                 title=f"broker round trip{label}",
                 value=f"{ratio:.2f} x raw (p50)",
-                target="p50 <= 1.5 x raw",
-                passed=ratio <= 1.5,
+                target="p50 <= 1.5 x raw" if pin is None else "",
+                passed=ratio <= 1.5 if pin is None else None,
                 absolute=f"p50 {fmt_us(brk['p50_us'])}, p99 {fmt_us(brk['p99_us'])} (raw p99 {fmt_us(raw['p99_us'])}), "
                 f"n={brk['n']}, {_cpu_text(brk)}",
                 how=f"in-process Broker + stub host, same answerer script, await broker.elicit(); "
@@ -401,17 +402,19 @@ def run(quick: bool, only_raw: bool = False, profile_dir: Path | None = None) ->
         if n_audited:
             aud = result["audited"]
             ratio = aud["p50_us"] / raw["p50_us"]
+            added = aud["p50_us"] - brk["p50_us"]
             figures.append(
                 Figure(
                     name="broker",
                     title="broker round trip + audit log",
                     value=f"{ratio:.2f} x raw (p50)",
-                    target="p50 <= 1.5 x raw",
-                    passed=ratio <= 1.5,
-                    absolute=f"p50 {fmt_us(aud['p50_us'])}, p99 {fmt_us(aud['p99_us'])}, n={aud['n']}, {_cpu_text(aud)}",
-                    how="as the broker round trip, with main's AuditLog (SQLite WAL, synchronous=NORMAL) in a temp "
-                    "dir on the same ext4 as the user's data dir, as main runs it since the audit commit",
-                    data={**aud, "ratio_p50": ratio, "pinned_cpu": pin},
+                    target="",
+                    passed=None,
+                    absolute=f"p50 {fmt_us(aud['p50_us'])} (+{fmt_us(added)} for the commit before the answer), "
+                    f"p99 {fmt_us(aud['p99_us'])}, n={aud['n']}, {_cpu_text(aud)}",
+                    how="as the broker round trip, with main's AuditLog (SQLite WAL, synchronous=NORMAL) and "
+                    "AuditWriter in a temp dir on the same ext4 as the user's data dir, as main runs it",
+                    data={**aud, "ratio_p50": ratio, "added_us_p50": added, "pinned_cpu": pin},
                 )
             )
     return figures
