@@ -288,18 +288,18 @@ class AuditLog:
         self._closed = True  # first: a checkpoint() that starts now opens nothing new
         with self._checkpoint_lock:
             checkpointer, self._checkpoint_conn = self._checkpoint_conn, None
-            if checkpointer is not None:
-                try:
-                    checkpointer.close()
-                except sqlite3.Error as exc:
-                    logger.warning("audit log %s: close failed: %s", self.path, exc)
+            self._close_quietly(checkpointer)
         with self._lock:
             conn, self._conn = self._conn, None
-            if conn is not None:
-                try:
-                    conn.close()
-                except sqlite3.Error as exc:
-                    logger.warning("audit log %s: close failed: %s", self.path, exc)
+            self._close_quietly(conn)
+
+    def _close_quietly(self, conn: sqlite3.Connection | None) -> None:
+        if conn is None:
+            return
+        try:
+            conn.close()
+        except sqlite3.Error as exc:
+            logger.warning("audit log %s: close failed: %s", self.path, exc)
 
     def __enter__(self) -> Self:
         return self

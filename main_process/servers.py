@@ -1,8 +1,8 @@
 """One supervised `mcp.Client` per configured server (step 1-2 and 9 of the round trip).
 
 Each server lives in its own task: connect, list tools, then watch the connection; a lost
-connection is restarted with backoff up to a limit within a stable-start window. Tool calls run
-inside the connection's task group so a dying connection ends them with a clear error.
+connection is restarted with backoff up to a limit within a stable-start window. Tool calls are
+tasks tied to their connection: when it ends, they end too, each with a clear error reply.
 """
 
 import asyncio
