@@ -1,9 +1,10 @@
 """The audit log: one SQLite row per elicitation, from the request to its outcome.
 
 Who writes and who reads:
-- the broker calls `record_request` when it registers a request and `record_outcome` once the
-  request is decided, *before* the answer goes back to the server, so what the user decided is on
-  disk even if main is killed the next instant;
+- the broker, through `audit_writer.AuditWriter` (which decides when), records each request
+  (`record_requests`, batched) and its outcome (`record_outcome`, with the request row if that is
+  not written yet) *before* the answer goes back to the server, so what the user decided is on
+  disk even if main is killed the next instant; main checkpoints with `checkpoint()` off its loop;
 - `elicitron audit` (another process) opens the same file and reads `entries()` / `counts()`;
   `format_entries` and `to_json` turn those into the table or the JSON it prints.
 

@@ -32,6 +32,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
+from main_process.broker import ReplyTo
 from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig
 from shared.errors import UnsupportedSchemaError
 from shared.messages import (
@@ -302,7 +303,7 @@ class ManagedServer:
     # ---- tool calls --------------------------------------------------------------------
 
     def call_tool(self, tool: str, arguments: dict[str, Any], origin: str | None,
-                  reply: Callable[[ChannelReply], None]) -> None:
+                  reply: ReplyTo) -> None:
         """Start a call; `reply` gets its result or error exactly once."""
         if self.status == "failed" or self._stopping.is_set():
             reply(error_reply(-32000, f"server {self.name!r} is {self.status}: {self.error or 'not running'}"))
@@ -315,7 +316,7 @@ class ManagedServer:
         self._start_call(tool, arguments, origin, reply)
 
     async def _call_when_ready(self, tool: str, arguments: dict[str, Any], origin: str | None,
-                               reply: Callable[[ChannelReply], None]) -> None:
+                               reply: ReplyTo) -> None:
         try:
             await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
         except TimeoutError:
@@ -325,7 +326,7 @@ class ManagedServer:
         self._start_call(tool, arguments, origin, reply)
 
     def _start_call(self, tool: str, arguments: dict[str, Any], origin: str | None,
-                    reply: Callable[[ChannelReply], None]) -> None:
+                    reply: ReplyTo) -> None:
         client, calls = self._client, self._calls
         if client is None or calls is None:
             reply(error_reply(-32000, f"server {self.name!r} is {self.status}"))
@@ -337,7 +338,7 @@ class ManagedServer:
         task.add_done_callback(calls.discard)
 
     async def _do_call(self, client: Client, tool: str, arguments: dict[str, Any], origin: str | None,
-                       reply: Callable[[ChannelReply], None]) -> None:
+                       reply: ReplyTo) -> None:
         _call_origin.set(origin)
         self._inflight_origins.append(origin)
         answer = error_reply(-32000, f"server {self.name!r} closed the connection during the call")
