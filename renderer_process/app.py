@@ -7,6 +7,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from renderer_process.bridge import MainBridge
@@ -41,12 +42,18 @@ def run(argv: Sequence[str] | None = None) -> int:
     app.aboutToQuit.connect(bridge.close)  # the bye goes out on every normal exit
     # Ctrl-C / SIGTERM: close the window first (an open card is left pending for other windows,
     # never answered), then quit. The bridge's timer lets Python see the signal.
-    def close_and_quit(_signum: int, _frame: object) -> None:
+    def close_and_quit() -> None:
         window.close()
         app.quit()
 
-    signal.signal(signal.SIGINT, close_and_quit)
-    signal.signal(signal.SIGTERM, close_and_quit)
+    def on_signal(_signum: int, _frame: object) -> None:
+        # Python runs this between any two bytecodes, possibly mid-way through a bridge send;
+        # quitting from there tore the socket down under it (and lost the bye). From the event
+        # loop, no bridge code is running.
+        QTimer.singleShot(0, close_and_quit)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
 
     window.show()
     bridge.start()  # an unreadable connection file is not fatal: the window shows it and retries

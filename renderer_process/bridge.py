@@ -164,7 +164,7 @@ class MainBridge(QObject):
 
     def close(self) -> None:
         """Say bye and let go of the socket; the bridge stays quiet afterwards."""
-        # May run inside one of our own slots (a signal handler quitting the app mid-tick), so
+        # May run from inside one of our own slots (a window closed mid-tick), so
         # `_closed` stops whatever bridge code resumes afterwards from reconnecting.
         self._closed = True
         self._tick.stop()
