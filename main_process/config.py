@@ -28,7 +28,7 @@ DEFAULT_ELICITATION_TIMEOUT_S = 600.0
 DEFAULT_BURST = 20
 DEFAULT_BURST_WINDOW_S = 60.0
 DEFAULT_URL_COMPLETION_TIMEOUT_S = 120.0
-DEMO_SERVER_SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "demo_server.py"
+DEMO_SERVER_SCRIPT = Path(__file__).resolve().parent / "demo_server.py"  # ships inside the package
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,7 +76,7 @@ def default_config_path() -> Path:
 
 
 def embedded_default() -> Config:
-    """The demo server shipped in scripts/, so a fresh clone has something that elicits."""
+    """The demo server that ships in this package, so a fresh install has something that elicits."""
     demo = StdioServerConfig(name="demo", command=sys.executable, args=[str(DEMO_SERVER_SCRIPT)])
     return Config(servers={"demo": demo}, source="(embedded default: demo server)")
 

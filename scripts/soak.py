@@ -30,7 +30,7 @@ from soaklib.driver import Soak
 from soaklib.verify import Verdict, verify
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO_SERVER = ROOT / "scripts" / "demo_server.py"
+DEMO_SERVER = ROOT / "main_process" / "demo_server.py"
 
 
 class MainProcess:

@@ -20,7 +20,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from wire_peer import WirePeer
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO_SERVER = ROOT / "scripts" / "demo_server.py"
+DEMO_SERVER = ROOT / "main_process" / "demo_server.py"
 
 
 # Every child's config, data (audit log) and state (logs) dirs live in one private temp dir.

@@ -22,7 +22,7 @@ import msgspec
 import zmq
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-DEMO_SERVER = ROOT / "scripts" / "demo_server.py"
+DEMO_SERVER = ROOT / "main_process" / "demo_server.py"
 PYTHON = sys.executable
 
 INVOKE = "msgElicitationTransferInvoke"
