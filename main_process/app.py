@@ -32,7 +32,7 @@ from shared.connection_file import (
     write_connection_file,
 )
 from shared.errors import ConfigError
-from shared.messages import CallTool, ChannelReply, ServerControl, ServerInfo, ServerPolicy
+from shared.messages import CallTool, ChannelReply, McpRequest, ServerControl, ServerInfo, ServerPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,13 @@ class MainApp:
             reply(error_reply(-32602, f"unknown server {request.server!r} (configured: {self._names()})"))
             return
         server.call_tool(request.tool, request.arguments, origin, reply)
+
+    def mcp_request(self, request: McpRequest, reply: ReplyTo) -> None:
+        server = self.servers.get(request.server)
+        if server is None:
+            reply(error_reply(-32602, f"unknown server {request.server!r} (configured: {self._names()})"))
+            return
+        server.mcp_request(request.method, request.params, reply)
 
     async def control_server(self, request: ServerControl) -> ChannelReply:
         server = self.servers.get(request.server)

@@ -36,6 +36,7 @@ from shared.messages import (
     ErrorNotice,
     Heartbeat,
     Hello,
+    McpRequest,
     Notice,
     PeerInfo,
     PeersUpdate,
@@ -78,6 +79,9 @@ class BrokerHost(Protocol):
 
     def call_tool(self, request: CallTool, origin: str, reply: ReplyTo) -> None:
         """Start the call; `reply` is called exactly once, with its result or error."""
+
+    def mcp_request(self, request: McpRequest, reply: ReplyTo) -> None:
+        """Forward one read-only MCP request; `reply` is called exactly once."""
 
     def control_server(self, request: ServerControl) -> Awaitable[ChannelReply]: ...
 
@@ -328,6 +332,8 @@ class Broker:
                 self._on_result(peer, topic, body)
             case CallTool():
                 self._on_call_tool(peer, body)
+            case McpRequest():
+                self._on_mcp_request(peer, body)
             case StatusRequest():
                 self._send(routing_id, body.response_channel, ChannelReply(status=self._status_report()))
             case Shutdown():
@@ -434,6 +440,25 @@ class Broker:
 
         # A callback, not a task awaiting the call: one task switch less on every tool call.
         self._host.call_tool(request, peer.window, reply)
+
+    def _on_mcp_request(self, peer: Peer, request: McpRequest) -> None:
+        channel = request.response_channel
+        if not self._usable_channel(channel):
+            self._refuse(peer.routing_id, ProtocolError("bad-body", f"responseChannel {channel!r} is not usable",
+                                                        channels.MCP_REQUEST))
+            return
+        routing_id = peer.routing_id
+
+        def reply(answer: ChannelReply) -> None:
+            if routing_id in self._peers:
+                self._send(routing_id, channel, answer)
+
+        self._host.mcp_request(request, reply)
+
+    @staticmethod
+    def _usable_channel(channel: str) -> bool:
+        return bool(channel) and channel.isascii() and channel not in _RESERVED_TOPICS \
+            and not channels.is_result_channel(channel)
 
     async def _reply_later(self, routing_id: bytes, channel: str, work: Awaitable[ChannelReply]) -> None:
         try:

@@ -10,7 +10,7 @@ import contextvars
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -40,6 +40,7 @@ from shared.messages import (
     ChannelReply,
     DismissReason,
     ElicitationResult,
+    McpMethod,
     ServerInfo,
     ServerStatus,
 )
@@ -388,6 +389,57 @@ class ManagedServer:
             finally:
                 self._completions.pop(params.elicitation_id, None)
         return True
+
+
+    # ---- read-only MCP requests (extension msgMcpRequest) ---------------------------------
+
+    def mcp_request(self, method: McpMethod, params: dict[str, Any], reply: ReplyTo) -> None:
+        """Forward one read-only request; `reply` gets the MCP result JSON or an error, once."""
+        if self.status == "failed" or self._stopping.is_set():
+            reply(error_reply(-32000, f"server {self.name!r} is {self.status}: {self.error or 'not running'}"))
+            return
+        task = asyncio.create_task(self._do_request(method, params, reply))
+        self._waiting_calls.add(task)
+        task.add_done_callback(self._waiting_calls.discard)
+
+    async def _do_request(self, method: McpMethod, params: dict[str, Any], reply: ReplyTo) -> None:
+        answer = error_reply(-32000, f"server {self.name!r} closed the connection during {method}")
+        try:
+            await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
+            client = self._client
+            if client is None:
+                answer = error_reply(-32000, f"server {self.name!r} is {self.status}")
+                return
+            async with asyncio.timeout(self.config.tool_timeout_s):
+                result = await _MCP_METHODS[method](client, params)
+            answer = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        except TimeoutError:
+            answer = error_reply(-32001, f"{self.name}: {method} gave no result in time (status {self.status})")
+        except MCPError as exc:
+            answer = error_reply(exc.error.code, exc.error.message)
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+            answer = error_reply(INVALID_PARAMS, f"bad params for {method}: {exc}")
+        except Exception as exc:  # top-level handler of one request: transport faults become an error reply
+            answer = error_reply(-32603, f"{method} failed: {_describe(exc)}")
+        finally:
+            reply(answer)
+
+
+def _cursor(params: dict[str, Any]) -> str | None:
+    cursor = params.get("cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise TypeError("cursor must be a string")
+    return cursor
+
+
+_MCP_METHODS: dict[str, Callable[[Client, dict[str, Any]], Awaitable[Any]]] = {
+    "tools/list": lambda c, p: c.list_tools(cursor=_cursor(p)),
+    "resources/list": lambda c, p: c.list_resources(cursor=_cursor(p)),
+    "resources/templates/list": lambda c, p: c.list_resource_templates(cursor=_cursor(p)),
+    "resources/read": lambda c, p: c.read_resource(str(p["uri"])),
+    "prompts/list": lambda c, p: c.list_prompts(cursor=_cursor(p)),
+    "prompts/get": lambda c, p: c.get_prompt(str(p["name"]), p.get("arguments")),
+}
 
 
 def error_reply(code: int, message: str) -> ChannelReply:

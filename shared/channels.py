@@ -15,6 +15,7 @@ SHUTDOWN = "msgShutdown"
 SERVER_CONTROL = "msgServerControl"
 RELOAD = "msgReload"
 SERVER_POLICY = "msgServerPolicy"
+MCP_REQUEST = "msgMcpRequest"
 
 # main -> peer
 WELCOME = "welcome"

@@ -26,6 +26,7 @@ _PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.SERVER_CONTROL: msgspec.msgpack.Decoder(messages.ServerControl),
     channels.RELOAD: msgspec.msgpack.Decoder(messages.Reload),
     channels.SERVER_POLICY: msgspec.msgpack.Decoder(messages.ServerPolicy),
+    channels.MCP_REQUEST: msgspec.msgpack.Decoder(messages.McpRequest),
 }
 _RESULT_DECODER = msgspec.msgpack.Decoder(messages.ElicitationResult)
 

@@ -88,6 +88,23 @@ class ServerPolicy(Body):
     decline_all: bool
 
 
+McpMethod = Literal[
+    "tools/list", "resources/list", "resources/templates/list", "resources/read", "prompts/list", "prompts/get"
+]
+
+
+class McpRequest(Body):
+    """Extension `msgMcpRequest`: one read-only MCP request to a server; answered on
+    `responseChannel` with `{result: <the MCP result JSON>}` or `{error: {code, message}}`.
+    `params` is the MCP request's params JSON (`{uri}` for resources/read, `{name, arguments}`
+    for prompts/get, `{}` or `{cursor}` for the lists)."""
+
+    server: str
+    method: McpMethod
+    response_channel: str
+    params: dict[str, Any] = {}
+
+
 # ---- main -> peer -------------------------------------------------------------------------
 
 
@@ -190,7 +207,7 @@ class ChannelReply(Body):
 
 PeerBody = (
     Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown | ServerControl | Reload
-    | ServerPolicy
+    | ServerPolicy | McpRequest
 )
 MainBody = (
     Welcome
