@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import platformdirs
 import zmq
 import zmq.asyncio
 from zmq.auth.asyncio import AsyncioAuthenticator
@@ -21,6 +20,7 @@ from main_process.broker import ZAP_DOMAIN, Broker, Listener, ReplyTo
 from main_process.config import Config, load_config
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.lock import InstanceLock
+from main_process.paths import default_log_dir
 from main_process.servers import ManagedServer, error_reply
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES
@@ -31,16 +31,21 @@ from shared.connection_file import (
     remove_connection_file,
     write_connection_file,
 )
-from shared.errors import ConfigError
-from shared.messages import CallTool, ChannelReply, McpRequest, ServerControl, ServerInfo, ServerPolicy
+from shared.errors import ConfigError, RpcCode
+from shared.messages import (
+    CallTool,
+    ChannelReply,
+    McpRequest,
+    ReloadReport,
+    ServerControl,
+    ServerControlReport,
+    ServerInfo,
+    ServerPolicy,
+)
 
 logger = logging.getLogger(__name__)
 
 AUTO_OPEN_QUIET_S = 15.0  # after opening a window, give it this long to attach before opening another
-
-
-def default_log_dir() -> Path:
-    return Path(platformdirs.user_state_dir("elicitron")) / "log"
 
 
 class MainApp:
@@ -77,21 +82,21 @@ class MainApp:
     def call_tool(self, request: CallTool, origin: str, reply: ReplyTo) -> None:
         server = self.servers.get(request.server)
         if server is None:
-            reply(error_reply(-32602, f"unknown server {request.server!r} (configured: {self._names()})"))
+            reply(self._unknown_server(request.server))
             return
         server.call_tool(request.tool, request.arguments, origin, reply)
 
     def mcp_request(self, request: McpRequest, reply: ReplyTo) -> None:
         server = self.servers.get(request.server)
         if server is None:
-            reply(error_reply(-32602, f"unknown server {request.server!r} (configured: {self._names()})"))
+            reply(self._unknown_server(request.server))
             return
         server.mcp_request(request.method, request.params, reply)
 
     async def control_server(self, request: ServerControl) -> ChannelReply:
         server = self.servers.get(request.server)
         if server is None:
-            return error_reply(-32602, f"unknown server {request.server!r} (configured: {self._names()})")
+            return self._unknown_server(request.server)
         logger.info("%s server %s on request", request.action, request.server)
         if request.action == "stop":
             await server.stop()
@@ -99,14 +104,14 @@ class MainApp:
             await server.restart()
         else:
             server.start()
-        return ChannelReply(result={"ok": True, "server": request.server, "status": server.status})
+        return ChannelReply(control=ServerControlReport(server=request.server, status=server.status))
 
     async def reload(self) -> ChannelReply:
         """Re-read the config: start added servers, stop removed ones, restart changed ones."""
         try:
             fresh = load_config(self.config.path)
         except ConfigError as exc:
-            return error_reply(-32602, str(exc))
+            return error_reply(RpcCode.INVALID_PARAMS, str(exc))
         old = self.config.servers
         added = [n for n in fresh.servers if n not in old]
         removed = [n for n in old if n not in fresh.servers]
@@ -122,8 +127,7 @@ class MainApp:
             self.servers[name].start()
         self.broker.publish_servers()
         logger.info("reloaded %s: added %s, removed %s, changed %s", fresh.source, added, removed, changed)
-        return ChannelReply(result={"added": added, "removed": removed, "changed": changed,
-                                    "unchanged": unchanged})
+        return ChannelReply(reload=ReloadReport(added=added, removed=removed, changed=changed, unchanged=unchanged))
 
     def set_server_policy(self, policy: ServerPolicy, by: str) -> None:
         server = self.servers.get(policy.server)
@@ -161,8 +165,9 @@ class MainApp:
         authenticator.configure_curve_callback(ZAP_DOMAIN.decode(), AllowListProvider(keys))
         return Listener(self.listen, keys.server_keypair()), authenticator
 
-    def _names(self) -> str:
-        return ", ".join(sorted(self.servers)) or "none"
+    def _unknown_server(self, name: str) -> ChannelReply:
+        configured = ", ".join(sorted(self.servers)) or "none"
+        return error_reply(RpcCode.INVALID_PARAMS, f"unknown server {name!r} (configured: {configured})")
 
     # ---- life --------------------------------------------------------------------------
 

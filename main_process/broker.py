@@ -1,7 +1,18 @@
-"""The ROUTER side of wire contract v1: peers, hello/token, heartbeats, pending elicitations.
+"""The ROUTER side of the wire contract: sockets, CURVE, hello, liveness, and what each topic does.
 
-One plain (sync) ROUTER socket watched by the asyncio loop's reader on its ZMQ_FD: receives
-drain in one callback and sends never block, which keeps a round trip close to raw pyzmq.
+One plain (sync) ROUTER socket per listener, watched by the asyncio loop's reader on its ZMQ_FD:
+receives drain in one callback and sends never block, which keeps a round trip close to raw pyzmq.
+The pending requests themselves live in `pending.PendingRequests`; who is attached and what a
+connection may cost, in `peers`. Here:
+
+- every frame is split first and its body decoded only once main knows it will act on it (a result
+  for a closed or foreign channel, or anything from a peer over its rate, is refused undecoded);
+- one drain handles at most DRAIN_BUDGET messages, then yields to the loop, so a flooding peer
+  cannot hold up heartbeats, servers or other peers;
+- every send goes through `send`/`_send_frames`, which schedule the drain a send may need (a
+  send can consume the FD's edge), so no new send can forget it;
+- `peers` changes reach windows coalesced (one list per PEERS_COALESCE_S), not one list per
+  attach to everyone; a window that attaches gets the current list right after its welcome.
 """
 
 import asyncio
@@ -9,28 +20,26 @@ import errno
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import zmq
 
 from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
-from main_process.log_limiter import RateLimitedLog
-from main_process.pending import PendingElicitation, PendingRegistry
+from main_process.log_limiter import RateLimitedLog, cut
+from main_process.peers import DEFAULT_MAX_PEERS, Peer, PeerTable, RateLimiter
+from main_process.pending import DEFAULT_MAX_REQUEST_BYTES, PendingRequests, Unanswered
 from shared import PROTOCOL_VERSION, channels
-from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_from_peer, encode
-from shared.errors import InvalidContentError, ProtocolError
+from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_peer_body, encode, encode_welcome, split_from_peer
+from shared.errors import ProtocolError, RpcCode, WireCode
 from shared.messages import (
     Bye,
     CallError,
     CallTool,
     ChannelReply,
-    DismissReason,
     ElicitationComplete,
-    ElicitationDismiss,
-    ElicitationInvoke,
     ElicitationRequest,
     ElicitationResult,
     ErrorNotice,
@@ -41,7 +50,6 @@ from shared.messages import (
     PeerInfo,
     PeersUpdate,
     Reload,
-    Role,
     ServerControl,
     ServerInfo,
     ServerPolicy,
@@ -51,22 +59,24 @@ from shared.messages import (
     StatusRequest,
     Welcome,
 )
-from shared.schema import validate_content
 
 logger = logging.getLogger(__name__)
 
-_RESERVED_TOPICS = {
+_RESERVED_TOPICS: Final = frozenset({
     channels.WELCOME, channels.HEARTBEAT, channels.INVOKE, channels.DISMISS,
     channels.COMPLETE, channels.SERVERS, channels.ERROR, channels.PEERS, channels.NOTICE,
-}
-ZAP_DOMAIN = b"elicitron"  # tcp listeners authenticate CURVE clients in this ZAP domain
+})
+ZAP_DOMAIN: Final = b"elicitron"  # tcp listeners authenticate CURVE clients in this ZAP domain
 # Plain ints: the enum arithmetic of zmq.EVENTS & zmq.POLLIN costs ~1 us per check on the hot path.
 _EVENTS = int(zmq.EVENTS)
 _POLLIN = int(zmq.POLLIN)
 _NOBLOCK = int(zmq.NOBLOCK)
 _SEND_MORE = int(zmq.SNDMORE) | _NOBLOCK
-_BAD_HELLO_LIMIT = 3  # per routing id within _BAD_HELLO_WINDOW_S; further hellos are ignored
-_BAD_HELLO_WINDOW_S = 10.0
+_BAD_HELLO_LIMIT: Final = 3  # per routing id within _BAD_HELLO_WINDOW_S; further hellos are ignored
+_BAD_HELLO_WINDOW_S: Final = 10.0
+DRAIN_BUDGET: Final = 200  # messages per drain callback before the loop gets a turn
+PEERS_COALESCE_S: Final = 0.1
+_SHARED_FRAME_BYTES: Final = 4096  # broadcast bodies at least this big are sent as one shared buffer
 
 
 ReplyTo = Callable[[ChannelReply], None]  # sends one answer on a peer's response channel
@@ -103,15 +113,6 @@ class Listener:
     curve_keypair: tuple[bytes, bytes] | None = None
 
 
-@dataclass
-class Peer:
-    routing_id: bytes
-    window: str
-    name: str
-    role: Role
-    last_seen: float
-
-
 class Broker:
     def __init__(
         self,
@@ -125,6 +126,8 @@ class Broker:
         heartbeat_s: float = 1.0,
         peer_timeout_s: float = 5.0,
         audit: AuditLog | None = None,
+        max_peers: int = DEFAULT_MAX_PEERS,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.session = session
@@ -134,14 +137,16 @@ class Broker:
         self._heartbeat_s = heartbeat_s
         self._peer_timeout_s = peer_timeout_s
         self._audit_log = audit
-        self._audit: AuditWriter | None = None  # made in start(): it needs the loop
-        self._peers: dict[bytes, Peer] = {}
+        self._peers = PeerTable(max_peers)
+        self._limiter = limiter or RateLimiter()
         self._bad_hellos: dict[bytes, tuple[float, int]] = {}
-        self.pending = PendingRegistry()
+        self._pending: PendingRequests | None = None  # made in start(): it needs the loop
+        self._audit: AuditWriter | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._complaints = RateLimitedLog(logger)
         self._drain_scheduled = False
         self._draining = False
+        self._peers_publish: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
         # One ROUTER per listener (CURVE is per socket); a routing id inside the broker is the
@@ -179,6 +184,7 @@ class Broker:
         self._loop = asyncio.get_running_loop()
         if self._audit_log is not None:
             self._audit = AuditWriter(self._audit_log, self._loop)
+        self._pending = PendingRequests(self, self._loop, audit=self._audit, unseen=self._host.no_window_attached)
         for sock in self._socks:
             self._loop.add_reader(sock.getsockopt(zmq.FD), self._drain)
         self._spawn(self._heartbeat_loop())
@@ -187,6 +193,8 @@ class Broker:
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+        if self._peers_publish is not None:
+            self._peers_publish.cancel()
         for sock in self._socks:
             if self._loop is not None:
                 self._loop.remove_reader(sock.getsockopt(zmq.FD))
@@ -199,6 +207,11 @@ class Broker:
             except FileNotFoundError:
                 pass
 
+    @property
+    def pending(self) -> PendingRequests:
+        assert self._pending is not None, "start() first"
+        return self._pending
+
     # ---- what the servers call ---------------------------------------------------------
 
     async def elicit(
@@ -207,73 +220,46 @@ class Broker:
         params: dict[str, Any],
         origin: str | None,
         timeout_s: float,
-        cancel_reason: Callable[[], DismissReason] = lambda: "cancelled",
+        cancel_reason: Callable[[], Unanswered] = lambda: "cancelled",
+        max_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     ) -> ElicitationResult:
-        """Show one request in the windows and wait for the one valid answer (steps 3-8).
+        """Show one server request in the windows and wait for the one valid answer (steps 3-8).
 
-        `cancel_reason` tells, when the caller is cancelled, whether the server withdrew the
-        request or its connection went away."""
-        assert self._loop is not None, "start() first"
-        now = time.time()
-        invoke = ElicitationInvoke(
-            request=ElicitationRequest(server=server, params=params),
-            response_channel=channels.new_result_channel(),
-            created_at=int(now * 1000),
-            expires_at=int((now + timeout_s) * 1000),
-            origin=origin,
-        )
-        pending = PendingElicitation(invoke=invoke, future=self._loop.create_future())
-        self.pending.add(pending)
-        frames = encode(channels.INVOKE, invoke)
-        for peer in list(self._peers.values()):
-            if peer.role == "renderer" and self._send_frames(peer.routing_id, frames):
-                pending.sent_to.add(peer.routing_id)
-        if self._audit is not None:
-            self._audit.request(invoke)  # written while the windows show it
-        self._schedule_drain()
-        if not pending.sent_to:
-            self._host.no_window_attached()
-        # A timer rather than wait_for: no timeout context per request on the hot path.
-        expiry = self._loop.call_later(timeout_s, self._expire, pending)
-        try:
-            return await pending.future
-        except asyncio.CancelledError:
-            self._finish(pending, cancel_reason())
-            raise
-        finally:
-            expiry.cancel()
+        Raises UndeliverableRequestError (before anything is shown) for a request the windows
+        cannot be sent."""
+        return await self.pending.ask(ElicitationRequest(server=server, params=params), origin=origin,
+                                      timeout_s=timeout_s, max_bytes=max_bytes, cancel_reason=cancel_reason)
 
-    def _expire(self, pending: PendingElicitation) -> None:
-        if pending.future.done():
-            return
-        logger.info("elicitation %s from %s expired", pending.channel, pending.invoke.request.server)
-        if self.pending.close(pending.channel, "expired") is None:
-            return
-        self._dismiss(pending, "expired")
-        self._resolve_after_audit(pending, ElicitationResult(action="cancel"), "expired", None)
-
-    def dismiss_server(self, server: str) -> None:
+    def withdraw_server(self, server: str) -> None:
         """A server's connection ended: its open requests can never be answered."""
-        for pending in self.pending.all():
-            if pending.invoke.request.server == server:
-                self._finish(pending, "server-closed")
-                if not pending.future.done():
-                    pending.future.set_result(ElicitationResult(action="cancel"))
+        self.pending.withdraw_server(server)
 
     def publish_servers(self) -> None:
-        self._broadcast(channels.SERVERS, ServersUpdate(servers=self._host.server_infos()))
+        self._broadcast(self._peers_all(), encode(channels.SERVERS, ServersUpdate(servers=self._host.server_infos())))
 
     def publish_complete(self, server: str, elicitation_id: str) -> None:
-        self._broadcast(channels.COMPLETE, ElicitationComplete(server=server, elicitation_id=elicitation_id))
+        self._broadcast(self._peers_all(), encode(channels.COMPLETE, ElicitationComplete(
+            server=server, elicitation_id=elicitation_id)))
 
     def publish_notice(self, level: str, message: str, server: str | None) -> None:
-        self._broadcast(channels.NOTICE, Notice(level=level, message=message, server=server))  # type: ignore[arg-type]
+        notice = Notice(level=level, message=message, server=server)  # type: ignore[arg-type]
+        self._broadcast(self._peers_all(), encode(channels.NOTICE, notice))
 
     def renderer_count(self) -> int:
-        return sum(1 for peer in self._peers.values() if peer.role == "renderer")
+        return len(self._peers.renderers())
 
     def peers(self) -> list[PeerInfo]:
-        return [PeerInfo(window=p.window, name=p.name, role=p.role) for p in self._peers.values()]
+        return self._peers.infos()
+
+    # ---- Outbox (for PendingRequests) -------------------------------------------------
+
+    def renderers(self) -> list[bytes]:
+        return self._peers.renderers()
+
+    def send(self, routing_ids: Iterable[bytes], frames: list[bytes]) -> list[bytes]:
+        reached = [rid for rid in routing_ids if rid in self._peers and self._send_frames(rid, frames)]
+        self._schedule_drain()
+        return reached
 
     # ---- receiving ---------------------------------------------------------------------
 
@@ -281,24 +267,34 @@ class Broker:
         self._drain_scheduled = False
         self._draining = True
         try:
-            self._drain_sockets()
+            left = self._drain_sockets(DRAIN_BUDGET)
         finally:
             self._draining = False
+        if left == 0 and self._loop is not None:
+            # Budget spent with messages still waiting: the FD's edge is gone, so come back ourselves.
+            self._drain_scheduled = True
+            self._loop.call_soon(self._drain)
 
-    def _drain_sockets(self) -> None:
+    def _drain_sockets(self, budget: int) -> int:
+        """Handle up to `budget` messages; returns the budget left (0: there may be more)."""
         for index, sock in enumerate(self._socks):
             tag = bytes([index])
             # ZMQ_FD is edge-triggered: read until EVENTS says there is nothing left.
             while not sock.closed and sock.getsockopt(_EVENTS) & _POLLIN:
+                if budget == 0:
+                    return 0
                 try:
                     frames = sock.recv_multipart(_NOBLOCK)
                 except zmq.Again:
                     break
+                budget -= 1
                 frames[0] = tag + frames[0]
                 try:
                     self._handle(frames)
                 except Exception:  # top-level handler of one frame: a bug must not stall the drain
-                    logger.exception("failed handling a frame from %s", frames[0].hex())
+                    self._complaints.exception(("handler", frames[1][:40].hex()), "failed handling a frame %r from %s",
+                                               cut(frames[1]), frames[0].hex())
+        return max(budget, 1)
 
     def _schedule_drain(self) -> None:
         # A send can consume the FD's edge; look again once the current callback is done. Inside
@@ -312,177 +308,134 @@ class Broker:
     def _handle(self, frames: list[bytes]) -> None:
         routing_id = frames[0]
         peer = self._peers.get(routing_id)
+        now = time.monotonic()
         if peer is not None:
-            peer.last_seen = time.monotonic()  # any message counts, even one we refuse
+            peer.last_seen = now  # any message counts, even one we refuse or drop
+        if not self._limiter.allow(routing_id, len(frames[-1]), now):
+            if self._limiter.should_warn(routing_id, now):
+                self._complaints.warning(("rate", routing_id.hex() if peer else "unattached"),
+                                         "dropping messages from %s (%r): over its rate", routing_id.hex(),
+                                         cut(peer.name) if peer else "unattached")
+                self._send_error(routing_id, ProtocolError(
+                    WireCode.RATE_LIMITED, "too many messages; some were dropped unread"))
+            return
         try:
-            topic, body = decode_from_peer(frames[1:], self._max_body)
+            topic, raw = split_from_peer(frames[1:], self._max_body)
+            if topic == channels.HELLO:
+                hello = decode_peer_body(topic, raw)
+                assert isinstance(hello, Hello)
+                self._on_hello(routing_id, hello)
+            elif peer is None:
+                raise ProtocolError(WireCode.NOT_ATTACHED, "send a valid hello first", topic)
+            elif channels.is_result_channel(topic):
+                self.pending.answer(routing_id, peer.window, topic, raw)
+            else:
+                self._dispatch(peer, topic, decode_peer_body(topic, raw))
         except ProtocolError as err:
             self._refuse(routing_id, err)
-            return
-        if isinstance(body, Hello):
-            self._on_hello(routing_id, body)
-            return
-        if peer is None:
-            self._refuse(routing_id, ProtocolError("not-attached", "send a valid hello first", topic))
-            return
+
+    def _dispatch(self, peer: Peer, topic: str, body: Any) -> None:
         match body:
             case Heartbeat():
                 pass
-            case ElicitationResult():
-                self._on_result(peer, topic, body)
             case CallTool():
-                self._on_call_tool(peer, body)
+                self._host.call_tool(body, peer.window, self._replier(peer, topic, body.response_channel))
             case McpRequest():
-                self._on_mcp_request(peer, body)
+                self._host.mcp_request(body, self._replier(peer, topic, body.response_channel))
             case StatusRequest():
-                self._send(routing_id, body.response_channel, ChannelReply(status=self._status_report()))
-            case Shutdown():
-                logger.info("shutdown requested by %s (%s)", peer.name or peer.window, peer.role)
-                self._host.request_shutdown()
+                self._replier(peer, topic, body.response_channel)(ChannelReply(status=self._status_report()))
             case ServerControl():
-                self._spawn(self._reply_later(routing_id, body.response_channel, self._host.control_server(body)))
+                self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
+                                              self._host.control_server(body)))
             case Reload():
-                self._spawn(self._reply_later(routing_id, body.response_channel, self._host.reload()))
+                self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
+                                              self._host.reload()))
             case ServerPolicy():
                 self._host.set_server_policy(body, peer.name or peer.window)
+            case Shutdown():
+                logger.info("shutdown requested by %r (%s)", cut(peer.name or peer.window), peer.role)
+                self._host.request_shutdown()
             case Bye():
                 self._detach(peer, "said bye")
 
+    def _replier(self, peer: Peer, topic: str, channel: str) -> ReplyTo:
+        """How to answer on a peer's response channel; refuses a channel it could confuse."""
+        if not channel.isascii() or not channel.isprintable() or " " in channel or channel in _RESERVED_TOPICS \
+                or channels.is_result_channel(channel):
+            raise ProtocolError(WireCode.BAD_BODY, f"responseChannel {cut(channel)!r} is not usable", topic)
+        routing_id = peer.routing_id
+
+        def reply(answer: ChannelReply) -> None:
+            if routing_id in self._peers:  # a peer that left gets nothing
+                self._send_frames(routing_id, encode(channel, answer))
+                self._schedule_drain()
+
+        return reply
+
     def _on_hello(self, routing_id: bytes, hello: Hello) -> None:
         if hello.protocol != PROTOCOL_VERSION or hello.token != self._token:
-            now = time.monotonic()
-            first, count = self._bad_hellos.get(routing_id, (now, 0))
-            if now - first > _BAD_HELLO_WINDOW_S:
-                first, count = now, 0
-            self._bad_hellos[routing_id] = (first, count + 1)
-            if len(self._bad_hellos) > 10_000:
-                self._bad_hellos.clear()
-            if count >= _BAD_HELLO_LIMIT:
-                return  # throttled: a guessing peer gets no more answers for a while
+            if self._hello_throttled(routing_id):
+                return  # a guessing peer gets no more answers for a while
             if hello.protocol != PROTOCOL_VERSION:
-                err = ProtocolError("bad-protocol", f"main speaks protocol {PROTOCOL_VERSION}", channels.HELLO)
+                err = ProtocolError(WireCode.BAD_PROTOCOL, f"main speaks protocol {PROTOCOL_VERSION}", channels.HELLO)
             else:
-                err = ProtocolError("bad-token", "the token does not match this main's connection file",
+                err = ProtocolError(WireCode.BAD_TOKEN, "the token does not match this main's connection file",
                                     channels.HELLO)
-            self._refuse(routing_id, err)  # a welcomed peer stays attached: bad frames never detach
-            return
-        for other in list(self._peers.values()):
-            if other.window == hello.window and other.routing_id != routing_id:
-                self._detach(other, "replaced by a new connection of the same window")
+            raise err  # a welcomed peer stays attached: bad frames never detach
         peer = Peer(routing_id, hello.window, hello.name, hello.role, time.monotonic())
-        self._peers[routing_id] = peer
-        pending_for_peer: list[ElicitationInvoke] = []
-        if peer.role == "renderer":
-            for pending in self.pending.all():
-                pending.sent_to.add(routing_id)  # delivery in welcome counts as sending
-                pending_for_peer.append(pending.invoke)
-        welcome = Welcome(session=self.session, window=hello.window, servers=self._host.server_infos(),
-                          pending=pending_for_peer)
-        self._send(routing_id, channels.WELCOME, welcome)
-        logger.info("attached %s %r (%s), %d pending delivered", peer.role, peer.name, peer.window,
-                    len(pending_for_peer))
-        self._publish_peers()
-
-    def _on_result(self, peer: Peer, topic: str, result: ElicitationResult) -> None:
-        pending = self.pending.get(topic)
-        if pending is None:
-            closed = self.pending.closed_reason(topic)
-            if closed is None:
-                self._refuse(peer.routing_id, ProtocolError("unknown-channel", "no such request", topic))
-            else:
-                self._refuse(peer.routing_id, ProtocolError("already-answered", f"request is {closed}", topic))
-            return
-        if peer.routing_id not in pending.sent_to:
-            self._refuse(peer.routing_id, ProtocolError("not-recipient", "this request was not sent to you", topic))
-            return
-        params = pending.invoke.request.params
-        content: dict[str, Any] | None = None
-        if result.action == "accept" and params.get("mode", "form") == "form":
-            content = result.content or {}
-            try:
-                validate_content(params.get("requestedSchema", {}), content)
-            except InvalidContentError as exc:
-                self._refuse(peer.routing_id, ProtocolError("invalid-content", str(exc), topic))
-                return
-        if pending.future.done():  # the server withdrew it a moment ago; its dismiss is on the way
-            self._refuse(peer.routing_id, ProtocolError("already-answered", "request was cancelled", topic))
-            return
-        self.pending.close(topic, "answered")
-        dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=topic, reason="answered",
-                                                              by=peer.window))
-        for routing_id in pending.sent_to:  # the windows first: they are not waiting on the disk
-            if routing_id in self._peers:
-                self._send_frames(routing_id, dismiss)
-        self._resolve_after_audit(pending, ElicitationResult(action=result.action, content=content),
-                                  result.action, peer.window)
-        self._schedule_drain()
-
-    def _resolve_after_audit(self, pending: PendingElicitation, answer: ElicitationResult, outcome: str,
-                             window: str | None) -> None:
-        """Hand the server its answer only once the outcome is durable: a SIGKILL of main at any
-        moment loses no decided outcome."""
-        if self._audit is not None:
-            self._audit.outcome(pending.channel, outcome, window=window, content=answer.content)
-        if not pending.future.done():
-            pending.future.set_result(answer)
-
-    def _on_call_tool(self, peer: Peer, request: CallTool) -> None:
-        channel = request.response_channel
-        if not channel or channel in _RESERVED_TOPICS or channels.is_result_channel(channel) or not channel.isascii():
-            self._refuse(peer.routing_id, ProtocolError("bad-body", f"responseChannel {channel!r} is not usable",
-                                                        channels.CALL_TOOL))
-            return
-        routing_id = peer.routing_id
-
-        def reply(answer: ChannelReply) -> None:
-            if routing_id in self._peers:  # a peer that left gets nothing; its window shows no call
-                self._send(routing_id, channel, answer)
-
-        # A callback, not a task awaiting the call: one task switch less on every tool call.
-        self._host.call_tool(request, peer.window, reply)
-
-    def _on_mcp_request(self, peer: Peer, request: McpRequest) -> None:
-        channel = request.response_channel
-        if not self._usable_channel(channel):
-            self._refuse(peer.routing_id, ProtocolError("bad-body", f"responseChannel {channel!r} is not usable",
-                                                        channels.MCP_REQUEST))
-            return
-        routing_id = peer.routing_id
-
-        def reply(answer: ChannelReply) -> None:
-            if routing_id in self._peers:
-                self._send(routing_id, channel, answer)
-
-        self._host.mcp_request(request, reply)
-
-    @staticmethod
-    def _usable_channel(channel: str) -> bool:
-        return bool(channel) and channel.isascii() and channel not in _RESERVED_TOPICS \
-            and not channels.is_result_channel(channel)
-
-    async def _reply_later(self, routing_id: bytes, channel: str, work: Awaitable[ChannelReply]) -> None:
         try:
-            reply = await work
+            replaced = self._peers.attach(peer)
+        except ProtocolError as err:
+            err.topic = channels.HELLO
+            raise
+        for old in replaced:
+            self._after_detach(old, "replaced by a new connection of the same window")
+        welcome = Welcome(session=self.session, window=hello.window, servers=self._host.server_infos(), pending=[])
+        if peer.role == "renderer":
+            in_welcome, after, open_channels = self.pending.deliver_on_attach(routing_id)
+            welcome.pending_channels = open_channels
+            self._send_frames(routing_id, encode_welcome(welcome, in_welcome))
+            for pending in after:
+                self._send_frames(routing_id, pending.frames)
+            # The current peers list right away, so the window knows whose requests are whose
+            # before it shows a card; the others get the change coalesced.
+            self._send_frames(routing_id, encode(channels.PEERS, PeersUpdate(peers=self._peers.infos())))
+            delivered = len(open_channels)
+        else:
+            self._send_frames(routing_id, encode_welcome(welcome, []))
+            delivered = 0
+        self._schedule_drain()
+        logger.info("attached %s %r (%r), %d pending delivered", peer.role, cut(peer.name), cut(peer.window),
+                    delivered)
+        self._peers_changed()
+
+    def _hello_throttled(self, routing_id: bytes) -> bool:
+        now = time.monotonic()
+        first, count = self._bad_hellos.get(routing_id, (now, 0))
+        if now - first > _BAD_HELLO_WINDOW_S:
+            first, count = now, 0
+        self._bad_hellos[routing_id] = (first, count + 1)
+        if len(self._bad_hellos) > 10_000:
+            self._bad_hellos.clear()
+        return count >= _BAD_HELLO_LIMIT
+
+    async def _reply_later(self, reply: ReplyTo, work: Awaitable[ChannelReply]) -> None:
+        try:
+            answer = await work
         except Exception as exc:  # top-level handler of one peer request: report, never crash main
-            logger.exception("request answered on %s failed", channel)
-            reply = ChannelReply(error=CallError(code=-32603, message=f"internal error: {exc}"))
-        if routing_id in self._peers:
-            self._send(routing_id, channel, reply)
+            self._complaints.exception(("request", type(exc).__name__), "a peer's request failed")
+            answer = ChannelReply(error=CallError(code=RpcCode.INTERNAL_ERROR, message=f"internal error: {exc}"))
+        reply(answer)
 
     # ---- sending -----------------------------------------------------------------------
 
-    def _send(self, routing_id: bytes, topic: str, body: Any) -> bool:
-        sent = self._send_frames(routing_id, encode(topic, body))
-        self._schedule_drain()
-        return sent
-
-    def _send_frames(self, routing_id: bytes, frames: list[bytes]) -> bool:
+    def _send_frames(self, routing_id: bytes, frames: list[Any]) -> bool:
         try:
             sock = self._socks[routing_id[0]]
             # Frame by frame with int flags: cheaper than send_multipart; ROUTER sends are atomic.
             sock.send(routing_id[1:], _SEND_MORE)
             sock.send(frames[0], _SEND_MORE)
-            sock.send(frames[1], _NOBLOCK)
+            sock.send(frames[1], _NOBLOCK)  # a zmq.Frame (broadcasts) is sent without a copy
             return True
         except zmq.ZMQError as exc:
             peer = self._peers.get(routing_id)
@@ -491,37 +444,31 @@ class Broker:
                     self._detach(peer, "unreachable")
             else:
                 self._complaints.warning(("send", exc.strerror), "dropped a message to %r: %s",
-                                         peer.window if peer else routing_id, exc)
+                                         cut(peer.window) if peer else routing_id.hex(), exc)
             return False
 
-    def _broadcast(self, topic: str, body: Any) -> None:
-        frames = encode(topic, body)
-        for routing_id in list(self._peers):
+    def _broadcast(self, routing_ids: list[bytes], frames: list[bytes]) -> None:
+        if len(routing_ids) > 1 and len(frames[1]) >= _SHARED_FRAME_BYTES:
+            # One buffer for every copy: a list to 500 windows costs one list, not 500.
+            frames = [frames[0], zmq.Frame(frames[1])]  # type: ignore[list-item]
+        for routing_id in routing_ids:
             self._send_frames(routing_id, frames)
         self._schedule_drain()
 
+    def _peers_all(self) -> list[bytes]:
+        return [peer.routing_id for peer in self._peers]
+
     def _refuse(self, routing_id: bytes, err: ProtocolError) -> None:
         # Unattached peers share one rate-limit key, so reconnecting per frame cannot flood the log;
-        # %r keeps control characters in a peer's topic from forging log lines.
+        # %r and cut() keep control characters and megabytes in a peer's topic out of the log.
         who = routing_id.hex() if routing_id in self._peers else "unattached peers"
-        self._complaints.warning((err.code, who), "refused %r from %s: %r", err.topic or "frame",
-                                 routing_id.hex(), err.message)
-        self._send(routing_id, channels.ERROR, ErrorNotice(code=err.code, message=err.message, topic=err.topic))
+        self._complaints.warning((err.code, who), "refused %r from %s: %r", cut(err.topic or "frame"),
+                                 routing_id.hex(), cut(err.message, 200))
+        self._send_error(routing_id, err)
 
-    def _finish(self, pending: PendingElicitation, reason: str) -> None:
-        """Close a request nobody answered (withdrawn, server gone): record it and dismiss it."""
-        if self.pending.close(pending.channel, reason) is None:
-            return
-        self._dismiss(pending, reason)  # the windows first: they are not waiting on the disk
-        if self._audit is not None:
-            self._audit.outcome(pending.channel, reason)
-
-    def _dismiss(self, pending: PendingElicitation, reason: str) -> None:
-        dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel,
-                                                              reason=reason))  # type: ignore[arg-type]
-        for routing_id in pending.sent_to:
-            if routing_id in self._peers:
-                self._send_frames(routing_id, dismiss)
+    def _send_error(self, routing_id: bytes, err: ProtocolError) -> None:
+        self._send_frames(routing_id, encode(channels.ERROR, ErrorNotice(code=err.code, message=err.message,
+                                                                          topic=err.topic)))
         self._schedule_drain()
 
     # ---- liveness ----------------------------------------------------------------------
@@ -531,7 +478,7 @@ class Broker:
         while True:
             await asyncio.sleep(self._heartbeat_s)
             now = time.monotonic()
-            for peer in list(self._peers.values()):
+            for peer in self._peers:
                 if now - peer.last_seen > self._peer_timeout_s:
                     self._detach(peer, f"silent for {now - peer.last_seen:.1f} s")
                 else:
@@ -539,17 +486,28 @@ class Broker:
             self._schedule_drain()
 
     def _detach(self, peer: Peer, why: str) -> None:
-        if self._peers.pop(peer.routing_id, None) is not None:
-            logger.info("detached %s %r (%s): %s", peer.role, peer.name, peer.window, why)
-            self._publish_peers()
+        if self._peers.get(peer.routing_id) is peer:
+            self._peers.detach(peer.routing_id)
+            self._after_detach(peer, why)
+
+    def _after_detach(self, peer: Peer, why: str) -> None:
+        logger.info("detached %s %r (%r): %s", peer.role, cut(peer.name), cut(peer.window), why)
+        if self._pending is not None:
+            self._pending.withdraw_owner(peer.routing_id)
+        self._peers_changed()
+
+    def _peers_changed(self) -> None:
+        if self._peers_publish is None and self._loop is not None:
+            self._peers_publish = self._loop.call_later(PEERS_COALESCE_S, self._publish_peers)
 
     def _publish_peers(self) -> None:
-        self._broadcast(channels.PEERS, PeersUpdate(peers=self.peers()))
+        self._peers_publish = None
+        self._broadcast(self._peers.renderers(), encode(channels.PEERS, PeersUpdate(peers=self._peers.infos())))
 
     def _status_report(self) -> StatusReport:
         return StatusReport(session=self.session, pid=os.getpid(), endpoint=self.endpoint,
-                            servers=self._host.server_infos(), peers=self.peers(),
-                            pending=[p.invoke for p in self.pending.all()])
+                            servers=self._host.server_infos(), peers=self._peers.infos(),
+                            pending=self.pending.summaries())
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)

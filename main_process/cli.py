@@ -1,7 +1,21 @@
-"""The `elicitron` command: launch, main, window, status, stop, call."""
+"""The `elicitron` command.
+
+    launch   start main in the background if needed, open a window
+    main     run main in the foreground (headless)
+    window   attach one more window
+    pair     allow a remote window and print its connection file
+    status   servers, windows and pending requests
+    stop     stop main and its servers
+    reload   re-read the config
+    server   start, stop or restart one server
+    call     call a tool through main
+    audit    the audit log
+
+Each command imports only what it needs (`mcp` for `main` alone, Qt never: windows are their own
+process), so a command that only talks to main starts fast.
+"""
 
 import argparse
-import asyncio
 import json
 import logging
 import os
@@ -12,16 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
-from main_process.app import MainApp, default_log_dir
-from main_process.audit import AuditLog, format_entries, to_json
-from main_process.audit import default_path as default_audit_path
-from main_process.config import load_config
-from main_process.controller import Controller
-from main_process.curve_keys import CurveKeys
-from shared.codec import DEFAULT_MAX_BODY_BYTES
-from shared.connection_file import ConnectionInfo, read_connection_file, resolve_connection_path
+from main_process.paths import default_log_dir
+from shared.connection_file import resolve_connection_path
 from shared.errors import (
     AlreadyRunningError,
     ConfigError,
@@ -40,9 +46,20 @@ MAIN_START_TIMEOUT_S = 60.0
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=getattr(logging, args.log_level.upper()),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        filename=getattr(args, "log_file", None))
+    log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    level = getattr(logging, args.log_level.upper())
+    try:
+        log_file = getattr(args, "log_file", None)
+        if log_file:
+            from main_process.private_files import open_private
+
+            # 0600: tool output and server messages land in main's log.
+            logging.basicConfig(level=level, format=log_format, stream=open_private(Path(log_file), "a"))
+        else:
+            logging.basicConfig(level=level, format=log_format)
+    except (OSError, ConnectionFileError) as exc:
+        print(f"elicitron: cannot write the log file: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
     except ConfigError as exc:
@@ -84,8 +101,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="open a window when a request arrives and none is attached (default: off)")
     p.add_argument("--listen", metavar="tcp://HOST:PORT",
                    help="also accept remote windows here (CURVE; pair them with `elicitron pair`)")
-    p.add_argument("--max-message-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES,
-                   help=f"largest message body a peer may send (default {DEFAULT_MAX_BODY_BYTES})")
+    p.add_argument("--max-message-bytes", type=int, default=1 << 20,
+                   help="largest message body a peer may send (default 1048576)")
     p.set_defaults(func=cmd_main)
 
     p = with_connection(sub.add_parser("pair", help="allow a remote window and print its connection file"))
@@ -137,6 +154,11 @@ def _connection(args: argparse.Namespace) -> Path:
 
 
 def cmd_main(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from main_process.app import MainApp
+    from main_process.config import load_config
+
     config = load_config(args.config)
     if args.max_message_bytes < 1024:
         print("elicitron: --max-message-bytes must be at least 1024", file=sys.stderr)
@@ -153,6 +175,11 @@ def cmd_main(args: argparse.Namespace) -> int:
 
 def cmd_pair(args: argparse.Namespace) -> int:
     """Print a connection file for a remote window; its key is allowed from now on."""
+    import msgspec
+
+    from main_process.curve_keys import CurveKeys
+    from shared.connection_file import ConnectionInfo, read_connection_file
+
     local = read_connection_file(_connection(args))
     if not local.remote_endpoint or not local.remote_server_key:
         print("elicitron: main is not listening for remote windows; start it with --listen tcp://HOST:PORT",
@@ -170,6 +197,8 @@ def cmd_pair(args: argparse.Namespace) -> int:
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
+    from main_process.config import load_config
+
     connection = _connection(args)
     if not _main_is_running(connection):
         load_config(args.config)  # a bad config fails here, in the foreground, with its one-line error
@@ -178,28 +207,36 @@ def cmd_launch(args: argparse.Namespace) -> int:
 
 
 def cmd_reload(args: argparse.Namespace) -> int:
+    from main_process.controller import Controller
+
     with Controller(_connection(args)) as controller:
         reply = controller.reload()
-    if reply.error is not None:
-        print(f"elicitron: {reply.error.message}", file=sys.stderr)
+    if reply.error is not None or reply.reload is None:
+        print(f"elicitron: {reply.error.message if reply.error else 'main sent no reload report'}", file=sys.stderr)
         return EXIT_FAILED
-    result = reply.result or {}
-    for key in ("added", "removed", "changed", "unchanged"):
-        print(f"{key:10} {', '.join(result.get(key, [])) or '-'}")
+    done = reply.reload
+    for key, names in (("added", done.added), ("removed", done.removed), ("changed", done.changed),
+                       ("unchanged", done.unchanged)):
+        print(f"{key:10} {', '.join(names) or '-'}")
     return 0
 
 
 def cmd_server(args: argparse.Namespace) -> int:
+    from main_process.controller import Controller
+
     with Controller(_connection(args)) as controller:
         reply = controller.control_server(args.server, args.action)
-    if reply.error is not None:
-        print(f"elicitron: {reply.error.message}", file=sys.stderr)
+    if reply.error is not None or reply.control is None:
+        print(f"elicitron: {reply.error.message if reply.error else 'main sent no report'}", file=sys.stderr)
         return EXIT_FAILED
-    print(f"{args.server}: {(reply.result or {}).get('status')}")
+    print(f"{reply.control.server}: {reply.control.status}")
     return 0
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    from main_process.audit import AuditLog, format_entries, to_json
+    from main_process.audit import default_path as default_audit_path
+
     log = AuditLog(default_audit_path())
     try:
         entries = log.entries(limit=args.limit, server=args.server)
@@ -219,9 +256,13 @@ def cmd_window(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from main_process.controller import Controller
+
     with Controller(_connection(args)) as controller:
         report = controller.status()
     if args.json:
+        import msgspec
+
         print(msgspec.json.encode(report).decode())
         return 0
     print(f"main pid {report.pid}, session {report.session}, endpoint {report.endpoint}")
@@ -234,14 +275,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"windows ({len(windows)}):")
     for peer in windows:
         print(f"  {peer.name or '-':20} {peer.window}")
-    print(f"pending elicitations ({len(report.pending)}):")
-    for invoke in report.pending:
-        message = str(invoke.request.params.get("message", ""))[:60]
-        print(f"  {invoke.request.server:20} {invoke.response_channel}  {message}")
+    print(f"pending requests ({len(report.pending)}):")
+    for pending in report.pending:
+        print(f"  {pending.server:20} {pending.response_channel}  {pending.message[:60]}")
     return 0
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
+    from main_process.controller import Controller
+
     connection = _connection(args)
     with Controller(connection) as controller:
         pid = controller.pid
@@ -262,6 +304,8 @@ def cmd_call(args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         print("elicitron: arguments must be a JSON object", file=sys.stderr)
         return EXIT_USAGE
+    from main_process.controller import Controller
+
     with Controller(_connection(args)) as controller:
         reply = controller.call_tool(args.server, args.tool, arguments, args.timeout)
     if reply.error is not None:
@@ -280,6 +324,8 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def _main_is_running(connection: Path) -> bool:
+    from main_process.controller import Controller
+
     try:
         with Controller(connection, attach_timeout_s=2.0):
             return True
@@ -288,8 +334,10 @@ def _main_is_running(connection: Path) -> bool:
 
 
 def _start_main_in_background(connection: Path, config: Path | None, auto_open: bool) -> None:
+    from shared.connection_file import ensure_private_dir
+
     log_dir = default_log_dir()
-    log_dir.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(log_dir)  # server output and tool results end up in main's log
     log_file = log_dir / "main.log"
     argv = [sys.executable, "-m", "main_process", "--log-level", "info", "main", "--connection", str(connection),
             "--log-file", str(log_file)]

@@ -6,8 +6,13 @@ Elicitron-only keys are optional and ignored by the other hosts, per server:
 answered `cancel`; `urlCompletionTimeoutSeconds` (default 120): after the user accepts the URLs of
 a -32042 error, how long to wait for the server's completion notice before retrying the call;
 `toolTimeoutSeconds` (default: the elicitation timeout + 300): a tool call still unanswered after it
-fails with an error instead of waiting forever; `protocolMode` ("auto", the default, or "legacy" to force the pre-2026
-initialize handshake for a server that mishandles discovery).
+fails with an error instead of waiting forever; `protocolMode` ("auto", the default, or "legacy" to
+force the pre-2026 initialize handshake for a server that mishandles discovery); `maxRequestBytes`
+(default 2 MiB, at most 16 MiB): a request larger than this once encoded for the windows is refused
+with -32602 and a notice instead of being shown.
+
+Every time is at most MAX_TIMEOUT_S (7 days); a key given twice in one object is an error, not
+"the last one wins".
 """
 
 import json
@@ -20,6 +25,7 @@ from typing import Any
 
 import platformdirs
 
+from main_process.pending import DEFAULT_MAX_REQUEST_BYTES
 from shared.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -28,6 +34,9 @@ DEFAULT_ELICITATION_TIMEOUT_S = 600.0
 DEFAULT_BURST = 20
 DEFAULT_BURST_WINDOW_S = 60.0
 DEFAULT_URL_COMPLETION_TIMEOUT_S = 120.0
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+MIN_REQUEST_BYTES = 1024
+MAX_REQUEST_BYTES = 16 << 20
 DEMO_SERVER_SCRIPT = Path(__file__).resolve().parent / "demo_server.py"  # ships inside the package
 
 
@@ -41,6 +50,7 @@ class ServerLimits:
     url_completion_timeout_s: float = DEFAULT_URL_COMPLETION_TIMEOUT_S
     tool_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S + 300
     protocol_mode: str = "auto"
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,7 +104,9 @@ def load_config(path: Path | None) -> Config:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKeyError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
     config = parse_config(data, str(path))
@@ -125,14 +137,17 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: must be an object with \"command\" or \"url\"")
     limits = {
-        "elicitation_timeout_s": _positive(where, entry, "elicitationTimeoutSeconds", DEFAULT_ELICITATION_TIMEOUT_S),
-        "burst_window_s": _positive(where, entry, "elicitationBurstWindowSeconds", DEFAULT_BURST_WINDOW_S),
-        "burst": int(_positive(where, entry, "elicitationBurst", DEFAULT_BURST)),
-        "url_completion_timeout_s": _positive(where, entry, "urlCompletionTimeoutSeconds",
-                                              DEFAULT_URL_COMPLETION_TIMEOUT_S),
+        "elicitation_timeout_s": _seconds(where, entry, "elicitationTimeoutSeconds", DEFAULT_ELICITATION_TIMEOUT_S),
+        "burst_window_s": _seconds(where, entry, "elicitationBurstWindowSeconds", DEFAULT_BURST_WINDOW_S),
+        "burst": _whole(where, entry, "elicitationBurst", DEFAULT_BURST, 1, 10**9),
+        "url_completion_timeout_s": _seconds(where, entry, "urlCompletionTimeoutSeconds",
+                                             DEFAULT_URL_COMPLETION_TIMEOUT_S),
         "protocol_mode": entry.get("protocolMode", "auto"),
+        "max_request_bytes": _whole(where, entry, "maxRequestBytes", DEFAULT_MAX_REQUEST_BYTES, MIN_REQUEST_BYTES,
+                                    MAX_REQUEST_BYTES),
     }
-    limits["tool_timeout_s"] = _positive(where, entry, "toolTimeoutSeconds", limits["elicitation_timeout_s"] + 300)
+    limits["tool_timeout_s"] = _seconds(where, entry, "toolTimeoutSeconds",
+                                        min(limits["elicitation_timeout_s"] + 300, MAX_TIMEOUT_S))
     if limits["protocol_mode"] not in ("auto", "legacy"):
         raise ConfigError(f"{where}: \"protocolMode\" must be \"auto\" or \"legacy\"")
     if "url" in entry:
@@ -157,11 +172,33 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
     raise ConfigError(f"{where}: needs \"command\" (stdio) or \"url\" (streamable HTTP)")
 
 
-def _positive(where: str, entry: dict[str, Any], key: str, default: float) -> float:
+def _seconds(where: str, entry: dict[str, Any], key: str, default: float) -> float:
     value = entry.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{where}: \"{key}\" must be a positive number")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or not 0 < value <= MAX_TIMEOUT_S:
+        raise ConfigError(f"{where}: \"{key}\" must be a number of seconds above 0 and at most "
+                          f"{MAX_TIMEOUT_S:.0f} (7 days)")
     return float(value)
+
+
+def _whole(where: str, entry: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+    value = entry.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{where}: \"{key}\" must be a whole number from {low} to {high}")
+    return value
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKeyError(f"the key {key!r} appears twice in one object; keep one")
+        result[key] = value
+    return result
 
 
 def _is_str_map(value: Any) -> bool:

@@ -1,6 +1,7 @@
 """A controller peer for the CLI: attach to a running main, ask something, wait for the answer."""
 
 import logging
+import os
 import time
 from pathlib import Path
 from types import TracebackType
@@ -29,8 +30,8 @@ from shared.messages import (
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_S = 1.0
-_REQUEST_TOPICS = (channels.CALL_TOOL, channels.STATUS, channels.SERVER_CONTROL, channels.RELOAD)  # contract: a peer silent for 1 s sends a heartbeat
+HEARTBEAT_S = 1.0  # contract: a peer silent for 1 s sends a heartbeat
+_REQUEST_TOPICS = (channels.CALL_TOOL, channels.STATUS, channels.SERVER_CONTROL, channels.RELOAD, channels.MCP_REQUEST)
 
 
 class Controller:
@@ -57,6 +58,10 @@ class Controller:
             info = read_connection_file(self.connection_path)
         except ConnectionFileError as exc:
             raise MainUnreachableError(str(exc)) from exc
+        if info.endpoint.startswith("ipc://") and not _pid_alive(info.pid):
+            # main was killed without cleaning up: say so now rather than after the attach timeout.
+            raise MainUnreachableError(f"no main is running (stale connection file {self.connection_path}: "
+                                       f"pid {info.pid} is gone)")
         self.pid = info.pid
         sock = zmq.Context.instance().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 500)
@@ -140,3 +145,13 @@ class Controller:
             if wanted(topic, body):
                 return topic, body
         raise MainUnreachableError(f"no answer from main within {timeout_s:.0f} s ({self.connection_path})")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, someone else's
+    return True

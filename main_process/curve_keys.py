@@ -7,12 +7,12 @@ without restarting main.
 """
 
 import logging
-import os
 from pathlib import Path
 
 import platformdirs
 import zmq
 
+from main_process.private_files import safe_filename, write_private
 from shared.connection_file import ensure_private_dir
 from shared.errors import ConnectionFileError
 
@@ -38,7 +38,7 @@ class CurveKeys:
                 raise ConnectionFileError(f"{path} is malformed: expected a public and a secret key")
             return lines[0].encode(), lines[1].encode()
         public, secret = zmq.curve_keypair()
-        _write_private(path, f"{public.decode()}\n{secret.decode()}\n")
+        write_private(path, f"{public.decode()}\n{secret.decode()}\n")
         logger.info("made main's CURVE keypair in %s", path)
         return public, secret
 
@@ -46,9 +46,8 @@ class CurveKeys:
         """Make a keypair for a remote window and allow its public key; returns (public, secret)."""
         ensure_private_dir(self.directory)
         ensure_private_dir(self.clients_dir)
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:64] or "client"
         public, secret = zmq.curve_keypair()
-        _write_private(self.clients_dir / f"{safe}.pub", public.decode() + "\n")
+        write_private(self.clients_dir / f"{safe_filename(name)}.pub", public.decode() + "\n")
         return public, secret
 
     def is_allowed(self, public_key: bytes) -> bool:
@@ -78,10 +77,3 @@ class AllowListProvider:
             logger.warning("refused a CURVE client whose key is not allowed: %s", z85_key.decode(errors="replace"))
         return allowed
 
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, text.encode("ascii"))
-    finally:
-        os.close(fd)

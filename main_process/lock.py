@@ -1,14 +1,16 @@
 """One main per connection file: an exclusive flock, held for main's whole life.
 
 A second `bind` on the same ipc path would silently steal the socket from the first main, so
-the lock is taken before binding and never released early.
+the lock is taken before binding and never released early. The lock file is opened without
+following symlinks: a link planted in the directory must not make main write into its target.
 """
 
+import errno
 import fcntl
 import os
 from pathlib import Path
 
-from shared.errors import AlreadyRunningError
+from shared.errors import AlreadyRunningError, ConnectionFileError
 
 
 class InstanceLock:
@@ -17,7 +19,13 @@ class InstanceLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ConnectionFileError(f"{self.path} is a symlink; refusing to use it as main's lock "
+                                          "(remove it if you did not make it)") from None
+            raise ConnectionFileError(f"cannot open main's lock file {self.path}: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -1,56 +1,281 @@
-"""The registry of unresolved elicitations and of channels already used."""
+"""The life of every request a window must answer, from open to closed. No sockets in here.
+
+    open ──► delivered ──► answered      (a window's accept / decline / cancel)
+                      ├──► expired       (nobody answered in time; the asker gets cancel)
+                      ├──► cancelled     (the asker withdrew it, or went away)
+                      └──► server-closed (the server's connection ended)
+
+A request is encoded and size-checked *before* it opens (`open` raises
+UndeliverableRequestError), so nothing that cannot reach a window ever waits as pending, and a
+welcome built from pending requests cannot fail. Every ending goes through one close path
+(`_close`): dismiss it in every window it was sent to, commit its outcome to the audit log, then
+hand the asker its answer. Kinds of request (a server's elicitation, later a tool-call approval or
+a program's question) differ only in who asks and what `resolve` does with the answer.
+
+The broker owns the sockets and implements `Outbox`; tests drive this class with a list.
+"""
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Final, Literal, Protocol
 
-from shared.messages import ElicitationInvoke, ElicitationResult
+from main_process.audit_writer import AuditWriter
+from shared import channels
+from shared.codec import decode_peer_body, encode, encode_request
+from shared.errors import InvalidContentError, ProtocolError, UndeliverableRequestError, WireCode
+from shared.messages import (
+    DismissReason,
+    ElicitationDismiss,
+    ElicitationInvoke,
+    ElicitationRequest,
+    ElicitationResult,
+    PendingSummary,
+)
+from shared.schema import validate_content
 
 logger = logging.getLogger(__name__)
 
-_REMEMBERED_CLOSED_CHANNELS = 50_000
+Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed"]
+Unanswered = Literal["expired", "cancelled", "server-closed"]
+Resolve = Callable[[ElicitationResult], None]
+
+DEFAULT_MAX_REQUEST_BYTES: Final = 2 << 20  # one encoded invoke; config key maxRequestBytes
+MAX_PENDING_BYTES: Final = 256 << 20  # all open requests together; past it new ones are refused
+WELCOME_PENDING_BYTES: Final = 8 << 20  # invokes carried inside one welcome; the rest follow it
+_REMEMBERED_CLOSED_CHANNELS: Final = 50_000
+_SUMMARY_MESSAGE_CHARS: Final = 200
 
 
-@dataclass
-class PendingElicitation:
+class Outbox(Protocol):
+    """What the lifecycle needs from whoever owns the sockets."""
+
+    def renderers(self) -> list[bytes]:
+        """Routing ids of the attached renderer windows."""
+
+    def send(self, routing_ids: Iterable[bytes], frames: list[bytes]) -> list[bytes]:
+        """Send `frames` to each attached id among `routing_ids`; the ids it reached."""
+
+
+@dataclass(eq=False)
+class PendingRequest:
     invoke: ElicitationInvoke
-    future: asyncio.Future[ElicitationResult]
-    sent_to: set[bytes] = field(default_factory=set)  # routing ids the invoke went to
+    frames: list[bytes]  # the invoke, encoded once when it opened
+    resolve: Resolve  # hands the asker its answer; called once, by `_close`
+    owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
+    sent_to: set[bytes] = field(default_factory=set)  # routing ids the invoke reached
+    expiry: asyncio.TimerHandle | None = None
 
     @property
     def channel(self) -> str:
         return self.invoke.response_channel
 
+    @property
+    def server(self) -> str:
+        return self.invoke.request.server
 
-class PendingRegistry:
-    """Unresolved requests in arrival order, plus why recently closed channels closed."""
+    @property
+    def size(self) -> int:
+        return len(self.frames[1])
 
-    def __init__(self) -> None:
-        self._open: dict[str, PendingElicitation] = {}
+
+class PendingRequests:
+    """Unresolved requests in arrival order, and why recently closed channels closed."""
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        audit: AuditWriter | None = None,
+        unseen: Callable[[], None] = lambda: None,
+        max_pending_bytes: int = MAX_PENDING_BYTES,
+        welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
+    ) -> None:
+        self._outbox = outbox
+        self._loop = loop
+        self._audit = audit
+        self._unseen = unseen  # called when a request reached no window (auto-open hook)
+        self._max_pending_bytes = max_pending_bytes
+        self._welcome_pending_bytes = welcome_pending_bytes
+        self._open: dict[str, PendingRequest] = {}
+        self._open_bytes = 0
         self._closed: OrderedDict[str, str] = OrderedDict()
 
-    def add(self, pending: PendingElicitation) -> None:
+    # ---- opening -----------------------------------------------------------------------
+
+    def open(
+        self,
+        request: ElicitationRequest,
+        *,
+        origin: str | None,
+        timeout_s: float,
+        resolve: Resolve,
+        owner: bytes | None = None,
+        max_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    ) -> PendingRequest:
+        """Register a request and send it to every window; `resolve` gets its one answer.
+
+        Raises UndeliverableRequestError, before anything is registered or sent, when the request
+        cannot be encoded, is over `max_bytes`, or would take open requests past their budget."""
+        now_ms = time.time_ns() // 1_000_000
+        invoke = ElicitationInvoke(
+            request=request,
+            response_channel=channels.new_result_channel(),
+            created_at=now_ms,
+            expires_at=now_ms + int(timeout_s * 1000),
+            origin=origin,
+        )
+        frames = encode_request(channels.INVOKE, invoke, max_bytes)
+        if self._open_bytes + len(frames[1]) > self._max_pending_bytes:
+            raise UndeliverableRequestError(f"{len(self._open)} requests already wait "
+                                            f"({self._open_bytes:,} bytes); try again once some are answered")
+        pending = PendingRequest(invoke=invoke, frames=frames, resolve=resolve, owner=owner)
         self._open[pending.channel] = pending
-
-    def get(self, channel: str) -> PendingElicitation | None:
-        return self._open.get(channel)
-
-    def close(self, channel: str, reason: str) -> PendingElicitation | None:
-        """Remove an open request, remembering why, so a late answer gets a precise refusal."""
-        pending = self._open.pop(channel, None)
-        if pending is not None:
-            self._closed[channel] = reason
-            if len(self._closed) > _REMEMBERED_CLOSED_CHANNELS:
-                self._closed.popitem(last=False)
+        self._open_bytes += pending.size
+        pending.sent_to.update(self._outbox.send(self._outbox.renderers(), frames))
+        if self._audit is not None:
+            self._audit.request(invoke)  # written while the windows show it
+        # A timer rather than wait_for: no timeout context per request on the hot path.
+        pending.expiry = self._loop.call_later(timeout_s, self._expire, pending)
+        if not pending.sent_to:
+            self._unseen()
         return pending
+
+    async def ask(
+        self,
+        request: ElicitationRequest,
+        *,
+        origin: str | None,
+        timeout_s: float,
+        max_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        cancel_reason: Callable[[], Unanswered] = lambda: "cancelled",
+    ) -> ElicitationResult:
+        """Open a request and wait for its answer (a server's elicitation callback does this).
+
+        When the caller is cancelled, the request closes with `cancel_reason()`: whether the
+        server withdrew it or its connection went away."""
+        answer: asyncio.Future[ElicitationResult] = self._loop.create_future()
+
+        def resolve(result: ElicitationResult) -> None:
+            if not answer.done():
+                answer.set_result(result)
+
+        pending = self.open(request, origin=origin, timeout_s=timeout_s, resolve=resolve, max_bytes=max_bytes)
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            self.withdraw(pending, cancel_reason())
+            raise
+
+    # ---- answering ---------------------------------------------------------------------
+
+    def answer(self, routing_id: bytes, window: str, channel: str, raw_body: bytes) -> None:
+        """A window's result on a one-time channel. Raises ProtocolError to refuse it; a refused
+        result leaves its request pending. The body is decoded only for a live channel from one
+        of its recipients."""
+        pending = self._open.get(channel)
+        if pending is None:
+            closed = self._closed.get(channel)
+            if closed is None:
+                raise ProtocolError(WireCode.UNKNOWN_CHANNEL, "no such request", channel)
+            raise ProtocolError(WireCode.ALREADY_ANSWERED, f"request is {closed}", channel)
+        if routing_id not in pending.sent_to:
+            raise ProtocolError(WireCode.NOT_RECIPIENT, "this request was not sent to you", channel)
+        result = decode_peer_body(channel, raw_body)
+        assert isinstance(result, ElicitationResult)
+        content = None
+        if result.action == "accept" and pending.invoke.request.params.get("mode", "form") == "form":
+            content = result.content or {}
+            try:
+                validate_content(pending.invoke.request.params.get("requestedSchema", {}), content)
+            except InvalidContentError as exc:
+                raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
+        self._close(pending, result.action, ElicitationResult(action=result.action, content=content), by=window)
+
+    # ---- withdrawing -------------------------------------------------------------------
+
+    def withdraw(self, pending: PendingRequest, reason: Unanswered) -> None:
+        """Close a request nobody answered; its asker gets `cancel` (if it still listens)."""
+        if self._open.get(pending.channel) is pending:
+            self._close(pending, reason, ElicitationResult(action="cancel"), by=None)
+
+    def withdraw_server(self, server: str) -> None:
+        """A server's connection ended: its open requests can never be answered."""
+        for pending in [p for p in self._open.values() if p.server == server and p.owner is None]:
+            self.withdraw(pending, "server-closed")
+
+    def withdraw_owner(self, owner: bytes) -> None:
+        """A peer that asked went away: everything it left pending is withdrawn."""
+        for pending in [p for p in self._open.values() if p.owner == owner]:
+            self.withdraw(pending, "cancelled")
+
+    def _expire(self, pending: PendingRequest) -> None:
+        if self._open.get(pending.channel) is pending:
+            logger.info("request %s from %r expired", pending.channel, pending.server)
+            self._close(pending, "expired", ElicitationResult(action="cancel"), by=None)
+
+    # ---- the one close path -------------------------------------------------------------
+
+    def _close(self, pending: PendingRequest, outcome: Outcome, answer: ElicitationResult, by: str | None) -> None:
+        del self._open[pending.channel]
+        self._open_bytes -= pending.size
+        self._closed[pending.channel] = "answered" if by is not None else outcome
+        if len(self._closed) > _REMEMBERED_CLOSED_CHANNELS:
+            self._closed.popitem(last=False)
+        if pending.expiry is not None:
+            pending.expiry.cancel()
+        reason: DismissReason = "answered" if by is not None else outcome  # type: ignore[assignment]
+        dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel, reason=reason, by=by))
+        self._outbox.send(pending.sent_to, dismiss)  # the windows first: they are not waiting on the disk
+        if self._audit is not None:
+            # Committed before the asker hears the answer: a SIGKILL of main loses no decided outcome.
+            self._audit.outcome(pending.channel, outcome, window=by, content=answer.content)
+        pending.resolve(answer)
+
+    # ---- delivery to a window that attaches ---------------------------------------------
+
+    def deliver_on_attach(self, routing_id: bytes) -> tuple[list[bytes], list[PendingRequest], list[str]]:
+        """What a newly welcomed window gets: the encoded invoke bodies that fit in its welcome,
+        the requests to send right after it, and every open channel (oldest first). All of them
+        count as sent to the window from here on."""
+        in_welcome: list[bytes] = []
+        after: list[PendingRequest] = []
+        budget = self._welcome_pending_bytes
+        for pending in self._open.values():
+            pending.sent_to.add(routing_id)
+            if not after and pending.size <= budget:
+                in_welcome.append(pending.frames[1])
+                budget -= pending.size
+            else:
+                after.append(pending)  # keep the order: once one follows, all later ones follow
+        return in_welcome, after, list(self._open)
+
+    # ---- reading -----------------------------------------------------------------------
+
+    def get(self, channel: str) -> PendingRequest | None:
+        return self._open.get(channel)
 
     def closed_reason(self, channel: str) -> str | None:
         return self._closed.get(channel)
 
-    def all(self) -> list[PendingElicitation]:
+    def all(self) -> list[PendingRequest]:
         """Every open request, oldest first (dicts keep insertion order)."""
         return list(self._open.values())
+
+    def summaries(self) -> list[PendingSummary]:
+        return [
+            PendingSummary(
+                response_channel=p.channel, server=p.server, mode=str(p.invoke.request.params.get("mode", "form")),
+                message=str(p.invoke.request.params.get("message", ""))[:_SUMMARY_MESSAGE_CHARS],
+                created_at=p.invoke.created_at, expires_at=p.invoke.expires_at, origin=p.invoke.origin,
+                sent_to=len(p.sent_to),
+            )
+            for p in self._open.values()
+        ]
 
     def __len__(self) -> int:
         return len(self._open)

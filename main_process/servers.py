@@ -34,11 +34,12 @@ from pydantic import ValidationError
 
 from main_process.broker import ReplyTo
 from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig
-from shared.errors import UnsupportedSchemaError
+from main_process.pending import Unanswered
+from main_process.private_files import open_private, safe_filename
+from shared.errors import RpcCode, UndeliverableRequestError, UnsupportedSchemaError
 from shared.messages import (
     CallError,
     ChannelReply,
-    DismissReason,
     ElicitationResult,
     McpMethod,
     ServerInfo,
@@ -64,10 +65,10 @@ class ServerHost(Protocol):
 
     async def elicit(
         self, server: str, params: dict[str, Any], origin: str | None, timeout_s: float,
-        cancel_reason: Callable[[], DismissReason] = ...,
+        cancel_reason: Callable[[], Unanswered] = ..., max_bytes: int = ...,
     ) -> ElicitationResult: ...
 
-    def dismiss_server(self, server: str) -> None: ...
+    def withdraw_server(self, server: str) -> None: ...
 
     def publish_servers(self) -> None: ...
 
@@ -89,7 +90,7 @@ class ManagedServer:
         self._completions: dict[str, asyncio.Event] = {}
         self._task: asyncio.Task[None] | None = None
         self._connection_lost = False
-        self._stderr_path = log_dir / f"server-{_safe_filename(config.name)}.stderr.log"
+        self._stderr_path = log_dir / f"server-{safe_filename(config.name)}.stderr.log"
         self._client: Client | None = None
         self._call_group: anyio.abc.TaskGroup | None = None
         self._calls: set[asyncio.Task[None]] | None = None  # the calls on the current connection
@@ -145,7 +146,7 @@ class ManagedServer:
                 self._call_group = None
                 self._calls = None
                 self._ready.clear()
-                self._host.dismiss_server(self.name)
+                self._host.withdraw_server(self.name)
             if self._stopping.is_set():
                 break
             failures = 1 if time.monotonic() - started > STABLE_START_S else failures + 1
@@ -228,9 +229,9 @@ class ManagedServer:
             http = await stack.enter_async_context(create_mcp_http_client(headers=config.headers))
             return streamable_http_client(config.url, http_client=http)
         assert isinstance(config, StdioServerConfig)
-        self._stderr_path.parent.mkdir(parents=True, exist_ok=True)
-        # The SDK hands stderr to the child as a file descriptor, so it must be a real file.
-        errlog: TextIO = stack.enter_context(open(self._stderr_path, "w", encoding="utf-8"))
+        # The SDK hands stderr to the child as a file descriptor, so it must be a real file; 0600,
+        # since a server's output may hold its secrets.
+        errlog: TextIO = stack.enter_context(open_private(self._stderr_path))
         params = StdioServerParameters(command=config.command, args=config.args, env=config.env or None,
                                        cwd=config.cwd)
         return stdio_client(params, errlog=errlog)
@@ -273,11 +274,24 @@ class ManagedServer:
         if origin is None and len(set(self._inflight_origins)) == 1:
             # Legacy-era requests arrive on the session's own task; one caller means it is theirs.
             origin = self._inflight_origins[0]
-        answer = await self._host.elicit(self.name, wire, origin, self.config.elicitation_timeout_s,
-                                         self._cancel_reason)
+        try:
+            answer = await self._ask(wire, origin)
+        except UndeliverableRequestError as exc:
+            return ErrorData(code=INVALID_PARAMS, message=f"request not shown: {exc}")
         return ElicitResult(action=answer.action, content=answer.content)
 
-    def _cancel_reason(self) -> DismissReason:
+    async def _ask(self, wire: dict[str, Any], origin: str | None) -> ElicitationResult:
+        """Put one request in front of the windows; one the windows can't be sent is refused
+        (UndeliverableRequestError) and the windows get a notice saying so."""
+        try:
+            return await self._host.elicit(self.name, wire, origin, self.config.elicitation_timeout_s,
+                                           self._cancel_reason, self.config.max_request_bytes)
+        except UndeliverableRequestError as exc:
+            logger.warning("server %r sent a request that was not shown: %s", self.name, exc)
+            self._host.publish_notice("warning", f"refused a request: {exc}", self.name)
+            raise
+
+    def _cancel_reason(self) -> Unanswered:
         return "server-closed" if self._connection_lost or self._stopping.is_set() else "cancelled"
 
     def _within_burst(self) -> bool:
@@ -307,7 +321,7 @@ class ManagedServer:
                   reply: ReplyTo) -> None:
         """Start a call; `reply` gets its result or error exactly once."""
         if self.status == "failed" or self._stopping.is_set():
-            reply(error_reply(-32000, f"server {self.name!r} is {self.status}: {self.error or 'not running'}"))
+            reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}: {self.error or 'not running'}"))
             return
         if not self._ready.is_set():  # only a starting server needs a task that waits
             waiting = asyncio.create_task(self._call_when_ready(tool, arguments, origin, reply))
@@ -321,7 +335,7 @@ class ManagedServer:
         try:
             await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
         except TimeoutError:
-            reply(error_reply(-32000, f"server {self.name!r} did not become ready within {READY_TIMEOUT_S:.0f} s "
+            reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} did not become ready within {READY_TIMEOUT_S:.0f} s "
                                       f"(status {self.status})"))
             return
         self._start_call(tool, arguments, origin, reply)
@@ -330,7 +344,7 @@ class ManagedServer:
                     reply: ReplyTo) -> None:
         client, calls = self._client, self._calls
         if client is None or calls is None:
-            reply(error_reply(-32000, f"server {self.name!r} is {self.status}"))
+            reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}"))
             return
         # A plain asyncio task, not the task group's start_soon: ~20 us less per call, and
         # _end_calls_with_connection still ends it with the connection.
@@ -342,7 +356,7 @@ class ManagedServer:
                        reply: ReplyTo) -> None:
         _call_origin.set(origin)
         self._inflight_origins.append(origin)
-        answer = error_reply(-32000, f"server {self.name!r} closed the connection during the call")
+        answer = error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} closed the connection during the call")
         try:
             async with asyncio.timeout(self.config.tool_timeout_s):  # ~10 us cheaper than anyio's fail_after
                 try:
@@ -354,13 +368,13 @@ class ManagedServer:
                     result = await client.call_tool(tool, arguments)  # the spec's one retry
             answer = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
         except TimeoutError:
-            answer = error_reply(-32001, f"{self.name}/{tool} gave no result within "
+            answer = error_reply(RpcCode.TIMEOUT, f"{self.name}/{tool} gave no result within "
                                          f"{self.config.tool_timeout_s:.0f} s (toolTimeoutSeconds)")
         except MCPError as exc:
             answer = error_reply(exc.error.code, exc.error.message)
         except Exception as exc:  # top-level handler of one call: transport faults become an error reply
             logger.warning("call %s/%s failed: %s", self.name, tool, _describe(exc))
-            answer = error_reply(-32603, f"call failed: {_describe(exc)}")
+            answer = error_reply(RpcCode.INTERNAL_ERROR, f"call failed: {_describe(exc)}")
         finally:
             self._inflight_origins.remove(origin)
             reply(answer)
@@ -377,8 +391,10 @@ class ManagedServer:
             event = self._completions.setdefault(params.elicitation_id, asyncio.Event())
             try:
                 wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
-                answer = await self._host.elicit(self.name, wire, origin, self.config.elicitation_timeout_s,
-                                                 self._cancel_reason)
+                try:
+                    answer = await self._ask(wire, origin)
+                except UndeliverableRequestError:
+                    return False
                 if answer.action != "accept":
                     return False
                 try:
@@ -396,31 +412,31 @@ class ManagedServer:
     def mcp_request(self, method: McpMethod, params: dict[str, Any], reply: ReplyTo) -> None:
         """Forward one read-only request; `reply` gets the MCP result JSON or an error, once."""
         if self.status == "failed" or self._stopping.is_set():
-            reply(error_reply(-32000, f"server {self.name!r} is {self.status}: {self.error or 'not running'}"))
+            reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}: {self.error or 'not running'}"))
             return
         task = asyncio.create_task(self._do_request(method, params, reply))
         self._waiting_calls.add(task)
         task.add_done_callback(self._waiting_calls.discard)
 
     async def _do_request(self, method: McpMethod, params: dict[str, Any], reply: ReplyTo) -> None:
-        answer = error_reply(-32000, f"server {self.name!r} closed the connection during {method}")
+        answer = error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} closed the connection during {method}")
         try:
             await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
             client = self._client
             if client is None:
-                answer = error_reply(-32000, f"server {self.name!r} is {self.status}")
+                answer = error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}")
                 return
             async with asyncio.timeout(self.config.tool_timeout_s):
                 result = await _MCP_METHODS[method](client, params)
             answer = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
         except TimeoutError:
-            answer = error_reply(-32001, f"{self.name}: {method} gave no result in time (status {self.status})")
+            answer = error_reply(RpcCode.TIMEOUT, f"{self.name}: {method} gave no result in time (status {self.status})")
         except MCPError as exc:
             answer = error_reply(exc.error.code, exc.error.message)
         except (KeyError, TypeError, ValueError, ValidationError) as exc:
-            answer = error_reply(INVALID_PARAMS, f"bad params for {method}: {exc}")
+            answer = error_reply(RpcCode.INVALID_PARAMS, f"bad params for {method}: {exc}")
         except Exception as exc:  # top-level handler of one request: transport faults become an error reply
-            answer = error_reply(-32603, f"{method} failed: {_describe(exc)}")
+            answer = error_reply(RpcCode.INTERNAL_ERROR, f"{method} failed: {_describe(exc)}")
         finally:
             reply(answer)
 
@@ -454,6 +470,3 @@ def _describe(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
 
-
-def _safe_filename(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80] or "server"

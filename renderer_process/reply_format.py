@@ -30,21 +30,13 @@ def _result_text(result: dict[str, Any]) -> str:
 
 
 def format_admin_reply(reply: messages.ChannelReply) -> str:
-    """A server control or reload reply: "ok", "ok (added: a; removed: none)", or the error."""
+    """A server control or reload reply: "ok (demo: ready)", "ok (added: a; removed: none; …)", or the error."""
     if reply.error is not None:
         return f"error {reply.error.code}: {reply.error.message}"
-    if reply.result is None:
-        return "(empty reply)"
-    result = dict(reply.result)
-    ok = result.pop("ok", None)
-    details = "; ".join(f"{key}: {_detail(value)}" for key, value in result.items())
-    head = "failed" if ok is False else "ok"
-    return f"{head} ({details})" if details else head
-
-
-def _detail(value: Any) -> str:
-    if isinstance(value, list):
-        return ", ".join(str(item) for item in value) if value else "none"
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
+    if reply.control is not None:
+        return f"ok ({reply.control.server}: {reply.control.status})"
+    if reply.reload is not None:
+        done = reply.reload
+        parts = {"added": done.added, "removed": done.removed, "changed": done.changed, "unchanged": done.unchanged}
+        return "ok (" + "; ".join(f"{key}: {', '.join(names) or 'none'}" for key, names in parts.items()) + ")"
+    return "(empty reply)"

@@ -53,12 +53,23 @@ def resolve_connection_path(explicit: str | os.PathLike[str] | None = None) -> P
 
 
 def ensure_private_dir(directory: Path) -> None:
-    """Create `directory` 0700, tightening it if it is looser; refuse if that is impossible."""
+    """Create `directory` 0700, tightening it if it is looser; refuse one owned by someone else
+    (or a symlink someone else planted), since its files would be theirs to read or swap."""
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        mode = stat.S_IMODE(directory.stat().st_mode)
+        link = os.lstat(directory)
+        info = os.stat(directory)
     except OSError as exc:
         raise ConnectionFileError(f"cannot create the private directory {directory}: {exc.strerror or exc}") from exc
+    uid = os.getuid()
+    if stat.S_ISLNK(link.st_mode) and link.st_uid != uid:
+        raise ConnectionFileError(f"{directory} is a symlink owned by uid {link.st_uid}, not by you; refusing it")
+    if not stat.S_ISDIR(info.st_mode):
+        raise ConnectionFileError(f"{directory} is not a directory")
+    if info.st_uid != uid:
+        raise ConnectionFileError(f"{directory} is owned by uid {info.st_uid}, not by you (uid {uid}); "
+                                  "refusing to keep private files there")
+    mode = stat.S_IMODE(info.st_mode)
     if mode & 0o077:
         try:
             directory.chmod(0o700)

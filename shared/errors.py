@@ -1,15 +1,49 @@
-"""Every exception Elicitron raises on purpose.
+"""Every exception Elicitron raises on purpose, and every error code it puts on the wire.
 
     ElicitronError
-    ├── ProtocolError          a frame or message broke wire contract v1 (carries the contract's code)
-    ├── ConfigError            the mcpServers config file is unreadable or has a bad entry
-    ├── ConnectionFileError    the connection file is missing, unreadable or too permissive
-    ├── AlreadyRunningError    another main already owns the endpoint
-    ├── MainUnreachableError   no main answered a controller in time
-    ├── UnsupportedSchemaError a requestedSchema uses something outside MCP's restricted subset
-    ├── InvalidContentError    an accepted answer does not validate against its requestedSchema
-    └── AuditLogError          the audit log cannot be opened or read (readers only; writers log)
+    ├── ProtocolError            a frame or message broke the wire contract (carries a WireCode)
+    ├── ConfigError              the mcpServers config file is unreadable or has a bad entry
+    ├── ConnectionFileError      the connection file is missing, unreadable or too permissive
+    ├── AlreadyRunningError      another main already owns the endpoint
+    ├── MainUnreachableError     no main answered a controller in time
+    ├── UnsupportedSchemaError   a requestedSchema uses something outside MCP's restricted subset
+    ├── UndeliverableRequestError a request main cannot carry to the windows (too large, not encodable)
+    ├── InvalidContentError      an accepted answer does not validate against its requestedSchema
+    └── AuditLogError            the audit log cannot be opened or read (readers only; writers log)
+
+Codes: `WireCode` names the string `code` of the wire's `error` topic (shared/PROTOCOL.md lists
+when each is sent); `RpcCode` names the JSON-RPC codes of `{error: {code, message}}` replies.
 """
+
+from enum import IntEnum, StrEnum
+
+
+class WireCode(StrEnum):
+    """The `code` of an `error` message: why main refused what a peer sent."""
+
+    BAD_PROTOCOL = "bad-protocol"  # hello with another protocol version
+    BAD_TOKEN = "bad-token"  # hello with a token other than the connection file's
+    NOT_ATTACHED = "not-attached"  # anything but hello before a welcome (or after a detach)
+    UNKNOWN_TOPIC = "unknown-topic"  # no such peer -> main topic
+    BAD_BODY = "bad-body"  # the body does not match its topic's shape
+    TOO_LARGE = "too-large"  # the body is over main's size limit
+    UNKNOWN_CHANNEL = "unknown-channel"  # a result on a channel main never opened
+    ALREADY_ANSWERED = "already-answered"  # a result on a channel that is closed
+    NOT_RECIPIENT = "not-recipient"  # a result from a peer the request was not sent to
+    INVALID_CONTENT = "invalid-content"  # accepted content that breaks requestedSchema
+    RATE_LIMITED = "rate-limited"  # extension: the peer sent too fast; messages were dropped
+    TOO_MANY_PEERS = "too-many-peers"  # extension: hello refused, main has its limit of peers
+
+
+class RpcCode(IntEnum):
+    """JSON-RPC error codes used in `{error: {code, message}}` replies on response channels."""
+
+    SERVER_ERROR = -32000  # the server is not running, failed, or closed the connection
+    TIMEOUT = -32001  # no result within the configured time
+    URL_ELICITATION_REQUIRED = -32042  # MCP: the server needs URL-mode consent first
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602  # unknown server or tool name, bad arguments, unsupported request
+    INTERNAL_ERROR = -32603  # a fault in main or the transport
 
 
 class ElicitronError(Exception):
@@ -17,9 +51,9 @@ class ElicitronError(Exception):
 
 
 class ProtocolError(ElicitronError):
-    """A message that cannot be acted on; `code` is one of the contract's string error codes."""
+    """A message that cannot be acted on; `code` says why, in the contract's terms."""
 
-    def __init__(self, code: str, message: str, topic: str | None = None) -> None:
+    def __init__(self, code: WireCode, message: str, topic: str | None = None) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
@@ -44,6 +78,11 @@ class MainUnreachableError(ElicitronError):
 
 class UnsupportedSchemaError(ElicitronError):
     """A requestedSchema uses features outside MCP's restricted elicitation schema."""
+
+
+class UndeliverableRequestError(ElicitronError):
+    """A request main will not put in front of the windows: over `maxRequestBytes`, or holding
+    values the wire cannot carry (e.g. an integer beyond 64 bits)."""
 
 
 class InvalidContentError(ElicitronError):

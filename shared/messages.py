@@ -4,9 +4,12 @@ MCP payloads inside (`params`, `content`, `result`) stay MCP's own JSON shape, h
 dicts, so this package never depends on `mcp`.
 """
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+
+MAX_ID_CHARS = 200  # window ids, names, tokens and response channels: enough for any uuid or label
+ShortText = Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)]
 
 Action = Literal["accept", "decline", "cancel"]
 ServerStatus = Literal["starting", "ready", "restarting", "failed", "stopped"]
@@ -23,9 +26,9 @@ class Body(msgspec.Struct, rename="camel", omit_defaults=True):
 
 class Hello(Body):
     protocol: int
-    token: str
-    window: str
-    name: str = ""
+    token: ShortText
+    window: ShortText
+    name: ShortText = ""
     role: Role = "renderer"
 
 
@@ -49,14 +52,14 @@ class CallTool(Body):
 
     server: str
     tool: str
-    response_channel: str
+    response_channel: ShortText
     arguments: dict[str, Any] = {}
 
 
 class StatusRequest(Body):
     """Extension `msgStatus`: main answers on `responseChannel` with a `ChannelReply.status`."""
 
-    response_channel: str
+    response_channel: ShortText
 
 
 class Shutdown(Body):
@@ -66,18 +69,18 @@ class Shutdown(Body):
 
 
 class ServerControl(Body):
-    """Extension `msgServerControl`: start, stop or restart one configured server."""
+    """Extension `msgServerControl`: start, stop or restart one configured server; answered on
+    `responseChannel` with `ChannelReply.control` (or `error`)."""
 
     server: str
     action: Literal["start", "stop", "restart"]
-    response_channel: str
+    response_channel: ShortText
 
 
 class Reload(Body):
-    """Extension `msgReload`: re-read the config; answered with a ChannelReply result
-    `{added: [...], removed: [...], changed: [...], unchanged: [...]}`."""
+    """Extension `msgReload`: re-read the config; answered with `ChannelReply.reload` (or `error`)."""
 
-    response_channel: str
+    response_channel: ShortText
 
 
 class ServerPolicy(Body):
@@ -101,7 +104,7 @@ class McpRequest(Body):
 
     server: str
     method: McpMethod
-    response_channel: str
+    response_channel: ShortText
     params: dict[str, Any] = {}
 
 
@@ -133,10 +136,15 @@ class ElicitationInvoke(Body):
 
 
 class Welcome(Body):
+    """`pending` holds every unresolved request while they fit main's welcome budget; the rest
+    follow as separate invokes right after. Extension `pendingChannels` lists every pending
+    channel, oldest first, so a window knows which requests are still open before they all arrive."""
+
     session: str
     window: str
     servers: list[ServerInfo]
     pending: list[ElicitationInvoke]
+    pending_channels: list[str] | None = None
 
 
 class ElicitationDismiss(Body):
@@ -170,7 +178,8 @@ class Notice(Body):
 
 
 class ErrorNotice(Body):
-    """Body of the `error` topic: something a peer sent was refused."""
+    """Body of the `error` topic: something a peer sent was refused. `code` is a
+    `shared.errors.WireCode` value (kept a plain string here so a newer main's codes still decode)."""
 
     code: str
     message: str
@@ -188,21 +197,53 @@ class PeerInfo(Body):
     role: Role
 
 
+class PendingSummary(Body):
+    """One unresolved request as `msgStatus` lists it: who asks what, without its schema."""
+
+    response_channel: str
+    server: str
+    mode: str
+    message: str  # cut to 200 characters
+    created_at: int
+    expires_at: int | None
+    origin: str | None
+    sent_to: int  # how many windows have it
+
+
 class StatusReport(Body):
     session: str
     pid: int
     endpoint: str
     servers: list[ServerInfo]
     peers: list[PeerInfo]
-    pending: list[ElicitationInvoke]
+    pending: list[PendingSummary]
+
+
+class ServerControlReport(Body):
+    """Answer to `msgServerControl`: the server's status once the action was carried out."""
+
+    server: str
+    status: ServerStatus
+
+
+class ReloadReport(Body):
+    """Answer to `msgReload`: server names by what the reload did to them."""
+
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    unchanged: list[str]
 
 
 class ChannelReply(Body):
-    """Body sent on a peer-chosen response channel: exactly one field is set."""
+    """Body sent on a peer-chosen response channel: exactly one field is set. `result` is MCP's
+    own JSON (a CallToolResult, or the result of a msgMcpRequest); the others are Elicitron's."""
 
     result: dict[str, Any] | None = None
     error: CallError | None = None
     status: StatusReport | None = None
+    control: ServerControlReport | None = None
+    reload: ReloadReport | None = None
 
 
 PeerBody = (

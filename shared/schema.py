@@ -45,16 +45,34 @@ def multi_options(prop: Mapping[str, Any]) -> list[tuple[Any, str]]:
     return [(v, str(v)) for v in items.get("enum", [])]
 
 
+MAX_PROPERTIES = 200  # a form a person can fill in; more is refused, not shown
+MAX_OPTIONS = 1000  # choices in one enum / oneOf / anyOf
+MAX_LENGTH_KEYWORD = 2**31 - 1  # minLength/maxLength/minItems/maxItems: what a Qt widget takes
+_INT_RANGE = (-(2**63), 2**64 - 1)  # what msgpack carries
+_LENGTH_KEYWORDS = ("minLength", "maxLength")
+_ITEM_COUNT_KEYWORDS = ("minItems", "maxItems")
+
+
 def check_schema(schema: Any) -> None:
-    """Raise UnsupportedSchemaError naming the first property MCP's subset does not allow."""
+    """Raise UnsupportedSchemaError naming the first thing MCP's subset (or a window) can't take.
+
+    Beyond the subset's shapes, every keyword the validator or a window reads is checked for type
+    and range, so a request that passes here can be shown, answered and validated without error.
+    """
     if not isinstance(schema, Mapping) or schema.get("type") != "object":
         raise UnsupportedSchemaError("requestedSchema must be an object schema with type 'object'")
     properties = schema.get("properties", {})
     if not isinstance(properties, Mapping):
         raise UnsupportedSchemaError("requestedSchema.properties must be an object")
+    if len(properties) > MAX_PROPERTIES:
+        raise UnsupportedSchemaError(f"requestedSchema has {len(properties)} properties; at most "
+                                     f"{MAX_PROPERTIES} are shown")
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
         raise UnsupportedSchemaError("requestedSchema.required must be a list of property names")
+    for key in ("title", "description"):
+        if key in schema and not isinstance(schema[key], str):
+            raise UnsupportedSchemaError(f"requestedSchema.{key} must be a string")
     for name, prop in properties.items():
         _check_property(str(name), prop)
 
@@ -65,31 +83,106 @@ def _check_property(name: str, prop: Any) -> None:
     if "$ref" in prop:
         raise UnsupportedSchemaError(f"property {name!r} uses $ref, which elicitation schemas do not allow")
     kind = prop.get("type")
-    if not isinstance(kind, str):
+    if not isinstance(kind, str) or kind not in _PRIMITIVE_TYPES | {"array"}:
         raise UnsupportedSchemaError(f"property {name!r} has unsupported type {kind!r}")
-    if kind in _PRIMITIVE_TYPES:
-        fmt = prop.get("format")
-        if fmt is not None and (kind != "string" or not isinstance(fmt, str) or fmt not in _FORMATS):
-            raise UnsupportedSchemaError(f"property {name!r} has unsupported format {fmt!r}")
-        if "oneOf" in prop and not all(isinstance(i, Mapping) and "const" in i for i in prop["oneOf"]):
-            raise UnsupportedSchemaError(f"property {name!r}: oneOf items must be {{const, title}}")
-        if "enum" in prop and not isinstance(prop["enum"], list):
-            raise UnsupportedSchemaError(f"property {name!r}: enum must be a list")
-        return
+    for key in ("title", "description"):
+        if key in prop and not isinstance(prop[key], str):
+            raise UnsupportedSchemaError(f"property {name!r}: {key} must be a string")
     if kind == "array":
-        items = prop.get("items")
-        if not isinstance(items, Mapping) or not ("enum" in items or "anyOf" in items):
-            raise UnsupportedSchemaError(
-                f"property {name!r}: arrays must be multi-select with items.enum or items.anyOf"
-            )
-        if "anyOf" in items and not all(isinstance(i, Mapping) and "const" in i for i in items["anyOf"]):
-            raise UnsupportedSchemaError(f"property {name!r}: items.anyOf entries must be {{const, title}}")
+        _check_array(name, prop)
         return
-    raise UnsupportedSchemaError(f"property {name!r} has unsupported type {kind!r}")
+    fmt = prop.get("format")
+    if fmt is not None and (kind != "string" or not isinstance(fmt, str) or fmt not in _FORMATS):
+        raise UnsupportedSchemaError(f"property {name!r} has unsupported format {fmt!r}")
+    _check_counts(name, prop, _LENGTH_KEYWORDS if kind == "string" else ())
+    for key in ("minimum", "maximum"):
+        if key in prop and (kind not in ("number", "integer") or not _is_number(prop[key])):
+            raise UnsupportedSchemaError(f"property {name!r}: {key} must be a finite number")
+    if "oneOf" in prop:
+        _check_choices(name, "oneOf", prop["oneOf"], kind)
+    if "enum" in prop:
+        enum = prop["enum"]
+        if not isinstance(enum, list) or len(enum) > MAX_OPTIONS:
+            raise UnsupportedSchemaError(f"property {name!r}: enum must be a list of at most {MAX_OPTIONS} values")
+        if not all(_fits(kind, value) for value in enum):
+            raise UnsupportedSchemaError(f"property {name!r}: every enum value must be a {kind}")
+        names = prop.get("enumNames")
+        if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) for n in names)):
+            raise UnsupportedSchemaError(f"property {name!r}: enumNames must be a list of strings")
+    if "default" in prop and not _fits(kind, prop["default"]):
+        raise UnsupportedSchemaError(f"property {name!r}: default must be a {kind}")
+
+
+def _check_array(name: str, prop: Mapping[str, Any]) -> None:
+    items = prop.get("items")
+    if not isinstance(items, Mapping) or not ("enum" in items or "anyOf" in items):
+        raise UnsupportedSchemaError(f"property {name!r}: arrays must be multi-select with items.enum or items.anyOf")
+    if "anyOf" in items:
+        _check_choices(name, "items.anyOf", items["anyOf"], "string")
+    if "enum" in items:
+        enum = items["enum"]
+        if not isinstance(enum, list) or len(enum) > MAX_OPTIONS or not all(isinstance(v, str) for v in enum):
+            raise UnsupportedSchemaError(f"property {name!r}: items.enum must be a list of at most "
+                                         f"{MAX_OPTIONS} strings")
+    _check_counts(name, prop, _ITEM_COUNT_KEYWORDS)
+    default = prop.get("default")
+    if default is not None and (not isinstance(default, list) or not all(isinstance(v, str) for v in default)):
+        raise UnsupportedSchemaError(f"property {name!r}: default must be a list of strings")
+
+
+def _check_choices(name: str, where: str, choices: Any, kind: str) -> None:
+    if not isinstance(choices, list) or len(choices) > MAX_OPTIONS:
+        raise UnsupportedSchemaError(f"property {name!r}: {where} must be a list of at most {MAX_OPTIONS} items")
+    for item in choices:
+        if not isinstance(item, Mapping) or "const" not in item or not _fits(kind, item["const"]):
+            raise UnsupportedSchemaError(f"property {name!r}: {where} items must be {{const, title}} "
+                                         f"with a {kind} const")
+        if "title" in item and not isinstance(item["title"], str):
+            raise UnsupportedSchemaError(f"property {name!r}: {where} titles must be strings")
+
+
+def _check_counts(name: str, prop: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    for key in (*_LENGTH_KEYWORDS, *_ITEM_COUNT_KEYWORDS):
+        if key not in prop:
+            continue
+        value = prop[key]
+        if key not in allowed or isinstance(value, bool) or not isinstance(value, int) \
+                or not 0 <= value <= MAX_LENGTH_KEYWORD:
+            raise UnsupportedSchemaError(f"property {name!r}: {key} must be a whole number from 0 to "
+                                         f"{MAX_LENGTH_KEYWORD}")
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, int):
+        return _INT_RANGE[0] <= value <= _INT_RANGE[1]
+    return math.isfinite(value)
+
+
+def _fits(kind: str, value: Any) -> bool:
+    """Whether `value` is of the property type `kind` (for enum values, consts and defaults)."""
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "integer":
+        return _is_number(value) and (isinstance(value, int) or float(value).is_integer())
+    return _is_number(value)
 
 
 def validate_content(schema: Mapping[str, Any], content: Mapping[str, Any]) -> None:
-    """Raise InvalidContentError listing every way `content` breaks `schema`."""
+    """Raise InvalidContentError listing every way `content` breaks `schema`, and nothing else.
+
+    A schema that slipped past `check_schema` (a third-party caller's) must not turn an answer
+    into a crash: any error while comparing is reported as invalid content."""
+    try:
+        _validate(schema, content)
+    except (TypeError, ValueError, OverflowError, AttributeError, RecursionError) as exc:
+        raise InvalidContentError([f"cannot be checked against the requested schema ({exc})"]) from None
+
+
+def _validate(schema: Mapping[str, Any], content: Mapping[str, Any]) -> None:
     properties: Mapping[str, Any] = schema.get("properties", {})
     problems: list[str] = []
     for key in content:

@@ -452,9 +452,10 @@ def test_start_stop_restart_act_on_the_selected_server_and_replies_are_logged(
         qtbot.mouseClick(restart, Qt.MouseButton.LeftButton)
     channel, server, action = requested.args
     assert (server, action) == ("demo", "restart")
-    window.on_replied(channel, messages.ChannelReply(result={"ok": True}))
+    window.on_replied(channel, messages.ChannelReply(control=messages.ServerControlReport(server="demo",
+                                                                                         status="ready")))
     results = find(window, QPlainTextEdit, "results")
-    assert results.toPlainText().splitlines()[-2:] == ["→ restart demo", "restart demo: ok"]
+    assert results.toPlainText().splitlines()[-2:] == ["→ restart demo", "restart demo: ok (demo: ready)"]
 
     select_server(window, "weather")
     assert (start.isEnabled(), stop.isEnabled()) == (True, True)
@@ -473,8 +474,8 @@ def test_reload_config_asks_main_and_logs_what_changed(qtbot: QtBot, window: Mai
     window.on_welcomed(welcome())
     with qtbot.waitSignal(window.reload_requested, timeout=1000) as requested:
         qtbot.mouseClick(find(window, QPushButton, "reload"), Qt.MouseButton.LeftButton)
-    result = {"added": ["notes"], "removed": [], "changed": ["demo"], "unchanged": ["weather"]}
-    window.on_replied(requested.args[0], messages.ChannelReply(result=result))
+    done = messages.ReloadReport(added=["notes"], removed=[], changed=["demo"], unchanged=["weather"])
+    window.on_replied(requested.args[0], messages.ChannelReply(reload=done))
     assert find(window, QPlainTextEdit, "results").toPlainText().splitlines()[-2:] == [
         "→ reload config",
         "reload config: ok (added: notes; removed: none; changed: demo; unchanged: weather)",

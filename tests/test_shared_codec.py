@@ -78,12 +78,20 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.RELOAD, m.Reload(response_channel="reload-1")),
     (channels.SERVER_POLICY, m.ServerPolicy(server="demo", decline_all=True)),
     (channels.SERVER_POLICY, m.ServerPolicy(server="demo", decline_all=False)),
+    (channels.MCP_REQUEST, m.McpRequest(server="demo", method="tools/list", response_channel="t1")),
+    (channels.MCP_REQUEST, m.McpRequest(server="demo", method="prompts/get", response_channel="t2",
+                                        params={"name": "greet", "arguments": {"who": "Ada"}})),
 ]
 
 MAIN_MESSAGES: list[tuple[str, m.Body]] = [
     (
         channels.WELCOME,
         m.Welcome(session=WINDOW, window=WINDOW, servers=SERVERS, pending=[INVOKE, INVOKE_NULLS]),
+    ),
+    (
+        channels.WELCOME,
+        m.Welcome(session=WINDOW, window=WINDOW, servers=SERVERS, pending=[INVOKE],
+                  pending_channels=[INVOKE.response_channel, INVOKE_NULLS.response_channel]),
     ),
     (channels.WELCOME, m.Welcome(session=WINDOW, window="any-id", servers=[], pending=[])),
     (channels.HEARTBEAT, m.Heartbeat()),
@@ -121,10 +129,13 @@ MAIN_MESSAGES: list[tuple[str, m.Body]] = [
                 endpoint="ipc:///run/elicitron/main.sock",
                 servers=SERVERS,
                 peers=[m.PeerInfo(window=WINDOW, name="w1", role="renderer")],
-                pending=[INVOKE],
+                pending=[m.PendingSummary(response_channel=RESULT_CHANNEL, server="demo", mode="form",
+                                          message="Book?", created_at=1, expires_at=None, origin=None, sent_to=2)],
             )
         ),
     ),
+    ("control-1", m.ChannelReply(control=m.ServerControlReport(server="demo", status="ready"))),
+    ("reload-1", m.ChannelReply(reload=m.ReloadReport(added=["a"], removed=[], changed=["b"], unchanged=["c"]))),
 ]
 
 

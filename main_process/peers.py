@@ -1,0 +1,130 @@
+"""Who is attached to main, and what one connection may cost it. No sockets in here.
+
+`PeerTable` holds the welcomed peers by routing id, with a limit on how many may attach.
+`RateLimiter` gives every connection (attached or not) two token buckets, one counting messages and
+one counting body bytes, so neither a flood of tiny frames nor a stream of large bodies from one
+peer can take the loop from the others. Buckets of connections that went quiet are forgotten.
+"""
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Final
+
+from shared.errors import ProtocolError, WireCode
+from shared.messages import PeerInfo, Role
+
+DEFAULT_MAX_PEERS: Final = 1000
+MESSAGES_PER_S: Final = 20_000  # sustained, per connection; far above any window or host
+BURST_MESSAGES: Final = 20_000
+BYTES_PER_S: Final = 16 << 20
+BURST_BYTES: Final = 64 << 20
+_MAX_BUCKETS: Final = 20_000  # connections tracked at once; beyond it idle ones are dropped
+
+
+@dataclass(eq=False)
+class Peer:
+    routing_id: bytes
+    window: str
+    name: str
+    role: Role
+    last_seen: float
+
+    def info(self) -> PeerInfo:
+        return PeerInfo(window=self.window, name=self.name, role=self.role)
+
+
+class PeerTable:
+    def __init__(self, max_peers: int = DEFAULT_MAX_PEERS) -> None:
+        self.max_peers = max_peers
+        self._peers: dict[bytes, Peer] = {}
+
+    def attach(self, peer: Peer) -> list[Peer]:
+        """Add `peer`; returns the peers it replaces (same window on another connection).
+        Raises ProtocolError(too-many-peers) when the table is full."""
+        replaced = [p for p in self._peers.values() if p.window == peer.window and p.routing_id != peer.routing_id]
+        if peer.routing_id not in self._peers and len(self._peers) - len(replaced) >= self.max_peers:
+            raise ProtocolError(WireCode.TOO_MANY_PEERS, f"main has its limit of {self.max_peers} attached peers")
+        for old in replaced:
+            del self._peers[old.routing_id]
+        self._peers[peer.routing_id] = peer
+        return replaced
+
+    def detach(self, routing_id: bytes) -> Peer | None:
+        return self._peers.pop(routing_id, None)
+
+    def get(self, routing_id: bytes) -> Peer | None:
+        return self._peers.get(routing_id)
+
+    def __contains__(self, routing_id: bytes) -> bool:
+        return routing_id in self._peers
+
+    def __iter__(self) -> Iterator[Peer]:
+        return iter(list(self._peers.values()))
+
+    def __len__(self) -> int:
+        return len(self._peers)
+
+    def renderers(self) -> list[bytes]:
+        return [p.routing_id for p in self._peers.values() if p.role == "renderer"]
+
+    def infos(self) -> list[PeerInfo]:
+        return [p.info() for p in self._peers.values()]
+
+
+@dataclass
+class _Bucket:
+    messages: float
+    body_bytes: float
+    stamp: float
+    warned_at: float = field(default=float("-inf"))
+
+
+class RateLimiter:
+    def __init__(self, messages_per_s: float = MESSAGES_PER_S, burst_messages: float = BURST_MESSAGES,
+                 bytes_per_s: float = BYTES_PER_S, burst_bytes: float = BURST_BYTES) -> None:
+        self._messages_per_s = messages_per_s
+        self._burst_messages = burst_messages
+        self._bytes_per_s = bytes_per_s
+        self._burst_bytes = burst_bytes
+        self._buckets: dict[bytes, _Bucket] = {}
+
+    def allow(self, routing_id: bytes, body_bytes: int, now: float | None = None) -> bool:
+        """Take one message and its bytes from its connection's buckets; False when either is short."""
+        now = time.monotonic() if now is None else now
+        bucket = self._buckets.get(routing_id)
+        if bucket is None:
+            if len(self._buckets) >= _MAX_BUCKETS:
+                self._forget_idle(now)
+            bucket = self._buckets[routing_id] = _Bucket(self._burst_messages, self._burst_bytes, now)
+        else:
+            elapsed = now - bucket.stamp
+            bucket.messages = min(self._burst_messages, bucket.messages + elapsed * self._messages_per_s)
+            bucket.body_bytes = min(self._burst_bytes, bucket.body_bytes + elapsed * self._bytes_per_s)
+            bucket.stamp = now
+        if bucket.messages < 1 or bucket.body_bytes < body_bytes:
+            return False
+        bucket.messages -= 1
+        bucket.body_bytes -= body_bytes
+        return True
+
+    def should_warn(self, routing_id: bytes, now: float | None = None, every_s: float = 1.0) -> bool:
+        """True at most once per `every_s` per connection: when to tell a flooding peer."""
+        now = time.monotonic() if now is None else now
+        bucket = self._buckets.get(routing_id)
+        if bucket is None or now - bucket.warned_at < every_s:
+            return False
+        bucket.warned_at = now
+        return True
+
+    def forget(self, routing_id: bytes) -> None:
+        self._buckets.pop(routing_id, None)
+
+    def _forget_idle(self, now: float) -> None:
+        # A full bucket says nothing a fresh one would not: drop those first, then everything.
+        full = [rid for rid, b in self._buckets.items()
+                if b.messages + (now - b.stamp) * self._messages_per_s >= self._burst_messages]
+        for rid in full:
+            del self._buckets[rid]
+        if len(self._buckets) >= _MAX_BUCKETS:
+            self._buckets.clear()
