@@ -9,7 +9,7 @@ HELLO = "hello"
 HEARTBEAT = "heartbeat"
 BYE = "bye"
 CALL_TOOL = "msgMcpCallTool"
-# Extension channels (documented in docs/PROTOCOL.md): controllers use them for the CLI.
+# Extension channels (documented in shared/PROTOCOL.md): controllers use them for the CLI.
 STATUS = "msgStatus"
 SHUTDOWN = "msgShutdown"
 SERVER_CONTROL = "msgServerControl"
