@@ -46,11 +46,11 @@ from shared.messages import ElicitationInvoke
 
 logger = logging.getLogger(__name__)
 
-Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed", "rejected"]
+Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed"]
 OUTCOMES: Final[frozenset[str]] = frozenset(get_args(Outcome))
 PENDING: Final = "pending"  # the key `counts()` uses for rows without an outcome yet
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # 0 -> 1
     (
@@ -74,11 +74,20 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE INDEX elicitations_by_created ON elicitations (created_at)",
         "CREATE INDEX elicitations_by_server ON elicitations (server, created_at)",
     ),
+    # 1 -> 2: every kind of request, not only servers' elicitations
+    (
+        "ALTER TABLE elicitations ADD COLUMN kind TEXT",  # NULL: a server's elicitation
+        "ALTER TABLE elicitations ADD COLUMN via TEXT",  # the MCP host whose call led to it
+        "ALTER TABLE elicitations ADD COLUMN tool TEXT",  # approvals: the tool asked about
+        "ALTER TABLE elicitations ADD COLUMN rule_id TEXT",  # answered by this rule, not by a window
+        "ALTER TABLE elicitations ADD COLUMN arguments TEXT",  # approvals: JSON, only with record_values
+    ),
 )
 assert len(_MIGRATIONS) == SCHEMA_VERSION
 
-_COLUMNS: Final = ("channel, server, mode, message, fields, url, origin_window, created_at, expires_at, "
-                   "outcome, answer_window, decided_at, content")
+_REQUEST_COLUMNS: Final = ("channel, server, mode, message, fields, url, origin_window, created_at, expires_at, "
+                           "kind, via, tool, arguments")
+_COLUMNS: Final = _REQUEST_COLUMNS + ", outcome, answer_window, decided_at, content, rule_id"
 _ERROR_INTERVAL_S: Final = 60.0
 
 
@@ -103,6 +112,11 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     window: str | None  # the window that answered
     decided_at: int | None
     content: dict[str, Any] | None  # only when recorded with record_values=True
+    kind: str | None = None  # None: a server's elicitation; else "approval", "question", "sign-in"
+    via: str | None = None  # the MCP host whose call led to it
+    tool: str | None = None  # approvals: the tool asked about
+    arguments: dict[str, Any] | None = None  # approvals, only with record_values=True
+    rule_id: str | None = None  # answered by this rule rather than by a window
 
     @property
     def status(self) -> str:
@@ -142,7 +156,7 @@ class AuditLog:
 
     def record_requests(self, invokes: Sequence[ElicitationInvoke]) -> bool:
         """Insert the rows for new requests (outcome NULL) in one transaction. True once committed."""
-        rows = [_request_row(invoke) for invoke in invokes]
+        rows = [self._request_row(invoke) for invoke in invokes]
         with self._lock:
             try:
                 conn = self._writable()
@@ -150,12 +164,12 @@ class AuditLog:
                 try:
                     # A repeat of the same channel refreshes the request columns and keeps any outcome.
                     conn.executemany(
-                        "INSERT INTO elicitations (channel, server, mode, message, fields, url, origin_window, "
-                        "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                        f"INSERT INTO elicitations ({_REQUEST_COLUMNS}) VALUES ({_marks(_REQUEST_COLUMNS)}) "
                         "ON CONFLICT (channel) DO UPDATE SET server = excluded.server, mode = excluded.mode, "
                         "message = excluded.message, fields = excluded.fields, url = excluded.url, "
                         "origin_window = excluded.origin_window, created_at = excluded.created_at, "
-                        "expires_at = excluded.expires_at",
+                        "expires_at = excluded.expires_at, kind = excluded.kind, via = excluded.via, "
+                        "tool = excluded.tool, arguments = excluded.arguments",
                         rows,
                     )
                     conn.execute("COMMIT")
@@ -168,40 +182,37 @@ class AuditLog:
             return self._succeeded()
 
     def record_outcome(self, channel: str, outcome: str, *, window: str | None = None,
-                       content: dict[str, Any] | None = None, request: ElicitationInvoke | None = None) -> bool:
+                       content: dict[str, Any] | None = None, request: ElicitationInvoke | None = None,
+                       rule_id: str | None = None) -> bool:
         """Decide a row once; True only after the outcome is committed to disk.
 
         `outcome` is one of `OUTCOMES`. `content` is stored only for "accept" and only with
-        `record_values=True`. The first outcome of a channel wins: a later one returns False.
+        `record_values=True`. `rule_id` names the rule that answered instead of a window.
+        The first outcome of a channel wins: a later one returns False.
         With `request` (not yet recorded), request and outcome are written in one statement.
         A channel without a request row still gets a row (server and mode ''), so no decision is lost.
         """
         if outcome not in OUTCOMES:
             with self._lock:
                 return self._failed("record outcome", ValueError(f"unknown outcome {outcome!r}"))
-        stored: str | None = None
-        if self.record_values and outcome == "accept" and content is not None:
-            try:
-                stored = msgspec.json.encode(content).decode()
-            except (TypeError, msgspec.EncodeError) as exc:
-                logger.warning("audit log: answered values of %s not recorded: %s", channel, exc)
+        stored = self._values_json(channel, content) if outcome == "accept" else None
         decided_at = _now_ms()
         with self._lock:
             try:
                 conn = self._writable()
                 if request is not None:
                     updated = conn.execute(
-                        f"INSERT INTO elicitations ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                        f"INSERT INTO elicitations ({_COLUMNS}) VALUES ({_marks(_COLUMNS)}) "
                         "ON CONFLICT (channel) DO UPDATE SET outcome = excluded.outcome, "
                         "answer_window = excluded.answer_window, decided_at = excluded.decided_at, "
-                        "content = excluded.content WHERE elicitations.outcome IS NULL",
-                        (*_request_row(request), outcome, window, decided_at, stored),
+                        "content = excluded.content, rule_id = excluded.rule_id WHERE elicitations.outcome IS NULL",
+                        (*self._request_row(request), outcome, window, decided_at, stored, rule_id),
                     ).rowcount
                 else:
                     updated = conn.execute(
-                        "UPDATE elicitations SET outcome = ?, answer_window = ?, decided_at = ?, content = ? "
-                        "WHERE channel = ? AND outcome IS NULL",
-                        (outcome, window, decided_at, stored, channel),
+                        "UPDATE elicitations SET outcome = ?, answer_window = ?, decided_at = ?, content = ?, "
+                        "rule_id = ? WHERE channel = ? AND outcome IS NULL",
+                        (outcome, window, decided_at, stored, rule_id, channel),
                     ).rowcount
                 if updated == 0 and not self._insert_orphan_outcome(conn, channel, outcome, window,
                                                                     decided_at, stored):
@@ -233,6 +244,20 @@ class AuditLog:
             raise
         logger.warning("audit log: outcome %r of %s recorded without its request", outcome, channel)
         return True
+
+    def _request_row(self, invoke: ElicitationInvoke) -> tuple[Any, ...]:
+        arguments = invoke.approval.arguments if invoke.approval is not None else None
+        return _request_row(invoke, self._values_json(invoke.response_channel, arguments))
+
+    def _values_json(self, channel: str, values: dict[str, Any] | None) -> str | None:
+        """Values a user typed or a host passed, as JSON: only with record_values."""
+        if not self.record_values or values is None:
+            return None
+        try:
+            return msgspec.json.encode(values).decode()
+        except (TypeError, msgspec.EncodeError) as exc:
+            logger.warning("audit log: values of %s not recorded: %s", channel, exc)
+            return None
 
     def checkpoint(self) -> bool:
         """Copy committed WAL pages into the database file (fsyncs; blocks no writer). Never raises.
@@ -405,7 +430,7 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         raise
 
 
-def _request_row(invoke: ElicitationInvoke) -> tuple[Any, ...]:
+def _request_row(invoke: ElicitationInvoke, arguments_json: str | None) -> tuple[Any, ...]:
     params = invoke.request.params
     mode = params.get("mode", "form")
     mode = mode if isinstance(mode, str) else str(mode)
@@ -421,18 +446,24 @@ def _request_row(invoke: ElicitationInvoke) -> tuple[Any, ...]:
         properties = schema.get("properties") if isinstance(schema, dict) else None
         names = [str(name) for name in properties] if isinstance(properties, dict) else []
         fields_json = msgspec.json.encode(names).decode()
+    tool = invoke.approval.tool if invoke.approval is not None else None
     return (invoke.response_channel, invoke.request.server, mode, message, fields_json, url,
-            invoke.origin, invoke.created_at, invoke.expires_at)
+            invoke.origin, invoke.created_at, invoke.expires_at, invoke.kind, invoke.via, tool, arguments_json)
+
+
+def _marks(columns: str) -> str:
+    return ", ".join("?" * (columns.count(",") + 1))
 
 
 def _entry(row: tuple[Any, ...]) -> AuditEntry:
-    (channel, server, mode, message, fields, url, origin, created_at, expires_at, outcome, window,
-     decided_at, content) = row
+    (channel, server, mode, message, fields, url, origin, created_at, expires_at, kind, via, tool, arguments,
+     outcome, window, decided_at, content, rule_id) = row
     return AuditEntry(
         channel=channel, server=server, mode=mode, message=message,
         fields=_decode(fields, list[str]), url=url, origin=origin, created_at=created_at,
         expires_at=expires_at, outcome=outcome, window=window, decided_at=decided_at,
-        content=_decode(content, dict[str, Any]),
+        content=_decode(content, dict[str, Any]), kind=kind, via=via, tool=tool,
+        arguments=_decode(arguments, dict[str, Any]), rule_id=rule_id,
     )
 
 

@@ -28,12 +28,16 @@ from shared import channels
 from shared.codec import decode_peer_body, encode, encode_request
 from shared.errors import InvalidContentError, ProtocolError, UndeliverableRequestError, WireCode
 from shared.messages import (
+    ApprovalInfo,
+    AskerInfo,
     DismissReason,
     ElicitationDismiss,
     ElicitationInvoke,
     ElicitationRequest,
     ElicitationResult,
     PendingSummary,
+    RequestKind,
+    SignInInfo,
 )
 from shared.schema import validate_content
 
@@ -68,6 +72,7 @@ class PendingRequest:
     owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
     sent_to: set[bytes] = field(default_factory=set)  # routing ids the invoke reached
     expiry: asyncio.TimerHandle | None = None
+    for_windows: bool = True  # windows that attach later get it too
 
     @property
     def channel(self) -> str:
@@ -116,8 +121,17 @@ class PendingRequests:
         resolve: Resolve,
         owner: bytes | None = None,
         max_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        recipients: list[bytes] | None = None,
+        for_windows: bool = True,
+        kind: RequestKind | None = None,
+        via: str | None = None,
+        asker: AskerInfo | None = None,
+        approval: ApprovalInfo | None = None,
+        sign_in: SignInInfo | None = None,
     ) -> PendingRequest:
-        """Register a request and send it to every window; `resolve` gets its one answer.
+        """Register a request and send it to `recipients` (default: every window); `resolve` gets
+        its one answer. `for_windows=False` keeps it from windows that attach later (a request
+        meant for one peer). `kind` .. `sign_in` are the invoke's optional extension fields.
 
         Raises UndeliverableRequestError, before anything is registered or sent, when the request
         cannot be encoded, is over `max_bytes`, or would take open requests past their budget."""
@@ -128,15 +142,21 @@ class PendingRequests:
             created_at=now_ms,
             expires_at=now_ms + int(timeout_s * 1000),
             origin=origin,
+            kind=kind,
+            via=via,
+            asker=asker,
+            approval=approval,
+            sign_in=sign_in,
         )
         frames = encode_request(channels.INVOKE, invoke, max_bytes)
         if self._open_bytes + len(frames[1]) > self._max_pending_bytes:
             raise UndeliverableRequestError(f"{len(self._open)} requests already wait "
                                             f"({self._open_bytes:,} bytes); try again once some are answered")
-        pending = PendingRequest(invoke=invoke, frames=frames, resolve=resolve, owner=owner)
+        pending = PendingRequest(invoke=invoke, frames=frames, resolve=resolve, owner=owner, for_windows=for_windows)
         self._open[pending.channel] = pending
         self._open_bytes += pending.size
-        pending.sent_to.update(self._outbox.send(self._outbox.renderers(), frames))
+        targets = self._outbox.renderers() if recipients is None else recipients
+        pending.sent_to.update(self._outbox.send(targets, frames))
         if self._audit is not None:
             self._audit.request(invoke)  # written while the windows show it
         # A timer rather than wait_for: no timeout context per request on the hot path.
@@ -246,13 +266,15 @@ class PendingRequests:
         after: list[PendingRequest] = []
         budget = self._welcome_pending_bytes
         for pending in self._open.values():
+            if not pending.for_windows:
+                continue
             pending.sent_to.add(routing_id)
             if not after and pending.size <= budget:
                 in_welcome.append(pending.frames[1])
                 budget -= pending.size
             else:
                 after.append(pending)  # keep the order: once one follows, all later ones follow
-        return in_welcome, after, list(self._open)
+        return in_welcome, after, [channel for channel, p in self._open.items() if p.for_windows]
 
     # ---- reading -----------------------------------------------------------------------
 

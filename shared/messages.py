@@ -14,7 +14,10 @@ ShortText = Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)]
 Action = Literal["accept", "decline", "cancel"]
 ServerStatus = Literal["starting", "ready", "restarting", "failed", "stopped"]
 DismissReason = Literal["answered", "cancelled", "expired", "server-closed"]
-Role = Literal["renderer", "controller"]
+Role = Literal["renderer", "controller", "host", "asker"]
+"""renderer: a window (gets requests, answers them); controller: the CLI; host: an `elicitron serve`
+gateway speaking for an MCP host; asker: a program asking a question (`elicitron ask`)."""
+RequestKind = Literal["elicitation", "approval", "question", "sign-in"]
 
 
 class Body(msgspec.Struct, rename="camel", omit_defaults=True):
@@ -125,14 +128,48 @@ class ElicitationRequest(Body):
     params: dict[str, Any]
 
 
+class AskerInfo(Body):
+    """Who asks when a program (not an MCP server) asks: "deploy.sh (pid 4242 on build-7) asks"."""
+
+    name: str
+    pid: int | None = None
+    machine: str | None = None
+
+
+class ApprovalInfo(Body):
+    """What a tool-call approval is about; the request's form has one enum property `decision`."""
+
+    server: str
+    tool: str
+    arguments: dict[str, Any]
+    title: str | None = None
+    description: str | None = None
+    annotations: dict[str, Any] | None = None
+
+
+class SignInInfo(Body):
+    """What a sign-in (OAuth) URL request is about; the URL itself is in `params.url`."""
+
+    authorization_server: str  # the host the browser will be sent to
+    scopes: list[str] = []
+
+
 class ElicitationInvoke(Body):
-    """Body of `msgElicitationTransferInvoke`; also the items of `welcome.pending`."""
+    """Body of `msgElicitationTransferInvoke`; also the items of `welcome.pending`.
+
+    The optional fields are extensions that let Elicitron's own window draw a richer card; a v1
+    window ignores them and answers the form or URL in `request.params` as usual."""
 
     request: ElicitationRequest
     response_channel: str
     created_at: int
     expires_at: int | None
     origin: str | None
+    kind: RequestKind | None = None  # None: a server's elicitation
+    via: str | None = None  # the MCP host whose call led to this request ("Claude Desktop")
+    asker: AskerInfo | None = None  # kind "question"
+    approval: ApprovalInfo | None = None  # kind "approval"
+    sign_in: SignInInfo | None = None  # kind "sign-in"
 
 
 class Welcome(Body):
