@@ -1,0 +1,18 @@
+"""Elicitron's main process: headless; MCP clients, the ZeroMQ broker, the audit log. Never imports Qt.
+
+app.py           MainApp: lock, connection file, signals; owns the servers and answers the broker
+broker.py        Broker: the ROUTER sockets, CURVE, hello, liveness, rate limits, what each topic does
+pending.py       PendingRequests: the life of every request a window answers (one close path)
+peers.py         PeerTable (who is attached, the peer limit) and RateLimiter (per connection)
+servers.py       ManagedServer: one supervised mcp.Client per configured server, its tool calls
+config.py        the mcpServers config (Claude Desktop format) and Elicitron's own keys
+audit.py         AuditLog: SQLite rows of every request and its outcome; audit_writer.py: when
+controller.py    Controller: the CLI's peer (attach, ask main something, wait for the answer)
+cli.py           the `elicitron` command; each subcommand imports only what it needs
+lock.py          InstanceLock: one main per connection file
+curve_keys.py    CURVE keypair and allow-list for remote windows
+private_files.py 0600 files in 0700 dirs, safe file names; paths.py: default locations
+log_limiter.py   RateLimitedLog and cut(): logs a peer cannot flood or forge
+demo_server.py   the demo MCP server (the embedded default config), run as its own process
+__main__.py      `python -m main_process ...` = `elicitron ...`
+"""

@@ -30,7 +30,7 @@ from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
 from main_process.log_limiter import RateLimitedLog, cut
 from main_process.peers import DEFAULT_MAX_PEERS, Peer, PeerTable, RateLimiter
-from main_process.pending import DEFAULT_MAX_REQUEST_BYTES, PendingRequests, Unanswered
+from main_process.pending import DEFAULT_MAX_REQUEST_BYTES, WELCOME_PENDING_BYTES, PendingRequests, Unanswered
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_peer_body, encode, encode_welcome, split_from_peer
 from shared.errors import ProtocolError, RpcCode, WireCode
@@ -128,6 +128,7 @@ class Broker:
         audit: AuditLog | None = None,
         max_peers: int = DEFAULT_MAX_PEERS,
         limiter: RateLimiter | None = None,
+        welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
     ) -> None:
         self.endpoint = endpoint
         self.session = session
@@ -139,6 +140,7 @@ class Broker:
         self._audit_log = audit
         self._peers = PeerTable(max_peers)
         self._limiter = limiter or RateLimiter()
+        self._welcome_pending_bytes = welcome_pending_bytes
         self._bad_hellos: dict[bytes, tuple[float, int]] = {}
         self._pending: PendingRequests | None = None  # made in start(): it needs the loop
         self._audit: AuditWriter | None = None
@@ -184,7 +186,8 @@ class Broker:
         self._loop = asyncio.get_running_loop()
         if self._audit_log is not None:
             self._audit = AuditWriter(self._audit_log, self._loop)
-        self._pending = PendingRequests(self, self._loop, audit=self._audit, unseen=self._host.no_window_attached)
+        self._pending = PendingRequests(self, self._loop, audit=self._audit, unseen=self._host.no_window_attached,
+                                        welcome_pending_bytes=self._welcome_pending_bytes)
         for sock in self._socks:
             self._loop.add_reader(sock.getsockopt(zmq.FD), self._drain)
         self._spawn(self._heartbeat_loop())
@@ -291,7 +294,8 @@ class Broker:
                 frames[0] = tag + frames[0]
                 try:
                     self._handle(frames)
-                except Exception:  # top-level handler of one frame: a bug must not stall the drain
+                # top-level handler of one frame: a bug must not stall the drain
+                except Exception:  # noqa: BLE001
                     self._complaints.exception(("handler", frames[1][:40].hex()), "failed handling a frame %r from %s",
                                                cut(frames[1]), frames[0].hex())
         return max(budget, 1)
@@ -422,7 +426,8 @@ class Broker:
     async def _reply_later(self, reply: ReplyTo, work: Awaitable[ChannelReply]) -> None:
         try:
             answer = await work
-        except Exception as exc:  # top-level handler of one peer request: report, never crash main
+        # top-level handler of one peer request: report, never crash main
+        except Exception as exc:  # noqa: BLE001
             self._complaints.exception(("request", type(exc).__name__), "a peer's request failed")
             answer = ChannelReply(error=CallError(code=RpcCode.INTERNAL_ERROR, message=f"internal error: {exc}"))
         reply(answer)

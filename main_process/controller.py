@@ -5,7 +5,7 @@ import os
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import zmq
 
@@ -45,7 +45,7 @@ class Controller:
         self._sock: zmq.Socket[bytes] | None = None
         self._last_sent = 0.0
 
-    def __enter__(self) -> "Controller":
+    def __enter__(self) -> Self:
         self.attach()
         return self
 
@@ -69,7 +69,7 @@ class Controller:
         self._sock = sock
         self._send(channels.HELLO, Hello(protocol=PROTOCOL_VERSION, token=info.token, window=self.window,
                                          name=self._name, role="controller"))
-        topic, body = self._wait_for(lambda t, b: t in (channels.WELCOME, channels.ERROR),
+        _, body = self._wait_for(lambda t, b: t in (channels.WELCOME, channels.ERROR),
                                      self._attach_timeout_s)
         if isinstance(body, ErrorNotice):
             raise MainUnreachableError(f"main refused us: {body.code}: {body.message}")
@@ -112,7 +112,7 @@ class Controller:
         self._send(channels.SHUTDOWN, Shutdown())
 
     def _wait_reply(self, channel: str, timeout_s: float) -> ChannelReply:
-        topic, body = self._wait_for(lambda t, b: t == channel or (
+        _, body = self._wait_for(lambda t, b: t == channel or (
             isinstance(b, ErrorNotice) and b.topic in _REQUEST_TOPICS), timeout_s)
         if isinstance(body, ErrorNotice):
             raise MainUnreachableError(f"main refused the request: {body.code}: {body.message}")

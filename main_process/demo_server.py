@@ -74,9 +74,13 @@ async def book_table(ctx: Context, restaurant: str = "Chez MCP") -> CallToolResu
 
 
 @app.tool()
-async def ask(ctx: Context, message: str, schema: dict[str, Any]) -> CallToolResult | InputRequiredResult:
-    """Ask the user with any requestedSchema (passed through as given)."""
-    params = ElicitRequestFormParams.model_validate({"message": message, "requestedSchema": schema})
+async def ask(ctx: Context, message: str, schema: dict[str, Any] | None = None, schema_json: str = "",
+              repeat: int = 1) -> CallToolResult | InputRequiredResult:
+    """Ask the user with any requestedSchema (passed through as given). `schema_json` gives it as JSON
+    text instead, for values a caller cannot send as arguments (e.g. integers beyond 64 bits);
+    `repeat` repeats the message, to try requests bigger than a call may be."""
+    requested = json.loads(schema_json) if schema_json else schema or {"type": "object", "properties": {}}
+    params = ElicitRequestFormParams.model_validate({"message": message * repeat, "requestedSchema": requested})
     return await _elicit(ctx, params)
 
 

@@ -139,7 +139,8 @@ class ManagedServer:
             error = "connection closed"
             try:
                 await self._run_connection()
-            except Exception as exc:  # top-level handler of one connection's life: it becomes a status
+            # top-level handler of one connection's life: it becomes a status
+            except Exception as exc:  # noqa: BLE001
                 error = _describe(exc)
             finally:
                 self._client = None
@@ -372,7 +373,8 @@ class ManagedServer:
                                          f"{self.config.tool_timeout_s:.0f} s (toolTimeoutSeconds)")
         except MCPError as exc:
             answer = error_reply(exc.error.code, exc.error.message)
-        except Exception as exc:  # top-level handler of one call: transport faults become an error reply
+        # top-level handler of one call: transport faults become an error reply
+        except Exception as exc:  # noqa: BLE001
             logger.warning("call %s/%s failed: %s", self.name, tool, _describe(exc))
             answer = error_reply(RpcCode.INTERNAL_ERROR, f"call failed: {_describe(exc)}")
         finally:
@@ -435,7 +437,8 @@ class ManagedServer:
             answer = error_reply(exc.error.code, exc.error.message)
         except (KeyError, TypeError, ValueError, ValidationError) as exc:
             answer = error_reply(RpcCode.INVALID_PARAMS, f"bad params for {method}: {exc}")
-        except Exception as exc:  # top-level handler of one request: transport faults become an error reply
+        # top-level handler of one request: transport faults become an error reply
+        except Exception as exc:  # noqa: BLE001
             answer = error_reply(RpcCode.INTERNAL_ERROR, f"{method} failed: {_describe(exc)}")
         finally:
             reply(answer)

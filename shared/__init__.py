@@ -1,7 +1,15 @@
 """Elicitron's protocol package: wire types, codec, channel names, connection file, schema checks.
 
 Depends only on msgspec, uuid6 and platformdirs so that main, renderer and third-party peers
-can share it without pulling in Qt or mcp.
+can share it without pulling in Qt or mcp. PROTOCOL.md beside this file is the wire protocol
+written out for third parties.
+
+messages.py         every wire body as a msgspec Struct (camelCase on the wire)
+codec.py            frames <-> messages: the one decode point, and the checked encodes
+channels.py         topic names and the one-time result channels
+errors.py           every exception Elicitron raises, WireCode and RpcCode
+schema.py           MCP's restricted elicitation schema: what is accepted, answer validation
+connection_file.py  how peers find main (endpoint, token, pid, CURVE keys); private directories
 """
 
 PROTOCOL_VERSION = 1

@@ -68,8 +68,6 @@ class StatusRequest(Body):
 class Shutdown(Body):
     """Extension `msgShutdown`: a controller asks main to stop its servers and exit."""
 
-    pass
-
 
 class ServerControl(Body):
     """Extension `msgServerControl`: start, stop or restart one configured server; answered on

@@ -247,7 +247,7 @@ def _format_ok(fmt: str, value: str) -> bool:
         if not _DATE_TIME.match(value):
             return False
         try:
-            datetime.datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+            datetime.datetime.fromisoformat(value.upper())
         except ValueError:
             return False
         return True

@@ -1,0 +1,239 @@
+"""The broker in-process over inproc:// sockets, with a fake host (jupyter_client test_session style):
+hello and welcome, the 9 steps, replay, the limits that keep one peer from locking others out."""
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+import pytest
+import zmq
+import zmq.asyncio
+
+from main_process.broker import Broker, ReplyTo
+from main_process.peers import RateLimiter
+from shared.errors import UndeliverableRequestError
+from shared.messages import (
+    CallTool,
+    ChannelReply,
+    McpRequest,
+    ServerControl,
+    ServerInfo,
+    ServerPolicy,
+)
+
+TOKEN = "inproc-token"
+FORM = {"mode": "form", "message": "Name?", "requestedSchema": {
+    "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}
+
+
+class FakeHost:
+    """What main's app would be: one server, tool calls echoed back."""
+
+    def __init__(self) -> None:
+        self.unseen = 0
+        self.shutdowns = 0
+
+    def server_infos(self) -> list[ServerInfo]:
+        return [ServerInfo(name="demo", status="ready", tools=["echo"])]
+
+    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo) -> None:
+        reply(ChannelReply(result={"content": [{"type": "text", "text": f"{request.tool} from {origin}"}]}))
+
+    def mcp_request(self, request: McpRequest, reply: ReplyTo) -> None:
+        reply(ChannelReply(result={"tools": []}))
+
+    async def control_server(self, request: ServerControl) -> ChannelReply:
+        return ChannelReply()
+
+    async def reload(self) -> ChannelReply:
+        return ChannelReply()
+
+    def set_server_policy(self, policy: ServerPolicy, by: str) -> None:
+        pass
+
+    def request_shutdown(self) -> None:
+        self.shutdowns += 1
+
+    def no_window_attached(self) -> None:
+        self.unseen += 1
+
+
+class Peer:
+    """A contract-only DEALER on the test's loop."""
+
+    def __init__(self, ctx: zmq.asyncio.Context, endpoint: str, role: str = "renderer", name: str = "") -> None:
+        self.sock = ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(endpoint)
+        self.role = role
+        self.window = str(uuid.uuid4())
+        self.name = name or role
+
+    async def send(self, topic: str, body: Any) -> None:
+        await self.sock.send_multipart([topic.encode(), msgspec.msgpack.encode(body)])
+
+    async def expect(self, wanted: Callable[[str, Any], bool], timeout_s: float = 5.0) -> tuple[str, Any]:
+        async with asyncio.timeout(timeout_s):
+            while True:
+                frames = await self.sock.recv_multipart()
+                topic, body = frames[0].decode(), msgspec.msgpack.decode(frames[1])
+                if wanted(topic, body):
+                    return topic, body
+
+    async def expect_topic(self, topic: str, timeout_s: float = 5.0) -> Any:
+        return (await self.expect(lambda t, b: t == topic, timeout_s))[1]
+
+    async def hello(self, token: str = TOKEN) -> tuple[str, Any]:
+        await self.send("hello", {"protocol": 1, "token": token, "window": self.window, "name": self.name,
+                                  "role": self.role})
+        return await self.expect(lambda t, b: t in ("welcome", "error"))
+
+
+def with_broker(test: Callable[..., Awaitable[None]], **broker_args: Any) -> None:
+    """Run `test(broker, host, new_peer)` against a started broker on an inproc endpoint."""
+
+    async def body() -> None:
+        ctx = zmq.asyncio.Context.shadow(zmq.Context.instance())
+        endpoint = f"inproc://broker-{uuid.uuid4()}"
+        host = FakeHost()
+        broker = Broker(endpoint=endpoint, token=TOKEN, session="session-1", host=host, **broker_args)
+        broker.bind()
+        broker.start()
+        peers: list[Peer] = []
+
+        async def new_peer(role: str = "renderer", name: str = "", hello: bool = True) -> Peer:
+            peer = Peer(ctx, endpoint, role, name)
+            peers.append(peer)
+            if hello:
+                topic, body = await peer.hello()
+                assert topic == "welcome", body
+            return peer
+
+        try:
+            await test(broker, host, new_peer)
+        finally:
+            for peer in peers:
+                peer.sock.close()
+            await broker.close()
+
+    asyncio.run(body())
+
+
+def test_hello_token_and_attachment_rules() -> None:
+    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+        stranger = await new_peer(hello=False)
+        await stranger.send("msgStatus", {"responseChannel": "s1"})
+        assert (await stranger.expect_topic("error"))["code"] == "not-attached"
+        topic, body = await stranger.hello(token="wrong")
+        assert (topic, body["code"]) == ("error", "bad-token")
+        window = await new_peer()
+        await window.send("msgStatus", {"responseChannel": "s2"})
+        status = (await window.expect_topic("s2"))["status"]
+        assert [(p["name"], p["role"]) for p in status["peers"]] == [("renderer", "renderer")]
+        assert status["servers"] == [{"name": "demo", "status": "ready", "tools": ["echo"]}]
+
+    with_broker(test)
+
+
+def test_the_round_trip_through_the_broker() -> None:
+    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+        window = await new_peer()
+        other = await new_peer()
+        asked = asyncio.ensure_future(broker.elicit("demo", FORM, None, 60))
+        invoke = await window.expect_topic("msgElicitationTransferInvoke")
+        assert invoke["request"] == {"server": "demo", "params": FORM}
+        await other.expect_topic("msgElicitationTransferInvoke")
+        await window.send(invoke["responseChannel"], {"action": "accept", "content": {"name": "Ada"}})
+        answer = await asyncio.wait_for(asked, 5)
+        assert (answer.action, answer.content) == ("accept", {"name": "Ada"})
+        dismiss = await other.expect_topic("msgElicitationTransferDismiss")
+        assert dismiss == {"responseChannel": invoke["responseChannel"], "reason": "answered", "by": window.window}
+        await other.send(invoke["responseChannel"], {"action": "decline"})
+        assert (await other.expect_topic("error"))["code"] == "already-answered"
+
+    with_broker(test)
+
+
+def test_a_tool_call_is_answered_on_its_channel_and_a_confusing_channel_is_refused() -> None:
+    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+        controller = await new_peer("controller")
+        await controller.send("msgMcpCallTool", {"server": "demo", "tool": "echo", "arguments": {},
+                                                 "responseChannel": "call-1"})
+        reply = await controller.expect_topic("call-1")
+        assert reply["result"]["content"][0]["text"] == f"echo from {controller.window}"
+        for channel in ("welcome", "msgElicitationTransferResult-x", "has space", "nl\nx", "é"):
+            await controller.send("msgMcpCallTool", {"server": "demo", "tool": "echo", "responseChannel": channel})
+            error = await controller.expect_topic("error")
+            assert (error["code"], error["topic"]) == ("bad-body", "msgMcpCallTool")
+
+    with_broker(test)
+
+
+def test_replay_in_the_welcome_and_after_it_and_a_poison_request_never_pending() -> None:
+    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+        poison = {**FORM, "requestedSchema": {"type": "object", "properties": {
+            "n": {"type": "integer", "maximum": 2**70}}}}
+        with pytest.raises(UndeliverableRequestError):
+            await broker.elicit("demo", poison, None, 60)
+        asks = [asyncio.ensure_future(broker.elicit("demo", {**FORM, "message": str(i) * 3000}, None, 60))
+                for i in range(3)]
+        await asyncio.sleep(0)  # one loop turn: the three requests open
+        assert host.unseen == 3  # nobody attached: the auto-open hook heard of each
+        late = Peer(zmq.asyncio.Context.shadow(zmq.Context.instance()), broker.endpoint)
+        topic, welcome = await late.hello()
+        assert topic == "welcome"
+        channels = [p.channel for p in broker.pending.all()]
+        assert welcome["pendingChannels"] == channels
+        followers = [(await late.expect_topic("msgElicitationTransferInvoke"))["responseChannel"]
+                     for _ in range(3 - len(welcome["pending"]))]
+        assert [i["responseChannel"] for i in welcome["pending"]] + followers == channels
+        await late.send(channels[2], {"action": "decline"})
+        assert (await asyncio.wait_for(asks[2], 5)).action == "decline"
+        late.sock.close()
+        for ask in asks[:2]:
+            ask.cancel()
+
+    with_broker(test, welcome_pending_bytes=7000)  # two of the three 3 kB requests fit; one follows
+
+
+def test_a_flooding_peer_is_rate_limited_and_the_others_are_served() -> None:
+    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+        flooder = await new_peer(name="flooder")
+        window = await new_peer(name="window")
+        for _ in range(200):
+            await flooder.send("heartbeat", {})
+        error = await flooder.expect_topic("error")
+        assert error["code"] == "rate-limited"
+        await window.send("msgStatus", {"responseChannel": "s"})
+        names = {p["name"] for p in (await window.expect_topic("s"))["status"]["peers"]}
+        assert names == {"flooder", "window"}  # still attached: dropped messages never detach
+
+    with_broker(test, limiter=RateLimiter(messages_per_s=50, burst_messages=50))
+
+
+def test_the_peer_limit_refuses_a_hello_with_a_named_code() -> None:
+    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+        await new_peer()
+        await new_peer()
+        third = await new_peer(hello=False)
+        topic, body = await third.hello()
+        assert (topic, body["code"], body["topic"]) == ("error", "too-many-peers", "hello")
+
+    with_broker(test, max_peers=2)
+
+
+def test_peers_lists_are_coalesced_not_sent_per_attach_to_everyone() -> None:
+    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+        first = await new_peer(name="first")
+        assert [p["name"] for p in (await first.expect_topic("peers"))["peers"]] == ["first"]
+        crowd = [await new_peer(name=f"crowd-{i}") for i in range(20)]
+        for peer in crowd:  # each newcomer gets the list right after its welcome
+            listed = (await peer.expect_topic("peers"))["peers"]
+            assert peer.name in {p["name"] for p in listed}
+        lists: list[int] = []
+        await first.expect(lambda t, b: t == "peers" and (lists.append(len(b["peers"])) or lists[-1] == 21))
+        assert len(lists) < 10, lists  # 20 attaches reached `first` as a few lists, not one each
+
+    with_broker(test)

@@ -1,0 +1,203 @@
+"""The pending lifecycle on its own (no sockets): open -> delivered -> answered | expired |
+cancelled | server-closed, each closed through the same path: dismissed, audited, resolved."""
+
+import asyncio
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from main_process.audit import AuditLog
+from main_process.audit_writer import AuditWriter
+from main_process.pending import PendingRequests
+from shared import channels
+from shared.errors import ProtocolError, UndeliverableRequestError, WireCode
+from shared.messages import ElicitationRequest, ElicitationResult
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1}}, "required": ["name"]}
+FORM = {"mode": "form", "message": "Your name?", "requestedSchema": SCHEMA}
+WINDOW_A, WINDOW_B, ASKER = b"\x00a", b"\x00b", b"\x00asker"
+
+
+class Outbox:
+    """Two attached windows; records every message sent, decoded."""
+
+    def __init__(self) -> None:
+        self.attached = [WINDOW_A, WINDOW_B]
+        self.sent: list[tuple[bytes, str, dict[str, Any]]] = []
+
+    def renderers(self) -> list[bytes]:
+        return list(self.attached)
+
+    def send(self, routing_ids: Iterable[bytes], frames: list[bytes]) -> list[bytes]:
+        reached = [rid for rid in routing_ids if rid in self.attached]
+        for rid in reached:
+            self.sent.append((rid, frames[0].decode(), msgspec.msgpack.decode(frames[1])))
+        return reached
+
+    def topics(self, topic: str) -> list[tuple[bytes, dict[str, Any]]]:
+        return [(rid, body) for rid, t, body in self.sent if t == topic]
+
+
+def request(params: dict[str, Any] | None = None) -> ElicitationRequest:
+    return ElicitationRequest(server="demo", params=params or FORM)
+
+
+def result(action: str, content: Any = None) -> bytes:
+    body: dict[str, Any] = {"action": action}
+    if content is not None:
+        body["content"] = content
+    return msgspec.msgpack.encode(body)
+
+
+def run(test: Any) -> Any:
+    return asyncio.run(test())
+
+
+def test_an_answer_dismisses_everywhere_audits_and_resolves_once(tmp_path: Path) -> None:
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        log = AuditLog(tmp_path / "audit.sqlite3", record_values=True)
+        outbox = Outbox()
+        pending = PendingRequests(outbox, loop, audit=AuditWriter(log, loop))
+        answers: list[ElicitationResult] = []
+        opened = pending.open(request(), origin=None, timeout_s=60, resolve=answers.append)
+        assert [rid for rid, _ in outbox.topics(channels.INVOKE)] == [WINDOW_A, WINDOW_B]
+        pending.answer(WINDOW_B, "window-b", opened.channel, result("accept", {"name": "Ada"}))
+        assert answers == [ElicitationResult(action="accept", content={"name": "Ada"})]
+        dismissals = outbox.topics(channels.DISMISS)
+        assert sorted(rid for rid, _ in dismissals) == [WINDOW_A, WINDOW_B]
+        assert dismissals[0][1] == {"responseChannel": opened.channel, "reason": "answered", "by": "window-b"}
+        entry = log.entries()[0]
+        assert (entry.outcome, entry.window, entry.content) == ("accept", "window-b", {"name": "Ada"})
+        with pytest.raises(ProtocolError) as late:
+            pending.answer(WINDOW_A, "window-a", opened.channel, result("decline"))
+        assert late.value.code == WireCode.ALREADY_ANSWERED
+        assert answers == [ElicitationResult(action="accept", content={"name": "Ada"})] and len(pending) == 0
+        log.close()
+
+    run(body)
+
+
+def test_refusals_leave_the_request_open_and_never_read_a_stranger_s_body() -> None:
+    async def body() -> None:
+        outbox = Outbox()
+        pending = PendingRequests(outbox, asyncio.get_running_loop())
+        answers: list[ElicitationResult] = []
+        opened = pending.open(request(), origin=None, timeout_s=60, resolve=answers.append)
+        garbage = b"\xc1 not msgpack"
+        with pytest.raises(ProtocolError) as stranger:
+            pending.answer(b"\x00stranger", "x", opened.channel, garbage)
+        assert stranger.value.code == WireCode.NOT_RECIPIENT  # not bad-body: the body was never read
+        with pytest.raises(ProtocolError) as unknown:
+            pending.answer(WINDOW_A, "a", channels.new_result_channel(), garbage)
+        assert unknown.value.code == WireCode.UNKNOWN_CHANNEL
+        with pytest.raises(ProtocolError) as bad:
+            pending.answer(WINDOW_A, "a", opened.channel, garbage)
+        assert bad.value.code == WireCode.BAD_BODY
+        with pytest.raises(ProtocolError) as invalid:
+            pending.answer(WINDOW_A, "a", opened.channel, result("accept", {"name": ""}))
+        assert invalid.value.code == WireCode.INVALID_CONTENT
+        assert answers == [] and pending.get(opened.channel) is opened
+        pending.answer(WINDOW_A, "a", opened.channel, result("decline", {"name": "dropped"}))
+        assert answers == [ElicitationResult(action="decline")]
+
+    run(body)
+
+
+def test_expiry_cancels_the_asker_and_dismisses_expired(tmp_path: Path) -> None:
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        log = AuditLog(tmp_path / "audit.sqlite3")
+        outbox = Outbox()
+        pending = PendingRequests(outbox, loop, audit=AuditWriter(log, loop))
+        answer = await pending.ask(request(), origin=None, timeout_s=0.05)
+        assert answer == ElicitationResult(action="cancel")
+        assert {body["reason"] for _, body in outbox.topics(channels.DISMISS)} == {"expired"}
+        assert log.entries()[0].outcome == "expired"
+        log.close()
+
+    run(body)
+
+
+def test_a_cancelled_asker_withdraws_with_the_reason_it_gives() -> None:
+    async def body() -> None:
+        outbox = Outbox()
+        pending = PendingRequests(outbox, asyncio.get_running_loop())
+        task = asyncio.ensure_future(pending.ask(request(), origin=None, timeout_s=60,
+                                                 cancel_reason=lambda: "server-closed"))
+        while not outbox.topics(channels.INVOKE):
+            await asyncio.sleep(0)  # one loop turn: the task opens its request
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert [body["reason"] for _, body in outbox.topics(channels.DISMISS)] == ["server-closed"] * 2
+        channel = outbox.topics(channels.INVOKE)[0][1]["responseChannel"]
+        assert pending.closed_reason(channel) == "server-closed"
+
+    run(body)
+
+
+def test_a_server_closing_and_an_owner_leaving_withdraw_only_their_own() -> None:
+    async def body() -> None:
+        outbox = Outbox()
+        pending = PendingRequests(outbox, asyncio.get_running_loop())
+        answers: dict[str, list[ElicitationResult]] = {"server": [], "other": [], "asked": []}
+        from_server = pending.open(request(), origin=None, timeout_s=60, resolve=answers["server"].append)
+        other = pending.open(ElicitationRequest(server="other", params=FORM), origin=None, timeout_s=60,
+                             resolve=answers["other"].append)
+        asked = pending.open(ElicitationRequest(server="deploy.sh", params=FORM), origin=None, timeout_s=60,
+                             resolve=answers["asked"].append, owner=ASKER, kind="question")
+        pending.withdraw_server("demo")
+        pending.withdraw_owner(ASKER)
+        assert answers == {"server": [ElicitationResult(action="cancel")], "other": [],
+                           "asked": [ElicitationResult(action="cancel")]}
+        assert pending.closed_reason(from_server.channel) == "server-closed"
+        assert pending.closed_reason(asked.channel) == "cancelled"
+        assert pending.all() == [other]
+
+    run(body)
+
+
+def test_nothing_that_cannot_be_carried_ever_becomes_pending() -> None:
+    async def body() -> None:
+        outbox = Outbox()
+        pending = PendingRequests(outbox, asyncio.get_running_loop(), max_pending_bytes=7_000)
+        poison = {**FORM, "requestedSchema": {"type": "object", "properties": {
+            "n": {"type": "integer", "maximum": 2**70}}}}
+        with pytest.raises(UndeliverableRequestError, match="cannot carry"):
+            pending.open(request(poison), origin=None, timeout_s=60, resolve=print)
+        huge = {**FORM, "message": "x" * 5000}
+        with pytest.raises(UndeliverableRequestError, match="maxRequestBytes"):
+            pending.open(request(huge), origin=None, timeout_s=60, resolve=print, max_bytes=4096)
+        for _ in range(2):
+            pending.open(request({**FORM, "message": "y" * 3000}), origin=None, timeout_s=60, resolve=print)
+        with pytest.raises(UndeliverableRequestError, match="already wait"):
+            pending.open(request({**FORM, "message": "y" * 3000}), origin=None, timeout_s=60, resolve=print)
+        assert len(pending) == 2 and outbox.topics(channels.INVOKE) and len(outbox.topics(channels.INVOKE)) == 4
+
+    run(body)
+
+
+def test_a_window_that_attaches_gets_what_fits_in_its_welcome_and_the_rest_after() -> None:
+    async def body() -> None:
+        outbox = Outbox()
+        outbox.attached = []
+        unseen: list[int] = []
+        pending = PendingRequests(outbox, asyncio.get_running_loop(), welcome_pending_bytes=5000,
+                                  unseen=lambda: unseen.append(1))
+        opened = [pending.open(request({**FORM, "message": f"{i}" * 2000}), origin=None, timeout_s=60,
+                               resolve=print) for i in range(4)]
+        only_host = pending.open(request(), origin=None, timeout_s=60, resolve=print, recipients=[],
+                                 for_windows=False)
+        assert len(unseen) == 5  # nobody saw any of them: the auto-open hook ran
+        in_welcome, after, open_channels = pending.deliver_on_attach(WINDOW_A)
+        assert [msgspec.msgpack.decode(raw)["responseChannel"] for raw in in_welcome] == \
+            [p.channel for p in opened[:2]]
+        assert after == opened[2:]
+        assert open_channels == [p.channel for p in opened]  # not the request meant for one peer
+        assert all(WINDOW_A in p.sent_to for p in opened) and WINDOW_A not in only_host.sent_to
+
+    run(body)
