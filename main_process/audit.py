@@ -41,6 +41,7 @@ from typing import Any, Final, Literal, Self, get_args
 import msgspec
 import platformdirs
 
+from main_process.log_limiter import RateLimitedLog
 from shared.errors import AuditLogError
 from shared.messages import ElicitationInvoke
 
@@ -139,7 +140,7 @@ class AuditLog:
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
-        self._complaints: dict[str, tuple[float, int]] = {}  # problem -> (last logged, suppressed since)
+        self._complaints = RateLimitedLog(logger, interval_s=_ERROR_INTERVAL_S)
         self._unrecorded = 0
         self._unrecorded_since_ok = 0
         with self._lock:
@@ -398,17 +399,8 @@ class AuditLog:
 
     def _complain(self, op: str, exc: Exception, level: int = logging.ERROR) -> None:
         """Log each distinct problem at most once per minute, with how often it was suppressed."""
-        key = f"{type(exc).__name__}: {exc}"
-        now = time.monotonic()
-        last, suppressed = self._complaints.get(key, (-_ERROR_INTERVAL_S, 0))
-        if now - last < _ERROR_INTERVAL_S:
-            self._complaints[key] = (last, suppressed + 1)
-            return
-        extra = f" ({suppressed} similar suppressed)" if suppressed else ""
-        logger.log(level, "audit log %s: cannot %s: %s%s", self.path, op, key, extra)
-        self._complaints[key] = (now, 0)
-        if len(self._complaints) > 1000:
-            self._complaints.clear()
+        problem = f"{type(exc).__name__}: {exc}"
+        self._complaints.log(level, ("audit", problem), "audit log %s: cannot %s: %s", self.path, op, problem)
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:

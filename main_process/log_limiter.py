@@ -28,6 +28,9 @@ class RateLimitedLog:
     def warning(self, key: tuple[str, str], message: str, *args: object) -> None:
         self._log(logging.WARNING, key, message, args, with_traceback=False)
 
+    def log(self, level: int, key: tuple[str, str], message: str, *args: object) -> None:
+        self._log(level, key, message, args, with_traceback=False)
+
     def exception(self, key: tuple[str, str], message: str, *args: object) -> None:
         """An unexpected exception being handled: its traceback, at most once per interval per key."""
         self._log(logging.ERROR, key, message, args, with_traceback=True)
