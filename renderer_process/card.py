@@ -41,7 +41,15 @@ _MAX_PROBLEMS_SHOWN = 3
 
 
 def open_in_browser(url: QUrl) -> bool:
-    return QDesktopServices.openUrl(url)
+    if QDesktopServices.openUrl(url):
+        return True
+    # Qt's platform has no URL service (offscreen, some minimal desktops): Python's webbrowser
+    # honours $BROWSER. In a thread, since a browser command may run until the browser quits.
+    import threading
+    import webbrowser
+
+    threading.Thread(target=webbrowser.open, args=(url.toString(),), daemon=True).start()
+    return True
 
 
 class ElicitationCard(QDialog):
