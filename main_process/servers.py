@@ -116,7 +116,9 @@ class ManagedServer:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def start(self) -> None:
+    def start(self, sign_in: bool = True) -> None:
+        if self.sign_in is not None and sign_in:
+            self.sign_in.login()  # Start / Restart asks to sign in again, after a decline too
         if self.running:
             return
         self._stopping = asyncio.Event()

@@ -35,8 +35,9 @@ async def auth_command(server: ManagedServer, action: AuthAction) -> ChannelRepl
         elif action == "logout":
             logger.info("signing out of %s", server.name)
             await sign_in.logout()
-            if server.running:
-                await server.restart()  # the connection's token goes with it
+            if server.running:  # the connection's token goes with it; no card until a login
+                await server.stop()
+                server.start(sign_in=False)
             message = "signed out; the tokens were forgotten (and revoked where the server allows it)"
     except TokenStoreError as exc:
         return error_reply(RpcCode.INTERNAL_ERROR, str(exc))
