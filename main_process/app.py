@@ -33,6 +33,7 @@ from shared.connection_file import (
 )
 from shared.errors import ConfigError, RpcCode
 from shared.messages import (
+    AuthRequest,
     CallTool,
     ChannelReply,
     McpRequest,
@@ -41,6 +42,7 @@ from shared.messages import (
     ServerControlReport,
     ServerInfo,
     ServerPolicy,
+    SignInRedirect,
 )
 
 logger = logging.getLogger(__name__)
@@ -138,6 +140,20 @@ class MainApp:
         logger.info("server %s: %s for this session (chosen in %s)", policy.server, verb, by)
         assert self.broker is not None
         self.broker.publish_notice("info", f"{verb} from this server for this session", policy.server)
+
+    # ---- sign-in (main_process/oauth) --------------------------------------------------------
+
+    async def auth(self, request: AuthRequest) -> ChannelReply:
+        from main_process.oauth.commands import auth_command
+
+        server = self.servers.get(request.server)
+        return self._unknown_server(request.server) if server is None else await auth_command(server, request.action)
+
+    async def sign_in_redirect(self, request: SignInRedirect) -> ChannelReply:
+        from main_process.oauth.commands import pasted_redirect
+
+        server = self.servers.get(request.server)
+        return self._unknown_server(request.server) if server is None else await pasted_redirect(server, request)
 
     def request_shutdown(self) -> None:
         self._stop.set()

@@ -35,6 +35,7 @@ from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_peer_body, encode, encode_welcome, split_from_peer
 from shared.errors import ProtocolError, RpcCode, WireCode
 from shared.messages import (
+    AuthRequest,
     Bye,
     CallError,
     CallTool,
@@ -55,6 +56,7 @@ from shared.messages import (
     ServerPolicy,
     ServersUpdate,
     Shutdown,
+    SignInRedirect,
     StatusReport,
     StatusRequest,
     Welcome,
@@ -100,6 +102,12 @@ class BrokerHost(Protocol):
     def set_server_policy(self, policy: ServerPolicy, by: str) -> None: ...
 
     def request_shutdown(self) -> None: ...
+
+    def auth(self, request: AuthRequest) -> Awaitable[ChannelReply]:
+        """Extension msgAuth: a server's sign-in status, login or logout."""
+
+    def sign_in_redirect(self, request: SignInRedirect) -> Awaitable[ChannelReply]:
+        """Extension msgSignInRedirect: an address pasted in a window on another machine."""
 
     def no_window_attached(self) -> None:
         """An elicitation arrived and no renderer is attached (auto-open hook)."""
@@ -356,6 +364,12 @@ class Broker:
                                               self._host.reload()))
             case ServerPolicy():
                 self._host.set_server_policy(body, peer.name or peer.window)
+            case AuthRequest():
+                self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
+                                              self._host.auth(body)))
+            case SignInRedirect():
+                self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
+                                              self._host.sign_in_redirect(body)))
             case Shutdown():
                 logger.info("shutdown requested by %r (%s)", cut(peer.name or peer.window), peer.role)
                 self._host.request_shutdown()

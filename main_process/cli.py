@@ -9,6 +9,7 @@
     reload   re-read the config
     server   start, stop or restart one server
     call     call a tool through main
+    auth     sign-in to a remote server: status, login, logout
     audit    the audit log
 
 Each command imports only what it needs (`mcp` for `main` alone, Qt never: windows are their own
@@ -143,6 +144,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the result")
     p.add_argument("--json", action="store_true", help="print the whole CallToolResult as JSON")
     p.set_defaults(func=cmd_call)
+
+    p = with_connection(sub.add_parser("auth", help="sign-in (OAuth) to a remote server: status, login, logout"))
+    p.add_argument("action", choices=["status", "login", "logout"])
+    p.add_argument("server")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_auth)
     return parser
 
 
@@ -278,6 +285,34 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"pending requests ({len(report.pending)}):")
     for pending in report.pending:
         print(f"  {pending.server:20} {pending.response_channel}  {pending.message[:60]}")
+    return 0
+
+
+def cmd_auth(args: argparse.Namespace) -> int:
+    from main_process.controller import Controller
+
+    with Controller(_connection(args)) as controller:
+        reply = controller.auth(args.server, args.action)
+    if reply.error is not None or reply.auth is None:
+        print(f"elicitron: {reply.error.message if reply.error else 'main sent no sign-in report'}", file=sys.stderr)
+        return EXIT_FAILED
+    report = reply.auth
+    if args.json:
+        import msgspec
+
+        print(msgspec.json.encode(report).decode())
+        return 0
+    state = f"signed in ({report.store})" if report.signed_in else "not signed in"
+    print(f"{report.server}: {report.status}, {state}")
+    if report.authorization_server:
+        print(f"  authorization server: {report.authorization_server}")
+    if report.scopes:
+        print(f"  scopes: {' '.join(report.scopes)}")
+    if report.expires_at:
+        expires = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(report.expires_at / 1000))
+        print(f"  access token expires: {expires} (refreshed without asking when it can be)")
+    if report.message:
+        print(f"  {report.message}")
     return 0
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import platformdirs
 
+from main_process.oauth.settings import OAuthSettings, parse_oauth
 from main_process.pending import DEFAULT_MAX_REQUEST_BYTES
 from shared.errors import ConfigError
 
@@ -67,6 +68,7 @@ class HttpServerConfig(ServerLimits):
     name: str
     url: str
     headers: dict[str, str] = field(default_factory=dict)
+    oauth: OAuthSettings = field(default_factory=OAuthSettings)  # sign-in (main_process/oauth/settings.py)
 
 
 ServerConfig = StdioServerConfig | HttpServerConfig
@@ -156,7 +158,8 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
             raise ConfigError(f"{where}: \"url\" must be an http:// or https:// URL")
         if not _is_str_map(headers):
             raise ConfigError(f"{where}: \"headers\" must map strings to strings")
-        return HttpServerConfig(name=name, url=url, headers=headers, **limits)  # type: ignore[arg-type]
+        return HttpServerConfig(name=name, url=url, headers=headers, oauth=parse_oauth(where, entry),
+                                **limits)  # type: ignore[arg-type]
     if "command" in entry:
         command, args, env, cwd = entry["command"], entry.get("args", []), entry.get("env", {}), entry.get("cwd")
         if not isinstance(command, str) or not command:

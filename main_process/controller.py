@@ -31,7 +31,8 @@ from shared.messages import (
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_S = 1.0  # contract: a peer silent for 1 s sends a heartbeat
-_REQUEST_TOPICS = (channels.CALL_TOOL, channels.STATUS, channels.SERVER_CONTROL, channels.RELOAD, channels.MCP_REQUEST)
+_REQUEST_TOPICS = (channels.CALL_TOOL, channels.STATUS, channels.SERVER_CONTROL, channels.RELOAD, channels.MCP_REQUEST,
+                   channels.AUTH)
 
 
 class Controller:
@@ -110,6 +111,15 @@ class Controller:
 
     def shutdown(self) -> None:
         self._send(channels.SHUTDOWN, Shutdown())
+
+    def auth(self, server: str, action: str, timeout_s: float = 30.0) -> ChannelReply:
+        """Extension msgAuth: a server's sign-in status, login or logout."""
+        from shared.messages import AuthRequest
+
+        channel = "auth-" + channels.new_uuid7()
+        self._send(channels.AUTH, AuthRequest(server=server, action=action,  # type: ignore[arg-type]
+                                              response_channel=channel))
+        return self._wait_reply(channel, timeout_s)
 
     def _wait_reply(self, channel: str, timeout_s: float) -> ChannelReply:
         _, body = self._wait_for(lambda t, b: t == channel or (

@@ -34,7 +34,9 @@ from pydantic import ValidationError
 
 from main_process.broker import ReplyTo
 from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig
-from main_process.pending import Unanswered
+from main_process.oauth.sign_in import SignIn
+from main_process.oauth.token_store import shared_store
+from main_process.pending import PendingRequests, Unanswered
 from main_process.private_files import open_private, safe_filename
 from shared.errors import RpcCode, UndeliverableRequestError, UnsupportedSchemaError
 from shared.messages import (
@@ -76,6 +78,9 @@ class ServerHost(Protocol):
 
     def publish_notice(self, level: str, message: str, server: str | None) -> None: ...
 
+    @property
+    def pending(self) -> PendingRequests: ...  # sign-in cards open through it
+
 
 class ManagedServer:
     def __init__(self, config: ServerConfig, host: ServerHost, log_dir: Path) -> None:
@@ -98,6 +103,11 @@ class ManagedServer:
         self._stopping = asyncio.Event()
         self._inflight_origins: list[str | None] = []
         self._waiting_calls: set[asyncio.Task[None]] = set()  # calls that arrived while starting
+        self.sign_in: SignIn | None = None  # OAuth for a `url` server (main_process/oauth)
+        if isinstance(config, HttpServerConfig) and config.oauth.enabled:
+            self.sign_in = SignIn(config, shared_store(), requests=lambda: host.pending,
+                                  on_needed=self._sign_in_needed,
+                                  publish_complete=lambda eid: host.publish_complete(self.name, eid))
 
     def info(self) -> ServerInfo:
         return ServerInfo(name=self.name, status=self.status, tools=list(self.tools), error=self.error)
@@ -106,7 +116,9 @@ class ManagedServer:
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
 
-    def start(self) -> None:
+    def start(self, sign_in: bool = True) -> None:
+        if self.sign_in is not None and sign_in:
+            self.sign_in.login()  # Start / Restart asks to sign in again, after a decline too
         if self.running:
             return
         self._stopping = asyncio.Event()
@@ -137,6 +149,8 @@ class ManagedServer:
             self._set_status("starting" if failures == 0 else "restarting", self.error)
             started = time.monotonic()
             error = "connection closed"
+            if self.sign_in is not None:
+                self.sign_in.failure = None
             try:
                 await self._run_connection()
             # top-level handler of one connection's life: it becomes a status
@@ -150,6 +164,10 @@ class ManagedServer:
                 self._host.withdraw_server(self.name)
             if self._stopping.is_set():
                 break
+            if self.sign_in is not None and self.sign_in.failure is not None:
+                await self._wait_for_sign_in(self.sign_in)  # no restart loop re-asking the user
+                failures = 0
+                continue
             failures = 1 if time.monotonic() - started > STABLE_START_S else failures + 1
             tail = self._stderr_tail()
             self.error = f"{error}\n{tail}".strip() if tail else error
@@ -191,6 +209,23 @@ class ManagedServer:
                 group.start_soon(self._watch, client, group)
                 group.start_soon(self._end_calls_with_connection, calls)
 
+    async def _wait_for_sign_in(self, sign_in: SignIn) -> None:
+        """Status needs-sign-in until someone asks to sign in (a call, `auth login`) or stop."""
+        self._set_status("needs-sign-in", sign_in.failure)
+        sign_in.login_requested.clear()
+        waits = [asyncio.ensure_future(sign_in.login_requested.wait()), asyncio.ensure_future(self._stopping.wait())]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+    def _sign_in_needed(self, needed: bool) -> None:
+        if needed:
+            self._set_status("needs-sign-in", None)
+        elif self.status == "needs-sign-in":
+            self._set_status("ready" if self._ready.is_set() else "starting", None)
+
     async def _end_calls_with_connection(self, calls: set[asyncio.Task[None]]) -> None:
         """When the connection ends, so do its calls (each then replies with an error)."""
         try:
@@ -210,6 +245,8 @@ class ManagedServer:
             if self._stopping.is_set():
                 group.cancel_scope.cancel()
                 return
+            if self.sign_in is not None and self.sign_in.in_progress:
+                continue  # a probe would wait behind the sign-in's lock, which is no sign of a dead server
             try:
                 with anyio.fail_after(WATCH_TIMEOUT_S):
                     listing = await client.list_tools()
@@ -225,9 +262,10 @@ class ManagedServer:
     async def _transport(self, stack: AsyncExitStack) -> Any:
         config = self.config
         if isinstance(config, HttpServerConfig):
-            if not config.headers:
+            auth = self.sign_in.provider if self.sign_in is not None else None
+            if not config.headers and auth is None:
                 return streamable_http_client(config.url)
-            http = await stack.enter_async_context(create_mcp_http_client(headers=config.headers))
+            http = await stack.enter_async_context(create_mcp_http_client(headers=config.headers or None, auth=auth))
             return streamable_http_client(config.url, http_client=http)
         assert isinstance(config, StdioServerConfig)
         # The SDK hands stderr to the child as a file descriptor, so it must be a real file; 0600,
@@ -324,6 +362,12 @@ class ManagedServer:
         if self.status == "failed" or self._stopping.is_set():
             reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}: {self.error or 'not running'}"))
             return
+        if self.sign_in is not None and self.status == "needs-sign-in":
+            if self.sign_in.hold is not None:
+                reply(self._sign_in_refused(self.sign_in))
+                return
+            if not self.sign_in.in_progress:
+                self.sign_in.login()  # the last card expired or was cancelled: this call asks again
         if not self._ready.is_set():  # only a starting server needs a task that waits
             waiting = asyncio.create_task(self._call_when_ready(tool, arguments, origin, reply))
             self._waiting_calls.add(waiting)
@@ -333,13 +377,28 @@ class ManagedServer:
 
     async def _call_when_ready(self, tool: str, arguments: dict[str, Any], origin: str | None,
                                reply: ReplyTo) -> None:
+        sign_in = self.sign_in
+        limit = READY_TIMEOUT_S if sign_in is None else max(READY_TIMEOUT_S, self.config.tool_timeout_s)
+        waits = [asyncio.ensure_future(self._ready.wait())]
+        if sign_in is not None:  # a decline while this call waits fails it at once
+            waits.append(asyncio.ensure_future(sign_in.held.wait()))
         try:
-            await asyncio.wait_for(self._ready.wait(), READY_TIMEOUT_S)
-        except TimeoutError:
-            reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} did not become ready within {READY_TIMEOUT_S:.0f} s "
+            await asyncio.wait(waits, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        if not self._ready.is_set():
+            if sign_in is not None and sign_in.hold is not None:
+                reply(self._sign_in_refused(sign_in))
+                return
+            reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} did not become ready within {limit:.0f} s "
                                       f"(status {self.status})"))
             return
         self._start_call(tool, arguments, origin, reply)
+
+    def _sign_in_refused(self, sign_in: SignIn) -> ChannelReply:
+        return error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} needs sign-in ({sign_in.hold}); sign in "
+                                                 f"with `elicitron auth login {self.name}` or Start in a window")
 
     def _start_call(self, tool: str, arguments: dict[str, Any], origin: str | None,
                     reply: ReplyTo) -> None:
@@ -373,6 +432,10 @@ class ManagedServer:
                                          f"{self.config.tool_timeout_s:.0f} s (toolTimeoutSeconds)")
         except MCPError as exc:
             answer = error_reply(exc.error.code, exc.error.message)
+            sign_in = self.sign_in
+            if sign_in is not None and sign_in.failure is not None and exc.error.code == RpcCode.INTERNAL_ERROR:
+                # The HTTP layer's 401/403 after a sign-in (e.g. a step-up) did not complete: say why.
+                answer = error_reply(RpcCode.SERVER_ERROR, f"{self.name}/{tool} needs sign-in: {sign_in.failure}")
         # top-level handler of one call: transport faults become an error reply
         except Exception as exc:  # noqa: BLE001
             logger.warning("call %s/%s failed: %s", self.name, tool, _describe(exc))

@@ -152,6 +152,21 @@ class MainBridge(QObject):
         self._request(channels.RELOAD, messages.Reload(response_channel=channel), channel, "the reload")
         return channel
 
+    @property
+    def is_remote(self) -> bool:
+        """Attached over tcp: main (and its loopback sign-in listener) is on another machine."""
+        try:
+            return read_connection_file(self._connection_path).endpoint.startswith("tcp://")
+        except ConnectionFileError:
+            return False
+
+    def send_sign_in_redirect(self, server: str, elicitation_id: str, url: str, channel: str | None = None) -> str:
+        """Extension `msgSignInRedirect`: the address a browser here ended on after signing in."""
+        channel = channel or "sign-in-" + channels.new_uuid7()
+        body = messages.SignInRedirect(server=server, elicitation_id=elicitation_id, url=url, response_channel=channel)
+        self._request(channels.SIGN_IN_REDIRECT, body, channel, "the sign-in address")
+        return channel
+
     def set_server_policy(self, server: str, decline_all: bool) -> bool:
         """Extension `msgServerPolicy` (no answer); False (and `refused`) if not sent."""
         body = messages.ServerPolicy(server=server, decline_all=decline_all)

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from renderer_process.form_body import FormBody
+from renderer_process.sign_in_card import build_sign_in_body, is_sign_in
 from renderer_process.url_safety import inspect_url
 from shared import messages
 from shared.errors import UnsupportedSchemaError
@@ -41,7 +42,15 @@ _MAX_PROBLEMS_SHOWN = 3
 
 
 def open_in_browser(url: QUrl) -> bool:
-    return QDesktopServices.openUrl(url)
+    if QDesktopServices.openUrl(url):
+        return True
+    # Qt's platform has no URL service (offscreen, some minimal desktops): Python's webbrowser
+    # honours $BROWSER. In a thread, since a browser command may run until the browser quits.
+    import threading
+    import webbrowser
+
+    threading.Thread(target=webbrowser.open, args=(url.toString(),), daemon=True).start()
+    return True
 
 
 class ElicitationCard(QDialog):
@@ -111,7 +120,12 @@ class ElicitationCard(QDialog):
         self.decline_all_button.clicked.connect(self._on_decline_all)
 
         mode = params.get("mode", FORM)  # MCP: a request without mode is a form
-        if mode == URL:
+        if is_sign_in(invoke):  # extension: a URL request drawn as a sign-in card (sign_in_card.py)
+            self.kind = URL
+            self._url = str(params.get("url", ""))
+            build_sign_in_body(self, layout, self._header, invoke, self.accept_button)
+            self.decline_all_button.hide()  # main never answers a sign-in by policy
+        elif mode == URL:
             self.kind = URL
             self._build_url(layout, str(params.get("url", "")))
         elif mode == FORM:

@@ -42,6 +42,7 @@ from renderer_process.card_queue import CardQueue
 from renderer_process.elsewhere import ElsewhereList
 from renderer_process.reply_format import format_admin_reply, format_reply
 from renderer_process.servers_panel import ServersPanel
+from renderer_process.sign_in_card import SignInFinishDialog, is_sign_in
 from shared import channels, messages
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ class MainWindow(QMainWindow):
     control_requested = Signal(str, str, str)  # response channel, server, "start" | "stop" | "restart"
     reload_requested = Signal(str)  # response channel
     policy_requested = Signal(str, bool)  # server, decline_all
+    sign_in_redirect_requested = Signal(str, str, str, str)  # response channel, server, elicitationId, url
 
     def __init__(
         self,
@@ -87,6 +89,9 @@ class MainWindow(QMainWindow):
         self._declining: set[str] = set()  # servers the user declines for this main session
         self._session = ""
         self._browser_waits: dict[tuple[str, str], messages.ElicitationInvoke] = {}
+        self.remote = False  # attached over tcp: sign-ins finish by pasting the browser's address
+        self._sign_in_finish: dict[str, SignInFinishDialog] = {}  # elicitationId -> open dialog
+        self._sign_in_pastes: dict[str, SignInFinishDialog] = {}  # response channel -> its dialog
 
         self.setWindowTitle(f"Elicitron — {name}" if name else "Elicitron")
         self.resize(860, 540)
@@ -156,6 +161,10 @@ class MainWindow(QMainWindow):
         )
         self.reload_requested.connect(lambda channel: bridge.reload(channel))
         self.policy_requested.connect(bridge.set_server_policy)
+        self.remote = bridge.is_remote
+        self.sign_in_redirect_requested.connect(
+            lambda channel, server, eid, url: bridge.send_sign_in_redirect(server, eid, url, channel)
+        )
 
     # ---- accessors for tests and other engineers -------------------------------------------
 
@@ -234,6 +243,9 @@ class MainWindow(QMainWindow):
     def on_completed(self, complete: messages.ElicitationComplete) -> None:
         """URL mode finished: close the matching URL card or "waiting for the browser" entry."""
         key = (complete.server, complete.elicitation_id)
+        finish = self._sign_in_finish.pop(complete.elicitation_id, None)
+        if finish is not None:
+            finish.accept()
         card = self._card
         if card is not None and card.kind == URL and (card.server, card.elicitation_id) == key:
             self._drop_current(f"{complete.server}: the linked page reported it is done", STATUS_MS)
@@ -250,6 +262,9 @@ class MainWindow(QMainWindow):
         self.results.appendPlainText(text)
 
     def on_replied(self, channel: str, reply: messages.ChannelReply) -> None:
+        finish = self._sign_in_pastes.pop(channel, None)
+        if finish is not None and reply.error is not None:
+            finish.show_problem(reply.error.message)
         request = self._requests.pop(channel, None)
         if request is None:
             logger.debug("reply on %s is not for a request of this window", channel)
@@ -346,7 +361,24 @@ class MainWindow(QMainWindow):
             self._browser_waits[(card.server, card.elicitation_id)] = card.invoke
             self.browser_wait.set_waits(list(self._browser_waits.values()))
         self.answer_ready.emit(channel, action, content)
+        if action == "accept" and self.remote and is_sign_in(card.invoke):
+            self._open_sign_in_finish(card.invoke)
         self._show_next()
+
+    def _open_sign_in_finish(self, invoke: messages.ElicitationInvoke) -> None:
+        dialog = SignInFinishDialog(invoke, self)
+        self._sign_in_finish[dialog.elicitation_id] = dialog
+        dialog.pasted.connect(self._on_sign_in_pasted)
+        dialog.rejected.connect(lambda: self._sign_in_finish.pop(dialog.elicitation_id, None))
+        dialog.open()
+
+    def _on_sign_in_pasted(self, server: str, elicitation_id: str, url: str) -> None:
+        dialog = self._sign_in_finish.get(elicitation_id)
+        channel = "sign-in-" + channels.new_uuid7()
+        if dialog is not None:
+            self._sign_in_pastes[channel] = dialog
+        self._requests[channel] = _Request(f"sign-in to {server}", admin=True)
+        self.sign_in_redirect_requested.emit(channel, server, elicitation_id, url)
 
     def _drop_current(self, status: str, status_ms: int) -> None:
         card = self._card

@@ -39,4 +39,7 @@ def format_admin_reply(reply: messages.ChannelReply) -> str:
         done = reply.reload
         parts = {"added": done.added, "removed": done.removed, "changed": done.changed, "unchanged": done.unchanged}
         return "ok (" + "; ".join(f"{key}: {', '.join(names) or 'none'}" for key, names in parts.items()) + ")"
+    if reply.auth is not None:  # extension: sign-in
+        state = "signed in" if reply.auth.signed_in else "not signed in"
+        return f"ok ({reply.auth.server}: {state}{'; ' + reply.auth.message if reply.auth.message else ''})"
     return "(empty reply)"

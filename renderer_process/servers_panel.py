@@ -30,9 +30,9 @@ ControlAction = Literal["start", "stop", "restart"]
 ERROR_ROW = "error"
 TOOL_ROW = "tool"
 _KIND_ROLE = Qt.ItemDataRole.UserRole
-_ERROR_SHOWN_FOR = ("failed", "restarting")
+_ERROR_SHOWN_FOR = ("failed", "restarting", "needs-sign-in")
 _ERROR_LINES = 3  # under the row; the tooltip holds everything main sent
-_STARTABLE = ("stopped", "failed")
+_STARTABLE = ("stopped", "failed", "needs-sign-in")  # Start on needs-sign-in signs in
 DECLINING = "declining all"
 
 

@@ -16,6 +16,8 @@ SERVER_CONTROL = "msgServerControl"
 RELOAD = "msgReload"
 SERVER_POLICY = "msgServerPolicy"
 MCP_REQUEST = "msgMcpRequest"
+AUTH = "msgAuth"  # sign-in extension: `elicitron auth status|login|logout`
+SIGN_IN_REDIRECT = "msgSignInRedirect"  # sign-in extension: a pasted redirect address
 
 # main -> peer
 WELCOME = "welcome"

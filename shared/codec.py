@@ -31,6 +31,8 @@ _PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.RELOAD: msgspec.msgpack.Decoder(messages.Reload),
     channels.SERVER_POLICY: msgspec.msgpack.Decoder(messages.ServerPolicy),
     channels.MCP_REQUEST: msgspec.msgpack.Decoder(messages.McpRequest),
+    channels.AUTH: msgspec.msgpack.Decoder(messages.AuthRequest),
+    channels.SIGN_IN_REDIRECT: msgspec.msgpack.Decoder(messages.SignInRedirect),
 }
 _RESULT_DECODER = msgspec.msgpack.Decoder(messages.ElicitationResult)
 

@@ -9,7 +9,10 @@
     ├── UnsupportedSchemaError   a requestedSchema uses something outside MCP's restricted subset
     ├── UndeliverableRequestError a request main cannot carry to the windows (too large, not encodable)
     ├── InvalidContentError      an accepted answer does not validate against its requestedSchema
-    └── AuditLogError            the audit log cannot be opened or read (readers only; writers log)
+    ├── AuditLogError            the audit log cannot be opened or read (readers only; writers log)
+    ├── SignInError              signing in to a server did not complete (OAuth)
+    │   └── SignInDeclinedError  the user declined the sign-in card (or the authorization server's page)
+    └── TokenStoreError          the OAuth token store cannot be read or written
 
 Codes: `WireCode` names the string `code` of the wire's `error` topic (shared/PROTOCOL.md lists
 when each is sent); `RpcCode` names the JSON-RPC codes of `{error: {code, message}}` replies.
@@ -95,3 +98,16 @@ class InvalidContentError(ElicitronError):
 
 class AuditLogError(ElicitronError):
     """The audit log cannot be opened or read (raised by the readers only, never by `record_*`)."""
+
+
+class SignInError(ElicitronError):
+    """Signing in to a server did not complete: the card expired or was cancelled, the redirect
+    never came, the authorization server refused, or it does not offer PKCE S256."""
+
+
+class SignInDeclinedError(SignInError):
+    """The user declined the sign-in (on the card, or on the authorization server's own page)."""
+
+
+class TokenStoreError(ElicitronError):
+    """The OAuth token store (keyring or the 0600 file) cannot be read or written."""

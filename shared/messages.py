@@ -12,7 +12,7 @@ MAX_ID_CHARS = 200  # window ids, names, tokens and response channels: enough fo
 ShortText = Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)]
 
 Action = Literal["accept", "decline", "cancel"]
-ServerStatus = Literal["starting", "ready", "restarting", "failed", "stopped"]
+ServerStatus = Literal["starting", "ready", "restarting", "failed", "stopped", "needs-sign-in"]
 DismissReason = Literal["answered", "cancelled", "expired", "server-closed"]
 Role = Literal["renderer", "controller", "host", "asker"]
 """renderer: a window (gets requests, answers them); controller: the CLI; host: an `elicitron serve`
@@ -109,6 +109,33 @@ class McpRequest(Body):
     params: dict[str, Any] = {}
 
 
+# ---- sign-in (OAuth) extension: peer -> main ---------------------------------------------
+
+
+AuthAction = Literal["status", "login", "logout"]
+
+
+class AuthRequest(Body):
+    """Extension `msgAuth`: a controller asks about one server's sign-in (`elicitron auth`);
+    answered on `responseChannel` with `ChannelReply.auth` (or `error`). `login` starts a sign-in
+    (the card shows in the windows) and answers at once; `logout` forgets the server's tokens."""
+
+    server: str
+    action: AuthAction
+    response_channel: ShortText
+
+
+class SignInRedirect(Body):
+    """Extension `msgSignInRedirect`: a window on another machine hands main the address its
+    browser was redirected to after signing in (main's loopback URL, with `code` and `state`).
+    main checks `state` as its loopback listener does; answered with `ChannelReply.auth`."""
+
+    server: str
+    elicitation_id: str
+    url: Annotated[str, msgspec.Meta(max_length=16_384)]
+    response_channel: ShortText
+
+
 # ---- main -> peer -------------------------------------------------------------------------
 
 
@@ -150,6 +177,11 @@ class SignInInfo(Body):
 
     authorization_server: str  # the host the browser will be sent to
     scopes: list[str] = []
+    # Extension (sign-in): where the browser lands after signing in: main's one-use loopback
+    # listener. A window on another machine offers a field to paste that address into
+    # (`msgSignInRedirect`), since the browser there cannot reach main's 127.0.0.1.
+    redirect_uri: str | None = None
+    resource: str | None = None  # the MCP server the sign-in is for (RFC 8707 resource)
 
 
 class ElicitationInvoke(Body):
@@ -270,6 +302,19 @@ class ReloadReport(Body):
     unchanged: list[str]
 
 
+class AuthReport(Body):
+    """Answer to `msgAuth` and `msgSignInRedirect`: a server's sign-in state, never a token."""
+
+    server: str
+    status: ServerStatus
+    signed_in: bool  # tokens are stored for this server
+    store: Literal["keyring", "file", "none"]  # where they are kept
+    authorization_server: str | None = None  # issuer the tokens came from
+    scopes: list[str] = []
+    expires_at: int | None = None  # epoch ms of the access token's expiry, when known
+    message: str | None = None  # what was done, or why not
+
+
 class ChannelReply(Body):
     """Body sent on a peer-chosen response channel: exactly one field is set. `result` is MCP's
     own JSON (a CallToolResult, or the result of a msgMcpRequest); the others are Elicitron's."""
@@ -279,11 +324,12 @@ class ChannelReply(Body):
     status: StatusReport | None = None
     control: ServerControlReport | None = None
     reload: ReloadReport | None = None
+    auth: AuthReport | None = None  # extension: msgAuth, msgSignInRedirect
 
 
 PeerBody = (
     Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown | ServerControl | Reload
-    | ServerPolicy | McpRequest
+    | ServerPolicy | McpRequest | AuthRequest | SignInRedirect
 )
 MainBody = (
     Welcome

@@ -15,6 +15,7 @@ from main_process.config import (
     StdioServerConfig,
     load_config,
 )
+from main_process.oauth.settings import OAuthSettings
 from shared.errors import ConfigError, ElicitronError
 
 
@@ -96,6 +97,7 @@ def test_url_entry_with_headers(tmp_path: Path) -> None:
             headers={"Authorization": "Bearer x"},
             elicitation_timeout_s=2.5,
             tool_timeout_s=302.5,
+            oauth=OAuthSettings(enabled=False),  # a static Authorization header: no sign-in
         ),
         "plain": HttpServerConfig(name="plain", url="http://127.0.0.1:8000/mcp"),
     }

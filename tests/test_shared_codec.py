@@ -81,6 +81,11 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.MCP_REQUEST, m.McpRequest(server="demo", method="tools/list", response_channel="t1")),
     (channels.MCP_REQUEST, m.McpRequest(server="demo", method="prompts/get", response_channel="t2",
                                         params={"name": "greet", "arguments": {"who": "Ada"}})),
+    # sign-in extension
+    (channels.AUTH, m.AuthRequest(server="github", action="login", response_channel="auth-1")),
+    (channels.SIGN_IN_REDIRECT, m.SignInRedirect(server="github", elicitation_id="sign-in-1",
+                                                 url="http://127.0.0.1:5555/callback?code=c&state=s",
+                                                 response_channel="paste-1")),
 ]
 
 MAIN_MESSAGES: list[tuple[str, m.Body]] = [
@@ -120,6 +125,8 @@ MAIN_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.NOTICE, m.Notice(level="error", message="rate limited")),
     ("r1", m.ChannelReply(result={"content": [{"type": "text", "text": "ok"}], "isError": False})),
     ("r1", m.ChannelReply(error=m.CallError(code=-32602, message="unknown server 'x'"))),
+    ("auth-1", m.ChannelReply(auth=m.AuthReport(server="github", status="needs-sign-in", signed_in=False,
+                                                store="file", scopes=["repo"], message="declined"))),
     (
         "status-1",
         m.ChannelReply(

@@ -1,0 +1,140 @@
+"""The SDK's `OAuthClientProvider` with what Elicitron needs on top of it, and nothing else.
+
+The SDK does discovery (RFC 9728 from `WWW-Authenticate`, then the path-based and root well-known
+URLs; RFC 8414 with the OpenID fallbacks), client identity (CIMD, a stored or pre-registered
+client, DCR), PKCE S256, the `resource` parameter, scope selection, step-up on 403
+`insufficient_scope`, refresh, and the token endpoint auth methods. Added here:
+
+- refuse an authorization server that does not list PKCE S256 (the MCP spec's MUST; the SDK sends
+  S256 without checking);
+- `oauth.scopes` from config replaces the discovered scopes (a step-up adds the challenged ones);
+- a 401 while a refresh token is held is first answered by refreshing (a server may end an access
+  token before its `expires_in`), so the user sees a card only when the refresh fails too;
+- the discovered metadata is stored with the tokens, so a restarted main refreshes at the right
+  token endpoint, and a stored token's expiry is known after a restart;
+- the redirect URI is main's loopback listener, bound when the authorization request is built;
+- a sign-in that fails (declined, expired, refused) does not tear the MCP connection down: the
+  request goes out once more without a token, and its 401 fails that one request (the caller then
+  reads `SignIn.hold`/`failure` to say why).
+"""
+
+import logging
+from collections.abc import AsyncGenerator, Awaitable, Callable
+
+import httpx2
+from mcp.client.auth import OAuthClientProvider, OAuthFlowError
+from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from pydantic import AnyUrl
+
+from main_process.oauth.token_store import ServerTokens
+from shared.errors import SignInError
+
+logger = logging.getLogger(__name__)
+
+PORTLESS_REDIRECT = "http://127.0.0.1/callback"  # registered; the port is chosen per sign-in (RFC 8252 §7.3)
+
+
+class ElicitronOAuthProvider(OAuthClientProvider):
+    def __init__(
+        self,
+        server_url: str,
+        storage: ServerTokens,
+        *,
+        bind_listener: Callable[[], Awaitable[str]],
+        redirect_handler: Callable[[str], Awaitable[None]],
+        callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]],
+        on_failure: Callable[[Exception], None],
+        on_tokens: Callable[[], None],
+        scopes: tuple[str, ...] = (),
+        client_metadata_url: str | None = None,
+    ) -> None:
+        metadata = OAuthClientMetadata(client_name="Elicitron", redirect_uris=[AnyUrl(PORTLESS_REDIRECT)],
+                                       grant_types=["authorization_code", "refresh_token"], response_types=["code"])
+        super().__init__(server_url, metadata, storage, redirect_handler=redirect_handler,
+                         callback_handler=callback_handler, client_metadata_url=client_metadata_url)
+        self.tokens = storage
+        self._bind_listener = bind_listener
+        self._on_failure = on_failure
+        self._on_tokens = on_tokens
+        self._scope_override = " ".join(scopes) or None
+        self._step_up = False
+
+    def forget(self) -> None:
+        """Drop the tokens held in memory (after a logout), so the next request asks again."""
+        self.context.clear_tokens()
+        self._initialized = False
+
+    # ---- loading: tokens, client and metadata ---------------------------------------------
+
+    async def _initialize(self) -> None:
+        await super()._initialize()
+        prm, asm = await self.tokens.get_metadata()
+        if self.context.oauth_metadata is None and asm is not None:
+            self.context.oauth_metadata = asm
+            self.context.protected_resource_metadata = prm
+            if prm is not None and prm.authorization_servers:
+                self.context.auth_server_url = str(prm.authorization_servers[0])
+        record = await self.tokens.record()
+        tokens = self.context.current_tokens
+        obtained = record.get("obtained_at")
+        if tokens is not None and tokens.expires_in is not None and isinstance(obtained, int | float):
+            self.context.token_expiry_time = obtained + tokens.expires_in
+
+    # ---- the authorization request -------------------------------------------------------
+
+    async def _perform_authorization(self) -> httpx2.Request:
+        methods = self.context.oauth_metadata.code_challenge_methods_supported if self.context.oauth_metadata else None
+        if not methods or "S256" not in methods:
+            raise SignInError("the authorization server does not offer PKCE with S256 "
+                              f"(it lists {methods or 'no methods'}); Elicitron will not sign in there")
+        if self._scope_override:
+            chosen = self.context.client_metadata.scope
+            self.context.client_metadata.scope = (union_scopes(self._scope_override, chosen) if self._step_up
+                                                  else self._scope_override)
+        self._step_up = False
+        redirect_uri = await self._bind_listener()
+        self.context.client_metadata.redirect_uris = [AnyUrl(redirect_uri)]
+        return await super()._perform_authorization()
+
+    async def _handle_token_response(self, response: httpx2.Response) -> None:
+        await super()._handle_token_response(response)
+        await self.tokens.set_metadata(self.context.protected_resource_metadata, self.context.oauth_metadata)
+        self._on_tokens()
+
+    # ---- the flow around one request -------------------------------------------------------
+
+    async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        inner = super()._auth_flow(request)
+        try:
+            outgoing = await inner.__anext__()
+            while True:
+                response = yield outgoing
+                if outgoing is request:
+                    if response.status_code == 401 and self.context.can_refresh_token():
+                        # Under the SDK's lock: the inner flow is suspended inside it.
+                        refresh_response = yield await self._refresh_token()
+                        if await self._handle_refresh_response(refresh_response):
+                            logger.info("refreshed the access token after a 401")
+                            self._add_auth_header(request)
+                            response = yield request
+                    self._step_up = response.status_code == 403 and \
+                        extract_field_from_www_auth(response, "error") == "insufficient_scope"
+                outgoing = await inner.asend(response)
+        except StopAsyncIteration:
+            return
+        except (SignInError, OAuthFlowError) as exc:
+            self._on_failure(exc)
+            # The request fails on its own (401/403), the connection stays.
+            request.headers.pop("Authorization", None)
+            yield request
+        finally:
+            await inner.aclose()
+
+    async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        refreshed = await super()._handle_refresh_response(response)  # stores the new tokens
+        if refreshed:
+            self._on_tokens()
+        else:
+            await self.tokens.clear_tokens()  # a refused refresh token is of no further use
+        return refreshed

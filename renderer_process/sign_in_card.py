@@ -1,0 +1,129 @@
+"""The sign-in card's body, and the "finish sign-in" field for a window on another machine.
+
+A sign-in is a URL-mode request with the invoke's `signIn` extension; any v1 window can answer it
+as a URL. Here it reads as what it is: the server that wants you signed in, the authorization
+server's host in bold (where you will type your password), the scopes it asks for, and warnings for
+an unencrypted (http) or international (punycode) address, from `url_safety`. The card stays an
+`ElicitationCard` (answering, Esc, decline-all): `build_sign_in_body` only fills its layout.
+
+After Accept the browser opens on this machine, but it is sent back to main's loopback address
+(`signIn.redirectUri`, 127.0.0.1 on main's machine). A window attached over tcp is on another
+machine, so `SignInFinishDialog` asks for the address the browser ended on, and main checks it like
+its listener would (`msgSignInRedirect`).
+"""
+
+import html
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+
+from renderer_process.url_safety import UrlReport, inspect_url
+from shared import messages
+
+
+def is_sign_in(invoke: messages.ElicitationInvoke) -> bool:
+    return invoke.kind == "sign-in" and invoke.sign_in is not None \
+        and invoke.request.params.get("mode") == "url"
+
+
+def build_sign_in_body(card: QDialog, layout: QVBoxLayout, header: QLabel, invoke: messages.ElicitationInvoke,
+                       accept: QPushButton) -> UrlReport:
+    """Fill a card for a sign-in request; the report of its URL (the card opens it on Accept)."""
+    info = invoke.sign_in
+    assert info is not None
+    server = invoke.request.server
+    url = str(invoke.request.params.get("url", ""))
+    report = inspect_url(url)
+    card.setWindowTitle(f"Sign in to {server}")
+    header.setText(f"<b>{html.escape(server)}</b> needs you to sign in.")
+
+    host = QLabel(f"You will sign in at <b>{html.escape(info.authorization_server or report.host or '?')}</b>",
+                  card)
+    host.setObjectName("sign_in_host")
+    host.setTextFormat(Qt.TextFormat.RichText)
+    layout.addWidget(host)
+    if report.host and info.authorization_server and report.host.lower() != info.authorization_server.lower():
+        report.warnings.append(f"The link goes to {report.host}, not to {info.authorization_server}.")
+
+    asked = ", ".join(info.scopes) if info.scopes else "no particular permissions (the server's defaults)"
+    scopes = QLabel(f"It asks for: {asked}", card)
+    scopes.setObjectName("sign_in_scopes")
+    scopes.setTextFormat(Qt.TextFormat.PlainText)
+    scopes.setWordWrap(True)
+    layout.addWidget(scopes)
+
+    warnings = QLabel("\n".join(f"⚠ {w}" for w in report.warnings), card)
+    warnings.setObjectName("warnings")
+    warnings.setTextFormat(Qt.TextFormat.PlainText)
+    warnings.setWordWrap(True)
+    warnings.setStyleSheet("color: #8a4b00;")
+    warnings.setVisible(bool(report.warnings))
+    layout.addWidget(warnings)
+
+    link = QLabel(report.highlighted_html(), card)
+    link.setObjectName("url")
+    link.setTextFormat(Qt.TextFormat.RichText)
+    link.setWordWrap(True)
+    link.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    link.setStyleSheet("color: #555;")
+    layout.addWidget(link)
+
+    accept.setText("Sign in with browser")
+    accept.setEnabled(report.openable)
+    return report
+
+
+class SignInFinishDialog(QDialog):
+    """For a window on another machine: paste the address the browser ended on after signing in."""
+
+    pasted = Signal(str, str, str)  # server, elicitationId, url
+
+    def __init__(self, invoke: messages.ElicitationInvoke, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("sign_in_finish")
+        self.server = invoke.request.server
+        self.elicitation_id = str(invoke.request.params.get("elicitationId", ""))
+        info = invoke.sign_in
+        landing = info.redirect_uri if info is not None and info.redirect_uri else "http://127.0.0.1:…/callback"
+        self.setWindowTitle(f"Finish signing in to {self.server}")
+        layout = QVBoxLayout(self)
+        explain = QLabel(
+            f"Elicitron runs on another machine, so your browser cannot deliver the sign-in to it. When the "
+            f"browser shows an error page at an address starting with {landing}, copy that whole address "
+            "from the address bar and paste it here.", self)
+        explain.setObjectName("sign_in_explain")
+        explain.setTextFormat(Qt.TextFormat.PlainText)
+        explain.setWordWrap(True)
+        layout.addWidget(explain)
+        self.field = QLineEdit(self)
+        self.field.setObjectName("sign_in_paste")
+        self.field.setPlaceholderText(f"{landing}?code=…&state=…")
+        layout.addWidget(self.field)
+        self.problem = QLabel(self)
+        self.problem.setObjectName("sign_in_problem")
+        self.problem.setTextFormat(Qt.TextFormat.PlainText)
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color: #b00020;")
+        self.problem.hide()
+        layout.addWidget(self.problem)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        self.finish_button = QPushButton("Finish sign-in", self)
+        self.finish_button.setObjectName("sign_in_finish_button")
+        self.finish_button.setEnabled(False)
+        close = QPushButton("Close", self)
+        buttons.addWidget(self.finish_button)
+        buttons.addWidget(close)
+        layout.addLayout(buttons)
+        self.field.textChanged.connect(lambda text: self.finish_button.setEnabled("code=" in text))
+        self.finish_button.clicked.connect(self._finish)
+        close.clicked.connect(self.reject)
+
+    def _finish(self) -> None:
+        self.problem.hide()
+        self.pasted.emit(self.server, self.elicitation_id, self.field.text().strip())
+
+    def show_problem(self, text: str) -> None:
+        """main refused the address (wrong sign-in, or not an answer): say so, keep the dialog."""
+        self.problem.setText(text)
+        self.problem.show()

@@ -1,0 +1,145 @@
+"""Helpers for the sign-in tests: the test authorization + MCP server process, main with its own
+data dir (so its token file is the test's), and the test browser."""
+
+import json
+import select
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conftest import ROOT, RunningMain, StderrReader, child_env, short_tmp_dir, write_config
+
+OAUTH_SERVER = ROOT / "tests" / "oauth_server.py"
+BROWSER_SCRIPT = ROOT / "tests" / "oauth_browser.py"
+
+
+@dataclass
+class OAuthServers:
+    proc: subprocess.Popen[bytes]
+    mcp: str
+    issuer: str
+
+    def post(self, path: str) -> dict[str, Any]:
+        request = urllib.request.Request(self.issuer + path, data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())  # type: ignore[no-any-return]
+
+    def stats(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.issuer + "/test/stats", timeout=10) as response:
+            return json.loads(response.read())  # type: ignore[no-any-return]
+
+
+@contextmanager
+def oauth_servers(*args: str) -> Iterator[OAuthServers]:
+    proc = subprocess.Popen([sys.executable, str(OAUTH_SERVER), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=child_env(), cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        line = proc.stdout.readline().decode() if ready else ""
+        assert line.startswith("READY "), f"the test OAuth servers did not start: {line!r}"
+        urls = json.loads(line.removeprefix("READY "))
+        yield OAuthServers(proc=proc, mcp=urls["mcp"], issuer=urls["issuer"])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+class Browser:
+    """The test browser as `BROWSER` names it, with its own log of what it saw."""
+
+    def __init__(self, directory: Path) -> None:
+        self.log = directory / "browser.jsonl"
+        self.command = f"{sys.executable} {BROWSER_SCRIPT} %s"
+
+    def env(self, *, tamper: bool = False, follow: bool = True) -> dict[str, str]:
+        return {"BROWSER": self.command, "OAUTH_BROWSER_LOG": str(self.log),
+                "OAUTH_BROWSER_TAMPER": "1" if tamper else "0", "OAUTH_BROWSER_FOLLOW": "1" if follow else "0"}
+
+    def open(self, url: str, **options: bool) -> None:
+        """What a window does on Accept: hand the URL to the user's browser (as `webbrowser` would
+        run the `BROWSER` command), and wait for it to finish."""
+        command = [part.replace("%s", url) for part in self.command.split()]
+        subprocess.run(command, env={**child_env(), **self.env(**options)}, timeout=60, check=True)
+
+    def steps(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+
+@dataclass
+class OAuthMain:
+    running: RunningMain
+    data_home: Path
+
+    @property
+    def token_file(self) -> Path:
+        return self.data_home / "elicitron" / "oauth-tokens.json"
+
+    @property
+    def audit_db(self) -> Path:
+        return self.data_home / "elicitron" / "audit.sqlite3"
+
+
+def start_oauth_main(config: Path, data_home: Path, runtime: Path | None = None) -> OAuthMain:
+    """main (log level debug, to stderr) whose data dir, and so token file, is `data_home`.
+    No keyring backend: the file is the store, as on CI."""
+    runtime = runtime or short_tmp_dir()
+    connection = runtime / "connection.json"
+    argv = [sys.executable, "-m", "main_process", "--log-level", "debug", "main", "--connection", str(connection),
+            "--config", str(config)]
+    env = child_env(XDG_DATA_HOME=str(data_home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
+    env.pop("ELICITRON_TOKEN_STORE", None)
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env, cwd=ROOT)
+    running = RunningMain(proc=proc, connection=connection, stderr=StderrReader(proc))
+    running.stderr.until("listening on", timeout_s=30)
+    return OAuthMain(running=running, data_home=data_home)
+
+
+def oauth_config(directory: Path, name: str, url: str, oauth: dict[str, Any] | None = None, **extra: Any) -> Path:
+    entry: dict[str, Any] = {"url": url, **extra}
+    if oauth is not None:
+        entry["oauth"] = oauth
+    return write_config(Path(tempfile.mkdtemp(dir=directory)) / "mcp.json", {name: entry})
+
+
+def server_status(peer: Any, name: str, wanted: str, timeout_s: float = 30.0, error_has: str = "") -> dict[str, Any]:
+    """Wait until main's `servers` list shows `name` with status `wanted` (and an error holding
+    `error_has`); that server's entry."""
+    def matches(topic: str, body: Any) -> bool:
+        servers = body.get("servers") if topic in ("servers", "welcome") else None
+        return any(s["name"] == name and s["status"] == wanted and error_has in (s.get("error") or "")
+                   for s in servers or [])
+
+    _, body = peer.expect(matches, timeout_s)
+    return next(s for s in body["servers"] if s["name"] == name)
+
+
+def stop_and_read_log(main: OAuthMain) -> str:
+    """Stop main (SIGTERM) and return everything it logged."""
+    proc = main.running.proc
+    for peer in main.running.peers:
+        peer.close()
+    main.running.peers.clear()
+    proc.terminate()
+    proc.wait(timeout=20)
+    assert proc.stderr is not None
+    return main.running.stderr.text() + proc.stderr.read().decode(errors="replace")
+
+
+def expect_sign_in_card(peer: Any, timeout_s: float = 30.0) -> dict[str, Any]:
+    _, invoke = peer.expect(lambda t, b: t == "msgElicitationTransferInvoke" and b.get("kind") == "sign-in",
+                            timeout_s)
+    return invoke  # type: ignore[no-any-return]
+
+
+def reply_on(peer: Any, channel: str, timeout_s: float = 30.0) -> dict[str, Any]:
+    return peer.expect(lambda t, b: t == channel, timeout_s)[1]  # type: ignore[no-any-return]

@@ -1,0 +1,243 @@
+"""Sign-in (OAuth, MCP authorization spec) across real processes: main, the test authorization
+server and protected MCP server (tests/oauth_server.py), a v1 wire peer as the window, and the test
+browser named in BROWSER (tests/oauth_browser.py)."""
+
+import json
+import stat
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from oauth_kit import (
+    Browser,
+    OAuthMain,
+    OAuthServers,
+    expect_sign_in_card,
+    oauth_config,
+    oauth_servers,
+    reply_on,
+    server_status,
+    start_oauth_main,
+    stop_and_read_log,
+)
+from wire_peer import WirePeer
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def servers() -> Iterator[OAuthServers]:
+    with oauth_servers() as running:
+        yield running
+
+
+@pytest.fixture
+def mains() -> Iterator[list[OAuthMain]]:
+    started: list[OAuthMain] = []
+    yield started
+    for main in started:
+        main.running.stop()
+
+
+def _start(mains: list[OAuthMain], config: Path, data_home: Path) -> tuple[OAuthMain, WirePeer]:
+    main = start_oauth_main(config, data_home)
+    mains.append(main)
+    return main, main.running.peer("sign-in window")
+
+
+def _sign_in(peer: WirePeer, browser: Browser, **options: bool) -> dict[str, Any]:
+    """Answer the sign-in card with Accept and let the browser do the rest, as a window does."""
+    invoke = expect_sign_in_card(peer)
+    peer.answer(invoke, "accept")
+    browser.open(invoke["request"]["params"]["url"], **options)
+    return invoke
+
+
+def _call(peer: WirePeer, server: str, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    channel = peer.call_tool(server, tool, arguments or {})
+    return reply_on(peer, channel)
+
+
+def _cards(peer: WirePeer) -> list[dict[str, Any]]:
+    return [b for t, b in peer.received if t == "msgElicitationTransferInvoke" and b.get("kind") == "sign-in"]
+
+
+def _text(reply: dict[str, Any]) -> str:
+    assert "result" in reply, reply
+    return str(reply["result"]["content"][0]["text"])
+
+
+def test_first_sign_in_goes_through_the_card_and_a_restarted_main_reuses_the_token(
+        servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
+    config = oauth_config(tmp_path, "remote", servers.mcp)
+    main, peer = _start(mains, config, tmp_path / "data")
+
+    assert server_status(peer, "remote", "needs-sign-in")
+    invoke = _sign_in(peer, browser)
+    params, info = invoke["request"]["params"], invoke["signIn"]
+    assert params["mode"] == "url" and params["elicitationId"]
+    assert info["authorizationServer"] == "127.0.0.1" and info["scopes"] == ["mcp:read"]
+    assert info["resource"] == servers.mcp and info["redirectUri"].startswith("http://127.0.0.1:")
+    query = parse_qs(urlsplit(params["url"]).query)
+    assert query["code_challenge_method"] == ["S256"] and query["resource"] == [servers.mcp]
+    assert browser.steps()[-1]["status"] == 200  # the listener took the redirect
+
+    server_status(peer, "remote", "ready")
+    peer.expect(lambda t, b: t == "msgElicitationComplete" and b["elicitationId"] == params["elicitationId"])
+    who = json.loads(_text(_call(peer, "remote", "whoami")))
+    assert who["scopes"] == ["mcp:read"] and who["resource"] == servers.mcp
+    assert servers.stats()["registrations"] == 1  # Dynamic Client Registration
+
+    status = main.running.cli("auth", "status", "remote")
+    assert status.returncode == 0 and "signed in (file)" in status.stdout and servers.issuer in status.stdout
+
+    # A restarted main finds the token in the file: no card, no new registration or authorization.
+    main.running.stop()
+    again, peer = _start(mains, config, main.data_home)
+    server_status(peer, "remote", "ready")
+    assert json.loads(_text(_call(peer, "remote", "whoami")))["clientId"] == who["clientId"]
+    assert not [b for t, b in peer.received if t == "msgElicitationTransferInvoke"]
+    stats = servers.stats()
+    assert stats["registrations"] == 1 and stats["authorizations"] == 1
+
+
+def test_an_expired_token_is_refreshed_without_a_card_and_a_revoked_one_shows_the_card_again(
+        servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
+    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _sign_in(peer, browser)
+    server_status(peer, "remote", "ready")
+
+    servers.post("/test/expire-access")
+    assert "mcp:read" in _text(_call(peer, "remote", "whoami"))
+    assert servers.stats()["refreshes"] == 1
+    assert len(_cards(peer)) == 1  # only the first sign-in's
+
+    servers.post("/test/revoke-refresh")
+    servers.post("/test/expire-access")
+    channel = peer.call_tool("remote", "whoami", {})
+    _sign_in(peer, browser)  # the refresh was refused: the card again, and the call goes through
+    assert "mcp:read" in _text(reply_on(peer, channel))
+    assert servers.stats()["authorizations"] == 2
+
+
+def test_a_call_that_needs_a_wider_scope_steps_up_through_the_card(
+        servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
+    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _sign_in(peer, browser)
+    server_status(peer, "remote", "ready")
+
+    channel = peer.call_tool("remote", "write_note", {"text": "hi"})
+    invoke = expect_sign_in_card(peer)
+    assert invoke["signIn"]["scopes"] == ["mcp:read", "mcp:write"]
+    peer.answer(invoke, "accept")
+    browser.open(invoke["request"]["params"]["url"])
+    assert _text(reply_on(peer, channel)) == "wrote 'hi' with mcp:read mcp:write"
+    server_status(peer, "remote", "ready")
+
+
+def test_decline_leaves_the_server_needing_sign_in_and_calls_fail_with_a_clear_error(
+        servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
+    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    waiting = peer.call_tool("remote", "whoami", {})  # waits for the sign-in
+    peer.answer(expect_sign_in_card(peer), "decline")
+
+    error = reply_on(peer, waiting)["error"]
+    assert error["code"] == -32000 and "declined" in error["message"] and "elicitron auth login" in error["message"]
+    server_status(peer, "remote", "needs-sign-in", error_has="declined")
+    error = _call(peer, "remote", "whoami")["error"]  # at once, no new card
+    assert error["code"] == -32000 and "declined" in error["message"]
+    status = main.running.cli("status")
+    assert "needs-sign-in" in status.stdout
+    assert servers.stats()["authorizations"] == 0
+
+    login = main.running.cli("auth", "login", "remote")
+    assert login.returncode == 0, login.stderr
+    _sign_in(peer, browser)
+    server_status(peer, "remote", "ready")
+    assert "mcp:read" in _text(_call(peer, "remote", "whoami"))
+
+    logout = main.running.cli("auth", "logout", "remote")
+    assert logout.returncode == 0 and "not signed in" in logout.stdout
+    server_status(peer, "remote", "needs-sign-in")
+    error = _call(peer, "remote", "whoami")["error"]
+    assert "signed out" in error["message"]
+    assert servers.stats()["revocations"] >= 1  # the refresh token was revoked at the server
+
+
+def test_a_wrong_state_on_the_loopback_is_refused_and_the_listener_waits_for_the_real_one(
+        servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
+    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _sign_in(peer, browser, tamper=True)
+    steps = {step["step"]: step for step in browser.steps()}
+    assert steps["tampered"]["status"] == 400 and "does not match" in steps["tampered"]["body"]
+    assert steps["redirect"]["status"] == 200
+    server_status(peer, "remote", "ready")
+
+
+def test_a_window_on_another_machine_pastes_the_redirected_address(
+        servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
+    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    invoke = _sign_in(peer, browser, follow=False)
+    landed = browser.steps()[-1]["redirect"]  # what the remote browser's address bar shows
+    eid = invoke["request"]["params"]["elicitationId"]
+
+    def paste(url: str) -> dict[str, Any]:
+        channel = f"paste-{uuid.uuid4()}"
+        peer.send("msgSignInRedirect", {"server": "remote", "elicitationId": eid, "url": url,
+                                        "responseChannel": channel})
+        return reply_on(peer, channel)
+
+    forged = paste(landed.replace("state=", "state=x"))
+    assert forged["error"]["code"] == -32602 and "does not match" in forged["error"]["message"]
+    assert paste(landed)["auth"]["server"] == "remote"
+    server_status(peer, "remote", "ready")
+
+
+def test_a_pre_registered_client_from_config_with_configured_scopes(mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
+    with oauth_servers("--client-id", "elicitron-test", "--client-secret", "s3cret",
+                       "--auth-method", "client_secret_post") as servers:
+        config = oauth_config(tmp_path, "remote", servers.mcp, oauth={
+            "clientId": "elicitron-test", "clientSecret": "s3cret", "tokenEndpointAuthMethod": "client_secret_post",
+            "scopes": ["mcp:read", "mcp:write"]})
+        main, peer = _start(mains, config, tmp_path / "data")
+        invoke = _sign_in(peer, browser)
+        assert invoke["signIn"]["scopes"] == ["mcp:read", "mcp:write"]  # oauth.scopes overrides
+        server_status(peer, "remote", "ready")
+        who = json.loads(_text(_call(peer, "remote", "whoami")))
+        assert who["clientId"] == "elicitron-test" and who["scopes"] == ["mcp:read", "mcp:write"]
+        stats = servers.stats()
+        assert stats["registrations"] == 0 and stats["tokenClientAuth"] == ["client_secret_post"]
+
+
+def test_the_token_file_is_private_and_no_token_reaches_the_log_the_audit_or_a_window(
+        servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
+    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _sign_in(peer, browser)
+    server_status(peer, "remote", "ready")
+    servers.post("/test/expire-access")
+    _call(peer, "remote", "whoami")  # a refresh: a second pair of tokens
+
+    assert stat.S_IMODE(main.token_file.stat().st_mode) == 0o600
+    assert stat.S_IMODE(main.token_file.parent.stat().st_mode) == 0o700
+    record = json.loads(main.token_file.read_text())["remote"]
+    secrets = [record["tokens"]["access_token"], record["tokens"]["refresh_token"], record["client"]["client_secret"]]
+    log = stop_and_read_log(main)  # a clean stop also checkpoints the audit database
+    assert "signed in to remote" in log  # the log is the real one, at debug level
+    audit = main.audit_db.read_bytes() + b"".join(
+        p.read_bytes() for p in main.audit_db.parent.glob("audit.sqlite3-*"))
+    seen_by_window = json.dumps(peer.received)
+    for secret in secrets:
+        assert secret not in log
+        assert secret.encode() not in audit
+        assert secret not in seen_by_window

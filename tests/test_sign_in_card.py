@@ -1,0 +1,124 @@
+"""The sign-in card in Elicitron's window: offscreen Qt widgets, and the whole way round with a real
+main, the test authorization server and the test browser named in BROWSER."""
+
+import webbrowser
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from oauth_kit import Browser, OAuthMain, OAuthServers, oauth_config, oauth_servers, start_oauth_main
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
+from pytestqt.qtbot import QtBot
+
+from renderer_process.bridge import MainBridge
+from renderer_process.card import ElicitationCard
+from renderer_process.main_window import MainWindow
+from renderer_process.sign_in_card import SignInFinishDialog
+from renderer_process.screenshot import grab_widget
+from shared import messages
+
+SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
+
+
+def child(widget: QWidget, kind: type, name: str):  # type: ignore[no-untyped-def]
+    found = widget.findChild(kind, name)
+    assert found is not None, f"no {kind.__name__} named {name!r}"
+    return found
+
+
+def sign_in_invoke(url: str, host: str, scopes: list[str]) -> messages.ElicitationInvoke:
+    params = {"mode": "url", "url": url, "elicitationId": "sign-in-1", "message": "Sign in to github"}
+    return messages.ElicitationInvoke(
+        request=messages.ElicitationRequest(server="github", params=params), response_channel="r-1",
+        created_at=0, expires_at=None, origin=None, kind="sign-in",
+        sign_in=messages.SignInInfo(authorization_server=host, scopes=scopes,
+                                    redirect_uri="http://127.0.0.1:5555/callback"))
+
+
+def test_the_card_names_the_server_the_host_in_bold_and_the_scopes(qtbot: QtBot) -> None:
+    card = ElicitationCard(sign_in_invoke("https://github.com/login/oauth/authorize?state=x", "github.com",
+                                          ["repo", "read:org"]), opener=lambda url: True)
+    qtbot.addWidget(card)
+    assert "<b>github</b>" in child(card, QLabel, "header").text()
+    assert "<b>github.com</b>" in child(card, QLabel, "sign_in_host").text()
+    assert child(card, QLabel, "sign_in_scopes").text() == "It asks for: repo, read:org"
+    assert not child(card, QLabel, "warnings").isVisibleTo(card)
+    assert child(card, QPushButton, "accept").text() == "Sign in with browser"
+    assert not child(card, QPushButton, "decline_all").isVisibleTo(card)
+    grab_widget(card, SCREENSHOTS / "sign_in_card.png")
+
+
+def test_the_card_warns_about_http_and_punycode(qtbot: QtBot) -> None:
+    card = ElicitationCard(sign_in_invoke("http://xn--gthub-n4a.com/authorize?state=x", "xn--gthub-n4a.com", []),
+                           opener=lambda url: True)
+    qtbot.addWidget(card)
+    warnings = child(card, QLabel, "warnings")
+    assert warnings.isVisibleTo(card)
+    assert "not encrypted" in warnings.text() and "international characters" in warnings.text()
+    assert "no particular permissions" in child(card, QLabel, "sign_in_scopes").text()
+
+
+def test_a_window_on_another_machine_gets_a_field_for_the_redirected_address(qtbot: QtBot) -> None:
+    window = MainWindow(name="remote window", opener=lambda url: True)
+    qtbot.addWidget(window)
+    window.remote = True
+    window.on_invoked(sign_in_invoke("https://github.com/login/oauth/authorize?state=x", "github.com", []))
+    card = window.current_card()
+    assert card is not None
+    sent: list[tuple[str, str, str, str]] = []
+    window.sign_in_redirect_requested.connect(lambda *args: sent.append(args))
+    qtbot.mouseClick(child(card, QPushButton, "accept"), Qt.MouseButton.LeftButton)
+    dialog = window.findChild(SignInFinishDialog)
+    assert dialog is not None and "http://127.0.0.1:5555/callback" in child(dialog, QLabel, "sign_in_explain").text()
+    finish = child(dialog, QPushButton, "sign_in_finish_button")
+    assert not finish.isEnabled()
+    child(dialog, QLineEdit, "sign_in_paste").setText("http://127.0.0.1:5555/callback?code=c&state=x")
+    qtbot.mouseClick(finish, Qt.MouseButton.LeftButton)
+    assert sent and sent[0][1:] == ("github", "sign-in-1", "http://127.0.0.1:5555/callback?code=c&state=x")
+    window.on_completed(messages.ElicitationComplete(server="github", elicitation_id="sign-in-1"))
+    assert not dialog.isVisible()
+
+
+@pytest.fixture
+def servers() -> Iterator[OAuthServers]:
+    with oauth_servers() as running:
+        yield running
+
+
+def test_sign_in_from_the_window_with_the_browser_named_in_browser(
+        qtbot: QtBot, servers: OAuthServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    browser = Browser(tmp_path)
+    for key, value in browser.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(webbrowser, "_tryorder", None)  # read BROWSER afresh
+    main: OAuthMain = start_oauth_main(oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    bridge = MainBridge(main.running.connection, "sign-in window")
+    window = MainWindow(name="sign-in window")  # the real opener: Qt, else Python's webbrowser
+    qtbot.addWidget(window)
+    window.attach(bridge)
+    window.show()
+    bridge.start()
+    try:
+        qtbot.waitUntil(lambda: window.current_card() is not None, timeout=30_000)
+        card = window.current_card()
+        assert card is not None and "127.0.0.1" in child(card, QLabel, "sign_in_host").text()
+        assert "mcp:read" in child(card, QLabel, "sign_in_scopes").text()
+        qtbot.mouseClick(child(card, QPushButton, "accept"), Qt.MouseButton.LeftButton)
+        tree = window.servers_panel
+        qtbot.waitUntil(lambda: any(s == "ready" for s in _statuses(tree)), timeout=30_000)
+        assert browser.steps()[-1]["status"] == 200
+        results = child(window, QPlainTextEdit, "results")
+        window.call_panel.call_requested.emit("remote", "whoami", {})
+        qtbot.waitUntil(lambda: "mcp:read" in results.toPlainText(), timeout=30_000)
+    finally:
+        bridge.close()
+        main.running.stop()
+
+
+def _statuses(panel: QWidget) -> list[str]:
+    from PySide6.QtWidgets import QTreeWidget
+
+    tree = panel.findChild(QTreeWidget)
+    assert tree is not None
+    return [tree.topLevelItem(i).text(1) for i in range(tree.topLevelItemCount())]
