@@ -3,7 +3,7 @@
 import json
 import uuid
 
-from conftest import RunningMain
+from kit.main import RunningMain
 
 
 def echo_works(main: RunningMain, peer_name: str = "checker") -> None:
