@@ -66,6 +66,11 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.RELOAD, m.Reload(response_channel="reload-1")),
     (channels.SERVER_POLICY, m.ServerPolicy(server="demo", decline_all=True)),
     (channels.SERVER_POLICY, m.ServerPolicy(server="demo", decline_all=False)),
+    (channels.MCP_REQUEST, m.McpRequest(server="demo", method="tools/list", response_channel="q1")),
+    (
+        channels.MCP_REQUEST,
+        m.McpRequest(server="demo", method="prompts/get", response_channel="q2", params={"name": "p"}),
+    ),
 ]
 
 MAIN_MESSAGES: list[tuple[str, m.Body]] = [
