@@ -12,7 +12,6 @@ cache. As a cross-check, the unmodified `python -m renderer_process` is timed to
 
 import os
 import select
-import signal
 import subprocess
 import time
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from kit.env import child_env
 from kit.main import RunningMain
 from kit.paths import PYTHON, ROOT
+from kit.procs import terminate
 from kit.window import start_window
 
 from benchlib.common import Figure, fmt_us, now_ns, running_demo_main, summarize_ns
@@ -83,12 +83,7 @@ def _one_real_run(main: RunningMain) -> int:
     finally:
         # SIGTERM, not SIGINT: on SIGINT the renderer quits via app.quit() and its open card
         # answers "cancel" (found by this benchmark; reported), which would end the request.
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        terminate(proc, timeout_s=10)
         proc.stderr.close()
 
 
