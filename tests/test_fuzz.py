@@ -425,8 +425,7 @@ def _still_attached(peer: WirePeer) -> bool:
 
 def test_a_refused_hello_does_not_detach_a_welcomed_peer(shared_main: RunningMain) -> None:
     peer = shared_main.peer(name="re-hello")
-    peer.send("hello", {"protocol": 1, "token": "00" * 32, "window": peer.window, "name": "x",
-                        "role": "renderer"})
+    peer.send_hello(token="00" * 32)
     assert peer.expect_error("hello")["code"] == "bad-token"
     assert _still_attached(peer)
 
@@ -468,8 +467,7 @@ def test_log_rate_limit_holds_for_a_peer_that_reconnects_per_frame(shared_main: 
     frames = 300
     for i in range(frames):
         sock = WirePeer(info["endpoint"], "00" * 32, name=f"flood-{i}")
-        sock.send("hello", {"protocol": 1, "token": "00" * 32, "window": sock.window, "name": "stale",
-                            "role": "renderer"})
+        sock.send_hello()  # its token is "00" * 32
         assert sock.expect_error("hello")["code"] == "bad-token"
         sock.sock.close(linger=0)
     lines = refused_lines(shared_main, since)

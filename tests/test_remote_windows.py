@@ -74,8 +74,7 @@ def test_clients_without_an_allowed_key_never_get_a_message_through(
     strangers = [unknown_key, WirePeer(endpoint, info["token"], name="no-curve")]
     for stranger in strangers:
         try:
-            stranger.send("hello", {"protocol": 1, "token": info["token"], "window": stranger.window,
-                                    "name": stranger.name, "role": "renderer"})
+            stranger.send_hello()
         except zmq.Again:
             pass  # the handshake never completed, so not even the hello could leave
         assert stranger.sock.poll(2000) == 0, f"{stranger.name} got an answer"
