@@ -15,115 +15,51 @@ cleaned up on every path. Only ipc:// (a socket in the temp dir) is used.
 
 import argparse
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the testing kit
+from kit.demo import demo_stdio_entry
+from kit.env import short_tmp_dir
+from kit.main import RunningMain, start_main, write_config
+from kit.stats import percentile
 from soaklib.driver import Soak
 from soaklib.verify import Verdict, verify
 
-ROOT = Path(__file__).resolve().parent.parent
-DEMO_SERVER = ROOT / "main_process" / "demo_server.py"
+
+def soak_config(home: Path, servers: int, elicitations: int, timeout_s: float) -> Path:
+    # All of a server's requests may come within one burst window: lift the limit above them.
+    entry = demo_stdio_entry(elicitationTimeoutSeconds=timeout_s, elicitationBurst=max(1000, 2 * elicitations))
+    return write_config(home / "mcp.json", {f"demo-{i}": entry for i in range(servers)})
 
 
-class MainProcess:
-    """main in a subprocess; a thread reads its log so it never blocks on a full pipe."""
-
-    def __init__(self, home: Path, config: Path) -> None:
-        self.home = home
-        self.connection = home / "connection.json"
-        self.env = child_env(home)
-        argv = [sys.executable, "-m", "main_process", "--log-level", "info", "main",
-                "--connection", str(self.connection), "--config", str(config)]
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=self.env, cwd=ROOT)
-        self.lines: list[str] = []
-        self._changed = threading.Condition()
-        self._reader = threading.Thread(target=self._read, name="main-log", daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for raw in self.proc.stderr:
-            with self._changed:
-                self.lines.append(raw.decode(errors="replace").rstrip("\n"))
-                self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
-
-    def wait_for(self, marker: str, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        with self._changed:
-            while not any(marker in line for line in self.lines):
-                left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None:
-                    tail = "\n".join(self.lines[-30:])
-                    raise RuntimeError(f"main: {marker!r} did not appear within {timeout_s:.0f} s:\n{tail}")
-                self._changed.wait(min(left, 0.5))
-
-    def cli(self, *args: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "main_process", *args], capture_output=True, text=True,
-                              timeout=timeout_s, env=self.env, cwd=ROOT)
-
-    def stop(self, timeout_s: float) -> int | None:
-        """`elicitron stop`, then SIGTERM, then SIGKILL; main's exit code if it stopped by itself."""
-        if self.proc.poll() is None:
-            try:
-                self.cli("stop", "--connection", str(self.connection), "--timeout", str(timeout_s),
-                         timeout_s=timeout_s + 5)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            return self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+def stop_main(main: RunningMain, timeout_s: float) -> int | None:
+    """`elicitron stop`, as a user stops main; main's exit code if it stopped by itself."""
+    try:
+        main.cli("stop", "--timeout", str(timeout_s), timeout=timeout_s + 5)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        return main.proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
         return None
 
 
-def child_env(home: Path) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1",
-           "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
-           "XDG_STATE_HOME": str(home / "state"), "XDG_RUNTIME_DIR": str(home / "run")}
-    env.pop("ELICITRON_CONNECTION", None)
-    return env
+def percentile_of(values: list[float], q: float) -> float:
+    return percentile(sorted(values), q)
 
 
-def write_config(home: Path, servers: int, elicitations: int, timeout_s: float) -> Path:
-    entry = {"command": sys.executable, "args": [str(DEMO_SERVER)], "elicitationTimeoutSeconds": timeout_s,
-             # All of a server's requests may come within one burst window: lift the limit above them.
-             "elicitationBurst": max(1000, 2 * elicitations)}
-    path = home / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {f"demo-{i}": entry for i in range(servers)}}))
-    return path
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    rank = max(1, min(len(ordered), int(round(q / 100 * len(ordered) + 0.5))))
-    return ordered[rank - 1]
-
-
-def summarize(args: argparse.Namespace, soak: Soak, verdict: Verdict, main: MainProcess,
+def summarize(args: argparse.Namespace, soak: Soak, verdict: Verdict, main_log: list[str],
               exit_code: int | None, audit_error: str | None) -> dict[str, Any]:
     elapsed = max(1e-9, soak.finished_at - soak.started_at)
     latencies = [c.replied_at - c.sent_at for c in soak.calls if c.replied_at is not None]
     answered = [c.replied_at - c.sent_at for c in soak.calls if c.replied_at is not None and c.elicitation
                 and soak.elicitations[c.elicitation].executed_as != "none"]
-    log_errors = [line for line in main.lines if " ERROR " in line or "Traceback" in line]
+    log_errors = [line for line in main_log if " ERROR " in line or "Traceback" in line]
     audit_ok = audit_error is None and not verdict.audit_problems
     problems = [*verdict.problems, *verdict.audit_problems, *([audit_error] if audit_error else []),
                 *(f"main logged: {line}" for line in log_errors[:20])]
@@ -135,17 +71,17 @@ def summarize(args: argparse.Namespace, soak: Soak, verdict: Verdict, main: Main
         "calls": len(soak.calls), "replied": sum(1 for c in soak.calls if c.replies),
         "outcomes": dict(verdict.outcomes), "plans": dict(verdict.plans), "refusals": dict(verdict.refusals),
         "seconds": round(elapsed, 2), "callsPerSecond": round(len(latencies) / elapsed, 1),
-        "latencyMs": {"p50": round(percentile(latencies, 50) * 1000, 1),
-                      "p99": round(percentile(latencies, 99) * 1000, 1),
-                      "answeredP50": round(percentile(answered, 50) * 1000, 1),
-                      "answeredP99": round(percentile(answered, 99) * 1000, 1)},
+        "latencyMs": {"p50": round(percentile_of(latencies, 50) * 1000, 1),
+                      "p99": round(percentile_of(latencies, 99) * 1000, 1),
+                      "answeredP50": round(percentile_of(answered, 50) * 1000, 1),
+                      "answeredP99": round(percentile_of(answered, 99) * 1000, 1)},
         "windows": {"attached": soak.stats.attached, "detachedBye": soak.stats.detached_bye,
                     "detachedSilent": soak.stats.detached_silent, "blackouts": soak.stats.blackouts,
                     "maxAttached": soak.stats.max_attached,
                     "deliveredInWelcome": soak.stats.welcomed_with_pending},
         "audit": {"rows": verdict.audit_rows, "outcomes": dict(verdict.audit_outcomes), "agrees": audit_ok},
-        "mainLog": {"lines": len(main.lines), "errorLines": len(log_errors),
-                    "refusedLines": sum(1 for line in main.lines if "refused" in line)},
+        "mainLog": {"lines": len(main_log), "errorLines": len(log_errors),
+                    "refusedLines": sum(1 for line in main_log if "refused" in line)},
         "mainExitCode": exit_code,
         "problems": problems,
     }
@@ -153,8 +89,8 @@ def summarize(args: argparse.Namespace, soak: Soak, verdict: Verdict, main: Main
 
 def print_table(summary: dict[str, Any]) -> None:
     rows: list[tuple[str, Any]] = [
-        ("elicitations / servers / in flight", f"{summary['calls']} / {summary['servers']} / "
-                                               f"{summary['concurrency']} (seed {summary['seed']})"),
+        ("elicitations / servers / in flight",
+         f"{summary['calls']} / {summary['servers']} / {summary['concurrency']} (seed {summary['seed']})"),
         ("calls answered with one result", f"{summary['replied']} of {summary['calls']}"),
     ]
     for outcome in ("accept", "decline", "cancel", "expired"):
@@ -210,35 +146,35 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--elicitations, --servers, --concurrency and --churn-ms must be positive")
 
     began = time.monotonic()
-    home = Path(tempfile.mkdtemp(prefix="eli-soak-", dir="/tmp"))  # short: ipc paths are limited
-    main_process: MainProcess | None = None
+    home = short_tmp_dir("eli-soak-")  # main's config, connection file, audit log and logs: this run's alone
+    main: RunningMain | None = None
     soak: Soak | None = None
     try:
-        config = write_config(home, args.servers, args.elicitations, args.timeout)
-        main_process = MainProcess(home, config)
+        config = soak_config(home, args.servers, args.elicitations, args.timeout)
         try:
-            main_process.wait_for("listening on", timeout_s=30)
-            info = json.loads(main_process.connection.read_text())
+            main = start_main(config, home, home=home)
+            info = main.info
             soak = Soak(endpoint=info["endpoint"], token=info["token"],
                         servers=[f"demo-{i}" for i in range(args.servers)], elicitations=args.elicitations,
                         concurrency=args.concurrency, seed=args.seed, churn_mean_s=args.churn_ms / 1000)
             soak.wait_ready(timeout_s=60)
-        except (RuntimeError, OSError, ValueError) as exc:
+        except (AssertionError, RuntimeError, OSError, ValueError) as exc:
             print(f"soak: could not start main: {exc}", file=sys.stderr)
             return 2
         # Leave time to stop main and read the audit log within --max-seconds.
         soak.run(deadline_s=max(10.0, args.max_seconds - (time.monotonic() - began) - 35))
         soak.close()
-        exit_code = main_process.stop(timeout_s=20)
+        exit_code = stop_main(main, timeout_s=20)
+        main.stop()  # what `elicitron stop` left (nothing, normally); main's log is complete now
         audit_rows: list[dict[str, Any]] | None = None
         audit_error = None
-        done = main_process.cli("audit", "--json", "--limit", str(10 * args.elicitations + 100), timeout_s=30)
+        done = main.cli_plain("audit", "--json", "--limit", str(10 * args.elicitations + 100), timeout=30)
         if done.returncode != 0:
             audit_error = f"elicitron audit exited {done.returncode}: {done.stderr.strip()[:300]}"
         else:
             audit_rows = json.loads(done.stdout)
         verdict = verify(soak, audit_rows)
-        summary = summarize(args, soak, verdict, main_process, exit_code, audit_error)
+        summary = summarize(args, soak, verdict, main.stderr.lines(), exit_code, audit_error)
         if args.json:
             print(json.dumps(summary, indent=2))
         else:
@@ -247,8 +183,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kept {home}", file=sys.stderr)
         return 1 if summary["problems"] else 0
     finally:
-        if main_process is not None and main_process.proc.poll() is None:
-            main_process.stop(timeout_s=10)
+        if main is not None:
+            main.stop(timeout_s=10)
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
 

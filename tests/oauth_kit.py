@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conftest import ROOT, RunningMain, StderrReader, child_env, short_tmp_dir, write_config
+from kit.env import child_env, short_tmp_dir
+from kit.main import RunningMain, write_config
+from kit.output import ChildOutput
+from kit.paths import ROOT
 
 OAUTH_SERVER = ROOT / "tests" / "oauth_server.py"
 BROWSER_SCRIPT = ROOT / "tests" / "oauth_browser.py"
@@ -99,8 +102,9 @@ def start_oauth_main(config: Path, data_home: Path, runtime: Path | None = None)
     env.pop("ELICITRON_TOKEN_STORE", None)
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env=env, cwd=ROOT)
-    running = RunningMain(proc=proc, connection=connection, stderr=StderrReader(proc))
-    running.stderr.until("listening on", timeout_s=30)
+    assert proc.stderr is not None
+    running = RunningMain(proc, connection, None, ChildOutput(proc.stderr))
+    running.wait_up()
     return OAuthMain(running=running, data_home=data_home)
 
 
@@ -131,8 +135,7 @@ def stop_and_read_log(main: OAuthMain) -> str:
     main.running.peers.clear()
     proc.terminate()
     proc.wait(timeout=20)
-    assert proc.stderr is not None
-    return main.running.stderr.text() + proc.stderr.read().decode(errors="replace")
+    return main.running.stderr.text()
 
 
 def expect_sign_in_card(peer: Any, timeout_s: float = 30.0) -> dict[str, Any]:

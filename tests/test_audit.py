@@ -248,6 +248,7 @@ sys.stdin.read()  # never returns: the test kills us here, with the log still op
 """
 
 
+@pytest.mark.slow
 def test_outcome_survives_sigkill_right_after_record_outcome(db_path: Path) -> None:
     channel = channels.new_result_channel()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}

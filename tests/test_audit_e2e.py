@@ -6,7 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import RunningMain, demo_stdio_entry, write_config
+from kit.demo import demo_stdio_entry
+from kit.main import RunningMain, write_config
 
 
 def audit_rows(main: RunningMain) -> list[dict[str, Any]]:
@@ -17,7 +18,7 @@ def audit_rows(main: RunningMain) -> list[dict[str, Any]]:
 
 def test_every_outcome_is_logged_with_its_window(main_factory: Callable[..., RunningMain]) -> None:
     main = main_factory({"demo": demo_stdio_entry(elicitationTimeoutSeconds=1)})
-    main.stderr.until("server demo ready", timeout_s=60)
+    main.wait_server_ready("demo")
     window = main.peer(name="auditor")
     before = {row["channel"] for row in audit_rows(main)}
 

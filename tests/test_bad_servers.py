@@ -4,7 +4,9 @@ import json
 import sys
 from collections.abc import Callable
 
-from conftest import DEMO_SERVER, RunningMain, demo_stdio_entry
+from kit.demo import demo_stdio_entry
+from kit.main import RunningMain
+from kit.paths import DEMO_SERVER
 
 
 def test_a_tool_that_never_answers_times_out_with_an_error(main_factory: Callable[..., RunningMain]) -> None:
@@ -19,8 +21,8 @@ def test_a_tool_that_never_answers_times_out_with_an_error(main_factory: Callabl
 def test_a_server_writing_garbage_to_stdout_still_serves_or_fails_clearly(
     main_factory: Callable[..., RunningMain],
 ) -> None:
-    noisy = {"command": "sh", "args": ["-c", f"echo 'this is not JSON-RPC'; printf '\\x00\\xff{{{{\\n'; "
-                                             f"exec {sys.executable} {DEMO_SERVER}"]}
+    noisy = {"command": "sh", "args": ["-c", (f"echo 'this is not JSON-RPC'; printf '\\x00\\xff{{{{\\n'; "
+                                              f"exec {sys.executable} {DEMO_SERVER}")]}
     main = main_factory({"noisy": noisy})
     window = main.peer()
     _, body = window.expect(lambda t, b: t == "servers" and b["servers"][0]["status"] in ("ready", "failed"), 60)
@@ -43,4 +45,4 @@ def test_a_server_that_cannot_start_is_reported_not_hung(main_factory: Callable[
     assert "/nonexistent/mcp-server" in ghost["error"] or "No such file" in ghost["error"]
     reply = window.expect_topic(window.call_tool("ghost", "anything", {}))
     assert "failed" in reply["error"]["message"]
-    main.stderr.until("server demo ready", timeout_s=60)
+    main.wait_server_ready("demo")

@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, RunningMain, child_env, descendants
+import pytest
+from kit.env import child_env
+from kit.main import RunningMain
+from kit.paths import ROOT
+from kit.procs import descendants
 
 
 def alive(pid: int) -> bool:
@@ -19,7 +23,7 @@ def alive(pid: int) -> bool:
 
 def run_elicitron(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "main_process", *args], capture_output=True, text=True,
-                          timeout=timeout, env=child_env(), cwd=ROOT)
+                          timeout=timeout, env=child_env(), cwd=ROOT, check=False)
 
 
 def test_a_second_main_refuses_to_start_and_the_first_keeps_serving(demo_main: RunningMain) -> None:
@@ -56,6 +60,7 @@ def test_status_lists_servers_windows_and_pending(demo_main: RunningMain) -> Non
     assert [p["responseChannel"] for p in report["pending"]] == [invoke["responseChannel"]]
 
 
+@pytest.mark.slow
 def test_malformed_config_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
     cases = {
         "not-json.json": "{ nope",
@@ -82,6 +87,7 @@ def test_call_reports_errors_and_bad_arguments(demo_main: RunningMain) -> None:
     assert (ok.returncode, ok.stdout.strip()) == (0, "hello")
 
 
+@pytest.mark.slow
 def test_commands_without_a_running_main_say_so(tmp_path: Path) -> None:
     for args in (["status"], ["stop"], ["call", "demo", "echo", "{}"]):
         result = run_elicitron(*args, "--connection", str(tmp_path / "none" / "connection.json"))
@@ -91,6 +97,6 @@ def test_commands_without_a_running_main_say_so(tmp_path: Path) -> None:
 def test_env_var_names_the_connection_file(demo_main: RunningMain) -> None:
     env = {**child_env(), "ELICITRON_CONNECTION": str(demo_main.connection)}
     result = subprocess.run([sys.executable, "-m", "main_process", "status", "--json"], capture_output=True,
-                            text=True, timeout=30, env=env, cwd=ROOT)
+                            text=True, timeout=30, env=env, cwd=ROOT, check=False)
     assert json.loads(result.stdout)["pid"] == demo_main.proc.pid
     assert os.stat(demo_main.connection).st_mode & 0o777 == 0o600

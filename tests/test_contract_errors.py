@@ -3,7 +3,7 @@
 import json
 import uuid
 
-from conftest import RunningMain
+from kit.main import RunningMain
 
 
 def echo_works(main: RunningMain, peer_name: str = "checker") -> None:
@@ -27,8 +27,7 @@ def test_repeated_bad_hellos_are_throttled(demo_main: RunningMain) -> None:
     intruder = demo_main.peer(name="guesser", hello=False)
     for _ in range(3):
         assert intruder.hello(token="11" * 32)["code"] == "bad-token"
-    intruder.send("hello", {"protocol": 1, "token": "22" * 32, "window": intruder.window, "name": "g",
-                            "role": "renderer"})
+    intruder.send_hello(token="22" * 32)
     intruder.send("heartbeat", {})  # answered (not-attached) only if main still talks to this peer
     error = intruder.expect_error()
     assert error["topic"] == "heartbeat", "the fourth bad hello should have been ignored"

@@ -3,7 +3,8 @@
 import json
 from pathlib import Path
 
-from conftest import RunningMain
+import pytest
+from kit.main import RunningMain
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
@@ -12,8 +13,6 @@ from renderer_process.bridge import MainBridge
 from renderer_process.main_window import MainWindow
 from renderer_process.screenshot import grab_widget
 
-SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
-
 
 def child(widget: QWidget, kind: type, name: str):  # type: ignore[no-untyped-def]
     found = widget.findChild(kind, name)
@@ -21,8 +20,9 @@ def child(widget: QWidget, kind: type, name: str):  # type: ignore[no-untyped-de
     return found
 
 
+@pytest.mark.screenshot
 def test_card_from_a_real_server_is_edited_accepted_and_the_server_sees_the_edit(
-    qtbot: QtBot, demo_main: RunningMain
+    qtbot: QtBot, demo_main: RunningMain, screenshot_dir: Path
 ) -> None:
     bridge = MainBridge(demo_main.connection, "e2e-window")
     window = MainWindow(name="e2e-window")
@@ -51,8 +51,8 @@ def test_card_from_a_real_server_is_edited_accepted_and_the_server_sees_the_edit
         qtbot.keyClicks(name, "Grace Hopper")
         accept = child(card, QPushButton, "accept")
         assert accept.isEnabled()
-        grab_widget(card, SCREENSHOTS / "card.png")
-        grab_widget(window, SCREENSHOTS / "window.png")
+        grab_widget(card, screenshot_dir / "card.png")
+        grab_widget(window, screenshot_dir / "window.png")
         qtbot.mouseClick(accept, Qt.MouseButton.LeftButton)
 
         results = child(window, QPlainTextEdit, "results")

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, RunningMain
+from kit.main import RunningMain
+from kit.paths import ROOT
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QLineEdit, QPlainTextEdit, QPushButton, QScrollArea, QWidget
 from pytestqt.qtbot import QtBot
@@ -18,7 +19,6 @@ from renderer_process.bridge import MainBridge
 from renderer_process.main_window import MainWindow
 from renderer_process.screenshot import grab_widget
 
-SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 FIELDS = ["name", "check", "firstLine", "email", "homepage", "birthdate", "integer", "number",
           "untitledSingleSelectEnum", "untitledMultipleSelectEnum", "titledSingleSelectEnum",
           "titledMultipleSelectEnum", "legacyTitledEnum"]
@@ -38,7 +38,7 @@ def everything_binary() -> str:
 def everything_main(main_factory: Callable[..., RunningMain]) -> RunningMain:
     entry = {"command": everything_binary(), "args": ["stdio"], "urlCompletionTimeoutSeconds": 1}
     running = main_factory({"everything": entry})
-    running.stderr.until("server everything ready", timeout_s=60)
+    running.wait_server_ready("everything")
     return running
 
 
@@ -46,7 +46,7 @@ def raw_result(reply: dict[str, Any]) -> dict[str, Any]:
     """server-everything echoes the ElicitResult it received as `Raw result: {json}`."""
     assert "result" in reply, reply
     text = "\n".join(item["text"] for item in reply["result"]["content"] if item["type"] == "text")
-    match = re.search(r"Raw result: (\{.*\})", text, re.S)
+    match = re.search(r"Raw result: (\{.*\})", text, re.DOTALL)
     assert match, text
     return json.loads(match.group(1))
 
@@ -105,8 +105,9 @@ def call_from_window(qtbot: QtBot, window: MainWindow, server: str, tool: str, a
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
 
+@pytest.mark.screenshot
 def test_the_real_card_shows_all_thirteen_fields_with_their_defaults(
-    qtbot: QtBot, everything_main: RunningMain
+    qtbot: QtBot, everything_main: RunningMain, screenshot_dir: Path
 ) -> None:
     bridge, window = open_window(qtbot, everything_main, [])
     try:
@@ -125,12 +126,12 @@ def test_the_real_card_shows_all_thirteen_fields_with_their_defaults(
         scroll = card.findChild(QScrollArea)
         scroll.setMinimumHeight(scroll.widget().sizeHint().height() + 4)  # all 13 fields in one picture
         card.resize(card.width(), card.sizeHint().height())
-        grab_widget(card, SCREENSHOTS / "all-fields.png")
+        grab_widget(card, screenshot_dir / "all-fields.png")
         qtbot.mouseClick(accept, Qt.MouseButton.LeftButton)
         results = window.findChild(QPlainTextEdit, "results")
         qtbot.waitUntil(lambda: "Raw result" in results.toPlainText(), timeout=15_000)
         text = results.toPlainText()
-        sent = json.loads(re.search(r"Raw result: (\{.*\})", text, re.S).group(1))  # type: ignore[union-attr]
+        sent = json.loads(re.search(r"Raw result: (\{.*\})", text, re.DOTALL).group(1))  # type: ignore[union-attr]
         assert sent == {"action": "accept", "content": {
             "name": "Grace", "check": False, "firstLine": "It was a dark and stormy night.", "integer": 42,
             "number": 3.14, "untitledSingleSelectEnum": "Monica", "untitledMultipleSelectEnum": ["Guitar"],
@@ -140,7 +141,9 @@ def test_the_real_card_shows_all_thirteen_fields_with_their_defaults(
         bridge.close()
 
 
-def test_the_url_card_opens_the_browser_only_after_accept(qtbot: QtBot, everything_main: RunningMain) -> None:
+@pytest.mark.screenshot
+def test_the_url_card_opens_the_browser_only_after_accept(qtbot: QtBot, everything_main: RunningMain,
+                                                          screenshot_dir: Path) -> None:
     opened: list[str] = []
     bridge, window = open_window(qtbot, everything_main, opened)
     url = "http://xn--80ak6aa92e.example.com/login?next=/home"
@@ -152,7 +155,7 @@ def test_the_url_card_opens_the_browser_only_after_accept(qtbot: QtBot, everythi
         assert card is not None and card.kind == "url"
         warnings = card.findChild(QWidget, "warnings")
         assert warnings is not None and warnings.isVisibleTo(card)
-        grab_widget(card, SCREENSHOTS / "url-card.png")
+        grab_widget(card, screenshot_dir / "url-card.png")
         assert opened == []
         qtbot.mouseClick(card.findChild(QPushButton, "accept"), Qt.MouseButton.LeftButton)
         results = window.findChild(QPlainTextEdit, "results")

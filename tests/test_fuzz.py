@@ -1,15 +1,14 @@
 """Bad input (issue 5): malformed frames thrown at a real main's ROUTER, and what survives them.
 
-Every frame sent here has an expected answer worked out from wire contract v1 alone (the
-`expectation` oracle below): which `error` codes the contract allows, whether the error names the
+Every frame sent here has an expected answer worked out from wire contract v1 alone (the kit's
+`expectation` oracle): which `error` codes the contract allows, whether the error names the
 frame's topic, and whether main may stay silent (a valid heartbeat, a throttled bad hello). After
 each batch a sentinel frame with a unique unknown topic is sent; main answers frames of one
 connection in order, so every reply before the sentinel's `unknown-topic` belongs to the batch and
 is matched to its frame in order.
 
 Nothing here imports the project's own packages: the peers are raw pyzmq + msgpack (`WirePeer`), and
-the oracle's body shapes are written from the contract's tables (decoded with msgspec, which, like any
-lenient reader, skips unknown keys without looking inside them).
+the oracle's body shapes are written from the contract's tables (kit/contract.py).
 
 ZeroMQ cannot carry a message of zero frames; a single empty frame is the nearest a DEALER can send,
 so "frame counts 0..5" is covered as 1..5 frames with empty frames among them.
@@ -23,151 +22,26 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-import msgspec
 import pytest
 import zmq
-from conftest import RunningMain, demo_stdio_entry, short_tmp_dir, start_main, write_config
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from wire_peer import WirePeer
+from kit import wire
+from kit.contract import BACKGROUND_TOPICS, CONTRACT_CODES, MAX_BODY, PEER_TOPICS, RESULT_PREFIX
+from kit.demo import demo_stdio_entry
+from kit.env import short_tmp_dir
+from kit.frames import FrameGen, deep_body
+from kit.main import RunningMain, start_main, write_config
+from kit.oracle import Expect, expectation, is_rate_limited
+from kit.peer import WirePeer
 
-CONTRACT_CODES = frozenset({"bad-protocol", "bad-token", "not-attached", "unknown-topic", "bad-body",
-                            "too-large", "unknown-channel", "already-answered", "not-recipient",
-                            "invalid-content"})
-MAX_BODY = 1 << 20  # the contract's body limit: larger bodies are refused with too-large
-RESULT_PREFIX = "msgElicitationTransferResult-"
-# Topics whose valid bodies do something (detach, stop main, stop a server, decline everything, run a
-# tool, answer with a status): a fuzzing peer sends them only bodies that cannot be valid.
-ACTING_TOPICS = ("bye", "msgShutdown", "msgServerControl", "msgReload", "msgServerPolicy", "msgMcpCallTool",
-                 "msgStatus")
-PEER_TOPICS = ("hello", "heartbeat", *ACTING_TOPICS)
-# What main may send a welcomed peer besides errors while nothing is being elicited.
-BACKGROUND_TOPICS = frozenset({"heartbeat", "peers", "servers", "notice"})
 BOOKING_VALUES = {"name": "Zoë \"after\" the barrage 🍽", "party_size": 12, "outdoor": True, "budget": 0.1,
                   "cuisine": "japanese"}
 
-ANY_TOPIC: Any = object()  # the error may name the frame's topic or none (frame not split into a topic)
-
-_encode = msgspec.msgpack.encode
-
-
-def _decode(raw: bytes) -> Any:
-    return msgspec.msgpack.decode(raw)
-
-
-# ---- the oracle: what the contract says main answers to a frame ------------------------------
-
-
-@dataclass(frozen=True)
-class Expect:
-    codes: frozenset[str]  # error codes the contract allows; empty with `silent` = no answer at all
-    topic: Any  # the `topic` the error must carry, or ANY_TOPIC
-    silent: bool = False  # main may send nothing back (valid heartbeat, throttled bad hello)
-
-    def accepts(self, body: dict[str, Any]) -> bool:
-        return body.get("code") in self.codes and (self.topic is ANY_TOPIC or body.get("topic") == self.topic)
-
-
-class _Contract:
-    """Contract v1 bodies (DESIGN.md section 3), written from the table: unknown keys are ignored."""
-
-    class Hello(msgspec.Struct):
-        protocol: int
-        token: str
-        window: str
-        name: str = ""
-        role: Literal["renderer", "controller"] = "renderer"
-
-    class Empty(msgspec.Struct):
-        pass
-
-    class Result(msgspec.Struct):
-        action: Literal["accept", "decline", "cancel"]
-        content: dict[str, Any] | None = None
-
-    class CallTool(msgspec.Struct, rename="camel"):
-        server: str
-        tool: str
-        response_channel: str
-        arguments: dict[str, Any] = {}
-
-    class Replying(msgspec.Struct, rename="camel"):  # msgStatus, msgReload
-        response_channel: str
-
-    class ServerControl(msgspec.Struct, rename="camel"):
-        server: str
-        action: Literal["start", "stop", "restart"]
-        response_channel: str
-
-    class ServerPolicy(msgspec.Struct, rename="camel"):
-        server: str
-        decline_all: bool
-
-
-_SHAPES: dict[str, Any] = {
-    "hello": _Contract.Hello, "heartbeat": _Contract.Empty, "bye": _Contract.Empty,
-    "msgShutdown": _Contract.Empty,
-    "msgMcpCallTool": _Contract.CallTool, "msgStatus": _Contract.Replying, "msgReload": _Contract.Replying,
-    "msgServerControl": _Contract.ServerControl, "msgServerPolicy": _Contract.ServerPolicy,
-}
-
-
-def _valid_shape(topic: str, body: bytes) -> Any:
-    """The body decoded as the contract's shape for `topic`, or None if it does not fit."""
-    shape = _Contract.Result if topic.startswith(RESULT_PREFIX) else _SHAPES[topic]
-    try:
-        return msgspec.msgpack.decode(body, type=shape)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None
-
-
-def expectation(frames: Sequence[bytes], *, attached: bool, answered: frozenset[str]) -> Expect | None:
-    """Main's answer to `frames` from a welcomed (`attached`) or unwelcomed peer, per the contract.
-
-    None: the frame is valid and would act (stop main, run a tool, detach the peer...): not sent.
-    Where the contract leaves the order of two checks open (e.g. an unwelcomed peer's garbage: bad-body
-    or not-attached?), both codes are allowed."""
-    unwelcome = frozenset() if attached else frozenset({"not-attached"})
-    if len(frames) != 2:
-        return Expect(frozenset({"bad-body"}) | unwelcome, ANY_TOPIC)
-    raw_topic, body = frames
-    try:
-        topic = raw_topic.decode("ascii")
-    except UnicodeDecodeError:
-        return Expect(frozenset({"unknown-topic", "bad-body"}) | unwelcome, ANY_TOPIC)
-    is_result = topic.startswith(RESULT_PREFIX)
-    known = topic in PEER_TOPICS or is_result
-    if not topic or len(topic) > 200:  # main's sanity limit on topic length; the contract names none
-        lenient = frozenset({"unknown-topic", "unknown-channel", "bad-body", "too-large"})
-        return Expect(lenient | unwelcome, ANY_TOPIC)
-    if len(body) > MAX_BODY:
-        return Expect(frozenset({"too-large"} | (set() if known else {"unknown-topic"})) | unwelcome, topic)
-    if not known:
-        return Expect(frozenset({"unknown-topic"}) | unwelcome, topic)
-    decoded = _valid_shape(topic, body)
-    if decoded is None:
-        # main may look a result's channel up before reading its body.
-        channel = frozenset({"unknown-channel", "already-answered"}) if is_result and attached else frozenset()
-        return Expect(frozenset({"bad-body"}) | channel | unwelcome, topic)
-    deep = frozenset({"bad-body"}) if len(body) > 500 else frozenset()  # nesting main may find too deep
-    if topic == "hello":
-        if max(len(decoded.token), len(decoded.window), len(decoded.name)) > 200:
-            deep = frozenset({"bad-body"})  # main's limit on ids and names
-        if attached:
-            code = "bad-protocol" if decoded.protocol != 1 else "bad-token"
-            return Expect(frozenset({code}) | deep, topic, silent=True)  # refused; the peer stays attached
-        code = "bad-protocol" if decoded.protocol != 1 else "bad-token"
-        return Expect(frozenset({code}) | deep, topic, silent=True)  # repeated bad hellos are throttled
-    if not attached:
-        return Expect(frozenset({"not-attached"}) | deep, topic)
-    if topic == "heartbeat":
-        return Expect(deep, topic, silent=True)
-    if is_result:
-        code = "already-answered" if topic in answered else "unknown-channel"
-        return Expect(frozenset({code}) | deep, topic)
-    return None  # an acting topic with a valid body
+_encode = wire.encode
+_decode = wire.decode
 
 
 @dataclass
@@ -183,11 +57,13 @@ class Shot:
 
 
 def match_replies(shots: list[Shot], replies: list[tuple[str, Any]]) -> None:
-    """Every reply is an error answering its shot in order; only `silent` shots may go unanswered."""
+    """Every reply is an error answering its shot in order; only `silent` shots may go unanswered
+    (any shot, once main says it dropped frames of this peer: `rate-limited`)."""
     for topic, body in replies:
         assert topic == "error", f"main answered a bad frame with {topic!r}: {body}"
         assert body.get("code") in CONTRACT_CODES, f"error code outside the contract: {body}"
-    bodies = [body for _, body in replies]
+    bodies = [body for _, body in replies if not is_rate_limited(body)]
+    dropped = len(bodies) < len(replies)
     n, m = len(shots), len(bodies)
     # ok[i][j]: shots[i:] can account for bodies[j:] (a subsequence match; silent shots may be skipped)
     ok = [[False] * (m + 1) for _ in range(n + 1)]
@@ -195,11 +71,11 @@ def match_replies(shots: list[Shot], replies: list[tuple[str, Any]]) -> None:
     for i in range(n - 1, -1, -1):
         for j in range(m, -1, -1):
             answered = j < m and shots[i].expect.accepts(bodies[j]) and ok[i + 1][j + 1]
-            ok[i][j] = answered or (shots[i].expect.silent and ok[i + 1][j])
+            ok[i][j] = answered or ((shots[i].expect.silent or dropped) and ok[i + 1][j])
     if ok[0][0]:
         return
     i = j = 0
-    while i < n and (j < m and shots[i].expect.accepts(bodies[j]) or shots[i].expect.silent):
+    while i < n and (j < m and shots[i].expect.accepts(bodies[j]) or shots[i].expect.silent or dropped):
         if j < m and shots[i].expect.accepts(bodies[j]):
             j += 1
         i += 1
@@ -274,10 +150,10 @@ def collect_until(first: WirePeer, second: WirePeer, sentinel: str,
     return got
 
 
-def refused_lines(main: RunningMain, marker: str, since: int = 0) -> int:
-    """Lines of main's log after offset `since` that report a refusal, everything up to `marker` read."""
-    text = main.stderr.until(marker, timeout_s=15)[since:]
-    return sum(1 for line in text.splitlines() if "refused" in line)
+def refused_lines(main: RunningMain, since: int = 0) -> int:
+    """Lines of main's log after offset `since` that report a refusal. Call it once main answered
+    the frames in question: main logs a refusal before it answers, so the lines are in by then."""
+    return sum(1 for line in main.stderr.text()[since:].splitlines() if "refused" in line)
 
 
 def tool_text(reply: dict[str, Any]) -> Any:
@@ -347,6 +223,10 @@ _FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
                        "tool": st.sampled_from(["book_table", "echo"]) | _values,
                        "responseChannel": st.sampled_from(["reply", "error", "heartbeat"]) | _values,
                        "arguments": st.dictionaries(st.text(max_size=5), _values, max_size=2) | _values},
+    "msgMcpRequest": {"server": st.sampled_from(["demo", "nope"]) | _values,
+                      "method": st.sampled_from(["tools/list", "prompts/get", "tools/call"]) | _values,
+                      "responseChannel": st.just("reply") | _values,
+                      "params": st.dictionaries(st.text(max_size=5), _values, max_size=2) | _values},
     "msgServerControl": {"server": st.just("demo") | _values,
                          "action": st.sampled_from(["stop", "restart", "x"]),
                          "responseChannel": st.just("reply") | _values},
@@ -366,16 +246,6 @@ def _near_valid(fields: dict[str, st.SearchStrategy[Any]]) -> st.SearchStrategy[
 def _result_topics(answered: Sequence[str]) -> st.SearchStrategy[str]:
     return (st.uuids().map(lambda u: RESULT_PREFIX + str(u)) | st.sampled_from(list(answered))
             | st.text(_ascii, max_size=40).map(RESULT_PREFIX.__add__))
-
-
-def _deep(depth: int, form: str) -> bytes:
-    if form == "arrays":
-        return b"\x91" * depth + b"\xc0"
-    if form == "maps":
-        return b"\x81\xa1k" * depth + b"\xc0"
-    # a well-shaped result whose content nests `depth` deep: {"action": "accept", "content": {"k": [[...]]}}
-    head = b"\x82" + _encode("action") + _encode("accept") + _encode("content")
-    return head + b"\x81\xa1k" + b"\x91" * depth + b"\xc0"
 
 
 @st.composite
@@ -411,7 +281,7 @@ def shots(draw: st.DrawFn, answered: Sequence[str]) -> Shot:
         depth = draw(st.integers(1, 10) | st.integers(10, 200_000))
         form = draw(st.sampled_from(["arrays", "maps", "content"]))
         topic = draw(st.sampled_from(["heartbeat", "hello", "msgMcpCallTool"]) | _result_topics(answered))
-        frames = [topic.encode(), _deep(depth, form)]
+        frames = [topic.encode(), deep_body(depth, form)]
     else:  # bad-topic: not ASCII, or nothing that could be one
         frames = [draw(st.binary(min_size=1, max_size=30).filter(lambda b: not b.isascii())), b"\x80"]
     expect = expectation(frames, attached=attached, answered=frozenset(answered))
@@ -442,89 +312,11 @@ def test_hypothesis_barrage_leaves_main_serving(demo_main: RunningMain) -> None:
     assert barrage.codes_seen.keys() <= CONTRACT_CODES
     assert {"bad-body", "unknown-topic", "not-attached"} <= barrage.codes_seen.keys(), barrage.codes_seen
     assert_round_trip_after_barrage(demo_main, legit, welcomed)
-    lines = refused_lines(demo_main, "attached renderer 'late-window'")
+    lines = refused_lines(demo_main)
     assert lines * 5 < barrage.frames_sent, f"{lines} refusals logged for {barrage.frames_sent} frames"
 
 
 # ---- (b) a raw-frame fuzzer ---------------------------------------------------------------------
-
-VALID_BODIES: dict[str, Any] = {
-    "hello": {"protocol": 1, "token": "ab" * 32, "window": "0190f0e4-7d4c-7c4e-9a38-6f1d2b9b1a01",
-              "name": "x", "role": "renderer"},
-    "heartbeat": {},
-    "bye": {},
-    "msgMcpCallTool": {"server": "nope", "tool": "echo", "arguments": {"text": "x"}, "responseChannel": "r"},
-    "msgStatus": {"responseChannel": "r"},
-    "msgShutdown": {},
-    "msgServerControl": {"server": "demo", "action": "stop", "responseChannel": "r"},
-    "msgReload": {"responseChannel": "r"},
-    "msgServerPolicy": {"server": "demo", "declineAll": True},
-    "result": {"action": "accept", "content": {"name": "Eve", "party_size": 2}},
-}
-
-
-def _random_value(rng: random.Random, depth: int = 0) -> Any:
-    pick = rng.randrange(9 if depth < 3 else 7)
-    if pick == 0:
-        return None
-    if pick == 1:
-        return rng.random() < 0.5
-    if pick == 2:
-        return rng.randint(-(2**63), 2**64 - 1)
-    if pick == 3:
-        return rng.choice([0.0, -1.5, float("inf"), float("nan"), rng.random() * 1e300])
-    if pick == 4:
-        return "".join(chr(rng.randrange(1, 0x2FF)) for _ in range(rng.randrange(12)))
-    if pick == 5:
-        return rng.randbytes(rng.randrange(12))
-    if pick == 6:
-        return rng.choice(["accept", "decline", "cancel", "demo", "book_table", "heartbeat", "error", ""])
-    if pick == 7:
-        return [_random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
-    keys = ["action", "content", "server", "tool", "responseChannel", "token", "window", "protocol", "k",
-            1, -2]
-    return {rng.choice(keys): _random_value(rng, depth + 1) for _ in range(rng.randrange(4))}
-
-
-def _mutate(rng: random.Random, raw: bytes) -> bytes:
-    data = bytearray(raw)
-    for _ in range(rng.randrange(1, 4)):
-        op = rng.randrange(4)
-        if op == 0 and data:
-            data[rng.randrange(len(data))] = rng.randrange(256)
-        elif op == 1 and data:
-            del data[rng.randrange(len(data)):]
-        elif op == 2:
-            data[rng.randrange(len(data) + 1):0] = rng.randbytes(rng.randrange(1, 6))
-        elif data:
-            data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
-    return bytes(data)
-
-
-def random_frames(rng: random.Random, answered: Sequence[str]) -> tuple[str, list[bytes]]:
-    roll = rng.random()
-    topics = [*PEER_TOPICS, RESULT_PREFIX + str(uuid.UUID(int=rng.getrandbits(128))), *answered]
-    if roll < 0.15:
-        return "count", [rng.randbytes(rng.randrange(20)) for _ in range(rng.choice([1, 1, 3, 4, 5]))]
-    if roll < 0.30:
-        return "bytes", [rng.randbytes(rng.randrange(1, 30)), rng.randbytes(rng.randrange(0, 200))]
-    if roll < 0.55:
-        name = rng.choice([*VALID_BODIES])
-        topic = rng.choice(topics[-2:]) if name == "result" else name
-        return "mutated", [topic.encode(), _mutate(rng, _encode(VALID_BODIES[name]))]
-    if roll < 0.75:
-        return "shape", [rng.choice(topics).encode(), _encode(_random_value(rng))]
-    if roll < 0.85:
-        topic = "".join(chr(rng.randrange(32, 127)) for _ in range(rng.randrange(1, 40)))
-        return "unknown", [topic.encode(), _encode(_random_value(rng))]
-    if roll < 0.95:
-        body = {"action": rng.choice(["accept", "decline", "cancel"]), "content": {"name": "Mallory"}}
-        return "forged", [rng.choice(topics[-2:]).encode(), _encode(body)]
-    if roll < 0.99:
-        return "deep", [rng.choice(topics).encode(), _deep(rng.choice([5, 600, 5000, 100_000]),
-                                                          rng.choice(["arrays", "maps", "content"]))]
-    return "oversized", [rng.choice(topics).encode(), b"\x80" * (MAX_BODY + rng.randrange(1, 5000))]
-
 
 def test_raw_frame_fuzzer_5000_frames_and_log_rate_limit(demo_main: RunningMain) -> None:
     seed = int(os.environ.get("ELICITRON_FUZZ_SEED", "20250105"))
@@ -534,12 +326,13 @@ def test_raw_frame_fuzzer_5000_frames_and_log_rate_limit(demo_main: RunningMain)
     welcomed = demo_main.peer(name="raw-welcomed")
     unwelcomed = demo_main.peer(name="raw-unwelcomed", hello=False)
     old = [answered_channel(legit, welcomed)]
+    frames_of = FrameGen(rng, old)
     barrage = Barrage(welcomed, unwelcomed, keep_alive=[legit])
     batch: list[Shot] = []
     made = 0
     while made < count:
         attached = rng.random() < 0.6
-        kind, frames = random_frames(rng, old)
+        kind, frames = frames_of.oversized() if made % 500 == 250 else frames_of.frames()
         expect = expectation(frames, attached=attached, answered=frozenset(old))
         if expect is None:
             continue
@@ -555,7 +348,7 @@ def test_raw_frame_fuzzer_5000_frames_and_log_rate_limit(demo_main: RunningMain)
     assert {"bad-body", "unknown-topic", "not-attached", "unknown-channel", "already-answered",
             "too-large"} <= barrage.codes_seen.keys(), barrage.codes_seen
     assert_round_trip_after_barrage(demo_main, legit, welcomed)
-    lines = refused_lines(demo_main, "attached renderer 'late-window'")
+    lines = refused_lines(demo_main)
     refusals = sum(barrage.codes_seen.values())
     print(f"raw fuzzer (seed {seed}): {count} frames, {refusals} refusals {barrage.codes_seen}, "
           f"{lines} refusal lines in main's log")
@@ -617,7 +410,7 @@ def shared_main(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMai
     config = write_config(tmp_path_factory.mktemp("fuzz") / "mcp.json", {"demo": demo_stdio_entry()})
     running = start_main(config, runtime)
     try:
-        running.stderr.until("server demo ready", timeout_s=60)
+        running.wait_server_ready("demo")
         yield running
     finally:
         running.stop()
@@ -634,8 +427,7 @@ def _still_attached(peer: WirePeer) -> bool:
 
 def test_a_refused_hello_does_not_detach_a_welcomed_peer(shared_main: RunningMain) -> None:
     peer = shared_main.peer(name="re-hello")
-    peer.send("hello", {"protocol": 1, "token": "00" * 32, "window": peer.window, "name": "x",
-                        "role": "renderer"})
+    peer.send_hello(token="00" * 32)
     assert peer.expect_error("hello")["code"] == "bad-token"
     assert _still_attached(peer)
 
@@ -658,7 +450,7 @@ def test_a_frame_over_the_hard_cap_drops_only_that_connection(shared_main: Runni
     drops that connection. main stays up, and the peer can attach again."""
     peer = shared_main.peer(name="huge")
     peer.send_raw([b"heartbeat", b"\x80" + b"\x00" * (17 << 20)])
-    shared_main.stderr.until("detached renderer 'huge'", timeout_s=15)
+    shared_main.wait_peer("huge", attached=False, timeout_s=15)
     assert shared_main.proc.poll() is None
     assert peer.hello()["topic"] == "welcome"
 
@@ -667,11 +459,7 @@ def test_a_topic_cannot_forge_lines_in_mains_log(shared_main: RunningMain) -> No
     peer = shared_main.peer(name="injector")
     peer.send_raw([b"x\n2099-01-01 00:00:00,000 INFO main_process.broker: FORGED attached renderer", b"\x80"])
     assert peer.expect_error()["code"] == "unknown-topic"
-    marker = f"marker-{uuid.uuid4()}"
-    other = shared_main.peer(name="marker")
-    other.send(marker, {})
-    other.expect_error(marker)
-    text = shared_main.stderr.until(marker, timeout_s=10)
+    text = shared_main.stderr.text()  # main logged the refusal before it answered
     assert not [line for line in text.splitlines() if line.startswith("2099-")]
 
 
@@ -681,13 +469,8 @@ def test_log_rate_limit_holds_for_a_peer_that_reconnects_per_frame(shared_main: 
     frames = 300
     for i in range(frames):
         sock = WirePeer(info["endpoint"], "00" * 32, name=f"flood-{i}")
-        sock.send("hello", {"protocol": 1, "token": "00" * 32, "window": sock.window, "name": "stale",
-                            "role": "renderer"})
+        sock.send_hello()  # its token is "00" * 32
         assert sock.expect_error("hello")["code"] == "bad-token"
         sock.sock.close(linger=0)
-    marker = f"marker-{uuid.uuid4()}"
-    other = shared_main.peer(name="marker")
-    other.send(marker, {})
-    other.expect_error(marker)
-    lines = refused_lines(shared_main, marker, since)
+    lines = refused_lines(shared_main, since)
     assert lines * 10 < frames, f"{lines} refusal lines logged for {frames} stale hellos"

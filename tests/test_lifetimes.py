@@ -6,12 +6,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import RunningMain, demo_stdio_entry
+from kit.demo import demo_stdio_entry
+from kit.main import RunningMain
 
 
 def started(main_factory: Callable[..., RunningMain], **entry: Any) -> RunningMain:
     running = main_factory({"demo": demo_stdio_entry(**entry)})
-    running.stderr.until("server demo ready", timeout_s=60)
+    running.wait_server_ready("demo")
     return running
 
 

@@ -4,7 +4,6 @@ log abuse — each tried against a real main, as an attacker or a buggy server w
 import hashlib
 import json
 import os
-import select
 import subprocess
 import sys
 import tempfile
@@ -17,8 +16,11 @@ from typing import Any
 import msgspec
 import pytest
 import zmq
-from conftest import ROOT, RunningMain, child_env, demo_stdio_entry, start_main, write_config
-from wire_peer import WirePeer
+from kit.demo import demo_stdio_entry
+from kit.env import child_env
+from kit.main import RunningMain, start_main, write_config
+from kit.paths import ROOT
+from kit.peer import WirePeer
 
 pytestmark = pytest.mark.slow
 
@@ -44,42 +46,6 @@ def book_and_answer(caller: WirePeer, window: WirePeer, timeout_s: float = 10) -
     return caller.expect_topic(call, timeout_s)
 
 
-def status(main: RunningMain) -> dict[str, Any]:
-    peer = main.peer(name="status", role="controller")
-    try:
-        peer.send("msgStatus", {"responseChannel": "status-1"})
-        return peer.expect_topic("status-1")["status"]
-    finally:
-        peer.close()
-        main.peers.remove(peer)
-
-
-def drain_stderr(main: RunningMain) -> bytes:
-    """Everything main wrote to stderr that the test has not read yet (never blocks)."""
-    assert main.proc.stderr is not None
-    fd = main.proc.stderr.fileno()
-    got = b""
-    while select.select([fd], [], [], 0)[0]:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            break
-        got += chunk
-    main.stderr.seen += got
-    return got
-
-
-def keep_reading_stderr(main: RunningMain) -> None:
-    """From here on a thread empties main's stderr pipe, so hundreds of log lines cannot block it."""
-    assert main.proc.stderr is not None
-    fd = main.proc.stderr.fileno()
-
-    def read() -> None:
-        while chunk := os.read(fd, 1 << 16):
-            main.stderr.seen += chunk
-
-    threading.Thread(target=read, daemon=True).start()
-
-
 def rss_mb(pid: int, field: str = "VmRSS") -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(field + ":"):
@@ -100,7 +66,7 @@ def test_a_request_the_wire_cannot_carry_is_refused_and_every_window_still_attac
     _, text = call_error_or_text(window.expect_topic(ask(window, "poison?", schema_json=json.dumps(out_of_range))))
     assert "maximum must be a finite number" in text
     late = demo_main.peer(name="late")  # its welcome is built from the pending list: it still works
-    assert status(demo_main)["pending"] == []
+    assert demo_main.status()["pending"] == []
     assert book_and_answer(late, late)["result"]["isError"] is False
     assert not [b for t, b in window.received + late.received
                 if t == "msgElicitationTransferInvoke" and b["request"]["params"]["message"] == "poison?"]
@@ -125,13 +91,13 @@ def test_a_request_over_max_request_bytes_is_refused_with_a_notice(demo_main: Ru
     assert code == -32602 or "maxRequestBytes" in text
     assert "maxRequestBytes" in window.expect_topic("notice")["message"]
     assert not [t for t, _ in window.received if t == "msgElicitationTransferInvoke"]
-    assert status(main)["pending"] == []
+    assert main.status()["pending"] == []
 
 
 def test_seven_pending_ten_megabyte_requests_still_let_a_window_attach(
         main_factory: Callable[..., RunningMain]) -> None:
     main = main_factory({"demo": demo_stdio_entry(maxRequestBytes=16 << 20)})
-    main.stderr.until("server demo ready", timeout_s=60)
+    main.wait_server_ready("demo")
     controller = main.peer(role="controller")
     first = main.peer(name="first")
     calls = [ask(controller, message=f"{i}", repeat=10_000_000) for i in range(7)]
@@ -148,7 +114,7 @@ def test_seven_pending_ten_megabyte_requests_still_let_a_window_attach(
     while len(delivered) < 7:
         delivered.append(window.expect_topic("msgElicitationTransferInvoke", 60)["responseChannel"])
     assert delivered == channels
-    assert len(status(main)["pending"]) == 7
+    assert len(main.status()["pending"]) == 7
     for invoke_channel in channels:
         window.send(invoke_channel, {"action": "decline"})
     for call in calls:
@@ -232,7 +198,6 @@ def test_big_bodies_on_a_channel_that_does_not_exist_are_refused_unread(demo_mai
 
 def test_a_crowd_of_vanishing_peers_costs_main_little_memory(demo_main: RunningMain) -> None:
     pid = demo_main.proc.pid
-    keep_reading_stderr(demo_main)
     window = demo_main.peer(name="legit")
     before = rss_mb(pid)
     info = demo_main.info
@@ -245,7 +210,7 @@ def test_a_crowd_of_vanishing_peers_costs_main_little_memory(demo_main: RunningM
     for peer in crowd:  # vanish without a bye, as crashed windows do
         peer.sock.close(linger=0)
     assert book_and_answer(window, window, timeout_s=10)["result"]["isError"] is False
-    while any(p["name"].startswith("crowd-") for p in status(demo_main)["peers"]):
+    while any(p["name"].startswith("crowd-") for p in demo_main.status()["peers"]):
         window.expect_topic("peers", 20)  # main notices each silence (5 s) and detaches
     grown = rss_mb(pid, "VmHWM") - before
     assert grown < 150, f"main's peak grew by {grown:.0f} MB for 400 peers"
@@ -311,7 +276,7 @@ def test_a_squatted_fallback_directory_for_long_paths_is_refused(short_dir: Path
 
 def test_bad_requests_and_hostile_ids_cannot_flood_or_forge_the_log(demo_main: RunningMain) -> None:
     peer = demo_main.peer(name="noisy", role="controller")
-    drain_stderr(demo_main)
+    logged_before = len(demo_main.stderr.text())
     for i in range(2000):
         peer.send("msgStatus", {"responseChannel": f"é-{i}"})
     peer.send("msgStatus", {"responseChannel": "sentinel"})
@@ -325,8 +290,8 @@ def test_bad_requests_and_hostile_ids_cannot_flood_or_forge_the_log(demo_main: R
     huge.window = "w" * ((1 << 20) - 1000)
     demo_main.peers.append(huge)
     assert huge.hello()["code"] == "bad-body"
-    status(demo_main)  # a round trip after all of it: main has handled and logged everything above
-    written = drain_stderr(demo_main).decode(errors="replace")
+    demo_main.status()  # a round trip after all of it: main has handled and logged everything above
+    written = demo_main.stderr.text()[logged_before:]
     assert len(written) < 20_000, f"{len(written)} bytes of log for 2,000 bad requests"
     lines = written.splitlines()
     assert not [line for line in lines if line.startswith("FORGED")]
@@ -337,7 +302,7 @@ def test_logs_are_private_and_every_server_name_has_its_own_stderr_log(tmp_path:
     servers = {name: {"command": sys.executable, "args": ["-c", f"import sys; sys.stderr.write('I am {name}')"]}
                for name in ("a/b", "a_b", "a b")}
     config = write_config(tmp_path / "mcp.json", servers)
-    main = start_main(config, short_dir)
+    main = start_main(config, short_dir, home=short_dir)
     try:
         watcher = main.peer(name="watcher", role="controller")
         errors: dict[str, str] = {}
@@ -349,10 +314,10 @@ def test_logs_are_private_and_every_server_name_has_its_own_stderr_log(tmp_path:
     for name in servers:
         assert f"I am {name}" in errors[name]
         assert all(f"I am {other}" not in errors[name] for other in servers if other != name)
-    log_dir = Path(child_env()["XDG_STATE_HOME"]) / "elicitron" / "log"
+    log_dir = short_dir / "state" / "elicitron" / "log"
     assert oct(log_dir.stat().st_mode & 0o777) == oct(0o700)
     logs = list(log_dir.glob("server-a*.stderr.log"))
-    assert len({p.name for p in logs}) >= 3
+    assert len(logs) == 3
     assert all(oct(p.stat().st_mode & 0o777) == oct(0o600) for p in logs)
 
 

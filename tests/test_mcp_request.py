@@ -1,6 +1,6 @@
 """Extension msgMcpRequest: read-only MCP requests (tools/list, prompts, resources) through main."""
 
-from conftest import RunningMain
+from kit.main import RunningMain
 
 
 def test_tools_list_carries_every_tool_with_its_input_schema(demo_main: RunningMain) -> None:

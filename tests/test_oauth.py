@@ -23,7 +23,7 @@ from oauth_kit import (
     start_oauth_main,
     stop_and_read_log,
 )
-from wire_peer import WirePeer
+from kit.peer import WirePeer
 
 pytestmark = pytest.mark.slow
 

@@ -2,14 +2,14 @@
 
 import json
 import socket
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import zmq
-from conftest import ROOT, RunningMain, child_env, demo_stdio_entry
-from wire_peer import WirePeer
+from kit.demo import demo_stdio_entry
+from kit.main import RunningMain
+from kit.peer import WirePeer
+from kit.window import start_window
 
 
 def free_tcp_port() -> int:
@@ -34,7 +34,7 @@ def test_a_local_ipc_window_and_a_remote_tcp_window_share_requests(
 ) -> None:
     port = free_tcp_port()
     main = main_factory({"demo": demo_stdio_entry()}, "--listen", f"tcp://127.0.0.1:{port}")
-    main.stderr.until("server demo ready", timeout_s=60)
+    main.wait_server_ready("demo")
     info = pair(main, "laptop")
     assert info["endpoint"] == f"tcp://127.0.0.1:{port}" and info["serverKey"]
     local = main.peer(name="local")
@@ -54,16 +54,12 @@ def test_a_local_ipc_window_and_a_remote_tcp_window_share_requests(
     remote_file = tmp_path / "remote.json"
     remote_file.write_text(json.dumps(info))
     remote_file.chmod(0o600)
-    window = subprocess.Popen([sys.executable, "-m", "renderer_process", "--connection", str(remote_file),
-                               "--name", "remote-window"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, env=child_env(QT_QPA_PLATFORM="offscreen"), cwd=ROOT)
+    window = start_window(remote_file, "remote-window")
     try:
-        main.stderr.until("attached renderer 'remote-window'", timeout_s=30)
+        main.wait_peer("remote-window", role="renderer")
+        window.wait_state("connected")
     finally:
-        window.kill()
-        window.wait(timeout=10)
-        assert window.stderr is not None
-        window.stderr.close()
+        window.end()
 
 
 def test_clients_without_an_allowed_key_never_get_a_message_through(
@@ -74,22 +70,21 @@ def test_clients_without_an_allowed_key_never_get_a_message_through(
     info = pair(main, "good")
     endpoint = info["endpoint"]
     public, secret = (k.decode() for k in zmq.curve_keypair())
-    strangers = [
-        WirePeer(endpoint, info["token"], name="unknown-key", curve=(info["serverKey"], public, secret)),
-        WirePeer(endpoint, info["token"], name="no-curve"),
-    ]
+    unknown_key = WirePeer(endpoint, info["token"], name="unknown-key", curve=(info["serverKey"], public, secret))
+    strangers = [unknown_key, WirePeer(endpoint, info["token"], name="no-curve")]
     for stranger in strangers:
         try:
-            stranger.send("hello", {"protocol": 1, "token": info["token"], "window": stranger.window,
-                                    "name": stranger.name, "role": "renderer"})
+            stranger.send_hello()
         except zmq.Again:
             pass  # the handshake never completed, so not even the hello could leave
         assert stranger.sock.poll(2000) == 0, f"{stranger.name} got an answer"
-        stranger.sock.close(linger=0)
-    # The refused key was logged; neither stranger ever attached.
-    main.stderr.until("refused a CURVE client whose key is not allowed", timeout_s=10)
-    assert "attached renderer 'unknown-key'" not in main.stderr.text()
-    assert "attached renderer 'no-curve'" not in main.stderr.text()
+    # main refused the unknown key in the handshake and logged the key it refused; neither attached.
+    assert unknown_key.handshake_refused(timeout_s=10)
+    assert public in main.stderr.text()
+    attached = [peer["name"] for peer in main.status()["peers"]]
+    assert "unknown-key" not in attached and "no-curve" not in attached, attached
+    for stranger in strangers:
+        stranger.close(bye=False)
     good = remote_peer(info, "good")
     main.peers.append(good)
     assert good.hello()["topic"] == "welcome"

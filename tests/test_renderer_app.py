@@ -1,18 +1,21 @@
-"""`python -m renderer_process` as a real process against a ROUTER standing in for main."""
+"""The renderer's own entry point (`renderer_process.app.run`, what `python -m renderer_process` runs) as
+a real process, via the kit's window probe, against a ROUTER standing in for main."""
 
 import os
-import select
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import zmq
+from kit.paths import ROOT
+from kit.window import start_window
 
 from shared import channels, codec, messages
 from shared.connection_file import ConnectionInfo, ensure_private_dir, write_connection_file
 
-ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow  # every test here starts a process
 
 
 def recv_topic(sock: zmq.Socket[bytes], topic: str, timeout_ms: int) -> tuple[bytes, messages.PeerBody]:
@@ -25,32 +28,14 @@ def recv_topic(sock: zmq.Socket[bytes], topic: str, timeout_ms: int) -> tuple[by
     raise AssertionError(f"no {topic!r} within {timeout_ms} ms")
 
 
-def read_stderr_until(proc: subprocess.Popen[bytes], text: str, timeout_s: float) -> str:
-    """What the process wrote to stderr up to and including `text`; fails after `timeout_s`."""
-    assert proc.stderr is not None
-    seen = b""
-    while text.encode() not in seen:
-        ready, _, _ = select.select([proc.stderr], [], [], timeout_s)
-        chunk = os.read(proc.stderr.fileno(), 65536) if ready else b""
-        assert chunk, f"{text!r} never appeared on stderr; got:\n{seen.decode(errors='replace')}"
-        seen += chunk
-    return seen.decode(errors="replace")
-
-
 def test_window_starts_without_main_attaches_when_it_appears_and_says_bye_on_exit(tmp_path: Path) -> None:
     connection = tmp_path / "run" / "connection.json"
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "renderer_process", "--connection", str(connection), "--name", "e2e"],
-        cwd=ROOT,
-        env=env,
-        stderr=subprocess.PIPE,
-    )
+    window = start_window(connection, "e2e")
     router: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
     router.setsockopt(zmq.LINGER, 0)
     try:
         # No main yet: the window must open anyway, say so, and keep retrying.
-        read_stderr_until(proc, "disconnected - reconnecting", timeout_s=20)
+        window.wait_state("disconnected - reconnecting", timeout_s=20)
         ensure_private_dir(connection.parent)
         endpoint = f"ipc://{connection.parent / 'main.sock'}"
         router.bind(endpoint)
@@ -64,15 +49,13 @@ def test_window_starts_without_main_attaches_when_it_appears_and_says_bye_on_exi
         welcome = messages.Welcome(session=channels.new_uuid7(), window=hello.window, servers=[], pending=[])
         router.send_multipart([identity, *codec.encode(channels.WELCOME, welcome)])
 
-        proc.send_signal(signal.SIGINT)  # same exit path as closing the window: app.quit()
+        window.proc.send_signal(signal.SIGINT)  # same exit path as closing the window: app.quit()
         bye_identity, bye = recv_topic(router, channels.BYE, timeout_ms=5_000)
         assert bye_identity == identity and bye == messages.Bye()
-        assert proc.wait(timeout=10) == 0
+        assert window.proc.wait(timeout=10) == 0
     finally:
         router.close(linger=0)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+        window.end()
 
 
 def test_the_renderer_never_imports_mcp() -> None:
@@ -80,5 +63,6 @@ def test_the_renderer_never_imports_mcp() -> None:
         "import sys, renderer_process.app\n"
         "sys.exit(1 if any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules) else 0)"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          check=False)
     assert done.returncode == 0, f"renderer_process pulled in mcp\n{done.stderr}"

@@ -4,40 +4,19 @@ A window stopped with SIGSTOP (main detaches it after 5 s) re-attaches at once w
 after its own 3 s silence limit; and a request shows as the card only in the window whose tool
 call caused it, listed as "waiting in another window" elsewhere, until that window goes."""
 
-import os
-import select
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from conftest import ROOT, RunningMain, StderrReader, child_env
+from kit.main import RunningMain
+from kit.window import WindowProcess, start_window
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QLabel, QPlainTextEdit, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from renderer_process.bridge import MainBridge
 from renderer_process.main_window import MainWindow
-
-
-def wait_for_count(reader: StderrReader, text: str, count: int, timeout_s: float) -> float:
-    """Read a child's stderr until `text` has appeared `count` times; return when that happened."""
-    assert reader.proc.stderr is not None
-    fd = reader.proc.stderr.fileno()
-    deadline = time.monotonic() + timeout_s
-    while reader.text().count(text) < count:
-        left = deadline - time.monotonic()
-        ready, _, _ = select.select([fd], [], [], max(left, 0))
-        chunk = os.read(fd, 65536) if ready else b""
-        if not chunk:
-            raise AssertionError(
-                f"{text!r} seen {reader.text().count(text)} of {count} times within {timeout_s} s; "
-                f"stderr:\n{reader.text()[-4000:]}"
-            )
-        reader.seen += chunk
-    return time.monotonic()
 
 
 @pytest.fixture
@@ -47,46 +26,29 @@ def bare_main(main_factory: Callable[..., RunningMain]) -> RunningMain:
 
 
 @pytest.fixture
-def window_process(bare_main: RunningMain) -> Iterator[subprocess.Popen[bytes]]:
-    argv = [sys.executable, "-m", "renderer_process", "--connection", str(bare_main.connection)]
-    proc = subprocess.Popen(
-        [*argv, "--name", "resumed"],
-        cwd=ROOT,
-        env={**child_env(), "QT_QPA_PLATFORM": "offscreen"},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    yield proc
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGCONT)
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-    if proc.stderr is not None:
-        proc.stderr.close()
+def window_process(bare_main: RunningMain) -> Iterator[WindowProcess]:
+    window = start_window(bare_main.connection, "resumed")
+    yield window
+    window.proc.send_signal(signal.SIGCONT)
+    window.end()
 
 
 def test_a_window_resumed_after_sigstop_reattaches_within_seconds(
-    bare_main: RunningMain, window_process: subprocess.Popen[bytes]
+    bare_main: RunningMain, window_process: WindowProcess
 ) -> None:
-    window = StderrReader(window_process)
-    connected = "connection state: connected"
-    attached = "attached renderer 'resumed'"
-    wait_for_count(window, connected, 1, timeout_s=20)  # the window has its welcome
-    window_process.send_signal(signal.SIGSTOP)
-    try:
-        wait_for_count(bare_main.stderr, "detached renderer 'resumed'", 1, timeout_s=15)  # main's 5 s limit
-    finally:
-        window_process.send_signal(signal.SIGCONT)
-    resumed_at = time.monotonic()
-    back_at = wait_for_count(bare_main.stderr, attached, 2, timeout_s=10)
+    window_process.wait_state("connected", timeout_s=20)  # the window has its welcome
+    window_process.proc.send_signal(signal.SIGSTOP)
+    with bare_main.watch() as watcher:
+        try:
+            watcher.wait_peer("resumed", attached=False, timeout_s=15)  # main's 5 s limit
+        finally:
+            window_process.proc.send_signal(signal.SIGCONT)
+        resumed_at = time.monotonic()
+        watcher.wait_peer("resumed", role="renderer", timeout_s=10)
+        back_at = time.monotonic()
     assert back_at - resumed_at < 2.0, f"main saw the window again only after {back_at - resumed_at:.1f} s"
-    wait_for_count(window, connected, 2, timeout_s=5)  # and the window knows it is attached
-    assert window_process.poll() is None
+    window_process.wait_state("connected", count=2, timeout_s=5)  # and the window knows it is attached
+    assert window_process.proc.poll() is None
 
 
 def open_window(qtbot: QtBot, main: RunningMain, name: str) -> tuple[MainWindow, MainBridge]:

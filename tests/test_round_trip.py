@@ -5,7 +5,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import RunningMain, demo_stdio_entry
+from kit.demo import demo_stdio_entry
+from kit.main import RunningMain
 
 
 def tool_text(reply: dict[str, Any]) -> Any:
@@ -24,7 +25,7 @@ def any_transport_main(request: pytest.FixtureRequest, main_factory: Callable[..
     else:
         url = request.getfixturevalue("http_demo_server")
         running = main_factory({"demo": {"url": url}})
-    running.stderr.until("server demo ready", timeout_s=60)
+    running.wait_server_ready("demo")
     return running
 
 
@@ -59,7 +60,8 @@ def test_cli_call_shows_the_result_of_an_elicitation_answered_in_a_window(demo_m
     import subprocess
     import sys
 
-    from conftest import ROOT, child_env
+    from kit.env import child_env
+    from kit.paths import ROOT
 
     window = demo_main.peer(name="answering-window")
     cli = subprocess.Popen([sys.executable, "-m", "main_process", "call", "demo", "book_table",

@@ -10,7 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, RunningMain, WindowFactory, child_env, demo_stdio_entry
+from conftest import WindowFactory
+from kit.demo import demo_stdio_entry
+from kit.env import child_env
+from kit.main import RunningMain
+from kit.paths import ROOT
 
 from shared.connection_file import ensure_private_dir
 from shared.errors import ConnectionFileError
@@ -40,10 +44,11 @@ def test_a_runtime_dir_that_cannot_be_made_private_is_refused(monkeypatch: pytes
         ensure_private_dir(loose)
 
 
+@pytest.mark.slow
 def test_main_refuses_to_start_where_it_cannot_make_its_dir(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-m", "main_process", "main", "--connection",
                              "/proc/elicitron-test/connection.json"], capture_output=True, text=True,
-                            timeout=60, env=child_env(), cwd=ROOT)
+                            timeout=60, env=child_env(), cwd=ROOT, check=False)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot create the private directory /proc/elicitron-test" in lines[0]
@@ -62,14 +67,14 @@ def test_the_message_size_limit_is_configurable(main_factory: Callable[..., Runn
 def test_quitting_a_window_with_a_card_open_leaves_the_request_pending(
     demo_main: RunningMain, windows: WindowFactory
 ) -> None:
-    window, window_log = windows(demo_main.connection, "quitter")
-    demo_main.stderr.until("attached renderer 'quitter'", timeout_s=30)
+    window = windows(demo_main.connection, "quitter")
+    demo_main.wait_peer("quitter", role="renderer")
     controller = demo_main.peer(name="ctl", role="controller")
     controller.call_tool("demo", "book_table", {})
-    window_log.until("showing card", timeout_s=15)
-    window.send_signal(signal.SIGINT)
-    assert window.wait(timeout=15) == 0
-    demo_main.stderr.until("detached renderer 'quitter'", timeout_s=15)
+    window.wait_card()
+    window.proc.send_signal(signal.SIGINT)
+    assert window.proc.wait(timeout=15) == 0
+    demo_main.wait_peer("quitter", attached=False, timeout_s=15)
     status = json.loads(demo_main.cli("status", "--json").stdout)
     assert len(status["pending"]) == 1, "quitting a window is not an answer"
     assert os.path.exists(demo_main.connection)

@@ -5,23 +5,11 @@ from typing import Any, get_args
 
 import msgspec
 import pytest
+from kit.contract import CONTRACT_CODES
 
 from shared import channels, codec
 from shared import messages as m
 from shared.errors import ProtocolError
-
-CONTRACT_CODES = {
-    "bad-protocol",
-    "bad-token",
-    "not-attached",
-    "unknown-topic",
-    "bad-body",
-    "too-large",
-    "unknown-channel",
-    "already-answered",
-    "not-recipient",
-    "invalid-content",
-}
 
 WINDOW = "01a22b02-fba8-71af-9157-ee5ced2b0d0b"
 RESULT_CHANNEL = channels.RESULT_CHANNEL_PREFIX + "01a22b02-fba8-71af-9157-ee5ced2b0d0c"

@@ -5,12 +5,14 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from conftest import DEMO_SERVER, ROOT, RunningMain, WirePeer, child_env, demo_stdio_entry, descendants
+from kit.demo import demo_stdio_entry, start_http_demo
+from kit.main import RunningMain
+from kit.peer import WirePeer
+from kit.procs import descendants
 
 
 def server_status(peer: WirePeer, name: str, status: str, timeout_s: float = 30.0) -> dict[str, Any]:
@@ -91,8 +93,8 @@ def test_reload_starts_added_stops_removed_and_leaves_unchanged_alone(
     assert reloaded.returncode == 0, reloaded.stderr
     lines = dict(line.split(None, 1) for line in reloaded.stdout.strip().splitlines())
     assert lines == {"added": "new", "removed": "old", "changed": "-", "unchanged": "demo"}
-    _, body = window.expect(lambda t, b: t == "servers" and [s["name"] for s in b["servers"]] == ["demo", "new"]
-                            and all(s["status"] == "ready" for s in b["servers"]), 60)
+    window.expect(lambda t, b: t == "servers" and [s["name"] for s in b["servers"]] == ["demo", "new"]
+                  and all(s["status"] == "ready" for s in b["servers"]), 60)
     still_running = [pid for pid, cmd in descendants(main.proc.pid).items() if "demo_server.py" in cmd]
     assert len(still_running) == 2 and len(set(demo_pid) & set(still_running)) == 1
     config_path.write_text("{ broken")
@@ -100,20 +102,11 @@ def test_reload_starts_added_stops_removed_and_leaves_unchanged_alone(
     assert broken.returncode == 1 and "not valid JSON" in broken.stderr
 
 
-def start_http_demo(port: int) -> "subprocess.Popen[bytes]":
-    proc = subprocess.Popen([sys.executable, str(DEMO_SERVER), "--http", "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(), cwd=ROOT)
-    assert proc.stdout is not None
-    line = proc.stdout.readline().decode()
-    assert line.startswith("LISTENING "), line
-    return proc
-
-
 def test_a_dropped_http_server_is_reconnected(main_factory: Callable[..., RunningMain]) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    server = start_http_demo(port)
+    server, _ = start_http_demo(port)
     try:
         main = main_factory({"remote": {"url": f"http://127.0.0.1:{port}/mcp"}})
         window = main.peer()
@@ -121,7 +114,7 @@ def test_a_dropped_http_server_is_reconnected(main_factory: Callable[..., Runnin
         server.kill()
         server.wait(timeout=10)
         assert server_status(window, "remote", "restarting")["error"]
-        server = start_http_demo(port)
+        server, _ = start_http_demo(port)
         server_status(window, "remote", "ready", timeout_s=60)
         reply = window.expect_topic(window.call_tool("remote", "echo", {"text": "reconnected"}))
         assert reply["result"]["content"][0]["text"] == "reconnected"

@@ -7,7 +7,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from conftest import ROOT, RunningMain, WindowFactory, child_env, demo_stdio_entry, descendants, end_process
+from conftest import WindowFactory
+from kit.demo import demo_stdio_entry
+from kit.env import child_env
+from kit.main import RunningMain
+from kit.output import ChildOutput
+from kit.paths import ROOT
+from kit.procs import descendants, end_process
 
 
 def result_of(reply: dict[str, Any]) -> Any:
@@ -18,13 +24,13 @@ def result_of(reply: dict[str, Any]) -> Any:
 def test_a_killed_window_loses_nothing_and_the_next_window_answers_once(
     demo_main: RunningMain, windows: WindowFactory
 ) -> None:
-    window, window_log = windows(demo_main.connection, "doomed")
-    demo_main.stderr.until("attached renderer 'doomed'", timeout_s=30)
+    window = windows(demo_main.connection, "doomed")
+    demo_main.wait_peer("doomed", role="renderer")
     controller = demo_main.peer(name="ctl", role="controller")
     call = controller.call_tool("demo", "book_table", {"restaurant": "Kill -9"})
-    window_log.until("showing card msgElicitationTransferResult-", timeout_s=15)
-    window.send_signal(signal.SIGKILL)
-    window.wait(timeout=10)
+    window.wait_card()
+    window.proc.send_signal(signal.SIGKILL)
+    window.proc.wait(timeout=10)
 
     survivor = demo_main.peer(name="next-window", hello=False)
     pending = survivor.hello()["pending"]
@@ -56,14 +62,14 @@ def test_two_windows_answering_at_once_reach_the_server_exactly_once(demo_main: 
 def test_a_frozen_window_is_detached_and_reattaches_when_resumed(
     demo_main: RunningMain, windows: WindowFactory
 ) -> None:
-    window, _ = windows(demo_main.connection, "frozen")
-    demo_main.stderr.until("attached renderer 'frozen'", timeout_s=30)
-    window.send_signal(signal.SIGSTOP)
+    window = windows(demo_main.connection, "frozen")
+    demo_main.wait_peer("frozen", role="renderer")
+    window.proc.send_signal(signal.SIGSTOP)
     try:
-        demo_main.stderr.until("detached renderer 'frozen'", timeout_s=15)
+        demo_main.wait_peer("frozen", attached=False, timeout_s=15)
     finally:
-        window.send_signal(signal.SIGCONT)
-    demo_main.stderr.until("attached renderer 'frozen'", timeout_s=15, occurrences=2)
+        window.proc.send_signal(signal.SIGCONT)
+    demo_main.wait_peer("frozen", role="renderer", timeout_s=15)
     status = json.loads(demo_main.cli("status", "--json").stdout)
     assert [p["name"] for p in status["peers"] if p["role"] == "renderer"] == ["frozen"]
 
@@ -72,23 +78,23 @@ def test_windows_reconnect_by_themselves_when_main_restarts(
     main_factory: Callable[..., RunningMain], windows: WindowFactory
 ) -> None:
     first = main_factory({"demo": demo_stdio_entry()})
-    window, window_log = windows(first.connection, "survivor")
-    first.stderr.until("attached renderer 'survivor'", timeout_s=30)
+    window = windows(first.connection, "survivor")
+    first.wait_peer("survivor", role="renderer")
     first.proc.send_signal(signal.SIGKILL)
     first.proc.wait(timeout=10)
-    window_log.until("disconnected - reconnecting", timeout_s=15)
+    window.wait_state("disconnected - reconnecting")
     second = main_factory({"demo": demo_stdio_entry()})
-    second.stderr.until("attached renderer 'survivor'", timeout_s=30)
-    assert window.poll() is None
+    second.wait_peer("survivor", role="renderer")
+    assert window.proc.poll() is None
 
 
 def test_main_opens_a_window_when_a_request_finds_none(main_factory: Callable[..., RunningMain]) -> None:
     main = main_factory({"demo": demo_stdio_entry()}, "--auto-open-window")
-    main.stderr.until("server demo ready", timeout_s=60)
+    main.wait_server_ready("demo")
     controller = main.peer(name="ctl", role="controller")
     controller.call_tool("demo", "book_table", {})
     try:
-        main.stderr.until("attached renderer 'auto-opened'", timeout_s=30)
+        main.wait_peer("auto-opened", role="renderer")
     finally:
         for pid, cmdline in descendants(main.proc.pid).items():
             if "renderer_process" in cmdline:
@@ -100,11 +106,17 @@ def test_launch_with_main_running_only_opens_a_window(demo_main: RunningMain) ->
                                  str(demo_main.connection), "--name", "launched"], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 env=child_env(QT_QPA_PLATFORM="offscreen"), cwd=ROOT)
+    assert launcher.stderr is not None
+    launcher_log = ChildOutput(launcher.stderr)
     try:
-        demo_main.stderr.until("attached renderer 'launched'", timeout_s=30)
+        try:
+            demo_main.wait_peer("launched", role="renderer")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nthe window's log:\n{launcher_log.tail()}") from None
         assert json.loads(demo_main.cli("status", "--json").stdout)["pid"] == demo_main.proc.pid
     finally:
         end_process(launcher)
+        launcher_log.close()
     # Closing (here: killing) the only window leaves main and its servers running.
     assert demo_main.proc.poll() is None
     reply = demo_main.cli("call", "demo", "echo", '{"text": "still up"}')

@@ -1,17 +1,21 @@
 """Scripted peer process: hello, then answer every invoke at once with accept + fixed content.
 
-`python answerer.py ENDPOINT TOKEN` prints `ready` once welcomed. Written from the wire contract
-alone (raw pyzmq + msgpack), no project imports, so the same peer serves the raw-pyzmq floor and
-the real broker: any difference between the two is main's side.
+`python answerer.py ENDPOINT TOKEN [CONTENT-JSON]` prints `ready` once welcomed. Contract-only (the
+kit's wire helpers: raw pyzmq + msgpack), no project imports, so the same peer serves the raw-pyzmq
+floor and the real broker: any difference between the two is main's side. The loop is lean on
+purpose (one pre-encoded answer, bodies decoded only for invokes): its CPU shares the two cores.
 """
 
 import json
 import os
 import sys
 import time
+from pathlib import Path
 
-import msgspec
 import zmq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+from kit import contract, wire  # the kit lives in tests/
 
 CONTENT = {"name": "Ada", "party_size": 2}
 
@@ -19,32 +23,19 @@ CONTENT = {"name": "Ada", "party_size": 2}
 def main() -> int:
     endpoint, token = sys.argv[1], sys.argv[2]
     content = json.loads(sys.argv[3]) if len(sys.argv) > 3 else CONTENT
-    encoder = msgspec.msgpack.Encoder()
-    decoder = msgspec.msgpack.Decoder()
-    result = encoder.encode({"action": "accept", "content": content})
-    heartbeat = [b"heartbeat", encoder.encode({})]
+    result = wire.encode({"action": "accept", "content": content})
+    heartbeat = wire.frames(contract.HEARTBEAT, {})
+    decode = wire.decode
     parent = os.getppid()
 
     sock = zmq.Context.instance().socket(zmq.DEALER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.RCVTIMEO, 500)
     sock.connect(endpoint)
-    sock.send_multipart(
-        [
-            b"hello",
-            encoder.encode(
-                {
-                    "protocol": 1,
-                    "token": token,
-                    "window": f"answerer-{os.getpid()}",
-                    "name": "bench answerer",
-                    "role": "renderer",
-                }
-            ),
-        ]
-    )
+    sock.send_multipart(wire.hello_frames(token, f"answerer-{os.getpid()}", "bench answerer"))
     last_sent = time.monotonic()
-    invoke = b"msgElicitationTransferInvoke"
+    invoke = contract.INVOKE.encode("ascii")
+    welcome = contract.WELCOME.encode("ascii")
     recv, send = sock.recv_multipart, sock.send_multipart
     while True:
         try:
@@ -56,10 +47,10 @@ def main() -> int:
         if frames is not None:
             topic = frames[0]
             if topic == invoke:
-                send([decoder.decode(frames[1])["responseChannel"].encode("ascii"), result])
+                send([decode(frames[1])["responseChannel"].encode("ascii"), result])
                 last_sent = time.monotonic()
                 continue
-            if topic == b"welcome":
+            if topic == welcome:
                 print("ready", flush=True)
             elif topic == b"bench-stop":
                 return 0

@@ -1,56 +1,48 @@
 """Window cold start: a new renderer process -> the first pending card shown (Qt offscreen).
 
 A real main with the demo server holds one pending elicitation (a controller called
-`book_table` with no window attached). Each sample spawns a new renderer process,
-`coldstart_driver.py` = `renderer_process.app.run` with a MainWindow subclass that stamps the
-moment `current_card()` becomes non-None and the card's first paint; the clock starts just
-before Popen in this process (same CLOCK_MONOTONIC). One unmeasured run first warms the page
-cache. As a cross-check, the unmodified `python -m renderer_process` is timed to its INFO log
-line "showing card" (written right after the card's open()), as read by this process.
+`book_table` with no window attached). Each sample spawns a new renderer process, the kit's
+window probe (`python -m kit.window_probe --exit-after-card`: `renderer_process.app.run` with an
+observer that stamps the welcome, the moment a card is shown as its window's current card, and
+the card's first paint, then closes the window, leaving the request pending); the clock starts
+just before Popen in this process (same CLOCK_MONOTONIC). One unmeasured run first warms the page
+cache. As a cross-check, the unmodified `python -m renderer_process` is timed to its INFO log line
+"showing card" (written right after the card's open()), as read by this process.
 """
 
-import json
 import os
 import select
-import signal
 import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
-from benchlib.common import PYTHON, ROOT, Figure, RunningMain, fmt_us, now_ns, running_demo_main, summarize_ns
+from kit.env import child_env
+from kit.main import RunningMain
+from kit.paths import PYTHON, ROOT
+from kit.procs import terminate
+from kit.window import start_window
 
-DRIVER = Path(__file__).with_name("coldstart_driver.py")
+from benchlib.common import Figure, fmt_us, now_ns, running_demo_main, summarize_ns
+
+PHASES = ("started", "imported", "welcome", "card", "painted")
 
 
-def _renderer_env(main: RunningMain) -> dict[str, str]:
-    from benchlib.common import child_env
-
-    return child_env(main.runtime, QT_QPA_PLATFORM="offscreen")
-
-
-def _one_driver_run(main: RunningMain, i: int) -> dict[str, Any]:
-    argv = [PYTHON, str(DRIVER), "--connection", str(main.connection), "--name", f"cold-{i}"]
+def _one_probe_run(main: RunningMain, i: int) -> dict[str, Any]:
+    """ns from just before the spawn to each phase (None: the phase never came)."""
     t0 = now_ns()
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=_renderer_env(main),
-        cwd=ROOT,
-    )
+    window = start_window(main.connection, f"cold-{i}", home=main.home, exit_after_card=True)
     try:
-        out, _ = proc.communicate(timeout=60)
+        code = window.proc.wait(timeout=60)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
         raise TimeoutError("the renderer showed no card within 60 s") from None
-    lines = [line for line in out.decode().splitlines() if line.startswith("{")]
-    if not lines:
-        raise RuntimeError(f"the renderer printed no stamps (exit {proc.returncode})")
-    stamps = json.loads(lines[-1])
-    return {key: (value - t0 if value is not None else None) for key, value in stamps.items()}
+    finally:
+        window.end()
+    firsts: dict[str, int] = {}
+    for event in window.events():
+        firsts.setdefault(event["event"], event["at"])
+    if "card" not in firsts:
+        raise RuntimeError(f"the renderer showed no card (exit {code}); its log:\n{window.stderr.tail()}")
+    return {phase: (firsts[phase] - t0 if phase in firsts else None) for phase in PHASES}
 
 
 def _one_real_run(main: RunningMain) -> int:
@@ -72,7 +64,7 @@ def _one_real_run(main: RunningMain) -> int:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env=_renderer_env(main),
+        env=child_env(main.home, QT_QPA_PLATFORM="offscreen"),
         cwd=ROOT,
     )
     assert proc.stderr is not None
@@ -91,19 +83,14 @@ def _one_real_run(main: RunningMain) -> int:
     finally:
         # SIGTERM, not SIGINT: on SIGINT the renderer quits via app.quit() and its open card
         # answers "cancel" (found by this benchmark; reported), which would end the request.
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        terminate(proc, timeout_s=10)
         proc.stderr.close()
 
 
 def run(quick: bool) -> list[Figure]:
     runs = 1 if quick else 5
     with running_demo_main() as main:
-        controller = main.peer(name="coldstart-controller", role="controller")
+        controller = main.peer(name="coldstart-controller", role="controller", strict=True)
         try:
             controller.call_tool("demo", "book_table", {"restaurant": "Cold start"})
             deadline = time.monotonic() + 30
@@ -111,11 +98,11 @@ def run(quick: bool) -> list[Figure]:
                 if time.monotonic() > deadline:
                     raise TimeoutError("the elicitation never became pending")
                 time.sleep(0.02)
-            _one_driver_run(main, -1)  # warm the page cache (Qt libraries), not counted
+            _one_probe_run(main, -1)  # warm the page cache (Qt libraries), not counted
             controller.heartbeat_if_due()
             results = []
             for i in range(runs):
-                results.append(_one_driver_run(main, i))
+                results.append(_one_probe_run(main, i))
                 controller.heartbeat_if_due()
             real_ns = _one_real_run(main)
         finally:
@@ -124,7 +111,7 @@ def run(quick: bool) -> list[Figure]:
     s = summarize_ns(shown)
     phases = {
         key: summarize_ns([r[key] for r in results if r.get(key) is not None])["p50_us"]
-        for key in ("started", "imported", "welcome", "card", "painted")
+        for key in PHASES
     }
     return [
         Figure(
@@ -137,8 +124,8 @@ def run(quick: bool) -> list[Figure]:
             f"Qt+renderer imported {fmt_us(phases['imported'])}, welcome {fmt_us(phases['welcome'])}, "
             f"card {fmt_us(phases['card'])}, painted {fmt_us(phases['painted'])}; unmodified renderer "
             f"logged 'showing card' at {fmt_us(real_ns / 1e3)}",
-            how="real main + demo server holding 1 pending; renderer_process.app.run with a MainWindow subclass "
-            "stamping current_card() and the card's first paint; QT_QPA_PLATFORM=offscreen",
+            how="real main + demo server holding 1 pending; the kit's window probe: renderer_process.app.run with "
+            "an observer stamping the card shown as current_card() and its first paint; QT_QPA_PLATFORM=offscreen",
             data={**s, "phases_p50_us": phases, "runs": results, "real_renderer_connected_us": real_ns / 1e3},
         )
     ]

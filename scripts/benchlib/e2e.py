@@ -28,19 +28,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import msgspec
+from kit.contract import INVOKE
+from kit.paths import DEMO_SERVER, PYTHON
+from kit.peer import WirePeer
 
-from benchlib.common import (
-    BENCH_CONTENT,
-    DEMO_SERVER,
-    INVOKE,
-    PYTHON,
-    Figure,
-    WirePeer,
-    fmt_us,
-    now_ns,
-    running_demo_main,
-    summarize_ns,
-)
+from benchlib.common import BENCH_CONTENT, Figure, fmt_us, now_ns, running_demo_main, summarize_ns
 from benchlib.roundtrip import RawRouter, cpu_ns, spawn_answerer, wait_until
 
 TOOL = "book_table"
@@ -246,7 +238,7 @@ async def _measure(n_seq: int, n_conc: int, blocks: int, profile_dir: Path | Non
     seq: dict[str, list[int]] = {"main": [], "in-process": [], "raw": []}
     conc = {"main": _Tally(), "in-process": _Tally()}
     with running_demo_main() as main:
-        peer = main.peer(name="e2e-answerer")
+        peer = main.peer(name="e2e-answerer", strict=True)
         raw = RawRouter(f"ipc://{main.runtime}/raw.sock")
         raw.start()
         answerer = spawn_answerer(raw.endpoint, "-")

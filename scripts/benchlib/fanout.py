@@ -1,7 +1,7 @@
 """Fan-out: 10 attached renderers, first answer wins; time until the 9 others hold their dismiss.
 
 Through a real main with the demo server over stdio. The 10 renderers are separate processes
-(`fanout_peer.py`, contract-only), like 10 real windows. Per sample: a controller calls
+(`fanout_peer.py`, the kit's contract-only peer), like 10 real windows. Per sample: a controller calls
 `book_table`; once all 10 renderers hold the invoke, renderer k (rotating) is told to answer;
 the clock runs from its stamp just before the send to the last stamp of the 9 others taken
 right after their dismiss was received (all CLOCK_MONOTONIC, so comparable across processes).
@@ -13,7 +13,11 @@ import subprocess
 import time
 from pathlib import Path
 
-from benchlib.common import PYTHON, Figure, RunningMain, child_env, fmt_us, running_demo_main, summarize_ns
+from kit.env import child_env
+from kit.main import RunningMain
+from kit.paths import PYTHON
+
+from benchlib.common import Figure, fmt_us, running_demo_main, summarize_ns
 
 PEERS = 10
 PEER_SCRIPT = Path(__file__).with_name("fanout_peer.py")
@@ -21,7 +25,7 @@ PEER_SCRIPT = Path(__file__).with_name("fanout_peer.py")
 
 class PeerProcs:
     def __init__(self, main: RunningMain) -> None:
-        info = main.info()
+        info = main.info
         self.procs = [
             subprocess.Popen(
                 [PYTHON, str(PEER_SCRIPT), info["endpoint"], info["token"], f"fanout-{i}"],
@@ -96,7 +100,7 @@ def run(quick: bool) -> list[Figure]:
     samples: list[int] = []
     firsts: list[int] = []
     with running_demo_main() as main:
-        controller = main.peer(name="fanout-controller", role="controller")
+        controller = main.peer(name="fanout-controller", role="controller", strict=True)
         peers = PeerProcs(main)
         try:
             peers.wait_for({i: "ready" for i in range(PEERS)})

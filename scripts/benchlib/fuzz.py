@@ -9,8 +9,8 @@ shape, near-valid bodies, mutated valid bodies, unknown topics, forged results o
 `msgElicitationTransferResult-<uuid>` channels and on the answered one, deep nesting, a few stale
 hellos, and a few bodies just over the 1 MiB limit.
 
-Every frame has an expected answer worked out from wire contract v1 alone (the `expectation`
-oracle, written from DESIGN.md section 3 like tests/test_fuzz.py's, without importing the project):
+Every frame has an expected answer worked out from wire contract v1 alone (the kit's `expectation`
+oracle, the one tests/test_fuzz.py uses, written from DESIGN.md section 3 without importing the project):
 the codes allowed, the topic the error must name, whether main may stay silent. Frames whose body
 would be valid for an acting topic (bye, msgShutdown, msgMcpCallTool...) are never sent. Each
 connection keeps at most WINDOW answers outstanding, read as they come (main's per-peer SNDHWM is
@@ -31,26 +31,21 @@ are counted over main's whole life (main logs to stderr here, at info level).
 import json
 import os
 import random
-import subprocess
-import threading
 import time
 import uuid
 from collections import Counter, deque
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import zmq
+from kit import contract, wire
+from kit.contract import BACKGROUND_TOPICS, CONTRACT_CODES, INVOKE
+from kit.frames import FrameGen
+from kit.main import RunningMain, running_main
+from kit.oracle import ANY_TOPIC, Expect, expectation, is_rate_limited
+from kit.peer import WirePeer
 
-from benchlib.common import (
-    INVOKE,
-    Figure,
-    RunningMain,
-    WirePeer,
-    demo_entry,
-    rss_mb,
-    running_main,
-)
+from benchlib.common import Figure, demo_entry, rss_mb
 
 FRAMES_FULL = 100_000
 FRAMES_QUICK = 10_000
@@ -60,34 +55,6 @@ WINDOW = 1_000  # answers outstanding per connection before we wait for main
 RECONNECT_EVERY = 500  # frames on the reconnecting never-welcomed connection before a fresh one
 BARRAGE_LIMIT_S = 240.0  # give up sending after this long (the row then says so)
 STALL_S = 20.0  # no answer from main for this long while we wait on it: main stopped serving
-
-CONTRACT_CODES = frozenset(
-    {
-        "bad-protocol",
-        "bad-token",
-        "not-attached",
-        "unknown-topic",
-        "bad-body",
-        "too-large",
-        "unknown-channel",
-        "already-answered",
-        "not-recipient",
-        "invalid-content",
-    }
-)
-MAX_BODY = 1 << 20
-RESULT_PREFIX = "msgElicitationTransferResult-"
-ACTING_TOPICS = (
-    "bye",
-    "msgShutdown",
-    "msgServerControl",
-    "msgReload",
-    "msgServerPolicy",
-    "msgMcpCallTool",
-    "msgStatus",
-)
-PEER_TOPICS = ("hello", "heartbeat", *ACTING_TOPICS)
-BACKGROUND_TOPICS = frozenset({"heartbeat", "peers", "servers", "notice"})
 # The legitimate answer after the barrage: every field type of book_table's schema, non-ASCII too.
 LEGIT_CONTENT: dict[str, Any] = {
     "name": 'Zoë "after" the fuzz 🍽',
@@ -97,329 +64,7 @@ LEGIT_CONTENT: dict[str, Any] = {
     "cuisine": "japanese",
 }
 
-_encode = msgspec.msgpack.encode
-_decode = msgspec.msgpack.Decoder().decode
-
-
-# ---- the oracle: what wire contract v1 says main answers -------------------------------------------
-
-
-class _Hello(msgspec.Struct):
-    protocol: int
-    token: str
-    window: str
-    name: str = ""
-    role: Literal["renderer", "controller"] = "renderer"
-
-
-class _Empty(msgspec.Struct):
-    pass
-
-
-class _Result(msgspec.Struct):
-    action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None = None
-
-
-class _CallTool(msgspec.Struct, rename="camel"):
-    server: str
-    tool: str
-    response_channel: str
-    arguments: dict[str, Any] = {}
-
-
-class _Replying(msgspec.Struct, rename="camel"):  # msgStatus, msgReload
-    response_channel: str
-
-
-class _ServerControl(msgspec.Struct, rename="camel"):
-    server: str
-    action: Literal["start", "stop", "restart"]
-    response_channel: str
-
-
-class _ServerPolicy(msgspec.Struct, rename="camel"):
-    server: str
-    decline_all: bool
-
-
-_DECODERS: dict[str, Any] = {
-    topic: msgspec.msgpack.Decoder(shape)
-    for topic, shape in {
-        "hello": _Hello,
-        "heartbeat": _Empty,
-        "bye": _Empty,
-        "msgShutdown": _Empty,
-        "msgMcpCallTool": _CallTool,
-        "msgStatus": _Replying,
-        "msgReload": _Replying,
-        "msgServerControl": _ServerControl,
-        "msgServerPolicy": _ServerPolicy,
-    }.items()
-}
-_RESULT_DECODER = msgspec.msgpack.Decoder(_Result)
-
-ANY_TOPIC: Any = object()
-
-
-@dataclass(frozen=True, slots=True)
-class Expect:
-    codes: frozenset[str]  # contract codes allowed; empty with silent = no answer at all
-    topic: Any  # the `topic` the error must name, or ANY_TOPIC
-    silent: bool = False  # main may send nothing back (valid heartbeat, throttled stale hello)
-    kind: str = ""
-
-    def accepts(self, body: Any) -> bool:
-        return (
-            isinstance(body, dict)
-            and body.get("code") in self.codes
-            and (self.topic is ANY_TOPIC or body.get("topic") == self.topic)
-        )
-
-
-def expectation(frames: list[bytes], *, attached: bool, answered: frozenset[str], kind: str) -> Expect | None:
-    """Main's answer to `frames` per the contract, or None if the frame is valid and would act.
-
-    Where the contract leaves the order of two checks open (an unwelcomed peer's garbage: bad-body
-    or not-attached?) both codes are allowed."""
-    unwelcome = frozenset() if attached else frozenset({"not-attached"})
-    if len(frames) != 2:
-        return Expect(frozenset({"bad-body"}) | unwelcome, ANY_TOPIC, kind=kind)
-    raw_topic, body = frames
-    try:
-        topic = raw_topic.decode("ascii")
-    except UnicodeDecodeError:
-        return Expect(frozenset({"unknown-topic", "bad-body"}) | unwelcome, ANY_TOPIC, kind=kind)
-    is_result = topic.startswith(RESULT_PREFIX)
-    known = topic in PEER_TOPICS or is_result
-    if not topic or len(topic) > 200:  # main's sanity limit on topics; the contract names none
-        lenient = frozenset({"unknown-topic", "unknown-channel", "bad-body", "too-large"})
-        return Expect(lenient | unwelcome, ANY_TOPIC, kind=kind)
-    if len(body) > MAX_BODY:
-        return Expect(
-            frozenset({"too-large"} | (set() if known else {"unknown-topic"})) | unwelcome, topic, kind=kind
-        )
-    if not known:
-        return Expect(frozenset({"unknown-topic"}) | unwelcome, topic, kind=kind)
-    decoder = _RESULT_DECODER if is_result else _DECODERS[topic]
-    try:
-        decoded = decoder.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return Expect(frozenset({"bad-body"}) | unwelcome, topic, kind=kind)
-    deep = frozenset({"bad-body"}) if len(body) > 500 else frozenset()  # nesting main may find too deep
-    if isinstance(decoded, _Hello):
-        code = "bad-protocol" if decoded.protocol != 1 else "bad-token"
-        return Expect(frozenset({code}) | deep, topic, silent=True, kind=kind)  # repeats are throttled
-    if not attached:
-        return Expect(frozenset({"not-attached"}) | deep, topic, kind=kind)
-    if topic == "heartbeat":
-        return Expect(deep, topic, silent=True, kind=kind)
-    if is_result:
-        code = "already-answered" if topic in answered else "unknown-channel"
-        return Expect(frozenset({code}) | deep, topic, kind=kind)
-    return None  # an acting topic with a valid body: never sent
-
-
-# ---- frame generators ----------------------------------------------------------------------------
-
-VALID_BODIES: dict[str, Any] = {
-    "hello": {
-        "protocol": 1,
-        "token": "ab" * 32,
-        "window": "0190f0e4-7d4c-7c4e-9a38-6f1d2b9b1a01",
-        "name": "x",
-        "role": "renderer",
-    },
-    "heartbeat": {},
-    "bye": {},
-    "msgMcpCallTool": {"server": "nope", "tool": "echo", "arguments": {"text": "x"}, "responseChannel": "r"},
-    "msgStatus": {"responseChannel": "r"},
-    "msgShutdown": {},
-    "msgServerControl": {"server": "demo", "action": "stop", "responseChannel": "r"},
-    "msgReload": {"responseChannel": "r"},
-    "msgServerPolicy": {"server": "demo", "declineAll": True},
-    "result": {"action": "accept", "content": {"name": "Eve", "party_size": 2}},
-}
-_VALID_RAW = {name: _encode(body) for name, body in VALID_BODIES.items()}
-_KEYS = [
-    "action",
-    "content",
-    "server",
-    "tool",
-    "responseChannel",
-    "token",
-    "window",
-    "protocol",
-    "role",
-    "declineAll",
-    "arguments",
-    "k",
-    1,
-    -2,
-]
-# Near-valid: the contract's keys of a topic, each maybe present, holding right or wrong values.
-_NEAR: dict[str, dict[str, list[Any]]] = {
-    "hello": {
-        "protocol": [1, 0, 2, -1, 2**64 - 1, "1"],
-        "token": ["00" * 32, "", 5, None],
-        "window": [str(uuid.UUID(int=7)), 3, None],
-        "name": ["x", 1, [1]],
-        "role": ["renderer", "x", 2],
-    },
-    "msgMcpCallTool": {
-        "server": ["demo", "nope", 1],
-        "tool": ["book_table", None],
-        "responseChannel": ["reply", "error", "heartbeat", "", 7],
-        "arguments": [{}, [], "x"],
-    },
-    "msgServerControl": {"server": ["demo", 0], "action": ["stop", "x", None], "responseChannel": ["r", 1]},
-    "msgServerPolicy": {"server": ["demo", None], "declineAll": [True, "yes", 1]},
-    "msgStatus": {"responseChannel": ["r", 1, None, []]},
-    "msgReload": {"responseChannel": ["r", 1, None, {}]},
-    "result": {
-        "action": ["accept", "decline", "cancel", "maybe", "", 1],
-        "content": [{"name": "Eve"}, [], "x", 3, {"party_size": "two"}],
-    },
-}
-_DEPTHS = [5] * 40 + [600] * 30 + [5000] * 25 + [100_000] * 5
-
-
-def _deep(depth: int, form: str) -> bytes:
-    if form == "arrays":
-        return b"\x91" * depth + b"\xc0"
-    if form == "maps":
-        return b"\x81\xa1k" * depth + b"\xc0"
-    # a well-shaped result whose content nests `depth` deep: {"action": "accept", "content": {"k": [[...]]}}
-    head = b"\x82" + _encode("action") + _encode("accept") + _encode("content")
-    return head + b"\x81\xa1k" + b"\x91" * depth + b"\xc0"
-
-
-class FrameGen:
-    """Malformed frames of every kind, reproducible from a seed."""
-
-    KINDS = (
-        ("count", 12),
-        ("garbage", 13),
-        ("shape", 18),
-        ("near", 15),
-        ("unknown", 12),
-        ("forged", 18),
-        ("mutated", 9),
-        ("deep", 2.5),
-        ("stale-hello", 0.5),
-    )
-
-    def __init__(self, rng: random.Random, answered: str) -> None:
-        self.rng = rng
-        self.answered = answered
-        self._kinds = [k for k, _ in self.KINDS]
-        self._weights = [w for _, w in self.KINDS]
-        self._cum = []
-        total = 0.0
-        for w in self._weights:
-            total += w
-            self._cum.append(total)
-
-    def _uuid_channel(self) -> str:
-        bits = self.rng.getrandbits(128)
-        bits = (bits & ~(0xF << 76) & ~(0xC << 60)) | (0x7 << 76) | (0x8 << 60)  # uuid7's version and variant
-        return RESULT_PREFIX + str(uuid.UUID(int=bits))
-
-    def _result_topic(self) -> str:
-        return self.answered if self.rng.random() < 0.25 else self._uuid_channel()
-
-    def _known_topic(self) -> str:
-        roll = self.rng.randrange(len(PEER_TOPICS) + 2)
-        return PEER_TOPICS[roll] if roll < len(PEER_TOPICS) else self._result_topic()
-
-    def _value(self, depth: int = 0) -> Any:
-        rng = self.rng
-        pick = rng.randrange(9 if depth < 3 else 7)
-        if pick == 0:
-            return None
-        if pick == 1:
-            return rng.random() < 0.5
-        if pick == 2:
-            return rng.randint(-(2**63), 2**64 - 1)
-        if pick == 3:
-            return rng.choice([0.0, -1.5, float("inf"), float("nan"), rng.random() * 1e300])
-        if pick == 4:
-            return "".join(chr(rng.randrange(1, 0x2FF)) for _ in range(rng.randrange(12)))
-        if pick == 5:
-            return rng.randbytes(rng.randrange(12))
-        if pick == 6:
-            return rng.choice(["accept", "decline", "cancel", "demo", "book_table", "heartbeat", "error", ""])
-        if pick == 7:
-            return [self._value(depth + 1) for _ in range(rng.randrange(4))]
-        return {rng.choice(_KEYS): self._value(depth + 1) for _ in range(rng.randrange(4))}
-
-    def _mutate(self, raw: bytes) -> bytes:
-        rng = self.rng
-        data = bytearray(raw)
-        for _ in range(rng.randrange(1, 4)):
-            op = rng.randrange(4)
-            if op == 0 and data:
-                data[rng.randrange(len(data))] = rng.randrange(256)
-            elif op == 1 and data:
-                del data[rng.randrange(len(data)) :]
-            elif op == 2:
-                data[rng.randrange(len(data) + 1) : 0] = rng.randbytes(rng.randrange(1, 6))
-            elif data:
-                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
-        return bytes(data)
-
-    def oversized(self) -> tuple[str, list[bytes]]:
-        topic = self.rng.choice(["heartbeat", "hello", self._uuid_channel(), "no-such-topic"])
-        return "oversized", [topic.encode(), b"\x80" + b"\xc0" * (MAX_BODY + self.rng.randrange(1, 4096))]
-
-    def frames(self) -> tuple[str, list[bytes]]:
-        rng = self.rng
-        roll = rng.random() * self._cum[-1]
-        kind = self._kinds[next(i for i, c in enumerate(self._cum) if roll < c)]
-        if kind == "count":
-            n = rng.choice((1, 1, 3, 4, 5))
-            return kind, [rng.randbytes(rng.randrange(0, 20)) for _ in range(n)]
-        if kind == "garbage":
-            raw_topic = (
-                rng.randbytes(rng.randrange(1, 30)) if rng.random() < 0.4 else self._known_topic().encode()
-            )
-            return kind, [raw_topic, rng.randbytes(rng.randrange(0, 200))]
-        if kind == "shape":
-            return kind, [self._known_topic().encode(), _encode(self._value())]
-        if kind == "near":
-            name = rng.choice(list(_NEAR))
-            near = {key: rng.choice(values) for key, values in _NEAR[name].items() if rng.random() < 0.7}
-            if rng.random() < 0.3:
-                near["extra"] = self._value()
-            topic = self._result_topic() if name == "result" else name
-            return kind, [topic.encode(), _encode(near)]
-        if kind == "unknown":
-            topic = "".join(chr(rng.randrange(32, 127)) for _ in range(rng.randrange(1, 60)))
-            return kind, [topic.encode(), _encode(self._value())]
-        if kind == "forged":
-            forged: dict[str, Any] = {"action": rng.choice(["accept", "decline", "cancel"])}
-            if rng.random() < 0.7:
-                forged["content"] = {"name": "Mallory", "party_size": rng.randrange(1, 13)}
-            return kind, [self._result_topic().encode(), _encode(forged)]
-        if kind == "mutated":
-            name = rng.choice(list(_VALID_RAW))
-            topic = self._result_topic() if name == "result" else name
-            return kind, [topic.encode(), self._mutate(_VALID_RAW[name])]
-        if kind == "deep":
-            topic = rng.choice(["heartbeat", "hello", "msgMcpCallTool", self._result_topic()])
-            return kind, [
-                topic.encode(),
-                _deep(rng.choice(_DEPTHS), rng.choice(["arrays", "maps", "content"])),
-            ]
-        # stale-hello: well-shaped, wrong token or protocol (never main's token: it is random hex)
-        body = {
-            "protocol": rng.choice([1, 1, 2]),
-            "token": rng.randbytes(32).hex(),
-            "window": str(uuid.uuid4()),
-            "name": "stale",
-            "role": "renderer",
-        }
-        return kind, [b"hello", _encode(body)]
+_decode = wire.decode
 
 
 # ---- connections -------------------------------------------------------------------------------
@@ -442,6 +87,8 @@ class Stats:
         self.sent = 0
         self.reconnects = 0
         self.outstanding = 0  # frames never accounted for: their connection's sentinel got no answer
+        self.rate_limited = 0  # `rate-limited` errors: main dropped frames of ours for our rate
+        self.dropped = 0  # frames left unanswered after such an error (not counted as unanswered)
 
     def sample(self, text: str) -> None:
         if len(self.samples) < 12:
@@ -465,6 +112,7 @@ class FuzzConn:
         self.finished = False
         self.finished_requested = False  # the run is over: no fresh socket after the sentinel
         self.sockets_opened = 0
+        self.dropping = False  # main said rate-limited since the last sentinel: frames may go unanswered
         self.sock = self._open()
 
     def _open(self) -> zmq.Socket[bytes]:
@@ -477,13 +125,7 @@ class FuzzConn:
         return sock
 
     def hello(self, token: str, role: str, timeout_s: float = 15.0) -> None:
-        window = str(uuid.uuid4())
-        self.sock.send_multipart(
-            [
-                b"hello",
-                _encode({"protocol": 1, "token": token, "window": window, "name": self.name, "role": role}),
-            ]
-        )
+        self.sock.send_multipart(wire.hello_frames(token, str(uuid.uuid4()), self.name, role))
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.sock.poll(200):
@@ -516,7 +158,7 @@ class FuzzConn:
             body = _decode(frames[1])
         except msgspec.DecodeError:
             body = None
-        if topic != "error":
+        if topic != contract.ERROR:
             if self.welcomed and topic in BACKGROUND_TOPICS:
                 stats.background += 1
                 return
@@ -529,12 +171,7 @@ class FuzzConn:
                 stats.off_oracle += 1
                 stats.sample(f"{self.name}: sentinel answered with {body}")
             while self.pending:
-                left = self.pending.popleft()
-                if left.silent:
-                    stats.silent += 1
-                    continue
-                stats.unanswered += 1
-                stats.sample(f"{self.name}: no answer to a {left.kind} frame (expected {sorted(left.codes)})")
+                self._unanswered(self.pending.popleft(), stats)
             self._closed()
             return
         stats.replies += 1
@@ -543,22 +180,19 @@ class FuzzConn:
         if code not in CONTRACT_CODES:
             stats.off_contract += 1
             stats.sample(f"{self.name}: error code outside the contract: {body}")
+        if is_rate_limited(body):  # answers no frame of ours; some of ours will get none
+            stats.rate_limited += 1
+            self.dropping = True
+            return
         # Match in order: silent frames may be skipped; skipping a frame that needed an answer means
-        # main left it unanswered (only if the reply fits a later frame within a short lookahead).
+        # main left it unanswered (only if the reply fits a later frame within a short lookahead,
+        # or any later frame once main said it drops frames).
         for j, exp in enumerate(self.pending):
-            if j >= 16:
+            if j >= 16 and not self.dropping:
                 break
             if exp.accepts(body):
                 for _ in range(j):
-                    skipped = self.pending.popleft()
-                    if skipped.silent:
-                        stats.silent += 1
-                    else:
-                        stats.unanswered += 1
-                        stats.sample(
-                            f"{self.name}: no answer to a {skipped.kind} frame "
-                            f"(expected {sorted(skipped.codes)})"
-                        )
+                    self._unanswered(self.pending.popleft(), stats)
                 self.pending.popleft()
                 return
         if not self.pending:
@@ -572,57 +206,24 @@ class FuzzConn:
             f"{'any' if exp.topic is ANY_TOPIC else repr(exp.topic)[:80]}, got {str(body)[:300]}"
         )
 
+    def _unanswered(self, expect: Expect, stats: Stats) -> None:
+        if expect.silent:
+            stats.silent += 1
+        elif self.dropping:
+            stats.dropped += 1
+        else:
+            stats.unanswered += 1
+            stats.sample(f"{self.name}: no answer to a {expect.kind} frame (expected {sorted(expect.codes)})")
+
     def _closed(self) -> None:
         self.closing = None
+        self.dropping = False
         if self.reconnect and not self.finished_requested:
             self.sock.close(linger=0)
             self.sock = self._open()
             self.sent_here = 0
         else:
             self.finished = True
-
-
-# ---- a real main whose stderr is counted, not just tailed -----------------------------------------
-
-
-class CountingMain(RunningMain):
-    """RunningMain that keeps every stderr line (refusals are counted over main's whole life)."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], runtime: Any) -> None:
-        super().__init__(proc, runtime)
-        self.lines: list[bytes] = []
-        self._lock = threading.Lock()
-
-    def keep_draining(self) -> None:
-        stderr = self.proc.stderr
-        assert stderr is not None
-
-        def drain() -> None:
-            for line in stderr:
-                with self._lock:
-                    self.lines.append(line)
-
-        self._drainer = threading.Thread(target=drain, name="main-stderr", daemon=True)
-        self._drainer.start()
-
-    def all_lines(self) -> list[str]:
-        with self._lock:
-            later = list(self.lines)
-        return self._seen.decode(errors="replace").splitlines() + [
-            line.decode(errors="replace").rstrip("\n") for line in later
-        ]
-
-    def settle(self, quiet_s: float = 0.3, limit_s: float = 5.0) -> None:
-        """Wait until main's stderr has been quiet for quiet_s (so every line so far is counted)."""
-        deadline = time.monotonic() + limit_s
-        last = -1
-        while time.monotonic() < deadline:
-            with self._lock:
-                now = len(self.lines)
-            if now == last:
-                return
-            last = now
-            time.sleep(quiet_s)
 
 
 # ---- the figure ----------------------------------------------------------------------------------
@@ -663,7 +264,7 @@ def _still_attached(sock: zmq.Socket[bytes], channel: str, timeout_s: float = 5.
         if not sock.poll(100):
             continue
         frames = sock.recv_multipart()
-        if frames[0] == INVOKE.encode() and _decode(frames[1]).get("responseChannel") == channel:
+        if frames[0] == INVOKE.encode("ascii") and _decode(frames[1]).get("responseChannel") == channel:
             return True
     return False
 
@@ -680,21 +281,20 @@ class _Legit:
     def tend(self) -> None:
         now = time.monotonic()
         if now - self.last > 0.5:
-            self.peer.send("heartbeat", {})
+            self.peer.send(contract.HEARTBEAT, {})
             self.last = now
-        while (got := self.peer.recv_nowait()) is not None:
-            topic, body = got
-            if topic == "error":
+        for topic, body in self.peer.receive():
+            if topic == contract.ERROR:
                 self.errors.append(body)
             self.other[topic] += 1
 
 
 def _barrage(
-    main: CountingMain, legit: _Legit, answered: str, total: int, oversized: int, seed: int
+    main: RunningMain, legit: _Legit, answered: str, total: int, oversized: int, seed: int
 ) -> tuple[Stats, float, str, zmq.Socket[bytes]]:
     """Returns the stats, the seconds from the first frame to the last answer, why it stopped early
     (or ""), and the welcomed fuzzing renderer's socket, left open."""
-    info = main.info()
+    info = main.info
     ctx: zmq.Context[Any] = zmq.Context.instance()
     endpoint, token = info["endpoint"], info["token"]
     conns = [
@@ -712,7 +312,7 @@ def _barrage(
     legit.tend()
 
     rng = random.Random(seed)
-    gen = FrameGen(rng, answered)
+    gen = FrameGen(rng, [answered])
     answered_set = frozenset({answered})
     stats = Stats()
     poller = zmq.Poller()
@@ -823,8 +423,9 @@ def run(quick: bool) -> list[Figure]:
     total = FRAMES_QUICK if quick else FRAMES_FULL
     oversized = OVERSIZED_QUICK if quick else OVERSIZED_FULL
     seed = int(os.environ.get("ELICITRON_FUZZ_SEED", "20250105"))
-    with running_main({"demo": demo_entry()}, wait_for=("server demo ready",), main_type=CountingMain) as main:
-        legit_peer = main.peer(name="legit-window", role="renderer")
+    with running_main({"demo": demo_entry()}) as main:
+        main.wait_server_ready("demo")
+        legit_peer = main.peer(name="legit-window", role="renderer", strict=True)
         try:
             answered = _answered_channel(legit_peer)
             legit = _Legit(legit_peer)
@@ -845,8 +446,7 @@ def run(quick: bool) -> list[Figure]:
                 round_trip_ok, round_trip = False, "main is gone"
             fuzzer.close(linger=0)
             alive = alive and main.proc.poll() is None
-            main.settle()
-            lines = main.all_lines()
+            lines = main.stderr.lines()  # main logs a refusal before it answers: every one is in
         finally:
             legit_peer.close()
     sent = stats.sent
@@ -866,6 +466,7 @@ def run(quick: bool) -> list[Figure]:
         f"unanswered {stats.unanswered}, off-oracle {stats.off_oracle}, silent {stats.silent}, "
         f"non-error replies {stats.non_error_count}"
         + (f", {stats.outstanding} still awaiting an answer" if stats.outstanding else "")
+        + (f", {stats.dropped} dropped after {stats.rate_limited} rate-limited" if stats.rate_limited else "")
         + (f"; {stopped}" if stopped else "")
     )
     return [
@@ -891,6 +492,8 @@ def run(quick: bool) -> list[Figure]:
                 "kinds_sent": dict(stats.kinds_sent),
                 "replies": stats.replies,
                 "unanswered": stats.unanswered,
+                "rate_limited": stats.rate_limited,
+                "dropped": stats.dropped,
                 "outstanding": stats.outstanding,
                 "off_oracle": stats.off_oracle,
                 "off_contract": stats.off_contract,

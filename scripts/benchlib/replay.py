@@ -9,11 +9,10 @@ with every pending invoke in it. main's RSS (VmRSS) is read with the 1,000 pendi
 
 import time
 
-import msgspec
+from kit import wire
+from kit.peer import WirePeer
 
-from benchlib.common import Figure, WirePeer, fmt_us, now_ns, rss_mb, running_demo_main, summarize_ns
-
-_decoder = msgspec.msgpack.Decoder()
+from benchlib.common import Figure, fmt_us, now_ns, rss_mb, running_demo_main, summarize_ns
 
 
 def _fill(controller: WirePeer, count: int, timeout_s: float = 90.0) -> float:
@@ -36,7 +35,7 @@ def _attach_once(main_endpoint: str, token: str, count: int, i: int) -> tuple[in
     try:
         peer.sock.poll(0)
         time.sleep(0.05)  # let the connection come up: the figure is main's work, not the connect
-        frames = peer.hello_frames()
+        frames = wire.hello_frames(token, peer.window, peer.name)
         t0 = now_ns()
         peer.sock.send_multipart(frames)
         while True:
@@ -44,7 +43,7 @@ def _attach_once(main_endpoint: str, token: str, count: int, i: int) -> tuple[in
                 raise TimeoutError("no welcome within 15 s")
             raw = peer.sock.recv_multipart()
             if raw[0] == b"welcome":
-                welcome = _decoder.decode(raw[1])
+                welcome = wire.decode(raw[1])
                 t1 = now_ns()
                 break
         got = len(welcome["pending"])
@@ -59,8 +58,8 @@ def run(quick: bool) -> list[Figure]:
     count, attaches = (200, 3) if quick else (1000, 7)
     with running_demo_main() as main:
         rss_idle = rss_mb(main.pid)
-        info = main.info()
-        controller = main.peer(name="replay-controller", role="controller")
+        info = main.info
+        controller = main.peer(name="replay-controller", role="controller", strict=True)
         try:
             fill_s = _fill(controller, count)
             rss_full = rss_mb(main.pid)

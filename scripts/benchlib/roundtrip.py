@@ -24,18 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import zmq
+from kit.env import child_env, short_tmp_dir
+from kit.paths import PYTHON
 
-from benchlib.common import (
-    BENCH_CONTENT,
-    BENCH_SCHEMA,
-    PYTHON,
-    Figure,
-    child_env,
-    fmt_us,
-    now_ns,
-    short_tmp_dir,
-    summarize_ns,
-)
+from benchlib.common import BENCH_CONTENT, BENCH_SCHEMA, Figure, fmt_us, now_ns, summarize_ns
 from main_process.broker import Broker
 from shared import channels
 from shared.codec import encode

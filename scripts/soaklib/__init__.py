@@ -2,7 +2,7 @@
 windows come and go, then checks that every request was decided exactly once and that the audit
 log agrees.
 
-    peer.py    a non-blocking peer written from wire contract v1 only (pyzmq + msgpack)
-    driver.py  one event loop: a controller issuing tool calls, renderers answering, churn
+    driver.py  one event loop: a controller issuing tool calls, renderers answering, churn; its peers
+               are the testing kit's WirePeer (tests/kit), read without blocking
     verify.py  what must hold afterwards, and the audit log's agreement
 """

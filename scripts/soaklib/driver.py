@@ -22,11 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import zmq
+from kit.contract import DISMISS, INVOKE
+from kit.peer import WirePeer
 
-from soaklib.peer import Peer
-
-INVOKE = "msgElicitationTransferInvoke"
-DISMISS = "msgElicitationTransferDismiss"
 IGNORED = {"heartbeat", "peers", "servers"}  # background traffic main sends every welcomed peer
 
 PLANS = ("accept", "decline", "cancel", "race", "invalid", "none")
@@ -100,11 +98,11 @@ class Soak:
         self.problems: list[str] = []
         self.notices: list[dict[str, Any]] = []
         self.stats = Stats()
-        self.controller = Peer(self.ctx, endpoint, token, name="soak-controller", role="controller")
-        self.windows: list[Peer] = []  # renderers, open or closed
+        self.controller = WirePeer(endpoint, token, name="soak-controller", role="controller", context=self.ctx)
+        self.windows: list[WirePeer] = []  # renderers, open or closed
         self.poller = zmq.Poller()
         self.poller.register(self.controller.sock, zmq.POLLIN)
-        self._by_sock: dict[Any, Peer] = {self.controller.sock: self.controller}
+        self._by_sock: dict[Any, WirePeer] = {self.controller.sock: self.controller}
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
         self._next_call = 0
@@ -145,7 +143,7 @@ class Soak:
 
     def wait_ready(self, timeout_s: float) -> None:
         """Attach the controller and wait until every server reports `ready`."""
-        self.controller.hello()
+        self.controller.send_hello()
         deadline = time.monotonic() + timeout_s
         while not self._servers_ready():
             if time.monotonic() > deadline:
@@ -224,14 +222,14 @@ class Soak:
     # ---- windows -----------------------------------------------------------------------------
 
     def _attach(self) -> None:
-        peer = Peer(self.ctx, self.endpoint, self.token, name=f"soak-window-{next(self._window_names)}",
-                    role="renderer")
+        peer = WirePeer(self.endpoint, self.token, name=f"soak-window-{next(self._window_names)}",
+                        role="renderer", context=self.ctx)
         self.windows.append(peer)
         self._by_sock[peer.sock] = peer
         self.poller.register(peer.sock, zmq.POLLIN)
-        peer.hello()
+        peer.send_hello()
 
-    def _detach(self, peer: Peer, *, bye: bool) -> None:
+    def _detach(self, peer: WirePeer, *, bye: bool) -> None:
         self.poller.unregister(peer.sock)
         peer.close(bye=bye)
         if bye:
@@ -239,10 +237,10 @@ class Soak:
         else:
             self.stats.detached_silent += 1
 
-    def _open_windows(self) -> list[Peer]:
+    def _open_windows(self) -> list[WirePeer]:
         return [w for w in self.windows if w.welcomed and not w.closed]
 
-    def _detachable(self) -> list[Peer]:
+    def _detachable(self) -> list[WirePeer]:
         """Windows with no answer awaiting main's verdict (so every attempt gets one)."""
         busy = {a.window for a in self._unresolved()}
         return [w for w in self._open_windows() if w.window not in busy]
@@ -264,7 +262,7 @@ class Soak:
         if self._next_call < len(self.calls) or any(not c.replies for c in self.calls):
             self.at(self.rng.expovariate(1 / self.churn_mean_s), self._churn)
 
-    def _on_window(self, peer: Peer, topic: str, body: Any) -> None:
+    def _on_window(self, peer: WirePeer, topic: str, body: Any) -> None:
         if topic == "welcome":
             peer.welcomed = True
             self.stats.attached += 1
@@ -307,7 +305,7 @@ class Soak:
         self.elicitations[channel] = elicitation
         return elicitation
 
-    def _on_invoke(self, peer: Peer, invoke: dict[str, Any]) -> None:
+    def _on_invoke(self, peer: WirePeer, invoke: dict[str, Any]) -> None:
         elicitation = self._elicitation_for(invoke)
         if peer.window in elicitation.holders:
             self.problem(f"{peer.name} was sent {elicitation.channel} twice")
@@ -345,7 +343,7 @@ class Soak:
             content = self._valid_content() if elicitation.plan == "accept" else None
             self._send_answer(elicitation, peer, elicitation.plan, content)
 
-    def _send_answer(self, elicitation: Elicitation, peer: Peer, action: str, content: dict[str, Any] | None,
+    def _send_answer(self, elicitation: Elicitation, peer: WirePeer, action: str, content: dict[str, Any] | None,
                      *, invalid: bool = False, race: bool = False) -> None:
         body: dict[str, Any] = {"action": action}
         if content is not None:
@@ -385,7 +383,7 @@ class Soak:
             {"name": "Eve", "party_size": 2, "outdoor": "yes"},
         ])
 
-    def _on_dismiss(self, peer: Peer, dismiss: dict[str, Any]) -> None:
+    def _on_dismiss(self, peer: WirePeer, dismiss: dict[str, Any]) -> None:
         elicitation = self.elicitations.get(dismiss.get("responseChannel", ""))
         if elicitation is None:
             self.problem(f"{peer.name} got a dismiss for a request it never saw: {dismiss}")
@@ -401,7 +399,7 @@ class Soak:
             else:
                 mine[0].outcome = "accepted"
 
-    def _on_error(self, peer: Peer, error: dict[str, Any]) -> None:
+    def _on_error(self, peer: WirePeer, error: dict[str, Any]) -> None:
         topic = str(error.get("topic"))
         elicitation = self.elicitations.get(topic)
         mine = [a for a in elicitation.attempts if a.window == peer.window and a.outcome is None] \

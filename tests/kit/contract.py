@@ -1,0 +1,115 @@
+"""Wire contract v1 (DESIGN.md section 3) and its extensions, as a peer written from the page sees
+it: topics, error codes, limits, and the shape of every body a peer may send.
+
+The shapes are decoded with msgspec, which like any lenient reader skips unknown keys.
+"""
+
+from typing import Any, Literal
+
+import msgspec
+
+# peer -> main
+HELLO = "hello"
+HEARTBEAT = "heartbeat"
+BYE = "bye"
+CALL_TOOL = "msgMcpCallTool"
+RESULT_PREFIX = "msgElicitationTransferResult-"
+# extensions, peer -> main
+STATUS = "msgStatus"
+SHUTDOWN = "msgShutdown"
+SERVER_CONTROL = "msgServerControl"
+RELOAD = "msgReload"
+SERVER_POLICY = "msgServerPolicy"
+MCP_REQUEST = "msgMcpRequest"
+
+# main -> peer
+WELCOME = "welcome"
+INVOKE = "msgElicitationTransferInvoke"
+DISMISS = "msgElicitationTransferDismiss"
+COMPLETE = "msgElicitationComplete"
+SERVERS = "servers"
+ERROR = "error"
+PEERS = "peers"  # extension
+NOTICE = "notice"  # extension
+
+# Topics whose valid bodies do something (detach, stop main, stop a server, decline everything, run a
+# tool or a request, answer with a status): a fuzzing peer sends them only bodies that cannot be valid.
+ACTING_TOPICS = (BYE, SHUTDOWN, SERVER_CONTROL, RELOAD, SERVER_POLICY, CALL_TOOL, MCP_REQUEST, STATUS)
+PEER_TOPICS = (HELLO, HEARTBEAT, *ACTING_TOPICS)
+# What main may send a welcomed peer besides errors while nothing is being elicited.
+BACKGROUND_TOPICS = frozenset({HEARTBEAT, PEERS, SERVERS, NOTICE})
+
+CONTRACT_CODES = frozenset({
+    "bad-protocol", "bad-token", "not-attached", "unknown-topic", "bad-body", "too-large",
+    "unknown-channel", "already-answered", "not-recipient", "invalid-content",
+    # A peer sending faster than main serves has messages dropped, and is told so at most once a second.
+    "rate-limited",
+    # hello refused: as many peers are attached as main allows.
+    "too-many-peers",
+})
+MAX_ID_CHARS = 200  # hello's token, window and name (PROTOCOL.md section 3)
+MAX_BODY = 1 << 20  # main's default limit on a body: larger ones are refused with too-large
+MCP_METHODS = ("tools/list", "resources/list", "resources/templates/list", "resources/read", "prompts/list",
+               "prompts/get")
+
+
+class Hello(msgspec.Struct):
+    protocol: int
+    token: str
+    window: str
+    name: str = ""
+    role: Literal["renderer", "controller"] = "renderer"
+
+
+class Empty(msgspec.Struct):
+    pass
+
+
+class Result(msgspec.Struct):
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+
+class CallTool(msgspec.Struct, rename="camel"):
+    server: str
+    tool: str
+    response_channel: str
+    arguments: dict[str, Any] = {}
+
+
+class McpRequest(msgspec.Struct, rename="camel"):
+    server: str
+    method: Literal["tools/list", "resources/list", "resources/templates/list", "resources/read",
+                    "prompts/list", "prompts/get"]
+    response_channel: str
+    params: dict[str, Any] = {}
+
+
+class Replying(msgspec.Struct, rename="camel"):  # msgStatus, msgReload
+    response_channel: str
+
+
+class ServerControl(msgspec.Struct, rename="camel"):
+    server: str
+    action: Literal["start", "stop", "restart"]
+    response_channel: str
+
+
+class ServerPolicy(msgspec.Struct, rename="camel"):
+    server: str
+    decline_all: bool
+
+
+SHAPES: dict[str, type] = {
+    HELLO: Hello, HEARTBEAT: Empty, BYE: Empty, SHUTDOWN: Empty, CALL_TOOL: CallTool, MCP_REQUEST: McpRequest,
+    STATUS: Replying, RELOAD: Replying, SERVER_CONTROL: ServerControl, SERVER_POLICY: ServerPolicy,
+}
+
+
+def is_result_channel(topic: str) -> bool:
+    return topic.startswith(RESULT_PREFIX)
+
+
+def shape_of(topic: str) -> type:
+    """The body shape of a peer -> main topic (a known topic or a result channel)."""
+    return Result if is_result_channel(topic) else SHAPES[topic]
