@@ -11,8 +11,8 @@ connection may cost, in `peers`. Here:
   cannot hold up heartbeats, servers or other peers;
 - every send goes through `send`/`_send_frames`, which schedule the drain a send may need (a
   send can consume the FD's edge), so no new send can forget it;
-- `peers` changes reach windows coalesced (one list per PEERS_COALESCE_S), not one list per
-  attach to everyone; a window that attaches gets the current list right after its welcome.
+- `peers` changes reach peers coalesced (one list per PEERS_COALESCE_S, one shared buffer for all),
+  not one list per attach to everyone; a peer that attaches gets the current list after its welcome.
 """
 
 import asyncio
@@ -409,19 +409,19 @@ class Broker:
         for old in replaced:
             self._after_detach(old, "replaced by a new connection of the same window")
         welcome = Welcome(session=self.session, window=hello.window, servers=self._host.server_infos(), pending=[])
+        delivered = 0
         if peer.role == "renderer":
             in_welcome, after, open_channels = self.pending.deliver_on_attach(routing_id)
             welcome.pending_channels = open_channels
             self._send_frames(routing_id, encode_welcome(welcome, in_welcome))
             for pending in after:
                 self._send_frames(routing_id, pending.frames)
-            # The current peers list right away, so the window knows whose requests are whose
-            # before it shows a card; the others get the change coalesced.
-            self._send_frames(routing_id, encode(channels.PEERS, PeersUpdate(peers=self._peers.infos())))
             delivered = len(open_channels)
         else:
             self._send_frames(routing_id, encode_welcome(welcome, []))
-            delivered = 0
+        # The current peers list right away (a window then knows whose requests are whose before it
+        # shows a card); everyone else hears of the change coalesced.
+        self._send_frames(routing_id, encode(channels.PEERS, PeersUpdate(peers=self._peers.infos())))
         self._schedule_drain()
         logger.info("attached %s %r (%r), %d pending delivered", peer.role, cut(peer.name), cut(peer.window),
                     delivered)
@@ -521,7 +521,7 @@ class Broker:
 
     def _publish_peers(self) -> None:
         self._peers_publish = None
-        self._broadcast(self._peers.renderers(), encode(channels.PEERS, PeersUpdate(peers=self._peers.infos())))
+        self._broadcast(self._peers_all(), encode(channels.PEERS, PeersUpdate(peers=self._peers.infos())))
 
     def _status_report(self) -> StatusReport:
         return StatusReport(session=self.session, pid=os.getpid(), endpoint=self.endpoint,
