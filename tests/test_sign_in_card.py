@@ -86,6 +86,7 @@ def servers() -> Iterator[OAuthServers]:
         yield running
 
 
+@pytest.mark.slow
 def test_sign_in_from_the_window_with_the_browser_named_in_browser(
         qtbot: QtBot, servers: OAuthServers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     browser = Browser(tmp_path)
