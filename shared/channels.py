@@ -16,6 +16,8 @@ SERVER_CONTROL = "msgServerControl"
 RELOAD = "msgReload"
 SERVER_POLICY = "msgServerPolicy"
 MCP_REQUEST = "msgMcpRequest"
+RULES = "msgRules"  # extension (issue 11): list the rules
+REVOKE_RULES = "msgRevokeRules"  # extension (issue 11)
 
 # main -> peer
 WELCOME = "welcome"
@@ -26,6 +28,7 @@ SERVERS = "servers"
 ERROR = "error"
 PEERS = "peers"  # extension
 NOTICE = "notice"  # extension
+RULES_UPDATE = "rules"  # extension (issue 11): every rule, pushed to renderers on each change
 
 
 def new_uuid7() -> str:

@@ -31,6 +31,8 @@ _PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.RELOAD: msgspec.msgpack.Decoder(messages.Reload),
     channels.SERVER_POLICY: msgspec.msgpack.Decoder(messages.ServerPolicy),
     channels.MCP_REQUEST: msgspec.msgpack.Decoder(messages.McpRequest),
+    channels.RULES: msgspec.msgpack.Decoder(messages.RulesRequest),
+    channels.REVOKE_RULES: msgspec.msgpack.Decoder(messages.RevokeRules),
 }
 _RESULT_DECODER = msgspec.msgpack.Decoder(messages.ElicitationResult)
 
@@ -44,6 +46,7 @@ _MAIN_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.ERROR: msgspec.msgpack.Decoder(messages.ErrorNotice),
     channels.PEERS: msgspec.msgpack.Decoder(messages.PeersUpdate),
     channels.NOTICE: msgspec.msgpack.Decoder(messages.Notice),
+    channels.RULES_UPDATE: msgspec.msgpack.Decoder(messages.RulesUpdate),
 }
 _REPLY_DECODER = msgspec.msgpack.Decoder(messages.ChannelReply)
 

@@ -9,7 +9,8 @@
     ├── UnsupportedSchemaError   a requestedSchema uses something outside MCP's restricted subset
     ├── UndeliverableRequestError a request main cannot carry to the windows (too large, not encodable)
     ├── InvalidContentError      an accepted answer does not validate against its requestedSchema
-    └── AuditLogError            the audit log cannot be opened or read (readers only; writers log)
+    ├── AuditLogError            the audit log cannot be opened or read (readers only; writers log)
+    └── RuleStoreError           the rule store cannot be opened or read (readers only; main logs)
 
 Codes: `WireCode` names the string `code` of the wire's `error` topic (shared/PROTOCOL.md lists
 when each is sent); `RpcCode` names the JSON-RPC codes of `{error: {code, message}}` replies.
@@ -95,3 +96,8 @@ class InvalidContentError(ElicitronError):
 
 class AuditLogError(ElicitronError):
     """The audit log cannot be opened or read (raised by the readers only, never by `record_*`)."""
+
+
+class RuleStoreError(ElicitronError):
+    """The rule store (remembered answers and approvals) cannot be opened, read or changed by the
+    CLI; main itself never raises it (a rule it cannot save still applies until main stops)."""
