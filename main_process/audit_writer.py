@@ -46,11 +46,12 @@ class AuditWriter:
             self._loop.call_later(REQUEST_ROW_DELAY_S, self.flush)
 
     def outcome(self, channel: str, outcome: str, *, window: str | None = None,
-                content: dict[str, Any] | None = None, rule_id: str | None = None) -> bool:
+                content: dict[str, Any] | None = None, rule_id: str | None = None,
+                decision: str | None = None) -> bool:
         """Commit the outcome now (with its request row if that is still queued); True once on disk."""
         request = self._queued.pop(channel, None)
         written = self.log.record_outcome(channel, outcome, window=window, content=content, request=request,
-                                          rule_id=rule_id)
+                                          rule_id=rule_id, decision=decision)
         self._committed()
         return written
 
