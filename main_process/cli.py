@@ -10,6 +10,7 @@
     server   start, stop or restart one server
     call     call a tool through main
     audit    the audit log
+    rules    remembered answers, tool approvals, config rules; revoke them (rules_cli)
 
 Each command imports only what it needs (`mcp` for `main` alone, Qt never: windows are their own
 process), so a command that only talks to main starts fast.
@@ -143,6 +144,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the result")
     p.add_argument("--json", action="store_true", help="print the whole CallToolResult as JSON")
     p.set_defaults(func=cmd_call)
+
+    from main_process import rules_cli
+
+    rules_cli.add_parser(sub, with_connection)
     return parser
 
 
