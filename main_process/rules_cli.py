@@ -20,6 +20,7 @@ from main_process.rule_store import RuleStore, path_beside
 from main_process.rules import CONFIG_ID_PREFIX
 from shared.connection_file import read_connection_file
 from shared.messages import RevokeReport, RuleInfo
+from shared.rule_text import describe, scope_text, when
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -123,30 +124,7 @@ def format_rules(rules: list[RuleInfo]) -> str:
     rows = [header]
     for rule in rules:
         rows.append((rule.id, safe_cell(rule.server, 20), safe_cell(describe(rule), 70), scope_text(rule),
-                     safe_cell(rule.created_by, 40), _when(rule.created_at)))
+                     safe_cell(rule.created_by, 40), when(rule.created_at)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
                      for row in rows)
-
-
-def describe(rule: RuleInfo) -> str:
-    """"tool read_* → allow", "“Book a table?” → accept (name, party_size)"."""
-    if rule.kind == "tool":
-        return f"tool {rule.tool} → {rule.decision}"
-    asked = f"“{rule.message}”" if rule.message is not None else "any form request"
-    if rule.source == "config" and rule.message is not None:
-        asked = f"messages like “{rule.message}”"
-    fields = f" ({', '.join(rule.fields)})" if rule.fields and rule.action == "accept" else ""
-    return f"{asked} → {rule.action}{fields}"
-
-
-def scope_text(rule: RuleInfo) -> str:
-    if rule.source == "config":
-        return "config"
-    if rule.scope == "until" and rule.expires_at is not None:
-        return "until " + _when(rule.expires_at)
-    return {"session": "this session", "always": "always"}.get(rule.scope, rule.scope)
-
-
-def _when(epoch_ms: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch_ms / 1000))
