@@ -36,7 +36,7 @@ import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal, Self, get_args
+from typing import Any, Final, Literal, NamedTuple, Self, get_args
 
 import msgspec
 import platformdirs
@@ -128,6 +128,17 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
         return self.outcome or PENDING
 
 
+class Decided(NamedTuple):
+    """A request decided the moment it was made (a rule answered it), written as one full row."""
+
+    invoke: ElicitationInvoke
+    outcome: str
+    decided_at: int  # epoch ms
+    content: dict[str, Any] | None = None
+    rule_id: str | None = None
+    decision: str | None = None
+
+
 class AuditLog:
     """The SQLite audit log. Thread-safe; `record_*` never raise."""
 
@@ -159,14 +170,21 @@ class AuditLog:
         """Insert the row for a new request (outcome NULL). True once committed, False on failure."""
         return self.record_requests((invoke,))
 
-    def record_requests(self, invokes: Sequence[ElicitationInvoke]) -> bool:
-        """Insert the rows for new requests (outcome NULL) in one transaction. True once committed."""
+    def record_requests(self, invokes: Sequence[ElicitationInvoke], decided: Sequence[Decided] = ()) -> bool:
+        """Insert the rows for new requests (outcome NULL), and the full rows of requests `decided`
+        as they were made, in one transaction. True once committed."""
         rows = [self._request_row(invoke) for invoke in invokes]
+        full = [(*self._request_row(d.invoke), d.outcome, None, d.decided_at,
+                 self._values_json(d.invoke.response_channel, d.content) if d.outcome == "accept" else None,
+                 d.rule_id, d.decision) for d in decided]
         with self._lock:
             try:
                 conn = self._writable()
                 conn.execute("BEGIN")
                 try:
+                    if full:
+                        conn.executemany(f"INSERT INTO elicitations ({_COLUMNS}) VALUES ({_marks(_COLUMNS)}) "
+                                         "ON CONFLICT (channel) DO NOTHING", full)
                     # A repeat of the same channel refreshes the request columns and keeps any outcome.
                     conn.executemany(
                         f"INSERT INTO elicitations ({_REQUEST_COLUMNS}) VALUES ({_marks(_REQUEST_COLUMNS)}) "
