@@ -8,7 +8,9 @@ let Elicitron's own window draw an approval card instead. Any answer other than 
 `allow-*` (deny, decline, cancel, expiry, the host going away) means the call is not made.
 """
 
+import functools
 import json
+from collections.abc import Callable
 from typing import Any, Final
 
 from main_process.config import ServerConfig
@@ -34,17 +36,22 @@ APPROVAL_SCHEMA: Final[dict[str, Any]] = {
 }
 
 
-def policy_for(config: ServerConfig, tool: str, annotations: dict[str, Any] | None) -> ToolPolicy:
+def policy_for(config: ServerConfig, tool: str, annotations: Callable[[], dict[str, Any] | None]) -> ToolPolicy:
     """"allow", "ask" or "deny" for a host's call of `tool` (overrides first, then toolApproval;
-    "ask-destructive" resolved with the tool's annotations)."""
+    "ask-destructive" resolved with the tool's annotations, which are read only then)."""
     policy: str = config.tool_approval
     for pattern, override in config.tool_approval_overrides:
-        if Glob(pattern).matches(tool):
+        if _glob(pattern).matches(tool):
             policy = override
             break
     if policy == "ask-destructive":
-        return "ask" if tool_hints.warrants_asking(annotations) else "allow"
+        return "ask" if tool_hints.warrants_asking(annotations()) else "allow"
     return policy  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=1024)
+def _glob(pattern: str) -> Glob:
+    return Glob(pattern)
 
 
 def approval_params(host: str, info: ApprovalInfo) -> dict[str, Any]:

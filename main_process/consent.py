@@ -252,8 +252,12 @@ class Consent:
             self._by_rule(server, request, host, reply, rule)
             return
         listed = server.listed.get(tool)
-        annotations = listed.annotations.model_dump(mode="json", by_alias=True, exclude_none=True) \
-            if listed is not None and listed.annotations is not None else None
+
+        def annotations() -> dict[str, Any] | None:
+            if listed is None or listed.annotations is None:
+                return None
+            return listed.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+
         policy = approvals.policy_for(server.config, tool, annotations)
         if policy == "allow":
             server.call_tool(tool, request.arguments, host.window, reply)
@@ -266,7 +270,7 @@ class Consent:
             info = ApprovalInfo(server=server.name, tool=tool, arguments=request.arguments,
                                 title=listed.title if listed is not None else None,
                                 description=listed.description if listed is not None else None,
-                                annotations=annotations)
+                                annotations=annotations())
             self._ask(server, request, host, reply, info)
 
     def _by_rule(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo, rule: Rule) -> None:
@@ -278,7 +282,8 @@ class Consent:
                   "requestedSchema": approvals.APPROVAL_SCHEMA}
         self._host.pending.record_by_rule(
             ElicitationRequest(server=server.name, params=params), answer, rule.id, origin=host.window,
-            timeout_s=server.config.elicitation_timeout_s, kind="approval", via=host_name, approval=info)
+            timeout_s=server.config.elicitation_timeout_s, kind="approval", via=host_name, approval=info,
+            batched=True)  # the decision is on disk already: the config, the store, or the allow-session row
         if approvals.allowed(decision):
             server.call_tool(request.tool, request.arguments, host.window, reply)
         else:

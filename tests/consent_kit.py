@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,14 @@ class ConsentMain(RunningMain):
         done = self.cli_plain("audit", "--json", "--limit", "1000")
         assert done.returncode == 0, done.stderr
         rows: list[dict[str, Any]] = json.loads(done.stdout)
+        return rows
+
+    def audit_until(self, wanted: Callable[[list[dict[str, Any]]], bool], timeout_s: float = 15.0) -> list[dict[str, Any]]:
+        """The audit log as `elicitron audit` shows it, read again until `wanted(rows)` (rows of calls a
+        rule allowed reach the disk with the next batch, within 20 ms)."""
+        deadline = time.monotonic() + timeout_s
+        while not wanted(rows := self.audit()):
+            assert time.monotonic() < deadline, f"the audit log never showed what was wanted: {rows[:5]}"
         return rows
 
     def rules(self) -> list[dict[str, Any]]:

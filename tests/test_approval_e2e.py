@@ -84,8 +84,10 @@ def test_always_allow_sticks_across_a_restart_and_allow_for_this_session_does_no
     rules = {r["tool"]: r for r in main.rules()}
     assert (rules["echo"]["scope"], rules["echo"]["decision"]) == ("always", "allow")
     assert rules["cancel_booking"]["scope"] == "session"
-    by_rule = [r for r in main.audit() if r["ruleId"] == rules["echo"]["id"]]
-    assert [(r["decision"], r["tool"], r["outcome"]) for r in by_rule] == [("allow-always", "echo", "accept")]
+    rows = main.audit_until(lambda rows: any(r["ruleId"] == rules["echo"]["id"] for r in rows))
+    by_rule = [r for r in rows if r["ruleId"] == rules["echo"]["id"]]
+    assert [(r["decision"], r["tool"], r["outcome"], r["via"]) for r in by_rule] == [
+        ("allow-always", "echo", "accept", "Test Host")]
 
     restarted: ConsentMain = consent_mains.again(main)  # type: ignore[attr-defined]
     window = restarted.peer()
@@ -138,7 +140,8 @@ def test_calls_typed_by_the_user_are_never_asked_and_config_rules_decide_hosts_c
     assert denied["isError"] is True and "rule in the user's Elicitron configuration" in text_of(denied)
     policy = host.result(host.call("demo", "ask", {"message": "x", "schema": {"type": "object"}}))
     assert policy["isError"] is True and "toolApproval" in text_of(policy)
-    rows = {r["ruleId"]: r for r in main.audit() if r["ruleId"]}
+    audited = main.audit_until(lambda rows: {"config-1", "config-2"} <= {r["ruleId"] for r in rows})
+    rows = {r["ruleId"]: r for r in audited if r["ruleId"]}
     assert (rows["config-1"]["decision"], rows["config-2"]["decision"]) == ("deny", "allow-always")
     assert not [t for t, _ in window.received if t == "msgElicitationTransferInvoke"], "nothing was asked"
 

@@ -153,14 +153,14 @@ def server(policy: str, **overrides: str) -> StdioServerConfig:
 ])
 def test_ask_destructive_follows_the_annotations_with_mcps_defaults(annotations: dict[str, Any] | None,
                                                                      asked: bool) -> None:
-    assert policy_for(server("ask-destructive"), "t", annotations) == ("ask" if asked else "allow")
+    assert policy_for(server("ask-destructive"), "t", lambda: annotations) == ("ask" if asked else "allow")
 
 
 def test_overrides_win_first_match_in_order() -> None:
     config = server("ask", **{"read_*": "allow", "*": "deny"})
-    assert policy_for(config, "read_file", None) == "allow"
-    assert policy_for(config, "write_file", None) == "deny"
-    assert policy_for(server("deny", echo="ask"), "echo", None) == "ask"
+    assert policy_for(config, "read_file", lambda: None) == "allow"
+    assert policy_for(config, "write_file", lambda: None) == "deny"
+    assert policy_for(server("deny", echo="ask"), "echo", lambda: None) == "ask"
 
 
 def test_only_an_accepted_allow_allows() -> None:
@@ -230,3 +230,44 @@ def test_a_store_that_cannot_be_written_says_so_and_does_not_raise(tmp_path: Pat
     assert store.remove(["r-1"]) is False
     with pytest.raises(RuleStoreError):
         store.load(now_ms=0)
+
+
+# ---- audit rows of rule decisions ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("record_values", [False, True])
+def test_rows_decided_by_a_rule_are_written_with_the_next_batch(tmp_path: Path, record_values: bool) -> None:
+    import asyncio
+
+    from main_process.audit import AuditLog
+    from main_process.audit_writer import AuditWriter
+    from shared import channels
+    from shared.messages import ApprovalInfo, ElicitationInvoke, ElicitationRequest
+
+    def invoke(kind: str | None) -> ElicitationInvoke:
+        approval = ApprovalInfo(server="demo", tool="echo", arguments={"text": "x"}) if kind else None
+        return ElicitationInvoke(request=ElicitationRequest(server="demo", params=form("Q?")),
+                                 response_channel=channels.new_result_channel(), created_at=1, expires_at=2,
+                                 origin="host", kind=kind, via="Host" if kind else None, approval=approval)
+
+    async def write(log: AuditLog) -> tuple[str, str]:
+        writer = AuditWriter(log, asyncio.get_running_loop())
+        waiting, allowed = invoke(None), invoke("approval")
+        writer.request(waiting)
+        writer.decided(allowed, "accept", content={"decision": "allow-always"}, rule_id="r-1",
+                       decision="allow-always")
+        assert log.entries() == [], "nothing is written before the batch"
+        writer.flush()
+        writer.close()
+        return waiting.response_channel, allowed.response_channel
+
+    with AuditLog(tmp_path / "audit.sqlite3", record_values=record_values) as log:
+        waiting, allowed = asyncio.run(write(log))
+        rows = {entry.channel: entry for entry in log.entries()}
+    assert rows[waiting].outcome is None
+    row = rows[allowed]
+    assert (row.outcome, row.rule_id, row.decision, row.kind, row.via, row.tool, row.window) == (
+        "accept", "r-1", "allow-always", "approval", "Host", "echo", None)
+    assert row.decided_at is not None
+    assert (row.content, row.arguments) == (({"decision": "allow-always"}, {"text": "x"}) if record_values
+                                            else (None, None))
