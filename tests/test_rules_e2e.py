@@ -6,7 +6,14 @@ import signal
 import time
 from typing import Any
 
-from consent_kit import ConsentMain, ConsentMains, consent_mains, demo, invoke_of  # noqa: F401 (fixture)
+from consent_kit import (  # noqa: F401 (consent_mains is a fixture)
+    ConsentMain,
+    ConsentMains,
+    consent_mains,
+    demo,
+    invoke_of,
+    write_consent_config,
+)
 
 DAY_MS = 24 * 3600 * 1000
 BOOKING = {"name": "Ada", "party_size": 3}
@@ -145,6 +152,16 @@ def test_a_config_rule_answers_headless_a_misfit_is_skipped_with_a_notice_and_ur
                                                        ("config-3", "config")]
     refused = main.cli("rules", "revoke", "config-1")
     assert refused.returncode == 1 and "config rule" in refused.stderr
+
+    assert main.config is not None  # the config changes: `elicitron reload` replaces its rules
+    write_consent_config(main.config, {"demo": demo()}, rules=[
+        {"server": "demo", "tool": "echo", "decision": "deny"}])
+    assert main.cli("reload").returncode == 0
+    pushed = window.expect(lambda t, b: t == "rules" and len(b["rules"]) == 1)[1]["rules"]
+    assert [(r["id"], r["kind"], r["tool"], r["decision"]) for r in pushed] == [("config-1", "tool", "echo", "deny")]
+    again = caller.call_tool("demo", "book_table", {"restaurant": "Anywhere"})
+    window.answer(invoke_of(window), "decline")  # no answer rule any more: asked
+    assert booked(caller, again)["action"] == "decline"
 
 
 def test_revoking_makes_the_next_request_ask_again_in_a_window_already_open(consent_mains: ConsentMains) -> None:
