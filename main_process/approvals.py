@@ -17,7 +17,13 @@ from main_process.config import ServerConfig
 from main_process.consent_config import ToolPolicy
 from main_process.rules import Glob
 from shared import tool_hints
-from shared.messages import APPROVAL_DECISIONS, DECISION_PROPERTY, ApprovalDecision, ApprovalInfo, ElicitationResult
+from shared.messages import (
+    APPROVAL_DECISIONS,
+    DECISION_PROPERTY,
+    ApprovalDecision,
+    ApprovalInfo,
+    ElicitationResult,
+)
 
 _ARGUMENTS_IN_MESSAGE: Final = 600  # characters of JSON arguments a v1 window shows in the message
 _DECISION_TITLES: Final = ("Allow once", "Allow for this session", "Always allow", "Deny")

@@ -31,7 +31,14 @@ from main_process.pending import PendingRequests
 from main_process.rule_store import RuleStore
 from main_process.rules import Rule, RuleBook, question_key, schema_fields
 from main_process.servers import READY_TIMEOUT_S, ManagedServer, error_reply
-from shared.errors import InvalidContentError, ProtocolError, RpcCode, RuleStoreError, UndeliverableRequestError, WireCode
+from shared.errors import (
+    InvalidContentError,
+    ProtocolError,
+    RpcCode,
+    RuleStoreError,
+    UndeliverableRequestError,
+    WireCode,
+)
 from shared.messages import (
     DECISION_PROPERTY,
     ApprovalDecision,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import msgspec
 
-from main_process.audit import safe_cell
 from main_process.audit import default_path as default_audit_path
+from main_process.audit import safe_cell
 from main_process.rule_store import RuleStore, path_beside
 from main_process.rules import CONFIG_ID_PREFIX
 from shared.connection_file import read_connection_file

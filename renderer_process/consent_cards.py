@@ -12,7 +12,6 @@ from renderer_process.approval_card import ApprovalCard, is_approval
 from renderer_process.card import FORM, ElicitationCard, UrlOpener, open_in_browser
 from shared import messages
 
-
 Card = ElicitationCard | ApprovalCard  # what the window shows; both answer through `answered`
 
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import DEMO_SERVER, ROOT, RunningMain, StderrReader, child_env, short_tmp_dir
 from wire_peer import WirePeer
 
@@ -46,11 +45,13 @@ class ConsentMain(RunningMain):
 
     def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         argv = [sys.executable, "-m", "main_process", *args, "--connection", str(self.connection)]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env(), cwd=ROOT)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env(), cwd=ROOT,
+                              check=False)
 
     def cli_plain(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         argv = [sys.executable, "-m", "main_process", *args]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env(), cwd=ROOT)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env(), cwd=ROOT,
+                              check=False)
 
     def audit(self) -> list[dict[str, Any]]:
         done = self.cli_plain("audit", "--json", "--limit", "1000")
@@ -104,10 +105,10 @@ def launch(config: Path, runtime: Path, home: Path, ready: list[str]) -> Consent
 ConsentMains = Callable[..., ConsentMain]
 
 
-@pytest.fixture
-def consent_mains(tmp_path: Path) -> Iterator[ConsentMains]:
-    """`start(servers, rules=None, ready=("demo",))` starts a main with a fresh private data dir;
-    `start.again(main)` stops it (SIGTERM) and starts a new main on the same config and data."""
+def started_mains(tmp_path: Path) -> Iterator[ConsentMains]:
+    """Body of a test module's `consent_mains` fixture. `start(servers, rules=None, ready=("demo",))`
+    starts a main with a fresh private data dir; `start.again(main)` stops it (SIGTERM) and starts a
+    new main on the same config and data. Every main is stopped at the end."""
     started: list[ConsentMain] = []
     runtimes: list[Path] = []
 

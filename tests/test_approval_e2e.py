@@ -6,11 +6,19 @@ The host is `consent_kit.WireHost`; with the gateway merged, the same tests run 
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import DEMO_SERVER
-from consent_kit import ConsentMain, ConsentMains, WireHost, consent_mains, demo, invoke_of, text_of  # noqa: F401
+from consent_kit import ConsentMain, ConsentMains, WireHost, demo, invoke_of, started_mains, text_of
+
+
+@pytest.fixture
+def consent_mains(tmp_path: Path) -> Iterator[ConsentMains]:
+    yield from started_mains(tmp_path)
+
 
 DECISIONS = ["allow-once", "allow-session", "allow-always", "deny"]
 

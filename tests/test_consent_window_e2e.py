@@ -2,9 +2,11 @@
 server: a host's call waits for the approval card, and "Remember my answer" lives in the
 Remembered panel of every window until it is revoked there."""
 
+from collections.abc import Iterator
 from pathlib import Path
 
-from consent_kit import ConsentMain, ConsentMains, WireHost, consent_mains, demo, text_of  # noqa: F401 (fixture)
+import pytest
+from consent_kit import ConsentMain, ConsentMains, WireHost, demo, started_mains, text_of
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QLabel, QPushButton
 from pytestqt.qtbot import QtBot
@@ -14,6 +16,12 @@ from renderer_process.bridge import MainBridge
 from renderer_process.card import ElicitationCard
 from renderer_process.main_window import MainWindow
 from renderer_process.screenshot import grab_widget
+
+
+@pytest.fixture
+def consent_mains(tmp_path: Path) -> Iterator[ConsentMains]:
+    yield from started_mains(tmp_path)
+
 
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 

@@ -4,16 +4,18 @@ contract-only wire peers as windows, and the CLI as a user runs it."""
 import json
 import signal
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from consent_kit import (  # noqa: F401 (consent_mains is a fixture)
-    ConsentMain,
-    ConsentMains,
-    consent_mains,
-    demo,
-    invoke_of,
-    write_consent_config,
-)
+import pytest
+from consent_kit import ConsentMain, ConsentMains, demo, invoke_of, started_mains, write_consent_config
+
+
+@pytest.fixture
+def consent_mains(tmp_path: Path) -> Iterator[ConsentMains]:
+    yield from started_mains(tmp_path)
+
 
 DAY_MS = 24 * 3600 * 1000
 BOOKING = {"name": "Ada", "party_size": 3}
@@ -218,7 +220,7 @@ def test_rules_survive_kill_9_and_session_rules_do_not_survive_a_restart(consent
 
 def invoke_of_welcome_or_next(window: Any) -> dict[str, Any]:
     """A request that was pending before `window` attached: in its welcome, or right after."""
-    topic, welcome = next(((t, b) for t, b in window.received if t == "welcome"), (None, None))
+    welcome = next((body for topic, body in window.received if topic == "welcome"), None)
     if welcome is not None and welcome["pending"]:
         pending: dict[str, Any] = welcome["pending"][0]
         return pending

@@ -17,15 +17,15 @@ times the consent layer's own code in-process (real Consent, pending requests, a
 SQLite; a stub server), the part of the difference that is not noise.
 """
 
+import asyncio
 import json
 import subprocess
-import time
-import asyncio
 import tempfile
-from statistics import mean
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from statistics import mean
 from typing import Any
 
 import zmq
@@ -228,8 +228,10 @@ async def _hook_alone(n: int) -> tuple[float, float]:
         name = "demo"
         config = StdioServerConfig(name="demo", command="x", tool_approval="ask")
         ready = True
-        listed: dict[str, Any] = {}
-        calls = 0
+
+        def __init__(self) -> None:
+            self.listed: dict[str, Any] = {}
+            self.calls = 0
 
         def call_tool(self, tool: str, arguments: dict[str, Any], origin: str | None, reply: Any) -> None:
             self.calls += 1

@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
-from main_process.app import MainApp  # noqa: E402
-from main_process.config import load_config  # noqa: E402
+from main_process.app import MainApp
+from main_process.config import load_config
 
 config, connection, mode = sys.argv[1:4]
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
