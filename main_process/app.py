@@ -19,6 +19,7 @@ from main_process.audit import default_path as default_audit_path
 from main_process.broker import ZAP_DOMAIN, Broker, Listener, ReplyTo
 from main_process.config import Config, load_config
 from main_process.consent import Consent
+from main_process.consent_config import differs_beyond_approval
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
@@ -137,11 +138,13 @@ class MainApp:
         old = self.config.servers
         added = [n for n in fresh.servers if n not in old]
         removed = [n for n in old if n not in fresh.servers]
-        changed = [n for n in fresh.servers if n in old and fresh.servers[n] != old[n]]
-        unchanged = [n for n in fresh.servers if n in old and fresh.servers[n] == old[n]]
+        changed = [n for n in fresh.servers if n in old and differs_beyond_approval(fresh.servers[n], old[n])]
+        unchanged = [n for n in fresh.servers if n in old and n not in changed]
         self.config = fresh
         if self.consent is not None:
             self.consent.set_config_rules(fresh.rules)
+        for name in unchanged:  # a new toolApproval takes effect without a restart
+            self.servers[name].config = fresh.servers[name]
         for name in removed + changed:
             await self.servers[name].stop()
             del self.servers[name]

@@ -17,8 +17,9 @@ Top level, `"elicitron": {"rules": [...]}`, each rule one of:
 Config rules get the ids `config-1`, `config-2`, … in file order.
 """
 
+import dataclasses
 import time
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, Protocol, cast
 
 from main_process.rules import CONFIG_ID_PREFIX, Rule
 from shared.errors import ConfigError
@@ -44,6 +45,18 @@ def parse_tool_approval(where: str, entry: dict[str, Any]) -> tuple[ToolPolicy, 
             raise ConfigError(f"{where}: toolApprovalOverrides[{tool!r}] must be one of "
                               f"{', '.join(map(repr, OVERRIDE_POLICIES))}")
     return cast(ToolPolicy, policy), tuple(overrides.items())
+
+
+class _WithApproval(Protocol):
+    tool_approval: ToolPolicy
+    tool_approval_overrides: tuple[tuple[str, str], ...]
+
+
+def differs_beyond_approval[C: _WithApproval](new: C, old: C) -> bool:
+    """Whether a reloaded server entry changed in anything but its approval keys (which apply
+    without restarting the server)."""
+    return dataclasses.replace(new, tool_approval=old.tool_approval,  # type: ignore[type-var]
+                               tool_approval_overrides=old.tool_approval_overrides) != old
 
 
 def parse_rules(value: Any, source: str) -> tuple[Rule, ...]:

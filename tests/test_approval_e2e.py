@@ -12,7 +12,16 @@ from typing import Any
 
 import pytest
 from conftest import DEMO_SERVER
-from consent_kit import ConsentMain, ConsentMains, WireHost, demo, invoke_of, started_mains, text_of
+from consent_kit import (
+    ConsentMain,
+    ConsentMains,
+    WireHost,
+    demo,
+    invoke_of,
+    started_mains,
+    text_of,
+    write_consent_config,
+)
 
 
 @pytest.fixture
@@ -163,6 +172,14 @@ def test_an_unanswered_approval_expires_as_a_deny(consent_mains: ConsentMains) -
     result = host.result(call)
     assert result["isError"] is True and text_of(result).startswith("Nobody answered the approval request")
     assert window.expect_topic("msgElicitationTransferDismiss")["reason"] == "expired"
+
+    # A new toolApproval applies on reload without restarting the server.
+    assert main.config is not None
+    write_consent_config(main.config, {"demo": demo(toolApproval="deny", elicitationTimeoutSeconds=1)})
+    reload = main.cli("reload")
+    assert reload.returncode == 0 and "unchanged  demo" in reload.stdout, reload.stdout + reload.stderr
+    denied = host.result(host.call("demo", "echo", {"text": "after reload"}))
+    assert denied["isError"] is True and "toolApproval" in text_of(denied)
 
 
 def test_a_rule_revoked_while_a_call_waits_for_its_server_is_not_applied(consent_mains: ConsentMains,
