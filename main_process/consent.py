@@ -163,7 +163,7 @@ class Consent:
                 continue
             answer = self._replay(rule, request.server, params)
             if answer is not None:
-                logger.info("rule %s answered %s's request with %s", rule.id, request.server, answer.action)
+                logger.debug("rule %s answered %s's request with %s", rule.id, request.server, answer.action)
                 return rule.id, answer
         return None
 

@@ -188,21 +188,26 @@ def test_revoking_makes_the_next_request_ask_again_in_a_window_already_open(cons
     assert unknown.returncode == 1 and "no such rule" in unknown.stderr
 
 
-def test_rules_survive_kill_9_and_session_rules_do_not_survive_a_restart(consent_mains: ConsentMains) -> None:
+def test_rules_survive_kill_9_can_be_revoked_with_main_down_and_session_rules_end_with_main(
+        consent_mains: ConsentMains) -> None:
     main = consent_mains({"demo": demo()})
     window = main.peer()
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
-    for message, scope in (("Kept?", "always"), ("Until?", "until"), ("Session?", "session")):
+    for message, scope in (("Kept?", "always"), ("Until?", "until"), ("Gone?", "always"), ("Session?", "session")):
         call = window.call_tool("demo", "ask", {"message": message, "schema": schema})
         until = int(time.time() * 1000) + DAY_MS if scope == "until" else None
         remember(invoke_of(window), window, "accept", scope, until=until, content={"ok": True})
         booked(window, call)
-    assert len(main.rules()) == 3
+    assert len(main.rules()) == 4
     main.proc.send_signal(signal.SIGKILL)
     main.proc.wait(timeout=10)
-    offline = main.cli("rules", "--json")
+
+    offline = main.cli("rules", "--json")  # no main: the store itself
     assert offline.returncode == 0 and "not running" in offline.stderr
-    assert sorted(r["scope"] for r in json.loads(offline.stdout)) == ["always", "until"]
+    stored = {r["message"]: r for r in json.loads(offline.stdout)}
+    assert {m: r["scope"] for m, r in stored.items()} == {"Kept?": "always", "Until?": "until", "Gone?": "always"}
+    revoked = main.cli("rules", "revoke", stored["Gone?"]["id"])
+    assert revoked.returncode == 0 and revoked.stdout.strip() == f"revoked {stored['Gone?']['id']}"
 
     restarted: ConsentMain = consent_mains.again(main)  # type: ignore[attr-defined]
     caller = restarted.peer(name="cli", role="controller")  # no window attached
@@ -215,6 +220,9 @@ def test_rules_survive_kill_9_and_session_rules_do_not_survive_a_restart(consent
     assert invoke["request"]["params"]["message"] == "Session?"
     window.answer(invoke, "decline")
     assert booked(caller, asked)["action"] == "decline"
+    gone = caller.call_tool("demo", "ask", {"message": "Gone?", "schema": schema})
+    window.answer(invoke_of(window), "decline")
+    assert booked(caller, gone)["action"] == "decline"
     assert restarted.rules_path.stat().st_mode & 0o777 == 0o600
 
 
