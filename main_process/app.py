@@ -18,9 +18,12 @@ from main_process.audit import AuditLog
 from main_process.audit import default_path as default_audit_path
 from main_process.broker import ZAP_DOMAIN, Broker, Listener, ReplyTo
 from main_process.config import Config, load_config
+from main_process.consent import Consent
+from main_process.consent_config import differs_beyond_approval
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
+from main_process.rule_store import RuleStore, path_beside
 from main_process.servers import ManagedServer, error_reply
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES
@@ -38,6 +41,8 @@ from shared.messages import (
     ChannelReply,
     McpRequest,
     ReloadReport,
+    RevokeReport,
+    RevokeRules,
     ServerControl,
     ServerControlReport,
     ServerInfo,
@@ -63,6 +68,7 @@ class MainApp:
         auto_open_window: bool = False,
         listen: str | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        rules: bool = True,
     ) -> None:
         self.config = config
         self.connection_path = connection_path
@@ -75,6 +81,10 @@ class MainApp:
         self._last_auto_open = float("-inf")
         self.servers: dict[str, ManagedServer] = {}
         self.broker: Broker | None = None
+        # The consent layer (rules, remembered answers, tool approval); rules=False runs main
+        # without it (the bench's baseline).
+        self.rules_path: Path | None = path_beside(self.audit_path) if rules else None
+        self.consent: Consent | None = None
 
     # ---- BrokerHost --------------------------------------------------------------------
 
@@ -86,7 +96,20 @@ class MainApp:
         if server is None:
             reply(self._unknown_server(request.server))
             return
+        if self.consent is not None and self.broker is not None:
+            caller = self.broker.peer_by_window(origin)
+            if caller is not None and caller.role == "host":  # only hosts' calls are approved
+                self.consent.call_from_host(server, request, caller, reply)
+                return
         server.call_tool(request.tool, request.arguments, origin, reply)
+
+    def rules_report(self) -> ChannelReply:
+        return self.consent.rules_report() if self.consent is not None else ChannelReply(rules=[])
+
+    def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
+        if self.consent is None:
+            return ChannelReply(revoked=RevokeReport(revoked=[], refused=["this main runs without rules"]))
+        return self.consent.revoke_rules(request, by)
 
     def mcp_request(self, request: McpRequest, reply: ReplyTo) -> None:
         server = self.servers.get(request.server)
@@ -117,9 +140,13 @@ class MainApp:
         old = self.config.servers
         added = [n for n in fresh.servers if n not in old]
         removed = [n for n in old if n not in fresh.servers]
-        changed = [n for n in fresh.servers if n in old and fresh.servers[n] != old[n]]
-        unchanged = [n for n in fresh.servers if n in old and fresh.servers[n] == old[n]]
+        changed = [n for n in fresh.servers if n in old and differs_beyond_approval(fresh.servers[n], old[n])]
+        unchanged = [n for n in fresh.servers if n in old and n not in changed]
         self.config = fresh
+        if self.consent is not None:
+            self.consent.set_config_rules(fresh.rules)
+        for name in unchanged:  # a new toolApproval takes effect without a restart
+            self.servers[name].config = fresh.servers[name]
         for name in removed + changed:
             await self.servers[name].stop()
             del self.servers[name]
@@ -217,6 +244,9 @@ class MainApp:
         for name, server_config in self.config.servers.items():
             self.servers[name] = ManagedServer(server_config, broker, self.log_dir)
         broker.start()
+        if self.rules_path is not None:
+            self.consent = Consent(broker, RuleStore(self.rules_path), self.config.rules, loop)
+            broker.pending.rules = self.consent
         write_connection_file(self.connection_path, ConnectionInfo(
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
             remote_endpoint=remote.endpoint if remote else None,
@@ -232,6 +262,8 @@ class MainApp:
             remove_connection_file(self.connection_path, token)
             await asyncio.gather(*(server.stop() for server in self.servers.values()))
             await broker.close()
+            if self.consent is not None:
+                self.consent.close()
             if authenticator is not None:
                 authenticator.stop()
             audit.close()

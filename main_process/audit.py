@@ -36,7 +36,7 @@ import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal, Self, get_args
+from typing import Any, Final, Literal, NamedTuple, Self, get_args
 
 import msgspec
 import platformdirs
@@ -51,7 +51,7 @@ Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server
 OUTCOMES: Final[frozenset[str]] = frozenset(get_args(Outcome))
 PENDING: Final = "pending"  # the key `counts()` uses for rows without an outcome yet
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # 0 -> 1
     (
@@ -83,12 +83,16 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "ALTER TABLE elicitations ADD COLUMN rule_id TEXT",  # answered by this rule, not by a window
         "ALTER TABLE elicitations ADD COLUMN arguments TEXT",  # approvals: JSON, only with record_values
     ),
+    # 2 -> 3: what an approval decided, kept without record_values (it is the outcome, not a value)
+    (
+        "ALTER TABLE elicitations ADD COLUMN decision TEXT",  # allow-once | allow-session | allow-always | deny
+    ),
 )
 assert len(_MIGRATIONS) == SCHEMA_VERSION
 
 _REQUEST_COLUMNS: Final = ("channel, server, mode, message, fields, url, origin_window, created_at, expires_at, "
                            "kind, via, tool, arguments")
-_COLUMNS: Final = _REQUEST_COLUMNS + ", outcome, answer_window, decided_at, content, rule_id"
+_COLUMNS: Final = _REQUEST_COLUMNS + ", outcome, answer_window, decided_at, content, rule_id, decision"
 _ERROR_INTERVAL_S: Final = 60.0
 
 
@@ -118,10 +122,22 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     tool: str | None = None  # approvals: the tool asked about
     arguments: dict[str, Any] | None = None  # approvals, only with record_values=True
     rule_id: str | None = None  # answered by this rule rather than by a window
+    decision: str | None = None  # approvals: allow-once | allow-session | allow-always | deny
 
     @property
     def status(self) -> str:
         return self.outcome or PENDING
+
+
+class Decided(NamedTuple):
+    """A request decided the moment it was made (a rule answered it), written as one full row."""
+
+    invoke: ElicitationInvoke
+    outcome: str
+    decided_at: int  # epoch ms
+    content: dict[str, Any] | None = None
+    rule_id: str | None = None
+    decision: str | None = None
 
 
 class AuditLog:
@@ -155,14 +171,21 @@ class AuditLog:
         """Insert the row for a new request (outcome NULL). True once committed, False on failure."""
         return self.record_requests((invoke,))
 
-    def record_requests(self, invokes: Sequence[ElicitationInvoke]) -> bool:
-        """Insert the rows for new requests (outcome NULL) in one transaction. True once committed."""
+    def record_requests(self, invokes: Sequence[ElicitationInvoke], decided: Sequence[Decided] = ()) -> bool:
+        """Insert the rows for new requests (outcome NULL), and the full rows of requests `decided`
+        as they were made, in one transaction. True once committed."""
         rows = [self._request_row(invoke) for invoke in invokes]
+        full = [(*self._request_row(d.invoke), d.outcome, None, d.decided_at,
+                 self._values_json(d.invoke.response_channel, d.content) if d.outcome == "accept" else None,
+                 d.rule_id, d.decision) for d in decided]
         with self._lock:
             try:
                 conn = self._writable()
                 conn.execute("BEGIN")
                 try:
+                    if full:
+                        conn.executemany(f"INSERT INTO elicitations ({_COLUMNS}) VALUES ({_marks(_COLUMNS)}) "
+                                         "ON CONFLICT (channel) DO NOTHING", full)
                     # A repeat of the same channel refreshes the request columns and keeps any outcome.
                     conn.executemany(
                         f"INSERT INTO elicitations ({_REQUEST_COLUMNS}) VALUES ({_marks(_REQUEST_COLUMNS)}) "
@@ -184,11 +207,12 @@ class AuditLog:
 
     def record_outcome(self, channel: str, outcome: str, *, window: str | None = None,
                        content: dict[str, Any] | None = None, request: ElicitationInvoke | None = None,
-                       rule_id: str | None = None) -> bool:
+                       rule_id: str | None = None, decision: str | None = None) -> bool:
         """Decide a row once; True only after the outcome is committed to disk.
 
         `outcome` is one of `OUTCOMES`. `content` is stored only for "accept" and only with
-        `record_values=True`. `rule_id` names the rule that answered instead of a window.
+        `record_values=True`. `rule_id` names the rule that answered instead of a window;
+        `decision` is an approval's decision.
         The first outcome of a channel wins: a later one returns False.
         With `request` (not yet recorded), request and outcome are written in one statement.
         A channel without a request row still gets a row (server and mode ''), so no decision is lost.
@@ -206,14 +230,15 @@ class AuditLog:
                         f"INSERT INTO elicitations ({_COLUMNS}) VALUES ({_marks(_COLUMNS)}) "
                         "ON CONFLICT (channel) DO UPDATE SET outcome = excluded.outcome, "
                         "answer_window = excluded.answer_window, decided_at = excluded.decided_at, "
-                        "content = excluded.content, rule_id = excluded.rule_id WHERE elicitations.outcome IS NULL",
-                        (*self._request_row(request), outcome, window, decided_at, stored, rule_id),
+                        "content = excluded.content, rule_id = excluded.rule_id, decision = excluded.decision "
+                        "WHERE elicitations.outcome IS NULL",
+                        (*self._request_row(request), outcome, window, decided_at, stored, rule_id, decision),
                     ).rowcount
                 else:
                     updated = conn.execute(
                         "UPDATE elicitations SET outcome = ?, answer_window = ?, decided_at = ?, content = ?, "
-                        "rule_id = ? WHERE channel = ? AND outcome IS NULL",
-                        (outcome, window, decided_at, stored, rule_id, channel),
+                        "rule_id = ?, decision = ? WHERE channel = ? AND outcome IS NULL",
+                        (outcome, window, decided_at, stored, rule_id, decision, channel),
                     ).rowcount
                 if updated == 0 and not self._insert_orphan_outcome(conn, channel, outcome, window,
                                                                     decided_at, stored):
@@ -449,13 +474,13 @@ def _marks(columns: str) -> str:
 
 def _entry(row: tuple[Any, ...]) -> AuditEntry:
     (channel, server, mode, message, fields, url, origin, created_at, expires_at, kind, via, tool, arguments,
-     outcome, window, decided_at, content, rule_id) = row
+     outcome, window, decided_at, content, rule_id, decision) = row
     return AuditEntry(
         channel=channel, server=server, mode=mode, message=message,
         fields=_decode(fields, list[str]), url=url, origin=origin, created_at=created_at,
         expires_at=expires_at, outcome=outcome, window=window, decided_at=decided_at,
         content=_decode(content, dict[str, Any]), kind=kind, via=via, tool=tool,
-        arguments=_decode(arguments, dict[str, Any]), rule_id=rule_id,
+        arguments=_decode(arguments, dict[str, Any]), rule_id=rule_id, decision=decision,
     )
 
 
@@ -496,15 +521,19 @@ def format_entries(entries: Sequence[AuditEntry]) -> str:
     rows = [header]
     for entry in entries:
         asked = entry.url if entry.mode == "url" else ", ".join(entry.fields or [])
+        if entry.tool is not None:
+            asked = f"{entry.via or 'a host'} calls {entry.tool}"
         by = "…" + entry.window[-8:] if entry.window and len(entry.window) > 9 else entry.window or ""
+        if entry.rule_id is not None:
+            by = f"rule {entry.rule_id}"
         rows.append((
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.created_at / 1000)),
-            _cell(entry.server or "?", _WIDTHS["SERVER"]),
+            safe_cell(entry.server or "?", _WIDTHS["SERVER"]),
             entry.mode or "?",
-            entry.status,
+            entry.decision or entry.status,
             by,
-            _cell(asked or "", _WIDTHS["ASKED"]),
-            _cell(entry.message, _WIDTHS["MESSAGE"]),
+            safe_cell(asked or "", _WIDTHS["ASKED"]),
+            safe_cell(entry.message, _WIDTHS["MESSAGE"]),
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join(
@@ -512,7 +541,8 @@ def format_entries(entries: Sequence[AuditEntry]) -> str:
     )
 
 
-def _cell(text: str, width: int) -> str:
+def safe_cell(text: str, width: int) -> str:
+    """`text` on one terminal line of at most `width` characters (control and format characters out)."""
     safe = "".join(
         " " if unicodedata.category(ch) == "Cc" else "" if unicodedata.category(ch) == "Cf" else ch
         for ch in text

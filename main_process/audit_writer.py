@@ -6,6 +6,10 @@
 - An outcome is committed right there on the loop (`outcome`), before the caller hands the answer
   to the server. Under WAL + synchronous=NORMAL a commit is a write to the WAL, no fsync (~20 us
   here), cheaper than a hand-off to a thread and back, which cost ~270 us per answer.
+- A request a rule decided before it opened (a host's call an "Always allow" let through) is one
+  full row (`decided`), batched like request rows: the decision itself is on disk already (the
+  config, the rule store, or the audited answer that allowed it for the session), so nobody waits
+  on the disk for it; a SIGKILL can lose such rows of the last REQUEST_ROW_DELAY_S.
 - Checkpoints are the only step that fsyncs (a few ms). They run on one helper thread with their
   own connection, never on the loop, once CHECKPOINT_EVERY commits have gathered.
 SIGKILL of main loses no decided outcome; at most the rows of requests younger than
@@ -14,10 +18,11 @@ REQUEST_ROW_DELAY_S that nobody had answered yet.
 
 import asyncio
 import logging
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
-from main_process.audit import AuditLog
+from main_process.audit import AuditLog, Decided
 from shared.messages import ElicitationInvoke
 
 logger = logging.getLogger(__name__)
@@ -33,6 +38,7 @@ class AuditWriter:
         self.log = log
         self._loop = loop
         self._queued: dict[str, ElicitationInvoke] = {}
+        self._decided: list[Decided] = []
         self._flush_scheduled = False
         self._commits_since_checkpoint = 0
         self._checkpointer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-checkpoint")
@@ -41,26 +47,40 @@ class AuditWriter:
     def request(self, invoke: ElicitationInvoke) -> None:
         """Write the request's row within REQUEST_ROW_DELAY_S, or with its outcome if sooner."""
         self._queued[invoke.response_channel] = invoke
+        self._schedule_flush()
+
+    def decided(self, invoke: ElicitationInvoke, outcome: str, *, content: dict[str, Any] | None = None,
+                rule_id: str | None = None, decision: str | None = None) -> None:
+        """Write the full row of a request decided as it was made within REQUEST_ROW_DELAY_S."""
+        self._decided.append(Decided(invoke, outcome, time.time_ns() // 1_000_000, content, rule_id, decision))
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_later(REQUEST_ROW_DELAY_S, self.flush)
 
     def outcome(self, channel: str, outcome: str, *, window: str | None = None,
-                content: dict[str, Any] | None = None, rule_id: str | None = None) -> bool:
+                content: dict[str, Any] | None = None, rule_id: str | None = None,
+                decision: str | None = None) -> bool:
         """Commit the outcome now (with its request row if that is still queued); True once on disk."""
         request = self._queued.pop(channel, None)
         written = self.log.record_outcome(channel, outcome, window=window, content=content, request=request,
-                                          rule_id=rule_id)
+                                          rule_id=rule_id, decision=decision)
         self._committed()
         return written
 
     def flush(self) -> None:
         self._flush_scheduled = False
-        if not self._queued:
+        if not self._queued and not self._decided:
             return
         invokes = list(self._queued.values())
+        decided, self._decided = self._decided, []
         self._queued.clear()
-        self.log.record_requests(invokes)
+        if decided:
+            self.log.record_requests(invokes, decided)
+        else:
+            self.log.record_requests(invokes)
         self._committed()
 
     def close(self) -> None:

@@ -51,6 +51,10 @@ from shared.messages import (
     PeerInfo,
     PeersUpdate,
     Reload,
+    RevokeRules,
+    RuleInfo,
+    RulesRequest,
+    RulesUpdate,
     ServerControl,
     ServerInfo,
     ServerPolicy,
@@ -67,6 +71,7 @@ logger = logging.getLogger(__name__)
 _RESERVED_TOPICS: Final = frozenset({
     channels.WELCOME, channels.HEARTBEAT, channels.INVOKE, channels.DISMISS,
     channels.COMPLETE, channels.SERVERS, channels.ERROR, channels.PEERS, channels.NOTICE,
+    channels.RULES_UPDATE,
 })
 ZAP_DOMAIN: Final = b"elicitron"  # tcp listeners authenticate CURVE clients in this ZAP domain
 # Plain ints: the enum arithmetic of zmq.EVENTS & zmq.POLLIN costs ~1 us per check on the hot path.
@@ -111,6 +116,12 @@ class BrokerHost(Protocol):
 
     def no_window_attached(self) -> None:
         """An elicitation arrived and no renderer is attached (auto-open hook)."""
+
+    def rules_report(self) -> ChannelReply:
+        """Every rule (`ChannelReply.rules`), for msgRules."""
+
+    def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
+        """Revoke rules (`ChannelReply.revoked`), for msgRevokeRules."""
 
 
 @dataclass(frozen=True)
@@ -256,6 +267,16 @@ class Broker:
         notice = Notice(level=level, message=message, server=server)  # type: ignore[arg-type]
         self._broadcast(self._peers_all(), encode(channels.NOTICE, notice))
 
+    def publish_rules(self, rules: list[RuleInfo]) -> None:
+        """Extension `rules`: every rule, to every window."""
+        self._broadcast(self._peers.renderers(), encode(channels.RULES_UPDATE, RulesUpdate(rules=rules)))
+
+    def peer(self, routing_id: bytes) -> Peer | None:
+        return self._peers.get(routing_id)
+
+    def peer_by_window(self, window: str) -> Peer | None:
+        return self._peers.by_window(window)
+
     def renderer_count(self) -> int:
         return len(self._peers.renderers())
 
@@ -375,6 +396,11 @@ class Broker:
                 self._host.request_shutdown()
             case Bye():
                 self._detach(peer, "said bye")
+            case RulesRequest():
+                self._replier(peer, topic, body.response_channel)(self._host.rules_report())
+            case RevokeRules():
+                reply = self._replier(peer, topic, body.response_channel)
+                reply(self._host.revoke_rules(body, peer.name or peer.window))
 
     def _replier(self, peer: Peer, topic: str, channel: str) -> ReplyTo:
         """How to answer on a peer's response channel; refuses a channel it could confuse."""

@@ -11,6 +11,7 @@
     call     call a tool through main
     auth     sign-in to a remote server: status, login, logout
     audit    the audit log
+    rules    remembered answers, tool approvals, config rules; revoke them (rules_cli)
 
 Each command imports only what it needs (`mcp` for `main` alone, Qt never: windows are their own
 process), so a command that only talks to main starts fast.
@@ -150,6 +151,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("server")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_auth)
+    from main_process import rules_cli
+
+    rules_cli.add_parser(sub, with_connection)
     return parser
 
 

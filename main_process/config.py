@@ -9,12 +9,14 @@ a -32042 error, how long to wait for the server's completion notice before retry
 fails with an error instead of waiting forever; `protocolMode` ("auto", the default, or "legacy" to
 force the pre-2026 initialize handshake for a server that mishandles discovery); `maxRequestBytes`
 (default 2 MiB, at most 16 MiB): a request larger than this once encoded for the windows is refused
-with -32602 and a notice instead of being shown.
+with -32602 and a notice instead of being shown. `toolApproval`, `toolApprovalOverrides` and the
+top-level `elicitron.rules`: see `consent_config`.
 
 Every time is at most MAX_TIMEOUT_S (7 days); a key given twice in one object is an error, not
 "the last one wins".
 """
 
+import dataclasses
 import json
 import logging
 import math
@@ -25,8 +27,10 @@ from typing import Any
 
 import platformdirs
 
+from main_process.consent_config import ToolPolicy, parse_rules, parse_tool_approval
 from main_process.oauth.settings import OAuthSettings, parse_oauth
 from main_process.pending import DEFAULT_MAX_REQUEST_BYTES
+from main_process.rules import Rule
 from shared.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -52,6 +56,8 @@ class ServerLimits:
     tool_timeout_s: float = DEFAULT_ELICITATION_TIMEOUT_S + 300
     protocol_mode: str = "auto"
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    tool_approval: ToolPolicy = "allow"  # hosts' tool calls (consent_config)
+    tool_approval_overrides: tuple[tuple[str, str], ...] = ()  # (tool glob, policy), first match wins
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,6 +87,7 @@ class Config:
     path: Path | None = None  # the file it came from, re-read by `elicitron reload`
     audit_values: bool = False  # top-level {"elicitron": {"auditValues": true}} opts in
     auto_open_window: bool | None = None  # {"elicitron": {"autoOpenWindow": …}}; None = CLI default
+    rules: tuple[Rule, ...] = ()  # {"elicitron": {"rules": [...]}} (consent_config)
 
 
 def default_config_path() -> Path:
@@ -112,8 +119,7 @@ def load_config(path: Path | None) -> Config:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
     config = parse_config(data, str(path))
-    return Config(servers=config.servers, source=config.source, path=path, audit_values=config.audit_values,
-                  auto_open_window=config.auto_open_window)
+    return dataclasses.replace(config, path=path)
 
 
 def parse_config(data: Any, source: str) -> Config:
@@ -129,7 +135,9 @@ def parse_config(data: Any, source: str) -> Config:
     auto_open = options.get("autoOpenWindow")
     if not isinstance(audit_values, bool) or not isinstance(auto_open, bool | None):
         raise ConfigError(f"{source}: elicitron.auditValues and elicitron.autoOpenWindow must be true or false")
-    return Config(servers=servers, source=source, audit_values=audit_values, auto_open_window=auto_open)
+    rules = parse_rules(options.get("rules", []), source)
+    return Config(servers=servers, source=source, audit_values=audit_values, auto_open_window=auto_open,
+                  rules=rules)
 
 
 def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
@@ -148,6 +156,7 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
         "max_request_bytes": _whole(where, entry, "maxRequestBytes", DEFAULT_MAX_REQUEST_BYTES, MIN_REQUEST_BYTES,
                                     MAX_REQUEST_BYTES),
     }
+    limits["tool_approval"], limits["tool_approval_overrides"] = parse_tool_approval(where, entry)
     limits["tool_timeout_s"] = _seconds(where, entry, "toolTimeoutSeconds",
                                         min(limits["elicitation_timeout_s"] + 300, MAX_TIMEOUT_S))
     if limits["protocol_mode"] not in ("auto", "legacy"):

@@ -21,6 +21,10 @@ from shared.messages import (
     Heartbeat,
     Hello,
     Reload,
+    RevokeReport,
+    RevokeRules,
+    RuleInfo,
+    RulesRequest,
     ServerControl,
     Shutdown,
     StatusReport,
@@ -31,8 +35,8 @@ from shared.messages import (
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_S = 1.0  # contract: a peer silent for 1 s sends a heartbeat
-_REQUEST_TOPICS = (channels.CALL_TOOL, channels.STATUS, channels.SERVER_CONTROL, channels.RELOAD, channels.MCP_REQUEST,
-                   channels.AUTH)
+_REQUEST_TOPICS = (channels.CALL_TOOL, channels.STATUS, channels.SERVER_CONTROL, channels.RELOAD,
+                   channels.MCP_REQUEST, channels.AUTH, channels.RULES, channels.REVOKE_RULES)
 
 
 class Controller:
@@ -108,6 +112,24 @@ class Controller:
         channel = "reload-" + channels.new_uuid7()
         self._send(channels.RELOAD, Reload(response_channel=channel))
         return self._wait_reply(channel, timeout_s)
+
+    def rules(self, timeout_s: float = 5.0) -> list[RuleInfo]:
+        channel = "rules-" + channels.new_uuid7()
+        self._send(channels.RULES, RulesRequest(response_channel=channel))
+        reply = self._wait_reply(channel, timeout_s)
+        if reply.rules is None:
+            raise MainUnreachableError("main sent no rules")
+        return reply.rules
+
+    def revoke_rules(self, ids: list[str], revoke_all: bool, server: str | None,
+                     timeout_s: float = 5.0) -> RevokeReport:
+        channel = "revoke-" + channels.new_uuid7()
+        self._send(channels.REVOKE_RULES, RevokeRules(response_channel=channel, ids=ids, revoke_all=revoke_all,
+                                                      server=server))
+        reply = self._wait_reply(channel, timeout_s)
+        if reply.revoked is None:
+            raise MainUnreachableError("main sent no revoke report")
+        return reply.revoked
 
     def shutdown(self) -> None:
         self._send(channels.SHUTDOWN, Shutdown())

@@ -21,6 +21,7 @@ from mcp_types import (
     ElicitResult,
     InputRequiredResult,
     TextContent,
+    ToolAnnotations,
 )
 
 MODERN_ERA = "2026-07-28"
@@ -138,10 +139,16 @@ async def hang() -> str:
     return "unreachable"
 
 
-@app.tool()
+@app.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
 def echo(text: str) -> str:
     """Return the text unchanged (no elicitation)."""
     return text
+
+
+@app.tool(title="Cancel a booking", annotations=ToolAnnotations(destructiveHint=True, openWorldHint=False))
+def cancel_booking(restaurant: str = "Chez MCP") -> str:
+    """Cancel a booking (pretend; annotated destructive, for tool approval's ask-destructive)."""
+    return f"cancelled the booking at {restaurant}"
 
 
 def _serve_http(port: int) -> None:

@@ -38,6 +38,7 @@ class PeerTable:
     def __init__(self, max_peers: int = DEFAULT_MAX_PEERS) -> None:
         self.max_peers = max_peers
         self._peers: dict[bytes, Peer] = {}
+        self._by_window: dict[str, Peer] = {}
 
     def attach(self, peer: Peer) -> list[Peer]:
         """Add `peer`; returns the peers it replaces (same window on another connection).
@@ -47,11 +48,22 @@ class PeerTable:
             raise ProtocolError(WireCode.TOO_MANY_PEERS, f"main has its limit of {self.max_peers} attached peers")
         for old in replaced:
             del self._peers[old.routing_id]
+        earlier = self._peers.get(peer.routing_id)  # a second hello on the same connection
+        if earlier is not None and self._by_window.get(earlier.window) is earlier:
+            del self._by_window[earlier.window]
         self._peers[peer.routing_id] = peer
+        self._by_window[peer.window] = peer
         return replaced
 
     def detach(self, routing_id: bytes) -> Peer | None:
-        return self._peers.pop(routing_id, None)
+        peer = self._peers.pop(routing_id, None)
+        if peer is not None and self._by_window.get(peer.window) is peer:
+            del self._by_window[peer.window]
+        return peer
+
+    def by_window(self, window: str) -> Peer | None:
+        """The attached peer that said hello as `window` (ids are unique among attached peers)."""
+        return self._by_window.get(window)
 
     def get(self, routing_id: bytes) -> Peer | None:
         return self._peers.get(routing_id)

@@ -13,6 +13,11 @@ hand the asker its answer. Kinds of request (a server's elicitation, later a too
 a program's question) differ only in who asks and what `resolve` does with the answer.
 
 The broker owns the sockets and implements `Outbox`; tests drive this class with a list.
+
+Rules (`rules`, a `RuleHook`, set by main when it has a consent layer) answer before any window:
+`ask` consults them and a request a rule answers never opens (it is only audited, with the rule's
+id); `close_by_rule` answers an open one when a new rule covers it. After each window's answer
+the hook sees it (to remember it, or to keep an approval's "allow for this session").
 """
 
 import asyncio
@@ -28,6 +33,7 @@ from shared import channels
 from shared.codec import decode_peer_body, encode, encode_request
 from shared.errors import InvalidContentError, ProtocolError, UndeliverableRequestError, WireCode
 from shared.messages import (
+    DECISION_PROPERTY,
     ApprovalInfo,
     AskerInfo,
     DismissReason,
@@ -36,6 +42,7 @@ from shared.messages import (
     ElicitationRequest,
     ElicitationResult,
     PendingSummary,
+    Remember,
     RequestKind,
     SignInInfo,
 )
@@ -52,6 +59,20 @@ MAX_PENDING_BYTES: Final = 256 << 20  # all open requests together; past it new 
 WELCOME_PENDING_BYTES: Final = 8 << 20  # invokes carried inside one welcome; the rest follow it
 _REMEMBERED_CLOSED_CHANNELS: Final = 50_000
 _SUMMARY_MESSAGE_CHARS: Final = 200
+
+
+class RuleHook(Protocol):
+    """What the lifecycle needs from the consent layer (main_process/consent.py)."""
+
+    def answer_for(self, request: ElicitationRequest) -> tuple[str, ElicitationResult] | None:
+        """(rule id, answer) when a rule answers this request now; None to ask the windows."""
+
+    def check_remember(self, invoke: ElicitationInvoke, result: ElicitationResult) -> None:
+        """Raise ProtocolError for a `remember` main cannot keep (before the answer is taken)."""
+
+    def answered(self, invoke: ElicitationInvoke, answer: ElicitationResult, remember: Remember | None,
+                 routing_id: bytes, window: str) -> None:
+        """A window's answer was taken (and handed to the asker)."""
 
 
 class Outbox(Protocol):
@@ -109,6 +130,7 @@ class PendingRequests:
         self._open: dict[str, PendingRequest] = {}
         self._open_bytes = 0
         self._closed: OrderedDict[str, str] = OrderedDict()
+        self.rules: RuleHook | None = None
 
     # ---- opening -----------------------------------------------------------------------
 
@@ -178,6 +200,12 @@ class PendingRequests:
 
         When the caller is cancelled, the request closes with `cancel_reason()`: whether the
         server withdrew it or its connection went away."""
+        if self.rules is not None:
+            ruled = self.rules.answer_for(request)
+            if ruled is not None:
+                rule_id, result = ruled
+                self.record_by_rule(request, result, rule_id, origin=origin, timeout_s=timeout_s)
+                return result
         answer: asyncio.Future[ElicitationResult] = self._loop.create_future()
 
         def resolve(result: ElicitationResult) -> None:
@@ -214,7 +242,41 @@ class PendingRequests:
                 validate_content(pending.invoke.request.params.get("requestedSchema", {}), content)
             except InvalidContentError as exc:
                 raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
-        self._close(pending, result.action, ElicitationResult(action=result.action, content=content), by=window)
+        if result.remember is not None and self.rules is not None:
+            self.rules.check_remember(pending.invoke, result)
+        answer = ElicitationResult(action=result.action, content=content)
+        self._close(pending, result.action, answer, by=window)
+        if self.rules is not None:
+            self.rules.answered(pending.invoke, answer, result.remember, routing_id, window)
+
+    # ---- answered by a rule -------------------------------------------------------------
+
+    def close_by_rule(self, pending: PendingRequest, answer: ElicitationResult, rule_id: str) -> None:
+        """A new rule answers a request that is already open: dismissed everywhere, audited with
+        the rule's id, its asker answered."""
+        if self._open.get(pending.channel) is pending:
+            self._close(pending, answer.action, answer, by=None, rule_id=rule_id)
+
+    def record_by_rule(self, request: ElicitationRequest, answer: ElicitationResult, rule_id: str, *,
+                       origin: str | None, timeout_s: float, kind: RequestKind | None = None,
+                       via: str | None = None, approval: ApprovalInfo | None = None, batched: bool = False) -> None:
+        """Audit a request a rule answered before it opened: one row, request and outcome committed
+        together before the caller hands the answer on (`batched`: with the next batch of rows,
+        within 20 ms, for decisions that are on disk already as the rule). Nothing is sent to any
+        window."""
+        if self._audit is None:
+            return
+        now_ms = time.time_ns() // 1_000_000
+        invoke = ElicitationInvoke(request=request, response_channel=channels.new_result_channel(),
+                                   created_at=now_ms, expires_at=now_ms + int(timeout_s * 1000), origin=origin,
+                                   kind=kind, via=via, approval=approval)
+        if batched:
+            self._audit.decided(invoke, answer.action, content=answer.content, rule_id=rule_id,
+                                decision=_decision(invoke, answer))
+            return
+        self._audit.request(invoke)
+        self._audit.outcome(invoke.response_channel, answer.action, content=answer.content, rule_id=rule_id,
+                            decision=_decision(invoke, answer))
 
     # ---- withdrawing -------------------------------------------------------------------
 
@@ -240,20 +302,24 @@ class PendingRequests:
 
     # ---- the one close path -------------------------------------------------------------
 
-    def _close(self, pending: PendingRequest, outcome: Outcome, answer: ElicitationResult, by: str | None) -> None:
+    def _close(self, pending: PendingRequest, outcome: Outcome, answer: ElicitationResult, by: str | None,
+               rule_id: str | None = None) -> None:
         del self._open[pending.channel]
         self._open_bytes -= pending.size
-        self._closed[pending.channel] = "answered" if by is not None else outcome
+        answered = by is not None or rule_id is not None
+        self._closed[pending.channel] = "answered" if answered else outcome
         if len(self._closed) > _REMEMBERED_CLOSED_CHANNELS:
             self._closed.popitem(last=False)
         if pending.expiry is not None:
             pending.expiry.cancel()
-        reason: DismissReason = "answered" if by is not None else outcome  # type: ignore[assignment]
-        dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel, reason=reason, by=by))
+        reason: DismissReason = "answered" if answered else outcome  # type: ignore[assignment]
+        dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel, reason=reason, by=by,
+                                                              rule=rule_id))
         self._outbox.send(pending.sent_to, dismiss)  # the windows first: they are not waiting on the disk
         if self._audit is not None:
             # Committed before the asker hears the answer: a SIGKILL of main loses no decided outcome.
-            self._audit.outcome(pending.channel, outcome, window=by, content=answer.content)
+            self._audit.outcome(pending.channel, outcome, window=by, content=answer.content, rule_id=rule_id,
+                                decision=_decision(pending.invoke, answer))
         pending.resolve(answer)
 
     # ---- delivery to a window that attaches ---------------------------------------------
@@ -301,3 +367,11 @@ class PendingRequests:
 
     def __len__(self) -> int:
         return len(self._open)
+
+
+def _decision(invoke: ElicitationInvoke, answer: ElicitationResult) -> str | None:
+    """An approval's decision for the audit log (anything but an accepted allow-* is a deny)."""
+    if invoke.kind != "approval":
+        return None
+    decision = answer.content.get(DECISION_PROPERTY) if answer.action == "accept" and answer.content else None
+    return decision if isinstance(decision, str) and decision.startswith("allow-") else "deny"

@@ -29,6 +29,7 @@ from mcp_types import (
     ElicitResult,
     ErrorData,
     Implementation,
+    Tool,
 )
 from pydantic import ValidationError
 
@@ -88,6 +89,7 @@ class ManagedServer:
         self.name = config.name
         self.status: ServerStatus = "stopped"
         self.tools: list[str] = []
+        self.listed: dict[str, Tool] = {}  # the last tools/list, by name (annotations for tool approval)
         self.error: str | None = None
         self.decline_all = False  # the user chose "Decline all from this server" for this session
         self._host = host
@@ -115,6 +117,20 @@ class ManagedServer:
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    async def wait_ready(self, timeout_s: float) -> bool:
+        """True once the server is ready (at once if it is); False after `timeout_s`."""
+        if self._ready.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     def start(self, sign_in: bool = True) -> None:
         if self.sign_in is not None and sign_in:
@@ -202,6 +218,7 @@ class ManagedServer:
                 calls: set[asyncio.Task[None]] = set()
                 self._client, self._call_group, self._calls = client, group, calls
                 self.tools = [tool.name for tool in listing.tools]
+                self.listed = {tool.name: tool for tool in listing.tools}
                 self._set_status("ready", None)
                 self._ready.set()
                 logger.info("server %s ready (protocol %s, %d tools)", self.name, client.protocol_version,
@@ -255,6 +272,7 @@ class ManagedServer:
                 self._connection_lost = True
                 raise
             names = [tool.name for tool in listing.tools]
+            self.listed = {tool.name: tool for tool in listing.tools}
             if names != self.tools:
                 self.tools = names
                 self._host.publish_servers()

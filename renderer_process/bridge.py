@@ -56,6 +56,7 @@ class MainBridge(QObject):
     replied = Signal(str, object)  # response channel, messages.ChannelReply
     refused = Signal(object)  # messages.ErrorNotice (main's, or a local "not-sent")
     state_changed = Signal(str)  # CONNECTING | CONNECTED | RECONNECTING
+    rules_changed = Signal(object)  # list[messages.RuleInfo] (extension `rules`, or a msgRules reply)
 
     def __init__(
         self,
@@ -122,9 +123,12 @@ class MainBridge(QObject):
         self._tick.start()
         self._attempt()
 
-    def send_result(self, channel: str, action: messages.Action, content: dict[str, Any] | None) -> bool:
-        """Answer one elicitation on its one-time channel; False (and `refused`) if not sent."""
-        body = messages.ElicitationResult(action=action, content=content if action == "accept" else None)
+    def send_result(self, channel: str, action: messages.Action, content: dict[str, Any] | None,
+                    remember: messages.Remember | None = None) -> bool:
+        """Answer one elicitation on its one-time channel (with `remember`: keep it as a rule);
+        False (and `refused`) if not sent."""
+        body = messages.ElicitationResult(action=action, content=content if action == "accept" else None,
+                                          remember=remember)
         sent = self._welcomed and self._send(channel, body)
         if not sent:
             self._report_not_sent(channel, "not connected to main; the answer was not sent")
@@ -176,6 +180,19 @@ class MainBridge(QObject):
                 channels.SERVER_POLICY, f"not connected to main; {server}'s policy was not sent"
             )
         return sent
+
+    def request_rules(self, channel: str | None = None) -> str:
+        """Extension `msgRules`: the current rules arrive as `rules_changed` (and `replied`)."""
+        channel = channel or "rules-" + channels.new_uuid7()
+        self._request(channels.RULES, messages.RulesRequest(response_channel=channel), channel, "the rules request")
+        return channel
+
+    def revoke_rules(self, ids: list[str], revoke_all: bool = False, channel: str | None = None) -> str:
+        """Extension `msgRevokeRules`; the report arrives on `replied`, the new list as `rules_changed`."""
+        channel = channel or "revoke-" + channels.new_uuid7()
+        body = messages.RevokeRules(response_channel=channel, ids=ids, revoke_all=revoke_all)
+        self._request(channels.REVOKE_RULES, body, channel, "the revoke")
+        return channel
 
     def close(self) -> None:
         """Say bye and let go of the socket; the bridge stays quiet afterwards."""
@@ -362,7 +379,11 @@ class MainBridge(QObject):
                 return
             logger.warning("main refused %s: %s %s", body.topic, body.code, body.message)
             self.refused.emit(body)
+        elif isinstance(body, messages.RulesUpdate):
+            self.rules_changed.emit(body.rules)
         elif isinstance(body, messages.ChannelReply):
+            if body.rules is not None:
+                self.rules_changed.emit(body.rules)
             self.replied.emit(topic, body)
 
     def _request(self, topic: str, body: messages.Body, channel: str, what: str) -> None:

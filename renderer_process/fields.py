@@ -292,7 +292,7 @@ class DateTimeField(_DateLikeField):
         if not (self.has_default and isinstance(self.default, str)):
             return False
         try:
-            moment = datetime.datetime.fromisoformat(self.default.replace("Z", "+00:00"))
+            moment = datetime.datetime.fromisoformat(self.default)
         except ValueError:
             logger.info("ignoring default %r of date-time field %r", self.default, self.key)
             return False

@@ -37,9 +37,11 @@ from PySide6.QtWidgets import (
 
 from renderer_process.bridge import NOT_SENT, MainBridge
 from renderer_process.call_panel import CallPanel
-from renderer_process.card import URL, ElicitationCard, UrlOpener, open_in_browser
+from renderer_process.card import URL, UrlOpener, open_in_browser
 from renderer_process.card_queue import CardQueue
+from renderer_process.consent_cards import Card, card_for, remember_choice
 from renderer_process.elsewhere import ElsewhereList
+from renderer_process.remembered_panel import RememberedPanel
 from renderer_process.reply_format import format_admin_reply, format_reply
 from renderer_process.servers_panel import ServersPanel
 from renderer_process.sign_in_card import SignInFinishDialog, is_sign_in
@@ -62,6 +64,7 @@ class _Request:
 
 class MainWindow(QMainWindow):
     answer_ready = Signal(str, str, object)  # response channel, action, content or None
+    answer_remembered = Signal(str, str, object, object)  # ... and what to remember (messages.Remember)
     call_requested = Signal(str, str, str, object)  # response channel, server, tool, arguments
     control_requested = Signal(str, str, str)  # response channel, server, "start" | "stop" | "restart"
     reload_requested = Signal(str)  # response channel
@@ -80,7 +83,7 @@ class MainWindow(QMainWindow):
         self._window_id = window_id
         self._opener = opener
         self._queue = CardQueue()
-        self._card: ElicitationCard | None = None
+        self._card: Card | None = None
         self._sent: dict[str, messages.ElicitationInvoke] = {}  # answered, not yet dismissed
         self._requests: dict[str, _Request] = {}  # response channel -> what we asked
         self._peers: dict[str, messages.PeerInfo] | None = None  # None: no `peers` list yet
@@ -104,6 +107,7 @@ class MainWindow(QMainWindow):
         self.browser_wait = _BrowserWait(self)
         self.servers_panel = ServersPanel(self)
         self.call_panel = CallPanel(self)
+        self.remembered_panel = RememberedPanel(self)
         self.results = QPlainTextEdit(self)
         self.results.setObjectName("results")
         self.results.setReadOnly(True)
@@ -121,7 +125,9 @@ class MainWindow(QMainWindow):
         self.on_state_changed("connecting")
 
     def _build_layout(self) -> None:
-        servers_box = _boxed("Servers", self.servers_panel)
+        servers_box = QSplitter(Qt.Orientation.Vertical, self)
+        servers_box.addWidget(_boxed("Servers", self.servers_panel))
+        servers_box.addWidget(_boxed("Remembered", self.remembered_panel))
         right = QWidget(self)
         column = QVBoxLayout(right)
         column.setContentsMargins(0, 0, 0, 0)
@@ -153,6 +159,11 @@ class MainWindow(QMainWindow):
         bridge.replied.connect(self.on_replied)
         bridge.refused.connect(self.on_refused)
         self.answer_ready.connect(bridge.send_result)
+        self.answer_remembered.connect(bridge.send_result)
+        bridge.rules_changed.connect(self.remembered_panel.set_rules)
+        bridge.replied.connect(self.remembered_panel.on_reply)
+        bridge.welcomed.connect(lambda _welcome: bridge.request_rules())
+        self.remembered_panel.revoke_requested.connect(lambda ids, every: bridge.revoke_rules(ids, every))
         self.call_requested.connect(
             lambda channel, server, tool, arguments: bridge.call_tool(server, tool, arguments, channel)
         )
@@ -168,7 +179,7 @@ class MainWindow(QMainWindow):
 
     # ---- accessors for tests and other engineers -------------------------------------------
 
-    def current_card(self) -> ElicitationCard | None:
+    def current_card(self) -> Card | None:
         return self._card
 
     def queued_count(self) -> int:
@@ -343,14 +354,14 @@ class MainWindow(QMainWindow):
         self._update_queue_text()
 
     def _open_card(self, invoke: messages.ElicitationInvoke) -> None:
-        card = ElicitationCard(invoke, self, opener=self._opener)
+        card = card_for(invoke, self, opener=self._opener)
         card.answered.connect(partial(self._on_card_answered, card))
         card.decline_all_requested.connect(self._decline_all)
         self._card = card
         card.open()  # window-modal, non-blocking: the bridge keeps running
         logger.info("showing card %s from %s", invoke.response_channel, invoke.request.server)
 
-    def _on_card_answered(self, card: ElicitationCard, action: str, content: Any) -> None:
+    def _on_card_answered(self, card: Card, action: str, content: Any) -> None:
         if card is not self._card:
             return
         channel = card.invoke.response_channel
@@ -360,7 +371,11 @@ class MainWindow(QMainWindow):
         if action == "accept" and card.kind == URL and card.elicitation_id is not None:
             self._browser_waits[(card.server, card.elicitation_id)] = card.invoke
             self.browser_wait.set_waits(list(self._browser_waits.values()))
-        self.answer_ready.emit(channel, action, content)
+        remember = remember_choice(card, action)
+        if remember is None:
+            self.answer_ready.emit(channel, action, content)
+        else:
+            self.answer_remembered.emit(channel, action, content, remember)
         if action == "accept" and self.remote and is_sign_in(card.invoke):
             self._open_sign_in_finish(card.invoke)
         self._show_next()
@@ -397,6 +412,8 @@ class MainWindow(QMainWindow):
             self._card.set_waiting_text(text)
 
     def _dismiss_reason(self, dismiss: messages.ElicitationDismiss) -> str:
+        if dismiss.reason == "answered" and dismiss.rule is not None:
+            return f"answered by rule {dismiss.rule}"
         if dismiss.reason == "answered":
             return "answered" if dismiss.by == self._window_id else "answered in another window"
         return {

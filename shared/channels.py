@@ -18,6 +18,8 @@ SERVER_POLICY = "msgServerPolicy"
 MCP_REQUEST = "msgMcpRequest"
 AUTH = "msgAuth"  # sign-in extension: `elicitron auth status|login|logout`
 SIGN_IN_REDIRECT = "msgSignInRedirect"  # sign-in extension: a pasted redirect address
+RULES = "msgRules"  # extension (issue 11): list the rules
+REVOKE_RULES = "msgRevokeRules"  # extension (issue 11)
 
 # main -> peer
 WELCOME = "welcome"
@@ -28,6 +30,7 @@ SERVERS = "servers"
 ERROR = "error"
 PEERS = "peers"  # extension
 NOTICE = "notice"  # extension
+RULES_UPDATE = "rules"  # extension (issue 11): every rule, pushed to renderers on each change
 
 
 def new_uuid7() -> str:

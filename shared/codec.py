@@ -33,6 +33,8 @@ _PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.MCP_REQUEST: msgspec.msgpack.Decoder(messages.McpRequest),
     channels.AUTH: msgspec.msgpack.Decoder(messages.AuthRequest),
     channels.SIGN_IN_REDIRECT: msgspec.msgpack.Decoder(messages.SignInRedirect),
+    channels.RULES: msgspec.msgpack.Decoder(messages.RulesRequest),
+    channels.REVOKE_RULES: msgspec.msgpack.Decoder(messages.RevokeRules),
 }
 _RESULT_DECODER = msgspec.msgpack.Decoder(messages.ElicitationResult)
 
@@ -46,6 +48,7 @@ _MAIN_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.ERROR: msgspec.msgpack.Decoder(messages.ErrorNotice),
     channels.PEERS: msgspec.msgpack.Decoder(messages.PeersUpdate),
     channels.NOTICE: msgspec.msgpack.Decoder(messages.Notice),
+    channels.RULES_UPDATE: msgspec.msgpack.Decoder(messages.RulesUpdate),
 }
 _REPLY_DECODER = msgspec.msgpack.Decoder(messages.ChannelReply)
 

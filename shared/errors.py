@@ -12,7 +12,8 @@
     ├── AuditLogError            the audit log cannot be opened or read (readers only; writers log)
     ├── SignInError              signing in to a server did not complete (OAuth)
     │   └── SignInDeclinedError  the user declined the sign-in card (or the authorization server's page)
-    └── TokenStoreError          the OAuth token store cannot be read or written
+    ├── TokenStoreError          the OAuth token store cannot be read or written
+    └── RuleStoreError           the rule store cannot be opened or read (readers only; main logs)
 
 Codes: `WireCode` names the string `code` of the wire's `error` topic (shared/PROTOCOL.md lists
 when each is sent); `RpcCode` names the JSON-RPC codes of `{error: {code, message}}` replies.
@@ -111,3 +112,6 @@ class SignInDeclinedError(SignInError):
 
 class TokenStoreError(ElicitronError):
     """The OAuth token store (keyring or the 0600 file) cannot be read or written."""
+class RuleStoreError(ElicitronError):
+    """The rule store (remembered answers and approvals) cannot be opened, read or changed by the
+    CLI; main itself never raises it (a rule it cannot save still applies until main stops)."""

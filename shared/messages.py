@@ -43,11 +43,29 @@ class Bye(Body):
     pass
 
 
+# ---- consent memory (issue 11): remembered answers, tool-call approvals, rules ---------------
+
+RememberScope = Literal["session", "always", "until"]
+ApprovalDecision = Literal["allow-once", "allow-session", "allow-always", "deny"]
+APPROVAL_DECISIONS: tuple[ApprovalDecision, ...] = ("allow-once", "allow-session", "allow-always", "deny")
+DECISION_PROPERTY = "decision"  # the one required enum property of an approval's form
+
+
+class Remember(Body):
+    """Extension field `remember` of a result: keep this answer as a rule. `session`: until main
+    stops; `always`: until revoked; `until`: until `until` (epoch ms, in the future)."""
+
+    scope: RememberScope
+    until: int | None = None
+
+
 class ElicitationResult(Body):
-    """Body of `msgElicitationTransferResult-<uuid7>`."""
+    """Body of `msgElicitationTransferResult-<uuid7>`. `remember` is an extension (form-mode
+    accept or decline only); a v1 window never sends it."""
 
     action: Action
     content: dict[str, Any] | None = None
+    remember: Remember | None = None
 
 
 class CallTool(Body):
@@ -215,9 +233,12 @@ class Welcome(Body):
 
 
 class ElicitationDismiss(Body):
+    """Extension `rule`: the id of the rule that answered (reason "answered", no `by`)."""
+
     response_channel: str
     reason: DismissReason
     by: str | None = None
+    rule: str | None = None
 
 
 class ElicitationComplete(Body):
@@ -313,6 +334,60 @@ class AuthReport(Body):
     scopes: list[str] = []
     expires_at: int | None = None  # epoch ms of the access token's expiry, when known
     message: str | None = None  # what was done, or why not
+# ---- consent memory (issue 11), continued ------------------------------------------------
+
+
+class RuleInfo(Body):
+    """One rule as windows and `elicitron rules` see it. Remembered values never leave main:
+    an answer rule names the fields it fills, not what is in them.
+
+    `source` "user" (made in a window: `scope` session / always / until) or "config" (read-only,
+    from the config file). `kind` "answer" (answers a server's form request: `message`, `fields`,
+    `action`) or "tool" (decides a host's tool call: `tool`, `decision`). Config rules' `tool` and
+    `message` are globs."""
+
+    id: str
+    source: Literal["user", "config"]
+    kind: Literal["answer", "tool"]
+    server: str
+    scope: Literal["session", "always", "until"]
+    created_at: int  # epoch ms (config rules: when main read the config)
+    created_by: str  # a window's name (user rules), the config file (config rules)
+    expires_at: int | None = None  # epoch ms, scope "until"
+    tool: str | None = None
+    decision: Literal["allow", "deny"] | None = None
+    message: str | None = None
+    fields: list[str] | None = None
+    action: Literal["accept", "decline"] | None = None
+
+
+class RulesUpdate(Body):
+    """Extension `rules` (main -> renderers): every rule, whenever one is added, revoked or expires."""
+
+    rules: list[RuleInfo]
+
+
+class RulesRequest(Body):
+    """Extension `msgRules`: answered on `responseChannel` with `ChannelReply.rules`."""
+
+    response_channel: ShortText
+
+
+class RevokeRules(Body):
+    """Extension `msgRevokeRules`: revoke user rules by id, or every one (`revokeAll`, optionally
+    only `server`'s). Answered with `ChannelReply.revoked`."""
+
+    response_channel: ShortText
+    ids: list[ShortText] = []
+    revoke_all: bool = False
+    server: str | None = None
+
+
+class RevokeReport(Body):
+    """Answer to `msgRevokeRules`: the ids revoked, and one sentence per id that was not."""
+
+    revoked: list[str]
+    refused: list[str] = []
 
 
 class ChannelReply(Body):
@@ -325,11 +400,13 @@ class ChannelReply(Body):
     control: ServerControlReport | None = None
     reload: ReloadReport | None = None
     auth: AuthReport | None = None  # extension: msgAuth, msgSignInRedirect
+    rules: list[RuleInfo] | None = None  # msgRules
+    revoked: RevokeReport | None = None  # msgRevokeRules
 
 
 PeerBody = (
     Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown | ServerControl | Reload
-    | ServerPolicy | McpRequest | AuthRequest | SignInRedirect
+    | ServerPolicy | McpRequest | AuthRequest | SignInRedirect | RulesRequest | RevokeRules
 )
 MainBody = (
     Welcome
@@ -342,4 +419,5 @@ MainBody = (
     | PeersUpdate
     | Notice
     | ChannelReply
+    | RulesUpdate
 )

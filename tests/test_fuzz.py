@@ -161,6 +161,14 @@ def tool_text(reply: dict[str, Any]) -> Any:
     return json.loads(reply["result"]["content"][0]["text"])
 
 
+def settled(peer: WirePeer) -> WirePeer:
+    """A renderer that just attached gets `peers` twice: right after its welcome, and in main's
+    coalesced update 100 ms later. Take both, so the later one cannot land inside a barrage."""
+    peer.expect_topic("peers")
+    peer.expect_topic("peers")
+    return peer
+
+
 def answered_channel(window: WirePeer, *others: WirePeer) -> str:
     """A request answered once: later results on its channel are `already-answered`."""
     call = window.call_tool("demo", "book_table", {"restaurant": "before the barrage"})
@@ -293,7 +301,7 @@ def test_hypothesis_barrage_leaves_main_serving(demo_main: RunningMain) -> None:
     """Malformed frames from a welcomed and an unwelcomed peer get the contract's errors, and
     afterwards the window attached before the barrage still works end to end."""
     legit = demo_main.peer(name="legit-window")
-    welcomed = demo_main.peer(name="fuzz-welcomed")
+    welcomed = settled(demo_main.peer(name="fuzz-welcomed"))
     unwelcomed = demo_main.peer(name="fuzz-unwelcomed", hello=False)
     old = [answered_channel(legit, welcomed)]
     barrage = Barrage(welcomed, unwelcomed, keep_alive=[legit])
@@ -323,7 +331,7 @@ def test_raw_frame_fuzzer_5000_frames_and_log_rate_limit(demo_main: RunningMain)
     count = int(os.environ.get("ELICITRON_FUZZ_FRAMES", "5000"))
     rng = random.Random(seed)
     legit = demo_main.peer(name="legit-window")
-    welcomed = demo_main.peer(name="raw-welcomed")
+    welcomed = settled(demo_main.peer(name="raw-welcomed"))
     unwelcomed = demo_main.peer(name="raw-unwelcomed", hello=False)
     old = [answered_channel(legit, welcomed)]
     frames_of = FrameGen(rng, old)

@@ -76,7 +76,7 @@ def test_a_timeout_past_the_bound_is_a_config_error(tmp_path: Path) -> None:
     config = write_config(tmp_path / "mcp.json", {"demo": demo_stdio_entry(elicitationTimeoutSeconds=1e100)})
     done = subprocess.run([sys.executable, "-m", "main_process", "main", "--config", str(config), "--connection",
                            str(tmp_path / "c.json")], capture_output=True, text=True, env=child_env(), cwd=ROOT,
-                          timeout=60)
+                          timeout=60, check=False)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "elicitationTimeoutSeconds" in done.stderr and "7 days" in done.stderr
 
@@ -225,7 +225,8 @@ def run_main(connection: Path, config: Path | None = None, timeout_s: float = 30
     argv = [sys.executable, "-m", "main_process", "main", "--connection", str(connection)]
     if config is not None:
         argv += ["--config", str(config)]
-    return subprocess.run(argv, capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=timeout_s)
+    return subprocess.run(argv, capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=timeout_s,
+                          check=False)
 
 
 @pytest.fixture
@@ -329,7 +330,7 @@ def test_main_log_file_is_private(tmp_path: Path, short_dir: Path) -> None:
     bad_config.write_text("{}")  # main opens its log first, then stops at the config error
     done = subprocess.run([sys.executable, "-m", "main_process", "main", "--connection", str(short_dir / "c.json"),
                            "--log-file", str(log_file), "--config", str(bad_config)], capture_output=True,
-                          text=True, env=child_env(), cwd=ROOT, timeout=60)
+                          text=True, env=child_env(), cwd=ROOT, timeout=60, check=False)
     assert done.returncode == 2
     assert oct(log_file.stat().st_mode & 0o777) == oct(0o600)
     assert oct(log_file.parent.stat().st_mode & 0o777) == oct(0o700)

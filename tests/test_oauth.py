@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from kit.peer import WirePeer
 from oauth_kit import (
     Browser,
     OAuthMain,
@@ -23,7 +24,6 @@ from oauth_kit import (
     start_oauth_main,
     stop_and_read_log,
 )
-from kit.peer import WirePeer
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +97,7 @@ def test_first_sign_in_goes_through_the_card_and_a_restarted_main_reuses_the_tok
 
     # A restarted main finds the token in the file: no card, no new registration or authorization.
     main.running.stop()
-    again, peer = _start(mains, config, main.data_home)
+    _again, peer = _start(mains, config, main.data_home)
     server_status(peer, "remote", "ready")
     assert json.loads(_text(_call(peer, "remote", "whoami")))["clientId"] == who["clientId"]
     assert not [b for t, b in peer.received if t == "msgElicitationTransferInvoke"]
@@ -108,7 +108,7 @@ def test_first_sign_in_goes_through_the_card_and_a_restarted_main_reuses_the_tok
 def test_an_expired_token_is_refreshed_without_a_card_and_a_revoked_one_shows_the_card_again(
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
-    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
     _sign_in(peer, browser)
     server_status(peer, "remote", "ready")
 
@@ -128,7 +128,7 @@ def test_an_expired_token_is_refreshed_without_a_card_and_a_revoked_one_shows_th
 def test_a_call_that_needs_a_wider_scope_steps_up_through_the_card(
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
-    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
     _sign_in(peer, browser)
     server_status(peer, "remote", "ready")
 
@@ -174,7 +174,7 @@ def test_decline_leaves_the_server_needing_sign_in_and_calls_fail_with_a_clear_e
 def test_a_wrong_state_on_the_loopback_is_refused_and_the_listener_waits_for_the_real_one(
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
-    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
     _sign_in(peer, browser, tamper=True)
     steps = {step["step"]: step for step in browser.steps()}
     assert steps["tampered"]["status"] == 400 and "does not match" in steps["tampered"]["body"]
@@ -185,7 +185,7 @@ def test_a_wrong_state_on_the_loopback_is_refused_and_the_listener_waits_for_the
 def test_a_window_on_another_machine_pastes_the_redirected_address(
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
-    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
     invoke = _sign_in(peer, browser, follow=False)
     landed = browser.steps()[-1]["redirect"]  # what the remote browser's address bar shows
     eid = invoke["request"]["params"]["elicitationId"]
@@ -209,7 +209,7 @@ def test_a_pre_registered_client_from_config_with_configured_scopes(mains: list[
         config = oauth_config(tmp_path, "remote", servers.mcp, oauth={
             "clientId": "elicitron-test", "clientSecret": "s3cret", "tokenEndpointAuthMethod": "client_secret_post",
             "scopes": ["mcp:read", "mcp:write"]})
-        main, peer = _start(mains, config, tmp_path / "data")
+        _main, peer = _start(mains, config, tmp_path / "data")
         invoke = _sign_in(peer, browser)
         assert invoke["signIn"]["scopes"] == ["mcp:read", "mcp:write"]  # oauth.scopes overrides
         server_status(peer, "remote", "ready")

@@ -74,6 +74,22 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.SIGN_IN_REDIRECT, m.SignInRedirect(server="github", elicitation_id="sign-in-1",
                                                  url="http://127.0.0.1:5555/callback?code=c&state=s",
                                                  response_channel="paste-1")),
+    # consent memory (issue 11)
+    (RESULT_CHANNEL, m.ElicitationResult(action="accept", content={"guests": 2},
+                                         remember=m.Remember(scope="until", until=1_900_000_000_000))),
+    (RESULT_CHANNEL, m.ElicitationResult(action="decline", remember=m.Remember(scope="always"))),
+    (channels.RULES, m.RulesRequest(response_channel="rules-1")),
+    (channels.REVOKE_RULES, m.RevokeRules(response_channel="revoke-1", ids=["r-0a1b2c3d"])),
+    (channels.REVOKE_RULES, m.RevokeRules(response_channel="revoke-2", revoke_all=True, server="demo")),
+]
+
+RULES = [
+    m.RuleInfo(id="r-0a1b2c3d", source="user", kind="answer", server="demo", scope="always", created_at=1,
+               created_by="w1 (window)", message="Book a table?", fields=["guests"], action="accept"),
+    m.RuleInfo(id="config-1", source="config", kind="tool", server="files", scope="always", created_at=2,
+               created_by="config /x/mcp.json", tool="read_*", decision="allow"),
+    m.RuleInfo(id="r-00000001", source="user", kind="answer", server="demo", scope="until", created_at=3,
+               created_by="w1", expires_at=4, message="Sure?", fields=[], action="decline"),
 ]
 
 MAIN_MESSAGES: list[tuple[str, m.Body]] = [
@@ -131,6 +147,12 @@ MAIN_MESSAGES: list[tuple[str, m.Body]] = [
     ),
     ("control-1", m.ChannelReply(control=m.ServerControlReport(server="demo", status="ready"))),
     ("reload-1", m.ChannelReply(reload=m.ReloadReport(added=["a"], removed=[], changed=["b"], unchanged=["c"]))),
+    # consent memory (issue 11)
+    (channels.DISMISS, m.ElicitationDismiss(response_channel=RESULT_CHANNEL, reason="answered", rule="r-0a1b2c3d")),
+    (channels.RULES_UPDATE, m.RulesUpdate(rules=RULES)),
+    (channels.RULES_UPDATE, m.RulesUpdate(rules=[])),
+    ("rules-1", m.ChannelReply(rules=RULES)),
+    ("revoke-1", m.ChannelReply(revoked=m.RevokeReport(revoked=["r-0a1b2c3d"], refused=["config-1: read-only"]))),
 ]
 
 

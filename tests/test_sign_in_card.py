@@ -14,8 +14,8 @@ from pytestqt.qtbot import QtBot
 from renderer_process.bridge import MainBridge
 from renderer_process.card import ElicitationCard
 from renderer_process.main_window import MainWindow
-from renderer_process.sign_in_card import SignInFinishDialog
 from renderer_process.screenshot import grab_widget
+from renderer_process.sign_in_card import SignInFinishDialog
 from shared import messages
 
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"

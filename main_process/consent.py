@@ -1,0 +1,410 @@
+"""The consent layer in main: rules answer before any window, and hosts' tool calls are approved.
+
+- **Remembered answers.** A window's answer that carries `remember` (form mode, accept or decline)
+  becomes a user rule: "this session" in memory, "always" and "until a date" also in the store.
+  The next time the same server asks the same question (`rules.question_key`), `answer_for`
+  answers it at once: no request opens, no window is needed, the audit row names the rule.
+- **Tool-call approval** (`call_from_host`): a call from a peer with role "host" (the `elicitron
+  serve` gateway) goes through config rules, then the server's `toolApproval` policy, then user
+  rules, and otherwise becomes an approval request (`approvals`) a window answers; calls from
+  the CLI or a window's call panel never come here.
+- **Live and revocable.** Every change is pushed to the windows (`rules`); revoking removes a rule
+  from memory and the store before the next request is looked at, and since every lookup happens
+  at the moment a rule would be applied (a call waiting for its server to start is decided once
+  it is ready), a revoked rule is never applied again.
+- A new rule also answers the requests already open that it covers (same question, or approvals
+  of the same tool): "Always allow" on one card clears its twins.
+URL-mode requests and sign-ins never have a question key, so no rule ever answers them.
+"""
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from main_process import approvals
+from main_process.broker import ReplyTo
+from main_process.peers import Peer
+from main_process.pending import PendingRequests
+from main_process.rule_store import RuleStore
+from main_process.rules import Rule, RuleBook, question_key, schema_fields
+from main_process.servers import READY_TIMEOUT_S, ManagedServer, error_reply
+from shared.errors import (
+    InvalidContentError,
+    ProtocolError,
+    RpcCode,
+    RuleStoreError,
+    UndeliverableRequestError,
+    WireCode,
+)
+from shared.messages import (
+    DECISION_PROPERTY,
+    ApprovalDecision,
+    ApprovalInfo,
+    CallTool,
+    ChannelReply,
+    ElicitationInvoke,
+    ElicitationRequest,
+    ElicitationResult,
+    Remember,
+    RevokeReport,
+    RevokeRules,
+    RuleInfo,
+)
+from shared.schema import validate_content
+
+logger = logging.getLogger(__name__)
+
+_MAX_TIMER_S = 24 * 3600.0  # expiry timers further out are re-armed; loop timers dislike huge delays
+
+
+class ConsentHost(Protocol):
+    """What the consent layer needs from the broker."""
+
+    @property
+    def pending(self) -> PendingRequests: ...
+
+    def publish_rules(self, rules: list[RuleInfo]) -> None: ...
+
+    def publish_notice(self, level: str, message: str, server: str | None) -> None: ...
+
+    def peer(self, routing_id: bytes) -> Peer | None: ...
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Consent:
+    def __init__(self, host: ConsentHost, store: RuleStore | None, config_rules: Iterable[Rule],
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self._host = host
+        self._store = store
+        self._loop = loop
+        self.book = RuleBook()
+        self.book.set_config(config_rules)
+        self._expiry: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._misfits: set[tuple[str, str]] = set()  # (rule id, question key) already reported
+        if store is not None:
+            try:
+                for rule in store.load(_now_ms()):
+                    self.book.add(rule)
+            except RuleStoreError as exc:  # main runs on; remembered rules are just not applied
+                logger.error("%s; remembered answers and approvals will not be applied", exc)
+                host.publish_notice("error", f"{exc}; remembered answers and approvals are not applied", None)
+        self._schedule_expiry()
+        logger.info("consent: %d config rules, %d remembered rules", len(self.book.all()) - len(self.book.user_rules()),
+                    len(self.book.user_rules()))
+
+    def close(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._store is not None:
+            self._store.close()
+
+    # ---- reading and revoking ---------------------------------------------------------
+
+    def infos(self) -> list[RuleInfo]:
+        now = _now_ms()
+        return [rule.info() for rule in self.book.all() if not rule.expired(now)]
+
+    def rules_report(self) -> ChannelReply:
+        return ChannelReply(rules=self.infos())
+
+    def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
+        return ChannelReply(revoked=self.revoke(request.ids, request.revoke_all, request.server, by))
+
+    def revoke(self, ids: Iterable[str], revoke_all: bool, server: str | None, by: str) -> RevokeReport:
+        targets: dict[str, Rule] = {}
+        refused: list[str] = []
+        if revoke_all:
+            targets = {r.id: r for r in self.book.user_rules() if server is None or r.server == server}
+        for rule_id in ids:
+            rule = self.book.get(rule_id)
+            if rule is None:
+                refused.append(f"{rule_id}: no such rule")
+            elif rule.source == "config":
+                refused.append(f"{rule_id}: a config rule; edit the config file and run `elicitron reload`")
+            else:
+                targets[rule_id] = rule
+        for rule_id in targets:
+            self.book.remove(rule_id)
+        stored = [rule_id for rule_id, rule in targets.items() if rule.scope != "session"]
+        if stored and self._store is not None and not self._store.remove(stored):
+            refused.append(f"{', '.join(stored)}: revoked until main stops, but the rule store could not be "
+                           "changed: they come back when main restarts")
+        if targets:
+            logger.info("revoked %s (asked by %s)", ", ".join(targets), by)
+            self._schedule_expiry()
+            self._publish()
+        return RevokeReport(revoked=list(targets), refused=refused)
+
+    def set_config_rules(self, rules: Iterable[Rule]) -> None:
+        """After a reload: the config's rules replace the old ones."""
+        self.book.set_config(rules)
+        self._misfits.clear()
+        self._publish()
+
+    # ---- RuleHook: elicitations -------------------------------------------------------
+
+    def answer_for(self, request: ElicitationRequest) -> tuple[str, ElicitationResult] | None:
+        if not self.book.has_answer_rules(request.server):
+            return None  # the common case: one set lookup
+        params = request.params
+        now = _now_ms()
+        for rule in self.book.answer_candidates(request.server, params):
+            if rule.expired(now):
+                self._drop_expired()
+                continue
+            answer = self._replay(rule, request.server, params)
+            if answer is not None:
+                logger.debug("rule %s answered %s's request with %s", rule.id, request.server, answer.action)
+                return rule.id, answer
+        return None
+
+    def _replay(self, rule: Rule, server: str, params: dict[str, Any]) -> ElicitationResult | None:
+        """The rule's answer checked against this request's schema; None (and a notice, once) if it
+        does not fit."""
+        assert rule.answer is not None
+        if rule.answer.action != "accept":
+            return ElicitationResult(action=rule.answer.action)
+        content = dict(rule.answer.content or {})
+        try:
+            validate_content(params.get("requestedSchema", {}), content)
+        except InvalidContentError as exc:
+            key = (rule.id, question_key(params) or "")
+            if key not in self._misfits:
+                self._misfits.add(key)
+                text = (f"rule {rule.id} skipped: its answer does not fit this request ({exc}); "
+                        "asking in the windows instead")
+                logger.warning("%s: %s", server, text)
+                self._host.publish_notice("warning", text, server)
+            return None
+        return ElicitationResult(action="accept", content=content)
+
+    def check_remember(self, invoke: ElicitationInvoke, result: ElicitationResult) -> None:
+        remember = result.remember
+        assert remember is not None
+        channel = invoke.response_channel
+        if invoke.kind is not None:
+            raise ProtocolError(WireCode.BAD_BODY, f"a {invoke.kind} request is not remembered this way "
+                                "(approvals carry their scope in `decision`)", channel)
+        if question_key(invoke.request.params) is None:
+            raise ProtocolError(WireCode.BAD_BODY, "URL-mode requests are never remembered", channel)
+        if result.action == "cancel":
+            raise ProtocolError(WireCode.BAD_BODY, "a cancel is not remembered: remember an accept or a decline",
+                                channel)
+        if remember.scope == "until":
+            if remember.until is None or remember.until <= _now_ms():
+                raise ProtocolError(WireCode.BAD_BODY, "remember.until must be a time in the future (epoch ms)",
+                                    channel)
+        elif remember.until is not None:
+            raise ProtocolError(WireCode.BAD_BODY, "remember.until goes only with scope \"until\"", channel)
+
+    def answered(self, invoke: ElicitationInvoke, answer: ElicitationResult, remember: Remember | None,
+                 routing_id: bytes, window: str) -> None:
+        if invoke.kind == "approval":
+            decision = approvals.decision_of(answer)
+            if decision in ("allow-session", "allow-always") and invoke.approval is not None:
+                self._add(self._new_rule(
+                    invoke.request.server, self._who(routing_id, window),
+                    "session" if decision == "allow-session" else "always", None,
+                    tool=invoke.approval.tool, decision="allow"))
+            return
+        if remember is None:
+            return
+        params = invoke.request.params
+        self._add(self._new_rule(
+            invoke.request.server, self._who(routing_id, window), remember.scope, remember.until,
+            answer=answer, question=question_key(params), message=str(params.get("message", "")),
+            fields=schema_fields(params)))
+
+    # ---- tool-call approval -----------------------------------------------------------
+
+    def call_from_host(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo) -> None:
+        """A host's tool call: run it, deny it, or ask a window first. `reply` is called once."""
+        config = server.config
+        if config.tool_approval == "allow" and not config.tool_approval_overrides \
+                and not self.book.has_tool_rules(server.name):
+            server.call_tool(request.tool, request.arguments, host.window, reply)
+            return
+        if server.ready:
+            self._decide(server, request, host, reply)
+            return
+        task = asyncio.create_task(self._decide_when_ready(server, request, host, reply))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _decide_when_ready(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo) -> None:
+        # The decision waits for the server: its tool list carries the annotations, and a rule
+        # revoked meanwhile must not let the call through.
+        if not await server.wait_ready(READY_TIMEOUT_S):
+            reply(error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} did not become ready within "
+                                                    f"{READY_TIMEOUT_S:.0f} s (status {server.status})"))
+            return
+        self._decide(server, request, host, reply)
+
+    def _decide(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo) -> None:
+        tool = request.tool
+        rule = self.book.tool_rule(server.name, tool)
+        if rule is not None and rule.expired(_now_ms()):
+            self._drop_expired()
+            rule = self.book.tool_rule(server.name, tool)
+        if rule is not None and rule.source == "config":
+            self._by_rule(server, request, host, reply, rule)
+            return
+        listed = server.listed.get(tool)
+
+        def annotations() -> dict[str, Any] | None:
+            if listed is None or listed.annotations is None:
+                return None
+            return listed.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+        policy = approvals.policy_for(server.config, tool, annotations)
+        if policy == "allow":
+            server.call_tool(tool, request.arguments, host.window, reply)
+        elif policy == "deny":
+            logger.info("host %r: %s/%s denied by toolApproval", host.name, server.name, tool)
+            reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, tool, "policy"))))
+        elif rule is not None:
+            self._by_rule(server, request, host, reply, rule)
+        else:
+            info = ApprovalInfo(server=server.name, tool=tool, arguments=request.arguments,
+                                title=listed.title if listed is not None else None,
+                                description=listed.description if listed is not None else None,
+                                annotations=annotations())
+            self._ask(server, request, host, reply, info)
+
+    def _by_rule(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo, rule: Rule) -> None:
+        decision = _rule_decision(rule)
+        answer = ElicitationResult(action="accept", content={DECISION_PROPERTY: decision})
+        host_name = host.name or host.window
+        info = ApprovalInfo(server=server.name, tool=request.tool, arguments=request.arguments)
+        params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{request.tool}",
+                  "requestedSchema": approvals.APPROVAL_SCHEMA}
+        self._host.pending.record_by_rule(
+            ElicitationRequest(server=server.name, params=params), answer, rule.id, origin=host.window,
+            timeout_s=server.config.elicitation_timeout_s, kind="approval", via=host_name, approval=info,
+            batched=True)  # the decision is on disk already: the config, the store, or the allow-session row
+        if approvals.allowed(decision):
+            server.call_tool(request.tool, request.arguments, host.window, reply)
+        else:
+            logger.info("host %r: %s/%s denied by rule %s", host_name, server.name, request.tool, rule.id)
+            reply(ChannelReply(result=approvals.denied_result(
+                approvals.denial_sentence(server.name, request.tool, "rule"))))
+
+    def _ask(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo, info: ApprovalInfo) -> None:
+        host_name = host.name or host.window
+        pending = self._host.pending
+        channel = ""
+
+        def resolve(answer: ElicitationResult) -> None:
+            decision = approvals.decision_of(answer)
+            if approvals.allowed(decision):
+                server.call_tool(request.tool, request.arguments, host.window, reply)
+                return
+            why = "timeout" if pending.closed_reason(channel) == "expired" else "user"
+            reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, request.tool,
+                                                                                        why))))
+
+        try:
+            opened = pending.open(
+                ElicitationRequest(server=server.name, params=approvals.approval_params(host_name, info)),
+                origin=host.window, timeout_s=server.config.elicitation_timeout_s, resolve=resolve,
+                owner=host.routing_id, max_bytes=server.config.max_request_bytes, kind="approval", via=host_name,
+                approval=info)
+        except UndeliverableRequestError as exc:
+            self._host.publish_notice("warning", f"an approval for {server.name}/{request.tool} could not be shown: "
+                                                 f"{exc}", server.name)
+            reply(error_reply(RpcCode.INVALID_PARAMS, f"the approval request for {server.name}/{request.tool} "
+                                                      f"could not be shown: {exc}"))
+            return
+        channel = opened.channel
+        logger.info("host %r: asking to approve %s/%s (%s)", host_name, server.name, request.tool, channel)
+
+    # ---- adding rules -----------------------------------------------------------------
+
+    def _new_rule(self, server: str, who: str, scope: str, until: int | None, **what: Any) -> Rule:
+        rule_id = "r-" + secrets.token_hex(4)
+        while self.book.get(rule_id) is not None:
+            rule_id = "r-" + secrets.token_hex(4)
+        return Rule(id=rule_id, source="user", server=server, created_at=_now_ms(), created_by=who,
+                    scope=scope, expires_at=until if scope == "until" else None, **what)  # type: ignore[arg-type]
+
+    def _add(self, rule: Rule) -> None:
+        replaced = self.book.add(rule)
+        if self._store is not None:
+            if rule.scope != "session" and not self._store.add(rule):
+                self._host.publish_notice("error", "the rule could not be saved; it applies until main stops",
+                                          rule.server)
+            if replaced is not None and replaced.scope != "session":
+                self._store.remove([replaced.id])
+        logger.info("new rule %s (%s, %s) for %s, made by %s", rule.id, rule.kind, rule.scope, rule.server,
+                    rule.created_by)
+        self._schedule_expiry()
+        self._answer_open(rule)
+        self._publish()
+
+    def _answer_open(self, rule: Rule) -> None:
+        """Answer the open requests the new rule covers."""
+        pending = self._host.pending
+        for item in pending.all():
+            invoke = item.invoke
+            if item.server != rule.server:
+                continue
+            if rule.kind == "answer" and invoke.kind is None and question_key(invoke.request.params) == rule.question:
+                answer = self._replay(rule, rule.server, invoke.request.params)
+                if answer is not None:
+                    pending.close_by_rule(item, answer, rule.id)
+            elif rule.kind == "tool" and invoke.kind == "approval" and invoke.approval is not None \
+                    and invoke.approval.tool == rule.tool:
+                decision = _rule_decision(rule)
+                pending.close_by_rule(item, ElicitationResult(action="accept", content={DECISION_PROPERTY: decision}),
+                                      rule.id)
+
+    # ---- expiry -----------------------------------------------------------------------
+
+    def _drop_expired(self) -> None:
+        expired = self.book.expired(_now_ms())
+        if not expired:
+            return
+        for rule in expired:
+            self.book.remove(rule.id)
+        if self._store is not None:
+            self._store.remove(rule.id for rule in expired)
+        logger.info("rules expired: %s", ", ".join(rule.id for rule in expired))
+        self._publish()
+
+    def _schedule_expiry(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+        next_at = self.book.next_expiry()
+        if next_at is not None:
+            delay = min(max((next_at - _now_ms()) / 1000, 0.0), _MAX_TIMER_S)
+            self._expiry = self._loop.call_later(delay, self._on_expiry)
+
+    def _on_expiry(self) -> None:
+        self._expiry = None
+        self._drop_expired()
+        self._schedule_expiry()
+
+    # ---- helpers ----------------------------------------------------------------------
+
+    def _who(self, routing_id: bytes, window: str) -> str:
+        peer = self._host.peer(routing_id)
+        return f"{peer.name} ({window})" if peer is not None and peer.name else window
+
+    def _publish(self) -> None:
+        self._host.publish_rules(self.infos())
+
+
+def _rule_decision(rule: Rule) -> ApprovalDecision:
+    if rule.decision == "deny":
+        return "deny"
+    return "allow-session" if rule.scope == "session" else "allow-always"

@@ -1,0 +1,210 @@
+"""The rule store: remembered answers and tool approvals that outlive main, in SQLite.
+
+`<user data dir>/elicitron/rules.sqlite3`, beside the audit log, one row per rule: what it matches,
+what it decides, who made it, when, its scope and expiry. Only rules meant to outlive main are
+here (scope "always" and "until"); "this session" rules live in main's memory and end with it.
+
+Durability like the audit log: WAL with synchronous=NORMAL and one transaction per change, so a
+rule is in the WAL file once `add` returns True and survives SIGKILL of main. The directory is
+created 0700 and the file 0600: remembered answers are what the user typed.
+
+Failure policy: main must keep running when the disk does not cooperate. `add` and `remove` catch
+`sqlite3.Error`/`OSError`, log, and return False (main then keeps the rule for this session and
+says so). The CLI uses the same class and gets `RuleStoreError` from `load` instead.
+"""
+
+import logging
+import os
+import sqlite3
+import stat
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Self
+
+import msgspec
+
+from main_process.rules import Rule
+from shared.errors import RuleStoreError
+from shared.messages import ElicitationResult
+
+logger = logging.getLogger(__name__)
+
+FILENAME: Final = "rules.sqlite3"
+SCHEMA_VERSION: Final = 1
+_SCHEMA: Final = (
+    """
+    CREATE TABLE rules (
+        id          TEXT PRIMARY KEY,
+        server      TEXT NOT NULL,
+        tool        TEXT,              -- a tool rule: the tool (exact)
+        decision    TEXT,              -- a tool rule: 'allow' | 'deny'
+        question    TEXT,              -- an answer rule: the question key (rules.question_key)
+        message     TEXT,              -- an answer rule: the message as it was asked (to show)
+        fields      TEXT,              -- an answer rule: JSON list of the schema's property names
+        action      TEXT,              -- an answer rule: 'accept' | 'decline'
+        content     TEXT,              -- an answer rule: JSON of the accepted values
+        scope       TEXT NOT NULL,     -- 'always' | 'until'
+        expires_at  INTEGER,           -- epoch ms, scope 'until'
+        created_at  INTEGER NOT NULL,  -- epoch ms
+        created_by  TEXT NOT NULL      -- the window that made it ("name (window id)")
+    )
+    """,
+    "CREATE INDEX rules_by_server ON rules (server)",
+)
+_COLUMNS: Final = ("id, server, tool, decision, question, message, fields, action, content, scope, expires_at, "
+                   "created_at, created_by")
+
+
+def path_beside(audit_path: Path) -> Path:
+    return audit_path.with_name(FILENAME)
+
+
+class RuleStore:
+    """One SQLite file of rules. Thread-safe; `add`/`remove` never raise."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+
+    # ---- reading -----------------------------------------------------------------------
+
+    def load(self, now_ms: int) -> list[Rule]:
+        """Every stored rule that has not expired, oldest first; expired ones are deleted.
+        Raises RuleStoreError when the file cannot be opened or read."""
+        with self._lock:
+            try:
+                conn = self._connection()
+                conn.execute("DELETE FROM rules WHERE expires_at IS NOT NULL AND expires_at <= ?", (now_ms,))
+                rows = conn.execute(f"SELECT {_COLUMNS} FROM rules ORDER BY created_at, id").fetchall()
+            except (sqlite3.Error, OSError) as exc:
+                raise RuleStoreError(f"cannot read the rule store {self.path}: {exc}") from exc
+        rules = []
+        for row in rows:
+            try:
+                rules.append(_rule(row))
+            except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+                logger.warning("rule store %s: skipped unreadable rule %r: %s", self.path, row[0], exc)
+        return rules
+
+    # ---- writing -----------------------------------------------------------------------
+
+    def add(self, rule: Rule) -> bool:
+        """Insert (or replace) one rule; True once it is committed."""
+        if rule.scope == "session" or rule.source != "user":
+            raise ValueError("only user rules that outlive main are stored")
+        return self._write("save a rule", [(
+            f"INSERT OR REPLACE INTO rules ({_COLUMNS}) VALUES ({', '.join('?' * 13)})", _row(rule))])
+
+    def remove(self, rule_ids: Iterable[str]) -> bool:
+        ids = [(rule_id,) for rule_id in rule_ids]
+        if not ids:
+            return True
+        return self._write("remove rules", [("DELETE FROM rules WHERE id = ?", row) for row in ids])
+
+    def _write(self, what: str, statements: list[tuple[str, tuple[Any, ...]]]) -> bool:
+        with self._lock:
+            try:
+                conn = self._connection()
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for sql, args in statements:
+                        conn.execute(sql, args)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+            except (sqlite3.Error, OSError) as exc:
+                logger.error("rule store %s: cannot %s: %s", self.path, what, exc)
+                return False
+        return True
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error as exc:
+                logger.warning("rule store %s: close failed: %s", self.path, exc)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = self._open()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            mode = stat.S_IMODE(os.fstat(fd).st_mode)
+            if mode & 0o077:
+                os.fchmod(fd, 0o600)
+                logger.warning("tightened the rule store %s from mode %o to 0600", self.path, mode)
+        finally:
+            os.close(fd)
+        conn = sqlite3.connect(self.path, timeout=1.0, autocommit=True, check_same_thread=False)
+        try:
+            journal = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(journal).lower() != "wal":
+                logger.warning("rule store %s: journal mode is %s, not wal", self.path, journal)
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("BEGIN IMMEDIATE")  # two processes opening a new file create it once
+            try:
+                version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+                if version > SCHEMA_VERSION:
+                    raise RuleStoreError(f"the rule store {self.path} has schema version {version}, newer than "
+                                         f"this elicitron's {SCHEMA_VERSION}")
+                if version == 0:
+                    for statement in _SCHEMA:
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+
+def _row(rule: Rule) -> tuple[Any, ...]:
+    answer = rule.answer
+    content = msgspec.json.encode(answer.content).decode() if answer is not None and answer.content else None
+    fields = msgspec.json.encode(list(rule.fields)).decode() if rule.fields else None
+    return (rule.id, rule.server, rule.tool, rule.decision, rule.question, rule.message, fields,
+            answer.action if answer is not None else None, content, rule.scope, rule.expires_at,
+            rule.created_at, rule.created_by)
+
+
+def _rule(row: tuple[Any, ...]) -> Rule:
+    (rule_id, server, tool, decision, question, message, fields, action, content, scope, expires_at,
+     created_at, created_by) = row
+    if scope not in ("always", "until") or (tool is None) == (question is None):
+        raise ValueError("neither a tool rule nor an answer rule")
+    answer = None
+    if question is not None:
+        if action not in ("accept", "decline"):
+            raise ValueError(f"unknown action {action!r}")
+        values = msgspec.json.decode(content, type=dict[str, Any]) if content else None
+        answer = ElicitationResult(action=action, content=values if action == "accept" else None)
+    elif decision not in ("allow", "deny"):
+        raise ValueError(f"unknown decision {decision!r}")
+    return Rule(id=rule_id, source="user", server=server, created_at=created_at, created_by=created_by,
+                scope=scope, expires_at=expires_at, tool=tool, decision=decision, answer=answer,
+                question=question, message=message,
+                fields=tuple(msgspec.json.decode(fields, type=list[str])) if fields else ())

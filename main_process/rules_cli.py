@@ -1,0 +1,130 @@
+"""`elicitron rules [--json]` and `elicitron rules revoke ID... | --all [--server S]`.
+
+Through the running main when there is one (it knows this session's rules and the config's, and a
+revoke there takes effect before the next request and shows in every window at once). With no
+main running, the store is read and changed directly: only remembered rules live there, and the
+next main starts from what is left.
+"""
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from main_process.audit import default_path as default_audit_path
+from main_process.audit import safe_cell
+from main_process.rule_store import RuleStore, path_beside
+from main_process.rules import CONFIG_ID_PREFIX
+from shared.connection_file import read_connection_file
+from shared.messages import RevokeReport, RuleInfo
+from shared.rule_text import describe, scope_text, when
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
+               with_connection: Callable[[argparse.ArgumentParser], argparse.ArgumentParser]) -> None:
+    p = with_connection(sub.add_parser("rules", help="remembered answers, tool approvals and config rules; revoke them",
+                       description="List the rules main applies before asking a window, or revoke some: "
+                                   "`elicitron rules revoke ID...` or `elicitron rules revoke --all [--server S]`."))
+    p.add_argument("action", nargs="?", choices=["list", "revoke"], default="list")
+    p.add_argument("ids", nargs="*", metavar="ID", help="rule ids to revoke (see `elicitron rules`)")
+    p.add_argument("--all", action="store_true", help="revoke every remembered rule (config rules stay)")
+    p.add_argument("--server", help="with --all: only this server's rules")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_rules)
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    from main_process.cli import _connection
+
+    if args.action == "list" and (args.ids or args.all or args.server):
+        print("elicitron: IDs, --all and --server go with `elicitron rules revoke`", file=sys.stderr)
+        return EXIT_USAGE
+    if args.action == "revoke":
+        if bool(args.ids) == bool(args.all):
+            print("elicitron: say which rules: `elicitron rules revoke ID...` or `--all [--server S]`",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        if args.server and not args.all:
+            print("elicitron: --server goes with --all", file=sys.stderr)
+            return EXIT_USAGE
+    from main_process.controller import Controller
+
+    connection = _connection(args)
+    if _main_may_run(connection):  # then only main may change the store: it holds the rules in memory
+        with Controller(connection) as controller:
+            if args.action == "list":
+                return _print_rules(controller.rules(), args.json, note=None)
+            return _print_revoked(controller.revoke_rules(args.ids, args.all, args.server), args.json)
+    store_path = path_beside(default_audit_path())
+    with RuleStore(store_path) as store:
+        now = time.time_ns() // 1_000_000
+        rules = store.load(now)
+        if args.action == "list":
+            note = (f"main is not running: showing the remembered rules in {store_path} "
+                    "(config rules and this-session rules apply only while main runs)")
+            return _print_rules([rule.info() for rule in rules], args.json, note=note)
+        known = {rule.id: rule for rule in rules}
+        if args.all:
+            targets = [rule_id for rule_id, rule in known.items() if args.server is None or rule.server == args.server]
+            refused = []
+        else:
+            targets = [rule_id for rule_id in args.ids if rule_id in known]
+            refused = [f"{rule_id}: a config rule; edit the config file" if rule_id.startswith(CONFIG_ID_PREFIX)
+                       else f"{rule_id}: no such rule" for rule_id in args.ids if rule_id not in known]
+        if targets and not store.remove(targets):
+            refused.append(f"{', '.join(targets)}: the rule store {store_path} could not be changed")
+            targets = []
+        return _print_revoked(RevokeReport(revoked=targets, refused=refused), args.json)
+
+
+def _main_may_run(connection: Path) -> bool:
+    """False only when no main can be running for this connection file (none, or its pid is gone)."""
+    from main_process.controller import _pid_alive
+
+    if not connection.exists():
+        return False
+    info = read_connection_file(connection)  # a file we cannot trust is an error, not "no main"
+    return not info.endpoint.startswith("ipc://") or _pid_alive(info.pid)
+
+
+def _print_rules(rules: list[RuleInfo], as_json: bool, note: str | None) -> int:
+    if note is not None:
+        print(f"elicitron: {note}", file=sys.stderr)
+    if as_json:
+        print(msgspec.json.encode(rules).decode())
+    else:
+        print(format_rules(rules))
+    return 0
+
+
+def _print_revoked(report: RevokeReport, as_json: bool) -> int:
+    if as_json:
+        print(msgspec.json.encode(report).decode())
+    else:
+        for rule_id in report.revoked:
+            print(f"revoked {rule_id}")
+        if not report.revoked and not report.refused:
+            print("no rules to revoke")
+    for problem in report.refused:
+        print(f"elicitron: not revoked: {problem}", file=sys.stderr)
+    return EXIT_FAILED if report.refused else 0
+
+
+def format_rules(rules: list[RuleInfo]) -> str:
+    """A plain-text table, one line per rule (text from servers made safe for a terminal)."""
+    if not rules:
+        return "no rules: every request is asked in a window"
+    header = ("ID", "SERVER", "RULE", "SCOPE", "MADE BY", "MADE")
+    rows = [header]
+    for rule in rules:
+        rows.append((rule.id, safe_cell(rule.server, 20), safe_cell(describe(rule), 70), scope_text(rule),
+                     safe_cell(rule.created_by, 40), when(rule.created_at)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+                     for row in rows)

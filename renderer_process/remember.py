@@ -1,0 +1,95 @@
+"""'Remember my answer' on a form card: not at all, for this session, always, or until a date.
+
+The box is added to a form card from outside (`add_to_card`), just above its answer buttons, so the
+card itself stays as it is; `choice_of(card)` reads it when the card is answered. The choice goes
+to main as the result's `remember` extension field: the next time the same server asks the same
+question, main answers it the same way without asking, until the rule is revoked (Remembered panel,
+`elicitron rules revoke`) or its date passes. Only accept and decline are remembered.
+"""
+
+import datetime
+import logging
+from typing import Final
+
+from PySide6.QtCore import QDate, Qt
+from PySide6.QtWidgets import QComboBox, QDateEdit, QDialog, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from shared import messages
+
+logger = logging.getLogger(__name__)
+
+_CHOICES: Final = (
+    ("Don't remember", None),
+    ("Remember for this session", "session"),
+    ("Remember always", "always"),
+    ("Remember until…", "until"),
+)
+DEFAULT_UNTIL_DAYS: Final = 7
+
+
+class RememberBox(QWidget):
+    def __init__(self, server: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("remember")
+        self.scope = QComboBox(self)
+        self.scope.setObjectName("remember_scope")
+        for text, scope in _CHOICES:
+            self.scope.addItem(text, scope)
+        self.scope.setToolTip(f"Next time {server} asks exactly this, answer the same way without asking. "
+                              "Revoke it any time in the Remembered panel.")
+        self.until = QDateEdit(self)
+        self.until.setObjectName("remember_until")
+        self.until.setCalendarPopup(True)
+        self.until.setMinimumDate(QDate.currentDate())
+        self.until.setDate(QDate.currentDate().addDays(DEFAULT_UNTIL_DAYS))
+        self.until.hide()
+        label = QLabel("Remember my answer:", self)
+        label.setTextFormat(Qt.TextFormat.PlainText)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(label)
+        row.addWidget(self.scope)
+        row.addWidget(self.until)
+        row.addStretch(1)
+        self.scope.currentIndexChanged.connect(lambda _i: self.until.setVisible(self.scope.currentData() == "until"))
+
+    def choice(self) -> messages.Remember | None:
+        scope = self.scope.currentData()
+        if scope is None:
+            return None
+        if scope != "until":
+            return messages.Remember(scope=scope)
+        return messages.Remember(scope="until", until=end_of_day_ms(self.until.date().toPython()))
+
+
+def end_of_day_ms(day: datetime.date) -> int:
+    """The last millisecond of `day`, local time: "until May 3" includes May 3."""
+    last = datetime.datetime.combine(day, datetime.time(23, 59, 59, 999_000)).astimezone()
+    return int(last.timestamp() * 1000)
+
+
+def add_to_card(card: QDialog) -> RememberBox:
+    """Put a RememberBox just above the card's answer buttons (or at its end if they can't be found)."""
+    box = RememberBox(getattr(card, "server", ""), card)
+    layout = card.layout()
+    accept = getattr(card, "accept_button", None)
+    if isinstance(layout, QVBoxLayout):
+        for index in range(layout.count()):
+            item = layout.itemAt(index)
+            row = item.layout() if item is not None else None
+            if row is not None and accept is not None and row.indexOf(accept) >= 0:
+                layout.insertWidget(index, box)
+                return box
+        layout.addWidget(box)
+    else:
+        logger.warning("card has no vertical layout; 'Remember my answer' not shown")
+        box.hide()
+    return box
+
+
+def choice_of(card: QWidget, action: str) -> messages.Remember | None:
+    """The card's remember choice for this answer (None: nothing to remember, or a cancel)."""
+    box = card.findChild(RememberBox, "remember")
+    if box is None or action not in ("accept", "decline"):
+        return None
+    return box.choice()

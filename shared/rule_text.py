@@ -1,0 +1,31 @@
+"""How a rule reads to a person, the same in `elicitron rules` and in the window's Remembered panel."""
+
+import time
+
+from shared.messages import RuleInfo
+
+
+def describe(rule: RuleInfo) -> str:
+    """ "tool read_* → allow", "“Book a table?” → accept (name, party_size)"."""
+    if rule.kind == "tool":
+        return f"tool {rule.tool} → {rule.decision}"
+    if rule.message is None:
+        asked = "any form request"
+    elif rule.source == "config":
+        asked = f"messages like “{rule.message}”"
+    else:
+        asked = f"“{rule.message}”"
+    fields = f" ({', '.join(rule.fields)})" if rule.fields and rule.action == "accept" else ""
+    return f"{asked} → {rule.action}{fields}"
+
+
+def scope_text(rule: RuleInfo) -> str:
+    if rule.source == "config":
+        return "config"
+    if rule.scope == "until" and rule.expires_at is not None:
+        return "until " + when(rule.expires_at)
+    return {"session": "this session", "always": "always"}.get(rule.scope, rule.scope)
+
+
+def when(epoch_ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch_ms / 1000))
