@@ -20,7 +20,7 @@ from kit.procs import end_process
 from kit.window import WindowProcess, start_window
 
 # Fixtures that start processes: every test using one (directly or through another) is `slow`.
-PROCESS_FIXTURES = frozenset({"main_factory", "windows", "http_demo_server", "shared_main"})
+PROCESS_FIXTURES = frozenset({"main_factory", "windows", "http_demo_server", "shared_main", "consent_mains"})
 
 WindowFactory = Callable[[Path, str], WindowProcess]
 

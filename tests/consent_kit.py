@@ -15,43 +15,27 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conftest import DEMO_SERVER, ROOT, RunningMain, StderrReader, child_env, short_tmp_dir
-from wire_peer import WirePeer
+from kit.env import short_tmp_dir
+from kit.main import RunningMain, start_main
+from kit.paths import DEMO_SERVER
+from kit.peer import WirePeer
 
 
-def consent_env(home: Path) -> dict[str, str]:
-    return child_env(XDG_DATA_HOME=str(home / "data"), XDG_STATE_HOME=str(home / "state"),
-                     XDG_CONFIG_HOME=str(home / "config"))
-
-
-@dataclass
 class ConsentMain(RunningMain):
-    home: Path | None = None  # XDG base of this main's data (rules.sqlite3, audit.sqlite3) and logs
-    config: Path | None = None
-    runtime: Path | None = None
+    """A kit RunningMain whose config, data (rules.sqlite3, audit.sqlite3) and logs live in `home`."""
 
-    def env(self) -> dict[str, str]:
-        assert self.home is not None
-        return consent_env(self.home)
+    def __init__(self, running: RunningMain, config: Path, runtime: Path) -> None:
+        super().__init__(running.proc, running.connection, running.home, running.stderr)
+        self.config = config
+        self.runtime_dir = runtime
 
     @property
     def rules_path(self) -> Path:
         assert self.home is not None
         return self.home / "data" / "elicitron" / "rules.sqlite3"
-
-    def cli(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", "main_process", *args, "--connection", str(self.connection)]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env(), cwd=ROOT,
-                              check=False)
-
-    def cli_plain(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", "main_process", *args]
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env(), cwd=ROOT,
-                              check=False)
 
     def audit(self) -> list[dict[str, Any]]:
         done = self.cli_plain("audit", "--json", "--limit", "1000")
@@ -87,18 +71,10 @@ def write_consent_config(path: Path, servers: dict[str, Any], rules: list[dict[s
 
 
 def launch(config: Path, runtime: Path, home: Path, ready: list[str]) -> ConsentMain:
-    """Start main (info logging, stderr piped) and wait until each server in `ready` is ready."""
-    connection = runtime / "connection.json"
-    env = consent_env(home)
-    argv = [sys.executable, "-m", "main_process", "--log-level", "info", "main", "--connection", str(connection),
-            "--config", str(config)]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=env, cwd=ROOT)
-    running = ConsentMain(proc=proc, connection=connection, stderr=StderrReader(proc), home=home, config=config,
-                          runtime=runtime)
-    running.stderr.until("listening on", timeout_s=30)
+    """Start main (its dirs under `home`) and wait until each server in `ready` reports ready."""
+    running = ConsentMain(start_main(config, runtime, home=home), config, runtime)
     for name in ready:
-        running.stderr.until(f"server {name} ready", timeout_s=60)
+        running.wait_server_ready(name)
     return running
 
 
@@ -124,8 +100,8 @@ def started_mains(tmp_path: Path) -> Iterator[ConsentMains]:
 
     def again(old: ConsentMain, ready: tuple[str, ...] = ("demo",)) -> ConsentMain:
         old.stop()
-        assert old.config is not None and old.runtime is not None and old.home is not None
-        running = launch(old.config, old.runtime, old.home, list(ready))
+        assert old.home is not None
+        running = launch(old.config, old.runtime_dir, old.home, list(ready))
         started.append(running)
         return running
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DEMO_SERVER
 from consent_kit import (
     ConsentMain,
     ConsentMains,
@@ -22,6 +21,7 @@ from consent_kit import (
     text_of,
     write_consent_config,
 )
+from kit.paths import DEMO_SERVER
 
 
 @pytest.fixture
@@ -191,7 +191,7 @@ def test_a_rule_revoked_while_a_call_waits_for_its_server_is_not_applied(consent
              "toolApproval": "ask"}
     main = consent_mains({"gated": gated}, ready=())
     let_through(gate)
-    main.stderr.until("server gated ready", timeout_s=60)
+    main.wait_server_ready("gated")
     window = main.peer()
     host = WireHost(main)
     first = host.call("gated", "echo", {"text": "allowed"})
