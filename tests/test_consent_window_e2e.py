@@ -23,7 +23,6 @@ def consent_mains(tmp_path: Path) -> Iterator[ConsentMains]:
     yield from started_mains(tmp_path)
 
 
-SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 
 
 def open_window(qtbot: QtBot, main: ConsentMain, name: str) -> tuple[MainWindow, MainBridge]:
@@ -42,7 +41,9 @@ def remembered_rows(window: MainWindow) -> list[str]:
     return window.remembered_panel.rows()
 
 
-def test_a_hosts_call_waits_until_the_window_allows_it(qtbot: QtBot, consent_mains: ConsentMains) -> None:
+@pytest.mark.screenshot
+def test_a_hosts_call_waits_until_the_window_allows_it(qtbot: QtBot, consent_mains: ConsentMains,
+                                                       screenshot_dir: Path) -> None:
     main = consent_mains({"demo": demo(toolApproval="ask")})
     window, bridge = open_window(qtbot, main, "approver")
     host = WireHost(main, name="Claude Desktop")
@@ -57,7 +58,7 @@ def test_a_hosts_call_waits_until_the_window_allows_it(qtbot: QtBot, consent_mai
         assert warnings is not None and "May delete or overwrite things." in warnings.text()
         argument = card.findChild(QLabel, "argument:restaurant")
         assert argument is not None and argument.text() == "Le Cinq"
-        grab_widget(card, SCREENSHOTS / "approval-card.png")
+        grab_widget(card, screenshot_dir / "approval-card.png")
         allow = card.findChild(QPushButton, "approve_once")
         assert allow is not None
         qtbot.mouseClick(allow, Qt.MouseButton.LeftButton)
@@ -67,8 +68,9 @@ def test_a_hosts_call_waits_until_the_window_allows_it(qtbot: QtBot, consent_mai
         bridge.close()
 
 
+@pytest.mark.screenshot
 def test_a_remembered_answer_shows_in_every_window_and_revoking_it_there_asks_again(
-        qtbot: QtBot, consent_mains: ConsentMains) -> None:
+        qtbot: QtBot, consent_mains: ConsentMains, screenshot_dir: Path) -> None:
     main = consent_mains({"demo": demo()})
     left, left_bridge = open_window(qtbot, main, "left")
     right, right_bridge = open_window(qtbot, main, "right")
@@ -96,7 +98,7 @@ def test_a_remembered_answer_shows_in_every_window_and_revoking_it_there_asks_ag
         assert left.current_card() is None and right.current_card() is None
         box = right.remembered_panel.parentWidget()  # the "Remembered" box: its content is the same every run
         assert box is not None
-        grab_widget(box, SCREENSHOTS / "remembered-panel.png")
+        grab_widget(box, screenshot_dir / "remembered-panel.png")
 
         right.remembered_panel.select(right.remembered_panel.rule_ids()[0])
         revoke = right.findChild(QPushButton, "rule_revoke")

@@ -18,8 +18,6 @@ from renderer_process.screenshot import grab_widget
 from renderer_process.sign_in_card import SignInFinishDialog
 from shared import messages
 
-SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
-
 
 def child(widget: QWidget, kind: type, name: str):  # type: ignore[no-untyped-def]
     found = widget.findChild(kind, name)
@@ -36,7 +34,9 @@ def sign_in_invoke(url: str, host: str, scopes: list[str]) -> messages.Elicitati
                                     redirect_uri="http://127.0.0.1:5555/callback"))
 
 
-def test_the_card_names_the_server_the_host_in_bold_and_the_scopes(qtbot: QtBot) -> None:
+@pytest.mark.screenshot
+def test_the_card_names_the_server_the_host_in_bold_and_the_scopes(qtbot: QtBot,
+                                                                   screenshot_dir: Path) -> None:
     card = ElicitationCard(sign_in_invoke("https://github.com/login/oauth/authorize?state=x", "github.com",
                                           ["repo", "read:org"]), opener=lambda url: True)
     qtbot.addWidget(card)
@@ -46,7 +46,7 @@ def test_the_card_names_the_server_the_host_in_bold_and_the_scopes(qtbot: QtBot)
     assert not child(card, QLabel, "warnings").isVisibleTo(card)
     assert child(card, QPushButton, "accept").text() == "Sign in with browser"
     assert not child(card, QPushButton, "decline_all").isVisibleTo(card)
-    grab_widget(card, SCREENSHOTS / "sign_in_card.png")
+    grab_widget(card, screenshot_dir / "sign_in_card.png")
 
 
 def test_the_card_warns_about_http_and_punycode(qtbot: QtBot) -> None:
