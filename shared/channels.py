@@ -16,6 +16,8 @@ SERVER_CONTROL = "msgServerControl"
 RELOAD = "msgReload"
 SERVER_POLICY = "msgServerPolicy"
 MCP_REQUEST = "msgMcpRequest"
+ASK = "msgAsk"  # extension: a program asks the windows a question
+WITHDRAW = "msgWithdraw"  # extension: the program takes its question back
 
 # main -> peer
 WELCOME = "welcome"

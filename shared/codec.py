@@ -31,6 +31,8 @@ _PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.RELOAD: msgspec.msgpack.Decoder(messages.Reload),
     channels.SERVER_POLICY: msgspec.msgpack.Decoder(messages.ServerPolicy),
     channels.MCP_REQUEST: msgspec.msgpack.Decoder(messages.McpRequest),
+    channels.ASK: msgspec.msgpack.Decoder(messages.Ask),
+    channels.WITHDRAW: msgspec.msgpack.Decoder(messages.Withdraw),
 }
 _RESULT_DECODER = msgspec.msgpack.Decoder(messages.ElicitationResult)
 

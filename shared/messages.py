@@ -272,6 +272,42 @@ class ReloadReport(Body):
     unchanged: list[str]
 
 
+# ---- extension: a program asks (msgAsk / msgWithdraw; `elicitron ask`, asker_process) --------
+
+MAX_QUESTION_TIMEOUT_S = 7 * 24 * 3600.0  # the same cap as config's per-server times
+DEFAULT_QUESTION_TIMEOUT_S = 600.0  # the same default as a server's elicitation timeout
+QuestionOutcome = Literal["accept", "decline", "cancel", "expired", "withdrawn"]
+"""How a question ended: a window's action, or nobody answered in time (`expired`), or the asker
+withdrew it (`withdrawn`)."""
+
+
+class Ask(Body):
+    """Extension `msgAsk`: a peer asks the windows a question. `params` is an MCP
+    `ElicitRequestParams` JSON (form or url mode), checked like a server's request; answered once on
+    `responseChannel` with `ChannelReply.answer` (or `error`, e.g. -32602 for a bad schema)."""
+
+    response_channel: ShortText
+    params: dict[str, Any]
+    asker: AskerInfo
+    timeout_seconds: float | None = None  # default DEFAULT_QUESTION_TIMEOUT_S, at most MAX_QUESTION_TIMEOUT_S
+
+
+class Withdraw(Body):
+    """Extension `msgWithdraw`: the asker takes back its open question on `responseChannel`; the
+    windows get a dismiss `cancelled`, the asker an answer with outcome `withdrawn`."""
+
+    response_channel: ShortText
+
+
+class QuestionAnswer(Body):
+    """`ChannelReply.answer`: how a question ended. `action` is what an MCP asker hands on
+    (`cancel` for expired and withdrawn); `content` only for accept in form mode."""
+
+    action: Action
+    outcome: QuestionOutcome
+    content: dict[str, Any] | None = None
+
+
 class ChannelReply(Body):
     """Body sent on a peer-chosen response channel: exactly one field is set. `result` is MCP's
     own JSON (a CallToolResult, or the result of a msgMcpRequest); the others are Elicitron's."""
@@ -281,11 +317,12 @@ class ChannelReply(Body):
     status: StatusReport | None = None
     control: ServerControlReport | None = None
     reload: ReloadReport | None = None
+    answer: QuestionAnswer | None = None  # extension msgAsk
 
 
 PeerBody = (
     Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown | ServerControl | Reload
-    | ServerPolicy | McpRequest
+    | ServerPolicy | McpRequest | Ask | Withdraw
 )
 MainBody = (
     Welcome

@@ -81,6 +81,12 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.MCP_REQUEST, m.McpRequest(server="demo", method="tools/list", response_channel="t1")),
     (channels.MCP_REQUEST, m.McpRequest(server="demo", method="prompts/get", response_channel="t2",
                                         params={"name": "greet", "arguments": {"who": "Ada"}})),
+    (channels.HELLO, m.Hello(protocol=1, token="ab" * 16, window=WINDOW, name="deploy.sh", role="asker")),
+    (channels.ASK, m.Ask(response_channel="ask-1", params=PARAMS, timeout_seconds=900.0,
+                         asker=m.AskerInfo(name="deploy.sh", pid=4242, machine="build-7"))),
+    (channels.ASK, m.Ask(response_channel="ask-2", params={"mode": "url", "message": "Sign in", "url": "https://x.test/"},
+                         asker=m.AskerInfo(name="agent"))),
+    (channels.WITHDRAW, m.Withdraw(response_channel="ask-1")),
 ]
 
 MAIN_MESSAGES: list[tuple[str, m.Body]] = [
@@ -136,6 +142,13 @@ MAIN_MESSAGES: list[tuple[str, m.Body]] = [
     ),
     ("control-1", m.ChannelReply(control=m.ServerControlReport(server="demo", status="ready"))),
     ("reload-1", m.ChannelReply(reload=m.ReloadReport(added=["a"], removed=[], changed=["b"], unchanged=["c"]))),
+    ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="accept", outcome="accept", content={"guests": 2}))),
+    ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="cancel", outcome="expired"))),
+    ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="cancel", outcome="withdrawn"))),
+    (channels.INVOKE, m.ElicitationInvoke(request=m.ElicitationRequest(server="deploy.sh", params=PARAMS),
+                                          response_channel=RESULT_CHANNEL, created_at=1, expires_at=2, origin=None,
+                                          kind="question", asker=m.AskerInfo(name="deploy.sh", pid=4242,
+                                                                             machine="build-7"))),
 ]
 
 
