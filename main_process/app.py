@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import zmq
 import zmq.asyncio
@@ -21,6 +22,7 @@ from main_process.config import Config, load_config
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
+from main_process.questions import QuestionDesk
 from main_process.servers import ManagedServer, error_reply
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES
@@ -33,14 +35,18 @@ from shared.connection_file import (
 )
 from shared.errors import ConfigError, RpcCode
 from shared.messages import (
+    Ask,
+    AskerInfo,
     CallTool,
     ChannelReply,
+    ElicitationResult,
     McpRequest,
     ReloadReport,
     ServerControl,
     ServerControlReport,
     ServerInfo,
     ServerPolicy,
+    Withdraw,
 )
 
 logger = logging.getLogger(__name__)
@@ -73,6 +79,7 @@ class MainApp:
         self._last_auto_open = float("-inf")
         self.servers: dict[str, ManagedServer] = {}
         self.broker: Broker | None = None
+        self.questions: QuestionDesk | None = None  # made once the broker has started
 
     # ---- BrokerHost --------------------------------------------------------------------
 
@@ -152,6 +159,21 @@ class MainApp:
                           "--name", "auto-opened"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
 
+    # ---- questions from programs (extension msgAsk; main_process/questions.py) ---------------
+
+    def ask_question(self, request: Ask, asker_id: bytes, reply: ReplyTo) -> None:
+        assert self.questions is not None
+        self.questions.ask(asker_id, request, reply)
+
+    def withdraw_question(self, request: Withdraw, asker_id: bytes) -> None:
+        assert self.questions is not None
+        self.questions.withdraw(asker_id, request)
+
+    def answer_question_by_rule(self, asker: AskerInfo, params: dict[str, Any]) -> ElicitationResult | None:
+        """The one place a rule or a remembered answer may answer a program's form question
+        before it opens (url-mode questions never come here). None: ask the windows."""
+        return None
+
     def _remote_listener(self) -> tuple[Listener | None, AsyncioAuthenticator | None]:
         """The tcp listener for remote windows: CURVE with main's keypair, clients by allow-list."""
         if self.listen is None:
@@ -201,6 +223,7 @@ class MainApp:
         for name, server_config in self.config.servers.items():
             self.servers[name] = ManagedServer(server_config, broker, self.log_dir)
         broker.start()
+        self.questions = QuestionDesk(broker.pending, rule=self.answer_question_by_rule)
         write_connection_file(self.connection_path, ConnectionInfo(
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
             remote_endpoint=remote.endpoint if remote else None,
