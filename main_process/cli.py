@@ -10,6 +10,7 @@
     server   start, stop or restart one server
     call     call a tool through main
     audit    the audit log
+    ask      ask the person at the windows (asker_process.cli; the exit code is the answer)
 
 Each command imports only what it needs (`mcp` for `main` alone, Qt never: windows are their own
 process), so a command that only talks to main starts fast.
@@ -45,6 +46,9 @@ MAIN_START_TIMEOUT_S = 60.0
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["ask"]:  # straight there: its start-up is part of every question's latency
+        return cmd_ask_argv(argv[1:])
     args = _parser().parse_args(argv)
     log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
     level = getattr(logging, args.log_level.upper())
@@ -143,6 +147,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the result")
     p.add_argument("--json", action="store_true", help="print the whole CallToolResult as JSON")
     p.set_defaults(func=cmd_call)
+
+    p = sub.add_parser("ask", add_help=False, help="ask the person at the windows; the exit code is the answer "
+                       "(`elicitron ask --help`)")
+    p.add_argument("ask_args", nargs=argparse.REMAINDER)
+    p.set_defaults(func=lambda args: cmd_ask_argv(args.ask_args))
     return parser
 
 
@@ -318,6 +327,16 @@ def cmd_call(args: argparse.Namespace) -> int:
         for item in result.get("content", []):
             print(item.get("text") if item.get("type") == "text" else json.dumps(item))
     return EXIT_FAILED if result.get("isError") else 0
+
+
+def cmd_ask_argv(argv: list[str]) -> int:
+    """`elicitron ask`: its own package (a peer of main, like a window); `--start` starts main here."""
+    from asker_process.cli import main as ask_main
+
+    def start_main(connection: Path) -> None:
+        _start_main_in_background(connection, None, auto_open=True)  # as `elicitron launch` does
+
+    return ask_main(argv, start_main=start_main)
 
 
 # ---- helpers ---------------------------------------------------------------------------
