@@ -56,7 +56,8 @@ class ElicitationCallback:
         self._timeout = timeout
         self._client = AskerClient(self._asker, connection)
 
-    async def __call__(self, context: "ClientRequestContext", params: "ElicitRequestParams") -> "ElicitResult | ErrorData":
+    async def __call__(self, context: "ClientRequestContext",
+                       params: "ElicitRequestParams") -> "ElicitResult | ErrorData":
         wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
         try:
             answer = await self._client.ask(wire, self._timeout, asker=self._asker_for(context))

@@ -55,17 +55,21 @@ def parser(prog: str = "elicitron ask") -> argparse.ArgumentParser:
     p.add_argument("text", nargs="?", metavar="MESSAGE", help="the question (or --message)")
     p.add_argument("--message", help="the question")
     kind = p.add_mutually_exclusive_group()
-    kind.add_argument("--schema", metavar="JSON|@FILE", help="MCP requestedSchema for the answer (JSON, or @file)")
-    kind.add_argument("--yes-no", action="store_true", help="a yes/no confirm; prints true or false, exit 0 only for yes")
+    kind.add_argument("--schema", metavar="JSON|@FILE",
+                      help="MCP requestedSchema for the answer (JSON, or @file)")
+    kind.add_argument("--yes-no", action="store_true",
+                      help="a yes/no confirm; prints true or false, exit 0 only for yes")
     kind.add_argument("--url", help="ask to open this link instead of a form")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long (default 600): exit 5")
-    p.add_argument("--name", help="who asks, as the card shows it (default: the program that runs this command)")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="give up after this long (default 600): exit 5")
+    p.add_argument("--name", help="who asks, as the card shows it (default: the program running this)")
     p.add_argument("--connection", help="connection file (default: $ELICITRON_CONNECTION or the runtime dir)")
     p.add_argument("--start", action="store_true", help="start main in the background first if none runs")
     return p
 
 
-def main(argv: list[str] | None = None, start_main: StartMain | None = None, prog: str = "elicitron ask") -> int:
+def main(argv: list[str] | None = None, start_main: StartMain | None = None,
+         prog: str = "elicitron ask") -> int:
     args = parser(prog).parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="elicitron: %(message)s")
     try:

@@ -73,7 +73,8 @@ class _Question:
 
 class AskerClient:
     def __init__(self, asker: AskerInfo, connection: str | os.PathLike[str] | None = None, *,
-                 attach_timeout_s: float = ATTACH_TIMEOUT_S, reattach_grace_s: float = REATTACH_GRACE_S) -> None:
+                 attach_timeout_s: float = ATTACH_TIMEOUT_S,
+                 reattach_grace_s: float = REATTACH_GRACE_S) -> None:
         check_asker(asker)
         self.asker = asker
         self.connection_path = resolve_connection_path(connection)
@@ -252,8 +253,8 @@ class AskerClient:
         elif reply.error is not None:
             question.answer.set_exception(QuestionRefusedError(reply.error.code, reply.error.message))
         else:
-            question.answer.set_exception(QuestionRefusedError(RpcCode.INTERNAL_ERROR,
-                                                               "main answered the question with nothing usable"))
+            question.answer.set_exception(QuestionRefusedError(
+                RpcCode.INTERNAL_ERROR, "main answered the question with nothing usable"))
 
     def _on_refused(self, notice: ErrorNotice) -> None:
         """main refused one of our messages unread (e.g. a question over its size limit). The

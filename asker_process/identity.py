@@ -21,13 +21,15 @@ _FALLBACK_NAME = "elicitron ask"
 def this_program(name: str | None = None) -> AskerInfo:
     """The asker for a Python program asking for itself."""
     script = sys.argv[0] if sys.argv and sys.argv[0] not in ("", "-c") else sys.executable
-    return AskerInfo(name=name or Path(script).name or "python", pid=os.getpid(), machine=socket.gethostname())
+    return AskerInfo(name=name or Path(script).name or "python", pid=os.getpid(),
+                     machine=socket.gethostname())
 
 
 def parent_program(name: str | None = None) -> AskerInfo:
     """The asker for `elicitron ask`: the program that ran it."""
     parent = os.getppid()
-    return AskerInfo(name=name or _process_name(parent) or _FALLBACK_NAME, pid=parent, machine=socket.gethostname())
+    return AskerInfo(name=name or _process_name(parent) or _FALLBACK_NAME, pid=parent,
+                     machine=socket.gethostname())
 
 
 def _process_name(pid: int) -> str | None:

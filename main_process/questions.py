@@ -62,8 +62,8 @@ class QuestionDesk:
             timeout_s = check_timeout(request.timeout_seconds)
             check_asker(request.asker)
             if sum(1 for owner, _ in self._open if owner == asker_id) >= MAX_OPEN_PER_ASKER:
-                raise QuestionRefusedError(RpcCode.INVALID_PARAMS, f"this asker already has {MAX_OPEN_PER_ASKER} "
-                                           "open questions; withdraw some or wait for their answers")
+                raise QuestionRefusedError(RpcCode.INVALID_PARAMS, f"this asker already has "
+                                           f"{MAX_OPEN_PER_ASKER} open questions; withdraw some or wait")
         except QuestionRefusedError as exc:
             logger.info("refused a question from %r: %s", request.asker.name[:80], exc.message)
             reply(ChannelReply(error=CallError(code=exc.code, message=exc.message)))
@@ -83,11 +83,12 @@ class QuestionDesk:
 
         try:
             self._open[key] = self._pending.open(
-                ElicitationRequest(server=request.asker.name, params=params), origin=None, timeout_s=timeout_s,
-                resolve=resolve, owner=asker_id, max_bytes=self._max_request_bytes, kind="question",
-                asker=request.asker)
+                ElicitationRequest(server=request.asker.name, params=params), origin=None,
+                timeout_s=timeout_s, resolve=resolve, owner=asker_id, max_bytes=self._max_request_bytes,
+                kind="question", asker=request.asker)
         except UndeliverableRequestError as exc:
-            reply(ChannelReply(error=CallError(code=RpcCode.INVALID_PARAMS, message=f"question not shown: {exc}")))
+            reply(ChannelReply(error=CallError(code=RpcCode.INVALID_PARAMS,
+                                               message=f"question not shown: {exc}")))
 
     def withdraw(self, asker_id: bytes, request: Withdraw) -> None:
         """The asker takes one question back; one already closed (or never asked) is no error."""

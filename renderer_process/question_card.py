@@ -45,9 +45,8 @@ def yes_no_property(invoke: ElicitationInvoke) -> str | None:
         return None
     (key, prop), = properties.items()
     required = schema.get("required")
-    if isinstance(prop, dict) and prop.get("type") == "boolean" and isinstance(required, list) and key in required:
-        return str(key)
-    return None
+    is_boolean = isinstance(prop, dict) and prop.get("type") == "boolean"
+    return str(key) if is_boolean and isinstance(required, list) and key in required else None
 
 
 def is_yes_no(invoke: ElicitationInvoke) -> bool:

@@ -40,11 +40,12 @@ def button(card: ElicitationCard, name: str) -> QPushButton:
 
 
 def test_a_program_is_named_with_its_pid_and_machine_and_offers_no_server_policy(qtbot: QtBot) -> None:
-    card, answers = shown(qtbot, question(FORM, messages.AskerInfo(name="deploy.sh", pid=4242, machine="build-7")))
+    asker = messages.AskerInfo(name="deploy.sh", pid=4242, machine="build-7")
+    card, answers = shown(qtbot, question(FORM, asker))
     header = card.findChild(QLabel, "header")
     assert header is not None and header.text() == "<b>deploy.sh (pid 4242 on build-7)</b> asks for input:"
     assert card.windowTitle() == "deploy.sh (pid 4242 on build-7) asks for input"
-    assert not button(card, "decline_all").isVisible()  # "decline all from deploy.sh" would be a server policy
+    assert not button(card, "decline_all").isVisible()  # declining all from a server is a server policy
     assert button(card, "accept").text() == "Accept" and button(card, "decline").text() == "Decline"
 
 
