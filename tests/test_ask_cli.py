@@ -14,6 +14,7 @@ from ask_kit import ask, audit_entries, deploy_script, ended, finished, module_m
 from conftest import ROOT, RunningMain, child_env, descendants, short_tmp_dir
 from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit
 from pytestqt.qtbot import QtBot
+from test_remote_windows import free_tcp_port, pair
 from wire_peer import WirePeer
 
 TAG_SCHEMA = json.dumps({"type": "object", "properties": {
@@ -23,7 +24,7 @@ TAG_SCHEMA = json.dumps({"type": "object", "properties": {
 
 @pytest.fixture(scope="module")
 def main() -> Iterator[RunningMain]:
-    with module_main() as running:
+    with module_main("--listen", f"tcp://127.0.0.1:{free_tcp_port()}") as running:
         yield running
 
 
@@ -236,3 +237,24 @@ def test_asking_loads_neither_mcp_nor_qt_nor_mains_internals(main: RunningMain, 
     # main's CLI only dispatches: nothing else of main is loaded.
     dispatcher = {"main_process", "main_process.__main__", "main_process.cli", "main_process.paths"}
     assert {m for m in imported if m.startswith("main_process")} <= dispatcher
+
+
+def test_a_paired_remote_window_over_tcp_and_curve_answers_and_a_remote_script_can_ask(
+    qtbot: QtBot, main: RunningMain, tmp_path: Path
+) -> None:
+    remote_file = tmp_path / "remote.json"
+    remote_file.write_text(json.dumps(pair(main, "laptop")))
+    remote_file.chmod(0o600)
+    with window(qtbot, remote_file, "laptop over tcp") as win:  # MainBridge with the paired CURVE keys
+        for connection in (main.connection, remote_file):  # asked on main's machine, then from afar
+            proc = ask(connection, "--yes-no", f"Deploy, asked via {connection.name}?")
+            try:
+                win.click(win.card(), "accept")
+                code, out, err = finished(qtbot, proc)
+            finally:
+                ended(proc)
+            assert (code, out) == (0, "true\n"), err
+        window_id = win.bridge.window_id
+    rows = audit_entries(main, "Deploy, asked via remote.json?") + audit_entries(main, "Deploy, asked via "
+                                                                                         "connection.json?")
+    assert [(row["outcome"], row["window"]) for row in rows] == [("accept", window_id)] * 2
