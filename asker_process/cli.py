@@ -14,7 +14,6 @@ reach main fast. `--start` is handed a starter by main's CLI, which owns startin
 """
 
 import argparse
-import asyncio
 import json
 import logging
 import signal
@@ -22,9 +21,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
-
-from shared.errors import MainNotRunningError, QuestionRefusedError
-from shared.questions import check_question, check_timeout, question_params
 
 EXIT_ACCEPT: Final = 0
 EXIT_DECLINE: Final = 1
@@ -71,6 +67,12 @@ def parser(prog: str = "elicitron ask") -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, start_main: StartMain | None = None,
          prog: str = "elicitron ask") -> int:
     args = parser(prog).parse_args(argv)
+    # Only now: `--help` and usage errors need none of it.
+    import asyncio
+
+    from shared.errors import QuestionRefusedError
+    from shared.questions import check_question, check_timeout
+
     logging.basicConfig(level=logging.WARNING, format="elicitron: %(message)s")
     try:
         params = _params(args)
@@ -82,6 +84,8 @@ def main(argv: list[str] | None = None, start_main: StartMain | None = None,
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
+    from shared.questions import question_params
+
     if (args.text is None) == (args.message is None):
         raise _Usage("give the question once: as MESSAGE or as --message TEXT")
     message = args.text if args.text is not None else args.message
@@ -106,8 +110,11 @@ def _schema(text: str) -> Any:
 
 
 async def _ask(args: argparse.Namespace, params: dict[str, Any], start_main: StartMain | None) -> int:
-    from asker_process.client import AskerClient  # zmq: only once there is something to ask
+    import asyncio
+
+    from asker_process.client import AskerClient
     from asker_process.identity import parent_program
+    from shared.errors import MainNotRunningError, QuestionRefusedError
 
     client = AskerClient(parent_program(args.name), args.connection)
     loop = asyncio.get_running_loop()
@@ -134,6 +141,10 @@ async def _ask(args: argparse.Namespace, params: dict[str, Any], start_main: Sta
 
 async def _ask_starting(client: Any, params: dict[str, Any], args: argparse.Namespace,
                         start_main: StartMain | None) -> Any:
+    import asyncio
+
+    from shared.errors import MainNotRunningError
+
     try:
         return await client.ask(params, args.timeout)
     except MainNotRunningError:

@@ -19,6 +19,7 @@ import asyncio
 import logging
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -61,14 +62,17 @@ REATTACH_EVERY_S: Final = 0.25
 CLOSE_LINGER_MS: Final = 500  # a withdraw or bye queued at close still leaves
 
 
+def _new_channel() -> str:
+    return f"ask-{uuid.uuid4()}"  # any fresh name does (uuid4: no uuid6 import on the asking path)
+
+
 @dataclass(eq=False)
 class _Question:
     params: dict[str, Any]
-    timeout_s: float
     deadline: float  # monotonic
     answer: asyncio.Future[QuestionAnswer]
     asker: AskerInfo
-    channel: str = field(default_factory=lambda: "ask-" + channels.new_uuid7())
+    channel: str = field(default_factory=_new_channel)
 
 
 class AskerClient:
@@ -78,7 +82,7 @@ class AskerClient:
         check_asker(asker)
         self.asker = asker
         self.connection_path = resolve_connection_path(connection)
-        self.window = channels.new_uuid7()  # the same peer to main across re-attaches
+        self.window = str(uuid.uuid4())  # the same peer to main across re-attaches
         self._attach_timeout_s = attach_timeout_s
         self._reattach_grace_s = reattach_grace_s
         self._questions: dict[str, _Question] = {}  # by current response channel
@@ -103,7 +107,7 @@ class AskerClient:
         timeout_s = check_timeout(timeout_s)
         if asker is not None:
             check_asker(asker)
-        question = _Question(params=params, timeout_s=timeout_s, deadline=time.monotonic() + timeout_s,
+        question = _Question(params=params, deadline=time.monotonic() + timeout_s,
                              answer=asyncio.get_running_loop().create_future(), asker=asker or self.asker)
         frames = self._ask_frames(question, timeout_s)  # refuses an oversized question before attaching
         await self._ensure_attached()
@@ -296,7 +300,7 @@ class AskerClient:
             if left <= 0:
                 question.answer.set_result(QuestionAnswer(action="cancel", outcome="expired"))
                 continue
-            question.channel = "ask-" + channels.new_uuid7()
+            question.channel = _new_channel()
             self._questions[question.channel] = question
             self._send_frames(self._ask_frames(question, left))
 

@@ -9,6 +9,7 @@ Figures (NAME for --only):
   fanout    10 peers, first answer wins: time until the 9 others hold their dismiss
   replay    1,000 pending, a new peer attaches: time to a full welcome; main's RSS
   coldstart new renderer process -> first pending card shown (offscreen Qt)
+  ask       `elicitron ask` process start -> its card painted in an already open window (offscreen Qt)
   fuzz      100,000 malformed frames at a real main (10,000 with --quick): main stays up, answers
             only contract errors, logs refusals rate-limited, and a legit window still books a table
 
@@ -32,7 +33,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from benchlib.common import Figure
 
-FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz"]
+FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "ask"]
 
 
 def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure]:
@@ -60,6 +61,10 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
         from benchlib import fuzz
 
         return fuzz.run(quick)
+    if name == "ask":
+        from benchlib import ask
+
+        return ask.run(quick)
     raise ValueError(name)
 
 

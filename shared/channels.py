@@ -1,7 +1,5 @@
 """Names of the one-time reply channels and the fixed topics of wire contract v1."""
 
-from uuid6 import uuid7
-
 RESULT_CHANNEL_PREFIX = "msgElicitationTransferResult-"
 
 # peer -> main
@@ -31,6 +29,10 @@ NOTICE = "notice"  # extension
 
 
 def new_uuid7() -> str:
+    # Imported on first use: uuid6 reads its own package metadata at import (~10 ms), which every
+    # short-lived peer that only decodes (`elicitron ask`, the CLI) would pay for nothing.
+    from uuid6 import uuid7
+
     return str(uuid7())
 
 
