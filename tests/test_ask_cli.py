@@ -41,9 +41,9 @@ def invoke_for(peer: WirePeer, message: str) -> dict:
                        and b["request"]["params"]["message"] == message)[1]
 
 
-def dismissal(peer: WirePeer, invoke: dict) -> dict:
+def dismissal(peer: WirePeer, invoke: dict, timeout_s: float = 15.0) -> dict:
     return peer.expect(lambda t, b: t == "msgElicitationTransferDismiss"
-                       and b["responseChannel"] == invoke["responseChannel"])[1]
+                       and b["responseChannel"] == invoke["responseChannel"], timeout_s)[1]
 
 
 def test_a_script_asks_the_window_names_it_and_the_accepted_content_is_printed(
@@ -153,7 +153,7 @@ def test_an_asker_killed_with_sigkill_is_withdrawn_within_the_liveness_timeout(
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=10)
             # main detaches a peer silent for 5 s and checks once a second.
-            assert dismissal(peer, invoke)["reason"] == "cancelled"
+            assert dismissal(peer, invoke, timeout_s=8)["reason"] == "cancelled"
             win.no_card(timeout_ms=8_000)
         finally:
             ended(proc)

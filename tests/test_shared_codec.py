@@ -84,8 +84,8 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.HELLO, m.Hello(protocol=1, token="ab" * 16, window=WINDOW, name="deploy.sh", role="asker")),
     (channels.ASK, m.Ask(response_channel="ask-1", params=PARAMS, timeout_seconds=900.0,
                          asker=m.AskerInfo(name="deploy.sh", pid=4242, machine="build-7"))),
-    (channels.ASK, m.Ask(response_channel="ask-2", params={"mode": "url", "message": "Sign in", "url": "https://x.test/"},
-                         asker=m.AskerInfo(name="agent"))),
+    (channels.ASK, m.Ask(response_channel="ask-2", asker=m.AskerInfo(name="agent"),
+                         params={"mode": "url", "message": "Sign in", "url": "https://x.test/"})),
     (channels.WITHDRAW, m.Withdraw(response_channel="ask-1")),
 ]
 
@@ -142,13 +142,14 @@ MAIN_MESSAGES: list[tuple[str, m.Body]] = [
     ),
     ("control-1", m.ChannelReply(control=m.ServerControlReport(server="demo", status="ready"))),
     ("reload-1", m.ChannelReply(reload=m.ReloadReport(added=["a"], removed=[], changed=["b"], unchanged=["c"]))),
-    ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="accept", outcome="accept", content={"guests": 2}))),
+    ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="accept", outcome="accept",
+                                                      content={"guests": 2}))),
     ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="cancel", outcome="expired"))),
     ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="cancel", outcome="withdrawn"))),
-    (channels.INVOKE, m.ElicitationInvoke(request=m.ElicitationRequest(server="deploy.sh", params=PARAMS),
-                                          response_channel=RESULT_CHANNEL, created_at=1, expires_at=2, origin=None,
-                                          kind="question", asker=m.AskerInfo(name="deploy.sh", pid=4242,
-                                                                             machine="build-7"))),
+    (channels.INVOKE, m.ElicitationInvoke(
+        request=m.ElicitationRequest(server="deploy.sh", params=PARAMS), response_channel=RESULT_CHANNEL,
+        created_at=1, expires_at=2, origin=None, kind="question",
+        asker=m.AskerInfo(name="deploy.sh", pid=4242, machine="build-7"))),
 ]
 
 
