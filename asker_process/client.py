@@ -88,8 +88,8 @@ class AskerClient:
         self._questions: dict[str, _Question] = {}  # by current response channel
         self._sock: zmq.asyncio.Socket | None = None
         self._info: ConnectionInfo | None = None
-        self._pump: asyncio.Task[None] | None = None
-        self._attaching: asyncio.Lock | None = None
+        self._pump: asyncio.Task[None] | None = None  # the listener, or the task re-attaching
+        self._attaching: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._last_sent = 0.0
         self._last_heard = 0.0
         self.session: str | None = None  # of the main attached to, for callers and tests
@@ -145,11 +145,16 @@ class AskerClient:
     # ---- attaching -----------------------------------------------------------------------
 
     async def _ensure_attached(self) -> None:
-        if self._attaching is None:
-            self._attaching = asyncio.Lock()
-        async with self._attaching:
+        async with self._attach_lock():
             if self._sock is None:
                 await self._attach()
+
+    def _attach_lock(self) -> asyncio.Lock:
+        """One attach at a time; a lock per event loop, so a callback outlives an `asyncio.run`."""
+        loop = asyncio.get_running_loop()
+        if self._attaching is None or self._attaching[0] is not loop:
+            self._attaching = (loop, asyncio.Lock())
+        return self._attaching[1]
 
     async def _attach(self) -> None:
         """Read the connection file, connect, hello, wait for welcome. Raises MainNotRunningError."""
@@ -277,10 +282,12 @@ class AskerClient:
         logger.warning("%s; attaching again", why)
         stale = list(self._questions.items())  # questions asked after this are the new main's already
         self._drop_socket()
-        assert self._attaching is not None
+        self._pump = asyncio.current_task()  # so the last question ending stops this search too
         deadline = time.monotonic() + self._reattach_grace_s
-        async with self._attaching:
+        async with self._attach_lock():
             while self._sock is None:
+                if all(question.answer.done() for _, question in stale):
+                    return  # nobody is waiting any more
                 try:
                     await self._attach()  # starts a new listener
                 except MainNotRunningError as exc:
@@ -303,6 +310,8 @@ class AskerClient:
             question.channel = _new_channel()
             self._questions[question.channel] = question
             self._send_frames(self._ask_frames(question, left))
+        if not self._questions:
+            self._detach()
 
     # ---- sending -------------------------------------------------------------------------
 
