@@ -65,7 +65,7 @@ def parser(prog: str = "elicitron ask") -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, start_main: StartMain | None = None,
-         prog: str = "elicitron ask") -> int:
+         prog: str = "elicitron ask", log_level: str | None = None) -> int:
     args = parser(prog).parse_args(argv)
     # Only now: `--help` and usage errors need none of it.
     import asyncio
@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None, start_main: StartMain | None = None,
     from shared.errors import QuestionRefusedError
     from shared.questions import check_question, check_timeout
 
-    logging.basicConfig(level=logging.WARNING, format="elicitron: %(message)s")
+    level = getattr(logging, (log_level or "warning").upper(), logging.WARNING)
+    logging.basicConfig(level=level, format="elicitron: %(message)s")
     try:
         params = _params(args)
         check_question(params)  # the checks main runs: refuse here, before anything is sent

@@ -258,3 +258,9 @@ def test_a_paired_remote_window_over_tcp_and_curve_answers_and_a_remote_script_c
     rows = audit_entries(main, "Deploy, asked via remote.json?") + audit_entries(main, "Deploy, asked via "
                                                                                          "connection.json?")
     assert [(row["outcome"], row["window"]) for row in rows] == [("accept", window_id)] * 2
+
+
+def test_the_global_log_level_may_come_first(main: RunningMain) -> None:
+    result = main.cli_plain("--log-level", "info", "ask", "--yes-no", "Anyone?",
+                            "--connection", "/nonexistent/c.json")
+    assert result.returncode == 3 and "no connection file" in result.stderr
