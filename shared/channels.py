@@ -29,8 +29,8 @@ NOTICE = "notice"  # extension
 
 
 def new_uuid7() -> str:
-    # Imported on first use: uuid6 reads its own package metadata at import (~10 ms), which every
-    # short-lived peer that only decodes (`elicitron ask`, the CLI) would pay for nothing.
+    # Imported on first use: uuid6 reads its own package metadata when imported, which every
+    # short-lived peer that never mints one (`elicitron ask`, the CLI) would pay for nothing.
     from uuid6 import uuid7
 
     return str(uuid7())
