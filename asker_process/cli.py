@@ -115,7 +115,7 @@ async def _ask(args: argparse.Namespace, params: dict[str, Any], start_main: Sta
 
     from asker_process.client import AskerClient
     from asker_process.identity import parent_program
-    from shared.errors import MainNotRunningError, QuestionRefusedError
+    from shared.errors import MainUnreachableError, QuestionRefusedError
 
     client = AskerClient(parent_program(args.name), args.connection)
     loop = asyncio.get_running_loop()
@@ -131,7 +131,7 @@ async def _ask(args: argparse.Namespace, params: dict[str, Any], start_main: Sta
             signum = signalled.result()
             return _fail(128 + signum, f"{signal.Signals(signum).name}: question withdrawn")
         answer = asking.result()
-    except MainNotRunningError as exc:
+    except MainUnreachableError as exc:  # no main, or --start could not start one
         return _fail(EXIT_NO_MAIN, str(exc))
     except QuestionRefusedError as exc:
         return _fail(EXIT_USAGE, f"main refused the question: {exc.message}")
