@@ -85,6 +85,20 @@ def test_decline_exits_1_and_cancel_exits_4(qtbot: QtBot, main: RunningMain) -> 
             assert err.count("\n") == 1
 
 
+def test_a_link_question_shows_the_url_card(qtbot: QtBot, main: RunningMain) -> None:
+    with window(qtbot, main.connection, "laptop") as win:
+        proc = ask(main.connection, "Approve the release in the portal?", "--url", "https://portal.example/r/14")
+        try:
+            card = win.card()
+            assert card.kind == "url" and card.invoke.request.params["url"] == "https://portal.example/r/14"
+            assert card.accept_button.text() == "Accept and open"
+            win.click(card, "decline")
+            code, out, err = finished(qtbot, proc)
+        finally:
+            ended(proc)
+        assert (code, out) == (1, ""), err
+
+
 def test_yes_no_is_a_confirm_printing_true_or_false(qtbot: QtBot, main: RunningMain) -> None:
     with window(qtbot, main.connection, "laptop") as win:
         for button, expected in (("accept", (0, "true\n")), ("decline", (1, "false\n"))):
