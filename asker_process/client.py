@@ -73,6 +73,7 @@ class _Question:
     answer: asyncio.Future[QuestionAnswer]
     asker: AskerInfo
     channel: str = field(default_factory=_new_channel)
+    sent: bool = False  # to the main attached now (a re-attach asks only these again)
 
 
 class AskerClient:
@@ -110,10 +111,12 @@ class AskerClient:
         question = _Question(params=params, deadline=time.monotonic() + timeout_s,
                              answer=asyncio.get_running_loop().create_future(), asker=asker or self.asker)
         frames = self._ask_frames(question, timeout_s)  # refuses an oversized question before attaching
-        await self._ensure_attached()
-        self._questions[question.channel] = question
-        self._send_frames(frames)
+        self._questions[question.channel] = question  # first: another question ending keeps us attached
         try:
+            await self._ensure_attached()
+            if not question.sent:  # a re-attach meanwhile may have asked it already
+                question.sent = True
+                self._send_frames(frames)
             return await question.answer
         except asyncio.CancelledError:
             self._withdraw(question)
@@ -132,7 +135,7 @@ class AskerClient:
             raise QuestionRefusedError(RpcCode.INVALID_PARAMS, f"question not sent: {exc}") from None
 
     def _withdraw(self, question: _Question) -> None:
-        if self._sock is not None and self._questions.get(question.channel) is question:
+        if self._sock is not None and question.sent and self._questions.get(question.channel) is question:
             self._send(channels.WITHDRAW, Withdraw(response_channel=question.channel))
 
     async def aclose(self) -> None:
@@ -300,8 +303,9 @@ class AskerClient:
                     await asyncio.sleep(REATTACH_EVERY_S)  # a restarting main writes its file within moments
         now = time.monotonic()
         for old_channel, question in stale:
-            if self._questions.get(old_channel) is not question or question.answer.done():
-                continue
+            moved = self._questions.get(old_channel) is not question
+            if not question.sent or question.answer.done() or moved:
+                continue  # not asked yet (its own call asks it), over, or handled already
             del self._questions[old_channel]
             left = question.deadline - now
             if left <= 0:

@@ -93,6 +93,33 @@ def test_ask_returns_mcps_elicit_result_and_refuses_a_bad_schema_before_sending(
     peer.close()
 
 
+def test_one_callback_carries_questions_of_several_clients_at_once(main: RunningMain) -> None:
+    peer = main.peer(name="window")
+    callback = elicitation_callback(name="busy agent", connection=main.connection)
+
+    def question(name: str) -> ElicitRequestFormParams:
+        return ElicitRequestFormParams(message=f"Question for {name}?", requested_schema=NAME_SCHEMA)
+
+    def answer_both() -> list[str]:
+        invokes = [peer.expect_topic("msgElicitationTransferInvoke") for _ in range(2)]
+        for invoke in reversed(invokes):  # the later one first: the earlier must still get through
+            name = invoke["request"]["params"]["message"].removeprefix("Question for ").removesuffix("?")
+            peer.answer(invoke, "accept", {"name": name})
+        return [invoke["asker"]["name"] for invoke in invokes]
+
+    async def scenario() -> tuple[list[Any], list[str]]:
+        first = asyncio.ensure_future(callback(None, question("one")))  # type: ignore[arg-type]
+        second = asyncio.ensure_future(callback(None, question("two")))  # type: ignore[arg-type]
+        askers = await asyncio.to_thread(answer_both)
+        return [await first, await second], askers
+
+    results, askers = asyncio.run(scenario())
+    assert [(r.action, r.content) for r in results] == [("accept", {"name": "one"}),
+                                                        ("accept", {"name": "two"})]
+    assert askers == ["busy agent", "busy agent"]
+    peer.close()
+
+
 def test_without_a_main_both_fail_at_once_with_main_not_running(tmp_path: Path) -> None:
     missing = tmp_path / "connection.json"
     with pytest.raises(MainNotRunningError, match="no connection file"):
