@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import zmq
 import zmq.asyncio
@@ -23,6 +24,7 @@ from main_process.consent_config import differs_beyond_approval
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
+from main_process.questions import QuestionDesk
 from main_process.rule_store import RuleStore, path_beside
 from main_process.servers import ManagedServer, error_reply
 from shared import PROTOCOL_VERSION, channels
@@ -36,9 +38,13 @@ from shared.connection_file import (
 )
 from shared.errors import ConfigError, RpcCode
 from shared.messages import (
+    Ask,
+    AskerInfo,
     AuthRequest,
     CallTool,
     ChannelReply,
+    ElicitationRequest,
+    ElicitationResult,
     McpRequest,
     ReloadReport,
     RevokeReport,
@@ -48,6 +54,7 @@ from shared.messages import (
     ServerInfo,
     ServerPolicy,
     SignInRedirect,
+    Withdraw,
 )
 
 logger = logging.getLogger(__name__)
@@ -85,6 +92,7 @@ class MainApp:
         # without it (the bench's baseline).
         self.rules_path: Path | None = path_beside(self.audit_path) if rules else None
         self.consent: Consent | None = None
+        self.questions: QuestionDesk | None = None  # made once the broker has started
 
     # ---- BrokerHost --------------------------------------------------------------------
 
@@ -195,6 +203,30 @@ class MainApp:
                           "--name", "auto-opened"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
 
+    # ---- questions from programs (extension msgAsk; main_process/questions.py) ---------------
+
+    def ask_question(self, request: Ask, asker_id: bytes, reply: ReplyTo) -> None:
+        assert self.questions is not None
+        self.questions.ask(asker_id, request, reply)
+
+    def withdraw_question(self, request: Withdraw, asker_id: bytes) -> None:
+        assert self.questions is not None
+        self.questions.withdraw(asker_id, request)
+
+    def answer_question_by_rule(self, asker: AskerInfo, params: dict[str, Any]) -> ElicitationResult | None:
+        """The one place a rule or a remembered answer may answer a program's form question
+        before it opens (url-mode questions never come here), audited with the rule's id. The
+        asker's name stands where a server's would. None: ask the windows."""
+        if self.consent is None or self.broker is None:
+            return None
+        request = ElicitationRequest(server=asker.name, params=params)
+        found = self.consent.answer_for(request)
+        if found is None:
+            return None
+        rule_id, answer = found
+        self.broker.pending.record_by_rule(request, answer, rule_id, origin=None, timeout_s=0, kind="question")
+        return answer
+
     def _remote_listener(self) -> tuple[Listener | None, AsyncioAuthenticator | None]:
         """The tcp listener for remote windows: CURVE with main's keypair, clients by allow-list."""
         if self.listen is None:
@@ -247,6 +279,7 @@ class MainApp:
         if self.rules_path is not None:
             self.consent = Consent(broker, RuleStore(self.rules_path), self.config.rules, loop)
             broker.pending.rules = self.consent
+        self.questions = QuestionDesk(broker.pending, rule=self.answer_question_by_rule)
         write_connection_file(self.connection_path, ConnectionInfo(
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
             remote_endpoint=remote.endpoint if remote else None,

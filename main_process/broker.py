@@ -35,6 +35,7 @@ from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_peer_body, encode, encode_welcome, split_from_peer
 from shared.errors import ProtocolError, RpcCode, WireCode
 from shared.messages import (
+    Ask,
     AuthRequest,
     Bye,
     CallError,
@@ -64,6 +65,7 @@ from shared.messages import (
     StatusReport,
     StatusRequest,
     Welcome,
+    Withdraw,
 )
 
 logger = logging.getLogger(__name__)
@@ -122,6 +124,11 @@ class BrokerHost(Protocol):
 
     def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
         """Revoke rules (`ChannelReply.revoked`), for msgRevokeRules."""
+    # extension msgAsk: a program's questions, owned by the asking peer's routing id
+    def ask_question(self, request: Ask, asker_id: bytes, reply: ReplyTo) -> None:
+        """Open the question or refuse it; `reply` gets its one answer (or error)."""
+
+    def withdraw_question(self, request: Withdraw, asker_id: bytes) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -394,6 +401,10 @@ class Broker:
             case Shutdown():
                 logger.info("shutdown requested by %r (%s)", cut(peer.name or peer.window), peer.role)
                 self._host.request_shutdown()
+            case Ask():
+                self._host.ask_question(body, peer.routing_id, self._replier(peer, topic, body.response_channel))
+            case Withdraw():
+                self._host.withdraw_question(body, peer.routing_id)
             case Bye():
                 self._detach(peer, "said bye")
             case RulesRequest():

@@ -12,6 +12,7 @@
     auth     sign-in to a remote server: status, login, logout
     audit    the audit log
     rules    remembered answers, tool approvals, config rules; revoke them (rules_cli)
+    ask      ask the person at the windows (asker_process.cli; the exit code is the answer)
 
 Each command imports only what it needs (`mcp` for `main` alone, Qt never: windows are their own
 process), so a command that only talks to main starts fast.
@@ -47,6 +48,10 @@ MAIN_START_TIMEOUT_S = 60.0
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ask = _ask_command(argv)
+    if ask is not None:  # straight there: its start-up is part of every question's latency
+        return cmd_ask_argv(*ask)
     args = _parser().parse_args(argv)
     log_format = "%(asctime)s %(levelname)s %(name)s: %(message)s"
     level = getattr(logging, args.log_level.upper())
@@ -154,7 +159,24 @@ def _parser() -> argparse.ArgumentParser:
     from main_process import rules_cli
 
     rules_cli.add_parser(sub, with_connection)
+    # Listed for --help; `main` hands `elicitron [--log-level L] ask ...` to asker_process before parsing.
+    p = sub.add_parser("ask", add_help=False, help="ask the person at the windows; the exit code is the answer "
+                       "(`elicitron ask --help`)")
+    p.set_defaults(func=lambda args: cmd_ask_argv(["--help"]))
     return parser
+
+
+def _ask_command(argv: list[str]) -> tuple[list[str], str | None] | None:
+    """(arguments after `ask`, --log-level) when the command is `ask`, else None."""
+    index, level = 0, None
+    while index < len(argv) and argv[index].startswith("--log-level"):
+        if "=" in argv[index]:
+            level = argv[index].split("=", 1)[1]
+            index += 1
+        else:
+            level = argv[index + 1] if index + 1 < len(argv) else None
+            index += 2
+    return (argv[index + 1:], level) if argv[index:index + 1] == ["ask"] else None
 
 
 def _connection(args: argparse.Namespace) -> Path:
@@ -357,6 +379,16 @@ def cmd_call(args: argparse.Namespace) -> int:
         for item in result.get("content", []):
             print(item.get("text") if item.get("type") == "text" else json.dumps(item))
     return EXIT_FAILED if result.get("isError") else 0
+
+
+def cmd_ask_argv(argv: list[str], log_level: str | None = None) -> int:
+    """`elicitron ask`: its own package (a peer of main, like a window); `--start` starts main here."""
+    from asker_process.cli import main as ask_main
+
+    def start_main(connection: Path) -> None:
+        _start_main_in_background(connection, None, auto_open=True)  # as `elicitron launch` does
+
+    return ask_main(argv, start_main=start_main, log_level=log_level)
 
 
 # ---- helpers ---------------------------------------------------------------------------

@@ -57,6 +57,10 @@ from shared.schema import validate_content
 
 logger = logging.getLogger(__name__)
 
+# A server's form request, and a program's form question (its "server" is the asker's name), can be
+# answered by a remembered answer; approvals and sign-ins never are.
+_REMEMBERED_KINDS: frozenset[str | None] = frozenset({None, "question"})
+
 _MAX_TIMER_S = 24 * 3600.0  # expiry timers further out are re-armed; loop timers dislike huge delays
 
 
@@ -191,7 +195,7 @@ class Consent:
         remember = result.remember
         assert remember is not None
         channel = invoke.response_channel
-        if invoke.kind is not None:
+        if invoke.kind not in _REMEMBERED_KINDS:
             raise ProtocolError(WireCode.BAD_BODY, f"a {invoke.kind} request is not remembered this way "
                                 "(approvals carry their scope in `decision`)", channel)
         if question_key(invoke.request.params) is None:
@@ -357,7 +361,8 @@ class Consent:
             invoke = item.invoke
             if item.server != rule.server:
                 continue
-            if rule.kind == "answer" and invoke.kind is None and question_key(invoke.request.params) == rule.question:
+            if rule.kind == "answer" and invoke.kind in _REMEMBERED_KINDS \
+                    and question_key(invoke.request.params) == rule.question:
                 answer = self._replay(rule, rule.server, invoke.request.params)
                 if answer is not None:
                     pending.close_by_rule(item, answer, rule.id)

@@ -4,6 +4,7 @@ bridge.py        MainBridge: the DEALER socket to main, as Qt signals (hello, he
 main_window.py   MainWindow: servers, tool calls, results, notices, one elicitation card at a time
 card.py          ElicitationCard: the modal dialog for one request (form, URL consent, notice)
 form_body.py     the fields of a form card and whether the answer validates
+question_card.py a program's question on a card: "deploy.sh (pid 4242 on build-7)", yes/no as a confirm
 fields.py        one widget adapter per requestedSchema property type
 url_safety.py    what to warn about before opening a URL (pure, no Qt)
 card_queue.py    oldest-first queue of waiting requests and its "N more waiting" text

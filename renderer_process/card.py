@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from renderer_process.form_body import FormBody
+from renderer_process.question_card import adapt_question_card, who_asks
 from renderer_process.sign_in_card import build_sign_in_body, is_sign_in
 from renderer_process.url_safety import inspect_url
 from shared import messages
@@ -75,6 +76,7 @@ class ElicitationCard(QDialog):
 
         params = invoke.request.params
         self.server = invoke.request.server
+        self.who = who_asks(invoke)  # the server, or a program: "deploy.sh (pid 4242 on build-7)"
         self.setObjectName("card")
         self.setModal(True)
         self.setMinimumWidth(460)
@@ -159,12 +161,13 @@ class ElicitationCard(QDialog):
             layout.addLayout(secondary)
         else:
             self.decline_all_button.hide()
+        adapt_question_card(self)
 
     # ---- the three bodies -----------------------------------------------------------------
 
     def _build_form(self, layout: QVBoxLayout, schema: dict[str, Any]) -> None:
-        who = html.escape(self.server)
-        self.setWindowTitle(f"{self.server} asks for input")
+        who = html.escape(self.who)
+        self.setWindowTitle(f"{self.who} asks for input")
         self._header.setText(f"<b>{who}</b> asks for input:")
         self.form = FormBody(schema, self)
         scroll = QScrollArea(self)
@@ -178,8 +181,8 @@ class ElicitationCard(QDialog):
         self._show_validity(self.form.is_valid)
 
     def _build_url(self, layout: QVBoxLayout, url: str) -> None:
-        who = html.escape(self.server)
-        self.setWindowTitle(f"{self.server} asks you to open a link")
+        who = html.escape(self.who)
+        self.setWindowTitle(f"{self.who} asks you to open a link")
         self._header.setText(f"<b>{who}</b> asks you to open a link in your browser:")
         report = inspect_url(url)
         self._url = url
@@ -204,8 +207,8 @@ class ElicitationCard(QDialog):
         self.accept_button.setEnabled(report.openable)
 
     def _build_notice(self, layout: QVBoxLayout, reason: str) -> None:
-        who = html.escape(self.server)
-        self.setWindowTitle(f"{self.server} sent a request this window cannot show")
+        who = html.escape(self.who)
+        self.setWindowTitle(f"{self.who} sent a request this window cannot show")
         self._header.setText(f"<b>{who}</b> asks for something this window cannot show.")
         notice = QLabel(f"Reason: {reason}. You can decline or cancel it.", self)
         notice.setObjectName("notice")

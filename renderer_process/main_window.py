@@ -368,7 +368,8 @@ class MainWindow(QMainWindow):
         self._sent[channel] = card.invoke
         self._card = None
         card.deleteLater()
-        if action == "accept" and card.kind == URL and card.elicitation_id is not None:
+        if action == "accept" and card.kind == URL and card.elicitation_id is not None \
+                and card.invoke.kind != "question":  # a program's link gets no completion notice
             self._browser_waits[(card.server, card.elicitation_id)] = card.invoke
             self.browser_wait.set_waits(list(self._browser_waits.values()))
         remember = remember_choice(card, action)

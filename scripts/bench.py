@@ -9,6 +9,7 @@ Figures (NAME for --only):
   fanout    10 peers, first answer wins: time until the 9 others hold their dismiss
   replay    1,000 pending, a new peer attaches: time to a full welcome; main's RSS
   coldstart new renderer process -> first pending card shown (offscreen Qt)
+  ask       `elicitron ask` process start -> its card painted in an already open window (offscreen Qt)
   fuzz      100,000 malformed frames at a real main (10,000 with --quick): main stays up, answers
             only contract errors, logs refusals rate-limited, and a legit window still books a table
   rules     main's CPU per call when a rule decides (an auto-allowed call, a rule-answered
@@ -34,7 +35,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from benchlib.common import Figure
 
-FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "rules"]
+FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "rules", "ask"]
 
 
 def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure]:
@@ -66,6 +67,10 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
         from benchlib import rules
 
         return rules.run(quick)
+    if name == "ask":
+        from benchlib import ask
+
+        return ask.run(quick)
     raise ValueError(name)
 
 

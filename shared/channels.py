@@ -1,7 +1,5 @@
 """Names of the one-time reply channels and the fixed topics of wire contract v1."""
 
-from uuid6 import uuid7
-
 RESULT_CHANNEL_PREFIX = "msgElicitationTransferResult-"
 
 # peer -> main
@@ -20,6 +18,8 @@ AUTH = "msgAuth"  # sign-in extension: `elicitron auth status|login|logout`
 SIGN_IN_REDIRECT = "msgSignInRedirect"  # sign-in extension: a pasted redirect address
 RULES = "msgRules"  # extension (issue 11): list the rules
 REVOKE_RULES = "msgRevokeRules"  # extension (issue 11)
+ASK = "msgAsk"  # extension: a program asks the windows a question
+WITHDRAW = "msgWithdraw"  # extension: the program takes its question back
 
 # main -> peer
 WELCOME = "welcome"
@@ -34,6 +34,10 @@ RULES_UPDATE = "rules"  # extension (issue 11): every rule, pushed to renderers 
 
 
 def new_uuid7() -> str:
+    # Imported on first use: uuid6 reads its own package metadata when imported, which every
+    # short-lived peer that never mints one (`elicitron ask`, the CLI) would pay for nothing.
+    from uuid6 import uuid7
+
     return str(uuid7())
 
 

@@ -35,6 +35,8 @@ _PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.SIGN_IN_REDIRECT: msgspec.msgpack.Decoder(messages.SignInRedirect),
     channels.RULES: msgspec.msgpack.Decoder(messages.RulesRequest),
     channels.REVOKE_RULES: msgspec.msgpack.Decoder(messages.RevokeRules),
+    channels.ASK: msgspec.msgpack.Decoder(messages.Ask),
+    channels.WITHDRAW: msgspec.msgpack.Decoder(messages.Withdraw),
 }
 _RESULT_DECODER = msgspec.msgpack.Decoder(messages.ElicitationResult)
 

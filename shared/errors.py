@@ -6,6 +6,8 @@
     ├── ConnectionFileError      the connection file is missing, unreadable or too permissive
     ├── AlreadyRunningError      another main already owns the endpoint
     ├── MainUnreachableError     no main answered a controller in time
+    │   └── MainNotRunningError  an asker found no main to ask (no connection file, its pid gone, no answer)
+    ├── QuestionRefusedError     main refused a program's question (bad schema, bad timeout); carries the RpcCode
     ├── UnsupportedSchemaError   a requestedSchema uses something outside MCP's restricted subset
     ├── UndeliverableRequestError a request main cannot carry to the windows (too large, not encodable)
     ├── InvalidContentError      an accepted answer does not validate against its requestedSchema
@@ -78,6 +80,21 @@ class AlreadyRunningError(ElicitronError):
 
 class MainUnreachableError(ElicitronError):
     """A controller could not reach a running main."""
+
+
+class MainNotRunningError(MainUnreachableError):
+    """A program asked (`elicitron ask`, `asker_process.ask`, an `elicitation_callback`) and no main
+    runs to show the question: raised at once rather than waiting for one."""
+
+
+class QuestionRefusedError(ElicitronError):
+    """main refused a program's question before any window saw it; `code` is its JSON-RPC code
+    (-32602 for a schema outside MCP's subset, naming the property, or a timeout out of range)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 class UnsupportedSchemaError(ElicitronError):

@@ -373,6 +373,33 @@ class RulesRequest(Body):
     response_channel: ShortText
 
 
+# ---- extension: a program asks (msgAsk / msgWithdraw; `elicitron ask`, asker_process) --------
+
+MAX_QUESTION_TIMEOUT_S = 7 * 24 * 3600.0  # the same cap as config's per-server times
+DEFAULT_QUESTION_TIMEOUT_S = 600.0  # the same default as a server's elicitation timeout
+QuestionOutcome = Literal["accept", "decline", "cancel", "expired", "withdrawn"]
+"""How a question ended: a window's action, or nobody answered in time (`expired`), or the asker
+withdrew it (`withdrawn`)."""
+
+
+class Ask(Body):
+    """Extension `msgAsk`: a peer asks the windows a question. `params` is an MCP
+    `ElicitRequestParams` JSON (form or url mode), checked like a server's request; answered once on
+    `responseChannel` with `ChannelReply.answer` (or `error`, e.g. -32602 for a bad schema)."""
+
+    response_channel: ShortText
+    params: dict[str, Any]
+    asker: AskerInfo
+    timeout_seconds: float | None = None  # default DEFAULT_QUESTION_TIMEOUT_S, at most MAX_QUESTION_TIMEOUT_S
+
+
+class Withdraw(Body):
+    """Extension `msgWithdraw`: the asker takes back its open question on `responseChannel`; the
+    windows get a dismiss `cancelled`, the asker an answer with outcome `withdrawn`."""
+
+    response_channel: ShortText
+
+
 class RevokeRules(Body):
     """Extension `msgRevokeRules`: revoke user rules by id, or every one (`revokeAll`, optionally
     only `server`'s). Answered with `ChannelReply.revoked`."""
@@ -388,6 +415,13 @@ class RevokeReport(Body):
 
     revoked: list[str]
     refused: list[str] = []
+class QuestionAnswer(Body):
+    """`ChannelReply.answer`: how a question ended. `action` is what an MCP asker hands on
+    (`cancel` for expired and withdrawn); `content` only for accept in form mode."""
+
+    action: Action
+    outcome: QuestionOutcome
+    content: dict[str, Any] | None = None
 
 
 class ChannelReply(Body):
@@ -402,11 +436,12 @@ class ChannelReply(Body):
     auth: AuthReport | None = None  # extension: msgAuth, msgSignInRedirect
     rules: list[RuleInfo] | None = None  # msgRules
     revoked: RevokeReport | None = None  # msgRevokeRules
+    answer: QuestionAnswer | None = None  # extension msgAsk
 
 
 PeerBody = (
     Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown | ServerControl | Reload
-    | ServerPolicy | McpRequest | AuthRequest | SignInRedirect | RulesRequest | RevokeRules
+    | ServerPolicy | McpRequest | AuthRequest | SignInRedirect | RulesRequest | RevokeRules | Ask | Withdraw
 )
 MainBody = (
     Welcome

@@ -81,6 +81,12 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.RULES, m.RulesRequest(response_channel="rules-1")),
     (channels.REVOKE_RULES, m.RevokeRules(response_channel="revoke-1", ids=["r-0a1b2c3d"])),
     (channels.REVOKE_RULES, m.RevokeRules(response_channel="revoke-2", revoke_all=True, server="demo")),
+    (channels.HELLO, m.Hello(protocol=1, token="ab" * 16, window=WINDOW, name="deploy.sh", role="asker")),
+    (channels.ASK, m.Ask(response_channel="ask-1", params=PARAMS, timeout_seconds=900.0,
+                         asker=m.AskerInfo(name="deploy.sh", pid=4242, machine="build-7"))),
+    (channels.ASK, m.Ask(response_channel="ask-2", asker=m.AskerInfo(name="agent"),
+                         params={"mode": "url", "message": "Sign in", "url": "https://x.test/"})),
+    (channels.WITHDRAW, m.Withdraw(response_channel="ask-1")),
 ]
 
 RULES = [
@@ -153,6 +159,14 @@ MAIN_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.RULES_UPDATE, m.RulesUpdate(rules=[])),
     ("rules-1", m.ChannelReply(rules=RULES)),
     ("revoke-1", m.ChannelReply(revoked=m.RevokeReport(revoked=["r-0a1b2c3d"], refused=["config-1: read-only"]))),
+    ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="accept", outcome="accept",
+                                                      content={"guests": 2}))),
+    ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="cancel", outcome="expired"))),
+    ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="cancel", outcome="withdrawn"))),
+    (channels.INVOKE, m.ElicitationInvoke(
+        request=m.ElicitationRequest(server="deploy.sh", params=PARAMS), response_channel=RESULT_CHANNEL,
+        created_at=1, expires_at=2, origin=None, kind="question",
+        asker=m.AskerInfo(name="deploy.sh", pid=4242, machine="build-7"))),
 ]
 
 

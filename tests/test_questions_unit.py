@@ -1,0 +1,70 @@
+"""QuestionDesk in one process: the rule hook's call site and the per-asker cap (wire: test_ask_*)."""
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from main_process.pending import PendingRequests
+from main_process.questions import MAX_OPEN_PER_ASKER, QuestionDesk
+from shared import channels
+from shared.codec import decode_from_main
+from shared.messages import Ask, AskerInfo, ChannelReply, ElicitationResult, Withdraw
+
+ASKER = AskerInfo(name="deploy.sh", pid=4242, machine="build-7")
+FORM = {"mode": "form", "message": "Ship it?",
+        "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}
+URL = {"mode": "url", "message": "Sign in", "url": "https://example.test/login"}
+
+
+class Windows:
+    """The Outbox: one window that takes everything it is sent."""
+
+    def __init__(self) -> None:
+        self.topics: list[str] = []
+
+    def renderers(self) -> list[bytes]:
+        return [b"window"]
+
+    def send(self, routing_ids: Iterable[bytes], frames: list[bytes]) -> list[bytes]:
+        self.topics.append(decode_from_main(frames)[0])
+        return list(routing_ids)
+
+
+def desk_with(rule: Any) -> tuple[QuestionDesk, Windows, list[ChannelReply]]:
+    windows = Windows()
+    pending = PendingRequests(windows, asyncio.get_running_loop())
+    return QuestionDesk(pending, rule), windows, []
+
+
+def test_a_rule_answers_a_form_question_before_any_window_sees_it_and_never_a_link() -> None:
+    asked: list[tuple[AskerInfo, dict[str, Any]]] = []
+
+    def rule(asker: AskerInfo, params: dict[str, Any]) -> ElicitationResult | None:
+        asked.append((asker, params))
+        return ElicitationResult(action="accept", content={"ok": True})
+
+    async def scenario() -> None:
+        desk, windows, replies = desk_with(rule)
+        desk.ask(b"asker", Ask(response_channel="a1", params=FORM, asker=ASKER), replies.append)
+        assert asked == [(ASKER, FORM)] and windows.topics == []
+        assert replies[0].answer is not None
+        assert (replies[0].answer.outcome, replies[0].answer.content) == ("accept", {"ok": True})
+        desk.ask(b"asker", Ask(response_channel="a2", params=URL, asker=ASKER), replies.append)
+        assert len(asked) == 1 and windows.topics == [channels.INVOKE]  # the link went to a person
+        desk.withdraw(b"asker", Withdraw(response_channel="a2"))
+        assert replies[1].answer is not None and replies[1].answer.outcome == "withdrawn"
+
+    asyncio.run(scenario())
+
+
+def test_one_asker_has_at_most_its_cap_of_open_questions_others_are_not_affected() -> None:
+    async def scenario() -> None:
+        desk, windows, replies = desk_with(lambda asker, params: None)
+        for index in range(MAX_OPEN_PER_ASKER + 1):
+            desk.ask(b"busy", Ask(response_channel=f"q{index}", params=FORM, asker=ASKER), replies.append)
+        [refused] = replies
+        assert refused.error is not None and "100 open questions" in refused.error.message
+        desk.ask(b"other", Ask(response_channel="q0", params=FORM, asker=ASKER), replies.append)
+        assert len(replies) == 1 and windows.topics.count(channels.INVOKE) == MAX_OPEN_PER_ASKER + 1
+
+    asyncio.run(scenario())
