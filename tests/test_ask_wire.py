@@ -1,5 +1,6 @@
 """The msgAsk / msgWithdraw extension as a third-party asker sees it: raw pyzmq + msgpack peers."""
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -126,3 +127,28 @@ def test_a_channel_with_an_open_question_is_refused_without_touching_it(
     assert asker.expect_error("msgAsk")["code"] == "bad-body"
     window.answer(invoke, "decline")
     assert reply(asker, "ask-dup")["answer"] == {"action": "decline", "outcome": "decline"}
+
+
+def test_a_remembered_answer_answers_the_same_question_again_with_no_window(
+    main: RunningMain, asker: WirePeer, window: WirePeer
+) -> None:
+    question = {**FORM, "message": "Remember this tag?"}
+    send_ask(asker, "ask-r1", question)
+    invoke = window.expect_topic("msgElicitationTransferInvoke")
+    window.send(invoke["responseChannel"], {"action": "accept", "content": {"tag": "v2"},
+                                            "remember": {"scope": "session"}})
+    assert reply(asker, "ask-r1")["answer"]["content"] == {"tag": "v2"}
+    window.close()
+    send_ask(asker, "ask-r2", question)  # no window attached: the rule answers at once
+    assert reply(asker, "ask-r2") == {"answer": {"action": "accept", "outcome": "accept", "content": {"tag": "v2"}}}
+    remembered = [r for r in json.loads(main.cli("rules", "--json").stdout) if r["server"] == "deploy.sh"]
+    assert [(r["kind"], r["message"]) for r in remembered] == [("answer", "Remember this tag?")]
+    link = {"mode": "url", "url": "https://example.com/x", "message": "Remember this tag?"}
+    send_ask(asker, "ask-r3", link)  # a link is never answered by a rule: it waits for a window
+    asker.send("msgAsk", {"responseChannel": "sync", "params": {**FORM, "requestedSchema": {}}, "asker": ASKER})
+    assert "error" in reply(asker, "sync")  # main has handled ask-r3 by now
+    watcher = main.peer(name="second-window", hello=False)
+    assert [p["request"]["params"]["mode"] for p in watcher.hello()["pending"]] == ["url"]
+    asker.send("msgWithdraw", {"responseChannel": "ask-r3"})
+    assert reply(asker, "ask-r3")["answer"]["outcome"] == "withdrawn"
+    watcher.close()
