@@ -156,9 +156,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("server")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_auth)
-    from main_process import rules_cli
-
-    rules_cli.add_parser(sub, with_connection)
+    p = with_connection(sub.add_parser(
+        "rules", help="remembered answers, tool approvals and config rules; revoke them",
+        description="List the rules main applies before asking a window, or revoke some: "
+                    "`elicitron rules revoke ID...` or `elicitron rules revoke --all [--server S]`."))
+    p.add_argument("action", nargs="?", choices=["list", "revoke"], default="list")
+    p.add_argument("ids", nargs="*", metavar="ID", help="rule ids to revoke (see `elicitron rules`)")
+    p.add_argument("--all", action="store_true", help="revoke every remembered rule (config rules stay)")
+    p.add_argument("--server", help="with --all: only this server's rules")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_rules)
     # Listed for --help; `main` hands `elicitron [--log-level L] ask ...` to asker_process before parsing.
     p = sub.add_parser("ask", add_help=False, help="ask the person at the windows; the exit code is the answer "
                        "(`elicitron ask --help`)")
@@ -184,6 +191,12 @@ def _connection(args: argparse.Namespace) -> Path:
 
 
 # ---- commands --------------------------------------------------------------------------
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    from main_process.rules_cli import cmd_rules as list_or_revoke  # the rule store: only for this command
+
+    return list_or_revoke(args)
 
 
 def cmd_main(args: argparse.Namespace) -> int:

@@ -44,7 +44,7 @@ class Controller:
         self.connection_path = connection_path
         self._name = name
         self._attach_timeout_s = attach_timeout_s
-        self.window = channels.new_uuid7()
+        self.window = ""  # minted at attach: a CLI that finds no main never pays for a uuid7
         self.welcome: Welcome | None = None
         self.pid: int | None = None
         self._sock: zmq.Socket[bytes] | None = None
@@ -72,6 +72,7 @@ class Controller:
         sock.setsockopt(zmq.LINGER, 500)
         sock.connect(info.endpoint)
         self._sock = sock
+        self.window = self.window or channels.new_uuid7()
         self._send(channels.HELLO, Hello(protocol=PROTOCOL_VERSION, token=info.token, window=self.window,
                                          name=self._name, role="controller"))
         _, body = self._wait_for(lambda t, b: t in (channels.WELCOME, channels.ERROR),

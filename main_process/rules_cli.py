@@ -9,7 +9,6 @@ next main starts from what is left.
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -24,19 +23,6 @@ from shared.rule_text import describe, scope_text, when
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-
-
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
-               with_connection: Callable[[argparse.ArgumentParser], argparse.ArgumentParser]) -> None:
-    p = with_connection(sub.add_parser("rules", help="remembered answers, tool approvals and config rules; revoke them",
-                       description="List the rules main applies before asking a window, or revoke some: "
-                                   "`elicitron rules revoke ID...` or `elicitron rules revoke --all [--server S]`."))
-    p.add_argument("action", nargs="?", choices=["list", "revoke"], default="list")
-    p.add_argument("ids", nargs="*", metavar="ID", help="rule ids to revoke (see `elicitron rules`)")
-    p.add_argument("--all", action="store_true", help="revoke every remembered rule (config rules stay)")
-    p.add_argument("--server", help="with --all: only this server's rules")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.set_defaults(func=cmd_rules)
 
 
 def cmd_rules(args: argparse.Namespace) -> int:

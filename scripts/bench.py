@@ -14,6 +14,9 @@ Figures (NAME for --only):
             only contract errors, logs refusals rate-limited, and a legit window still books a table
   rules     main's CPU per call when a rule decides (an auto-allowed call, a rule-answered
             elicitation) against a main with no rule store
+  cli       `elicitron status` with no main, and `elicitron ask --help`: a fresh process's wall time
+  card      a card's latency in an open window: the invoke leaves main -> the card is painted
+  abuse     a legitimate window's round trip while a peer floods main and 500 peers attach; main's RSS
 
 It always exits 0: it reports, the table says PASS/FAIL per target. `--profile DIR` also writes
 profiles: pyinstrument of the broker round trip (pyinstrument importable from $BENCH_TOOLS,
@@ -35,7 +38,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from benchlib.common import Figure
 
-FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "rules", "ask"]
+FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "rules", "ask", "cli", "card", "abuse"]
 
 
 def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure]:
@@ -71,6 +74,14 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
         from benchlib import ask
 
         return ask.run(quick)
+    if name in ("cli", "card"):
+        from benchlib import startup
+
+        return startup.run_cli(quick) if name == "cli" else startup.run_card(quick)
+    if name == "abuse":
+        from benchlib import abuse
+
+        return abuse.run(quick)
     raise ValueError(name)
 
 

@@ -18,18 +18,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchlib.common import (
-    INVOKE,
-    PYTHON,
-    ROOT,
-    Figure,
-    RunningMain,
-    child_env,
-    fmt_us,
-    now_ns,
-    running_main,
-    summarize_ns,
-)
+from benchlib.common import Figure, fmt_us, now_ns, summarize_ns
+from kit.contract import INVOKE
+from kit.env import child_env
+from kit.main import RunningMain, running_main
+from kit.paths import PYTHON, ROOT
 
 WINDOW = Path(__file__).with_name("ask_window.py")
 TARGET_US = 400_000

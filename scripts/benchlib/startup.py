@@ -1,0 +1,100 @@
+"""Latency people feel at start-up (issue 16): the CLI's start, and a card's arrival in an open window.
+
+`cli`: wall time of `elicitron status` with no main running (the connection file is missing, so it
+says so and exits 3) and of `elicitron ask --help`, each a fresh process started as a user starts it
+(the venv's `elicitron` console script), against `python -c pass` timed in the same run.
+
+`card`: a real main with the demo server and one open window (`ask_window.py`: the renderer's own
+entry point stamping each card's first paint, then declining it); a contract-only peer attached
+beside it calls `book_table` and stamps the invoke's arrival. Card latency is that arrival (the
+invoke has just left main: the peer and the window hear it together) to the card's first paint.
+"""
+
+import subprocess
+import tempfile
+from pathlib import Path
+
+from benchlib.ask import _Window
+from benchlib.common import Figure, demo_entry, fmt_us, now_ns, summarize_ns
+from kit.contract import INVOKE
+from kit.env import child_env
+from kit.main import running_main
+from kit.paths import PYTHON, ROOT
+
+CLI_TARGET_US = 150_000
+CARD_TARGET_US = 20_000
+
+
+def _console_script() -> list[str]:
+    script = Path(PYTHON).with_name("elicitron")
+    return [str(script)] if script.exists() else [PYTHON, "-m", "main_process"]
+
+
+def _wall_ns(argv: list[str], env: dict[str, str], expect: int) -> int:
+    t0 = now_ns()
+    done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          env=env, cwd=ROOT, check=False, timeout=60)
+    took = now_ns() - t0
+    if done.returncode != expect:
+        raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}, not {expect}: {done.stderr!r}")
+    return took
+
+
+def run_cli(quick: bool) -> list[Figure]:
+    runs = 5 if quick else 30
+    with tempfile.TemporaryDirectory(prefix="eli-cli-", dir="/tmp") as home:
+        env = child_env(Path(home))
+        missing = str(Path(home) / "no-main" / "connection.json")
+        elicitron = _console_script()
+        commands = {
+            "status, no main": (elicitron + ["status", "--connection", missing], 3),
+            "ask --help": (elicitron + ["ask", "--help"], 0),
+            "python -c pass": ([PYTHON, "-c", "pass"], 0),
+        }
+        for argv, code in commands.values():  # warm the page cache, not counted
+            _wall_ns(argv, env, code)
+        samples: dict[str, list[int]] = {name: [] for name in commands}
+        for _ in range(runs):  # interleaved, so drift hits each alike
+            for name, (argv, code) in commands.items():
+                samples[name].append(_wall_ns(argv, env, code))
+    p50 = {name: summarize_ns(values)["p50_us"] for name, values in samples.items()}
+    figures = []
+    for name in ("status, no main", "ask --help"):
+        figures.append(Figure(
+            name="cli", title=f"CLI start: elicitron {name}", value=f"p50 {fmt_us(p50[name])}", target="< 150 ms",
+            passed=p50[name] < CLI_TARGET_US,
+            absolute=f"python -c pass p50 {fmt_us(p50['python -c pass'])}; n={runs}",
+            how=f"wall time of a fresh `{' '.join(Path(a).name for a in elicitron)} ...` process, interleaved "
+                "with `python -c pass`",
+            data={"p50_us": p50, "samples_ns": samples[name]}))
+    return figures
+
+
+def run_card(quick: bool) -> list[Figure]:
+    runs = 5 if quick else 40
+    latencies: list[int] = []
+    with running_main({"demo": demo_entry()}) as main:
+        main.wait_server_ready("demo")
+        window = _Window(main)
+        peer = main.peer(name="bench-caller")
+        try:
+            for i in range(runs + 1):
+                restaurant = f"card-{i}"
+                peer.call_tool("demo", "book_table", {"restaurant": restaurant})
+                peer.expect(lambda t, b: t == INVOKE and restaurant in b["request"]["params"]["message"], 60)
+                arrived = now_ns()
+                stamps = window.line(lambda s: restaurant in (s.get("message") or ""))
+                if i:  # the first card warms the window's widgets, not counted
+                    latencies.append(stamps["painted"] - arrived)
+                peer.heartbeat_if_due()
+        finally:
+            peer.close()
+            window.close()
+    summary = summarize_ns(latencies)
+    return [Figure(
+        name="card", title="card latency in an open window", value=f"p50 {fmt_us(summary['p50_us'])}",
+        target="< 20 ms", passed=summary["p50_us"] < CARD_TARGET_US,
+        absolute=f"p90 {fmt_us(summary['p90_us'])}, max {fmt_us(summary['max_us'])}, n={summary['n']}",
+        how="demo book_table through a real main; a peer beside the window stamps the invoke's arrival; the "
+            "window (renderer entry point, offscreen) stamps the card's first paint",
+        data=summary)]
