@@ -8,11 +8,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchlib.common import BENCH_CONTENT, Figure, fmt_us, now_ns, running_demo_main, summarize_ns
 from kit.env import child_env
 from kit.main import RunningMain
 from kit.paths import PYTHON, ROOT
 from kit.peer import WirePeer
+
+from benchlib.common import BENCH_CONTENT, Figure, fmt_us, now_ns, running_demo_main, summarize_ns
 
 ATTACKERS = Path(__file__).with_name("abuse_peers.py")
 CROWD = 500
@@ -45,7 +46,7 @@ def _round_trips(window: WirePeer, count: int) -> list[int]:
         t0 = now_ns()
         call = window.call_tool("demo", "book_table", {"restaurant": restaurant})
         _, invoke = window.expect(lambda t, b: t == "msgElicitationTransferInvoke"
-                                  and restaurant in b["request"]["params"]["message"], 30)
+                                  and restaurant in b["request"]["params"]["message"], 30)  # noqa: B023 - used at once
         window.answer(invoke, "accept", BENCH_CONTENT)
         window.expect_topic(call, 30)
         samples.append(now_ns() - t0)

@@ -10,7 +10,6 @@ Written from the wire contract alone (the kit's frames), no project imports.
 import os
 import select
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import zmq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
-from kit import wire  # noqa: E402
+from kit import wire
 
 
 def _stdin_closed() -> bool:

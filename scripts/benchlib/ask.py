@@ -18,11 +18,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchlib.common import Figure, fmt_us, now_ns, summarize_ns
 from kit.contract import INVOKE
 from kit.env import child_env
 from kit.main import RunningMain, running_main
 from kit.paths import PYTHON, ROOT
+
+from benchlib.common import Figure, fmt_us, now_ns, summarize_ns
 
 WINDOW = Path(__file__).with_name("ask_window.py")
 TARGET_US = 400_000

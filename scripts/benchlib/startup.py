@@ -14,12 +14,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from benchlib.ask import _Window
-from benchlib.common import Figure, demo_entry, fmt_us, now_ns, summarize_ns
 from kit.contract import INVOKE
 from kit.env import child_env
 from kit.main import running_main
 from kit.paths import PYTHON, ROOT
+
+from benchlib.ask import _Window
+from benchlib.common import Figure, demo_entry, fmt_us, now_ns, summarize_ns
 
 CLI_TARGET_US = 150_000
 CARD_TARGET_US = 20_000
@@ -81,9 +82,9 @@ def run_card(quick: bool) -> list[Figure]:
             for i in range(runs + 1):
                 restaurant = f"card-{i}"
                 peer.call_tool("demo", "book_table", {"restaurant": restaurant})
-                peer.expect(lambda t, b: t == INVOKE and restaurant in b["request"]["params"]["message"], 60)
+                peer.expect(lambda t, b: t == INVOKE and restaurant in b["request"]["params"]["message"], 60)  # noqa: B023
                 arrived = now_ns()
-                stamps = window.line(lambda s: restaurant in (s.get("message") or ""))
+                stamps = window.line(lambda s: restaurant in (s.get("message") or ""))  # noqa: B023
                 if i:  # the first card warms the window's widgets, not counted
                     latencies.append(stamps["painted"] - arrived)
                 peer.heartbeat_if_due()
