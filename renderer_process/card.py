@@ -140,7 +140,7 @@ class ElicitationCard(QDialog):
 
         try:
             self.kind = self._build_body(layout, params)
-        except Exception:  # top-level handler for one request: whatever a hostile schema breaks, show a notice
+        except Exception:  # top-level handler for one request: whatever a hostile schema breaks -> notice
             logger.exception(
                 "cannot build the card for %s from %s; showing a notice", invoke.response_channel, self.server
             )

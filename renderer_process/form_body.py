@@ -128,7 +128,7 @@ class FormBody(QWidget):
             self.validity_changed.emit(valid)
 
 
-_BROKEN_SCHEMA = "the request's schema has limits that cannot be checked (e.g. a minimum that is not a number)"
+_BROKEN_SCHEMA = "the schema has limits that cannot be checked (such as a minimum that is no number)"
 
 
 def _property_problems(prop: Mapping[str, Any], value: Any) -> list[str]:

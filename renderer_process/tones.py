@@ -48,7 +48,8 @@ class ToneLabel(QLabel):
             # Only WindowText is ours; every other role keeps following the parent and the system.
             palette = QPalette()
             palette.setResolveMask(0)
-            palette.setColor(QPalette.ColorRole.WindowText, tone_colour(self.tone, QApplication.palette(self)))
+            colour = tone_colour(self.tone, QApplication.palette(self))
+            palette.setColor(QPalette.ColorRole.WindowText, colour)
             self.setPalette(palette)
         finally:
             self._applying = False

@@ -218,12 +218,15 @@ def _describe(char: str) -> str:
     return f"U+{ord(char):04X}" + (f" {name}" if name else "")
 
 
+_MARK_OPEN = '<span style="background-color: #ffd54f; color: #000000;">'  # readable on light and dark
+
+
 def _visible_html(text: str) -> str:
     """Escaped rich text in which every hidden character shows as a marked ⟦U+XXXX⟧."""
     pieces: list[str] = []
     for char in text:
         if unicodedata.category(char) in _HIDDEN_CATEGORIES:
-            pieces.append(f'<span style="background-color: #ffd54f; color: #000000;">⟦U+{ord(char):04X}⟧</span>')
+            pieces.append(f"{_MARK_OPEN}⟦U+{ord(char):04X}⟧</span>")
         else:
             pieces.append(html.escape(char))
     return "".join(pieces)
