@@ -87,7 +87,8 @@ def _content_block(block: dict[str, Any], parent: QWidget) -> QWidget:
     if kind == "resource_link":
         return _text(f"[link] {block.get('name') or ''} {block.get('uri', '')}".strip(), parent)
     if kind == "resource":
-        resource = block.get("resource") if isinstance(block.get("resource"), dict) else {}
+        found = block.get("resource")
+        resource: dict[str, Any] = found if isinstance(found, dict) else {}
         if "text" in resource:
             return _text(f"{resource.get('uri', '')}\n{resource['text']}", parent)
         return _text(f"[resource] {resource.get('uri', '')} ({resource.get('mimeType', 'binary')})", parent)
@@ -140,7 +141,7 @@ def _tree(value: Any, parent: QWidget) -> QTreeWidget:
     _fill(tree.invisibleRootItem(), value, budget)
     tree.expandToDepth(1)
     tree.resizeColumnToContents(0)
-    rows = min(_count(tree.invisibleRootItem()), 12)
+    rows = min(_shown_rows(tree), 12)
     tree.setMinimumHeight((rows + 2) * tree.fontMetrics().height() + 8)
     return tree
 
@@ -165,5 +166,10 @@ def _fill(parent: QTreeWidgetItem, value: Any, budget: list[int]) -> None:
             QTreeWidgetItem(parent, [key, json.dumps(item, ensure_ascii=False)])
 
 
-def _count(item: QTreeWidgetItem) -> int:
-    return sum(1 + _count(item.child(i)) for i in range(item.childCount()))
+def _shown_rows(tree: QTreeWidget) -> int:
+    """Rows visible after expandToDepth(1): the top level and its children."""
+    rows = tree.topLevelItemCount()
+    for index in range(tree.topLevelItemCount()):
+        item = tree.topLevelItem(index)
+        rows += item.childCount() if item is not None else 0
+    return rows
