@@ -166,8 +166,10 @@ class CallPanel(QWidget):
         self._update_button()
 
     def _update_button(self) -> None:
+        # Enabled whenever a tool is chosen: pressing it with arguments that don't fit says why
+        # (the form's problems are listed under it all along).
         chosen = bool(self.server_combo.currentText() and self.tool_combo.currentText())
-        self.call_button.setEnabled(self._connected and chosen and self.tool_form.is_ready())
+        self.call_button.setEnabled(self._connected and chosen)
 
     def show_error(self, text: str) -> None:
         self.error.setText(text)

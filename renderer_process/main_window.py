@@ -165,6 +165,9 @@ class MainWindow(QMainWindow):
         results = QSplitter(Qt.Orientation.Vertical, self)
         results.addWidget(self.result_view)
         results.addWidget(self.results)
+        results.setStretchFactor(0, 3)  # the last result first; the log of everything below it
+        results.setStretchFactor(1, 1)
+        results.setSizes([300, 100])
         right.addWidget(_boxed("Results", results))
         right.setStretchFactor(0, 3)
         right.setStretchFactor(1, 2)
@@ -497,9 +500,8 @@ class MainWindow(QMainWindow):
         self._notified.update(item.response_channel for item in new)
         first = new[0]
         if len(new) == 1:
-            title = f"{first.request.server} asks: " + (
-                "open a link" if first.request.params.get("mode") == URL else "input needed"
-            )
+            what = "you to open a link" if first.request.params.get("mode") == URL else "for input"
+            title = f"{first.request.server} asks {what}"
             message = str(first.request.params.get("message", "")) or "A request is waiting."
         else:
             servers = sorted({item.request.server for item in new})

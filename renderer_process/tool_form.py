@@ -144,7 +144,7 @@ class ToolForm(QWidget):
         if not self.json_mode and self._form is not None:
             self._form.refresh()
             if not self._form.is_valid:
-                return None, "; ".join(self._form.problems)
+                return None, "Not called: " + "; ".join(self._form.problems)
             return arguments_from(self._plan, self._form.content), ""
         text = self.raw.toPlainText().strip()
         try:
@@ -154,10 +154,6 @@ class ToolForm(QWidget):
         if not isinstance(arguments, dict):
             return None, 'Arguments must be a JSON object, like {"key": "value"}.'
         return arguments, ""
-
-    def is_ready(self) -> bool:
-        """Whether Call may be pressed (JSON is judged only when pressed, to say what is wrong)."""
-        return self.json_mode or self._form is None or self._form.is_valid
 
     # ---- form <-> JSON ------------------------------------------------------------------------
 

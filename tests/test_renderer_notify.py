@@ -81,7 +81,7 @@ def test_a_request_while_another_program_has_the_focus_is_notified_and_the_click
     leave_the_window()
     assert QApplication.activeWindow() is None
     window.on_invoked(invoke("c-1", "Book a table at Le Cinq?"))
-    assert trays[0].messages == [("demo asks: input needed", "Book a table at Le Cinq?")]
+    assert trays[0].messages == [("demo asks for input", "Book a table at Le Cinq?")]
     window.on_invoked(invoke("c-1", "Book a table at Le Cinq?"))  # delivered again: not notified again
     assert len(trays[0].messages) == 1
 
@@ -113,7 +113,7 @@ def test_closed_into_the_tray_it_stays_attached_notifies_and_comes_back_with_the
     window.close()
     assert not window.isVisible()
     window.on_invoked(invoke("c-1", "Which city?", server="weather"))
-    assert trays[0].messages == [("weather asks: input needed", "Which city?")]
+    assert trays[0].messages == [("weather asks for input", "Which city?")]
     card = window.current_card()
     assert card is not None and not card.isVisible()  # waits for the click, not popping up alone
     assert trays[0].toolTip() == "Elicitron — 1 request waiting"
