@@ -1,6 +1,8 @@
 """The real renderer (bridge + window + card, pytest-qt offscreen) against a real main subprocess."""
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 from conftest import RunningMain
@@ -12,7 +14,9 @@ from renderer_process.bridge import MainBridge
 from renderer_process.main_window import MainWindow
 from renderer_process.screenshot import grab_widget
 
-SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
+# The README's pictures are refreshed by `scripts/screenshots` (ELICITRON_SCREENSHOTS=tests/screenshots);
+# a plain test run saves them in a temp dir and leaves the checkout as it was.
+SCREENSHOTS = Path(os.environ.get("ELICITRON_SCREENSHOTS") or tempfile.mkdtemp(prefix="eli-shots-"))
 
 
 def child(widget: QWidget, kind: type, name: str):  # type: ignore[no-untyped-def]

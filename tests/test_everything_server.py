@@ -4,6 +4,7 @@
 import json
 import os
 import re
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ from renderer_process.bridge import MainBridge
 from renderer_process.main_window import MainWindow
 from renderer_process.screenshot import grab_widget
 
-SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
+# The README's pictures are refreshed by `scripts/screenshots` (ELICITRON_SCREENSHOTS=tests/screenshots);
+# a plain test run saves them in a temp dir and leaves the checkout as it was.
+SCREENSHOTS = Path(os.environ.get("ELICITRON_SCREENSHOTS") or tempfile.mkdtemp(prefix="eli-shots-"))
 FIELDS = ["name", "check", "firstLine", "email", "homepage", "birthdate", "integer", "number",
           "untitledSingleSelectEnum", "untitledMultipleSelectEnum", "titledSingleSelectEnum",
           "titledMultipleSelectEnum", "legacyTitledEnum"]
