@@ -153,7 +153,8 @@ class CallPanel(QWidget):
             self.tool_form.show_tool(details[name])
         elif server in self._failed:
             self.tool_form.show_tool(
-                {"name": name}, f"Arguments as JSON: the tool's details are unavailable ({self._failed[server]})."
+                {"name": name},
+                f"Arguments as JSON: the tool's details are unavailable ({self._failed[server]}).",
             )
         elif server in self._asking:
             self.tool_form.show_tool({"name": name}, LOADING)

@@ -537,7 +537,9 @@ class MainWindow(QMainWindow):
 
     # ---- tools/list for the argument form -----------------------------------------------------
 
-    def _request_tools(self, server: str, cursor: str | None = None, pages: tuple[dict[str, Any], ...] = ()) -> None:
+    def _request_tools(
+        self, server: str, cursor: str | None = None, pages: tuple[dict[str, Any], ...] = ()
+    ) -> None:
         channel = "tools-" + channels.new_uuid7()
         self._requests[channel] = _Request(f"tools of {server}", admin=True, tools_of=server, pages=pages)
         self.mcp_requested.emit(channel, server, "tools/list", {"cursor": cursor} if cursor else {})

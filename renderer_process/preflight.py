@@ -84,7 +84,8 @@ def message(missing: list[Library]) -> str:
     names = ", ".join(lib.soname for lib in missing)
     return (
         f"elicitron: the window cannot start: Qt needs system libraries that are missing ({names}). "
-        f"Install them with: sudo apt install {debian}  (Debian, Ubuntu)  or: sudo dnf install {fedora}  (Fedora)"
+        f"Install them with: sudo apt install {debian}  (Debian, Ubuntu)  "
+        f"or: sudo dnf install {fedora}  (Fedora)"
     )
 
 

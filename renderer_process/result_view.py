@@ -160,7 +160,8 @@ def _fill(parent: QTreeWidgetItem, value: Any, budget: list[int]) -> None:
             return
         budget[0] -= 1
         if isinstance(item, dict | list):
-            node = QTreeWidgetItem(parent, [key, f"{len(item)} {'keys' if isinstance(item, dict) else 'items'}"])
+            size = f"{len(item)} {'keys' if isinstance(item, dict) else 'items'}"
+            node = QTreeWidgetItem(parent, [key, size])
             _fill(node, item, budget)
         else:
             QTreeWidgetItem(parent, [key, json.dumps(item, ensure_ascii=False)])

@@ -159,7 +159,8 @@ def _resolve(key: str, prop: Any, defs: Any, depth: int = 0) -> dict[str, Any]:
     ref = prop.get("$ref")
     if ref is None:
         return dict(prop)
-    prefix = next((p for p in ("#/$defs/", "#/definitions/") if isinstance(ref, str) and ref.startswith(p)), None)
+    prefixes = ("#/$defs/", "#/definitions/")
+    prefix = next((p for p in prefixes if isinstance(ref, str) and ref.startswith(p)), None)
     if prefix is None or depth >= _MAX_REF_DEPTH or not isinstance(defs, Mapping):
         raise _NoForm(f"argument {key!r} refers to {ref!r}")
     target = defs.get(ref[len(prefix):])

@@ -39,7 +39,9 @@ class Tray(QObject):
     show_requested = Signal()  # a notification or the icon was clicked, or "Show" chosen
     quit_requested = Signal()
 
-    def __init__(self, icon: QSystemTrayIcon | None, keep_in_tray: QAction, parent: QObject | None = None) -> None:
+    def __init__(
+        self, icon: QSystemTrayIcon | None, keep_in_tray: QAction, parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         self.icon = icon
         self._count = 0

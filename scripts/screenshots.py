@@ -20,13 +20,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from PySide6.QtCore import QEventLoop, QObject, QRect, Qt, QTimer  # noqa: E402
-from PySide6.QtGui import QGuiApplication  # noqa: E402
-from PySide6.QtWidgets import QApplication, QCheckBox, QComboBox, QLineEdit, QListWidget, QPushButton  # noqa: E402
+from PySide6.QtCore import QEventLoop, QObject, QRect, Qt, QTimer
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication, QCheckBox, QComboBox, QLineEdit, QListWidget, QPushButton
 
-from renderer_process.bridge import MainBridge  # noqa: E402
-from renderer_process.main_window import MainWindow  # noqa: E402
-from renderer_process.screenshot import grab_widget  # noqa: E402
+from renderer_process.bridge import MainBridge
+from renderer_process.main_window import MainWindow
+from renderer_process.screenshot import grab_widget
 
 OUT = ROOT / "docs" / "screenshots"
 
@@ -114,12 +114,15 @@ def tray_notification(connection: Path, env: dict[str, str]) -> Path:
         wait_until(lambda: window.waiting_count() == 1, 30, "the request")
         wait_until(lambda: any(w.isVisible() and w.metaObject().className() == "QBalloonTip"
                                for w in QApplication.topLevelWidgets()), 10, "the notification")
-        balloon = next(w for w in QApplication.topLevelWidgets() if w.metaObject().className() == "QBalloonTip")
+        balloon = next(
+            w for w in QApplication.topLevelWidgets() if w.metaObject().className() == "QBalloonTip"
+        )
         screen = QGuiApplication.primaryScreen()
         inside = balloon.frameGeometry().center()
 
         def painted() -> bool:  # the X server shows the balloon (the desktop behind it is black)
-            return screen.grabWindow(0, inside.x(), inside.y(), 1, 1).toImage().pixelColor(0, 0).lightness() > 64
+            pixel = screen.grabWindow(0, inside.x(), inside.y(), 1, 1).toImage().pixelColor(0, 0)
+            return pixel.lightness() > 64
 
         wait_until(painted, 10, "the notification on screen")
         shot = screen.grabWindow(0)
@@ -155,7 +158,7 @@ def main() -> int:
                 if QGuiApplication.platformName() == "xcb":
                     taken.append(tray_notification(connection, env))
                 else:
-                    print("screenshots: no X screen with a tray here: the tray shot is skipped", file=sys.stderr)
+                    print("screenshots: no X screen with a tray: no notification picture", file=sys.stderr)
         finally:
             subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
                            env=env, cwd=ROOT, capture_output=True, check=False, timeout=60)

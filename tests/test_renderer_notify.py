@@ -26,11 +26,13 @@ class RecordingTray(QSystemTrayIcon):
         self.messages: list[tuple[str, str]] = []
         self.icons: list[QIcon] = []
 
-    def showMessage(self, title: str, message: str, *_rest: Any) -> None:  # type: ignore[override]  # noqa: N802
+    def showMessage(self, title: str, message: str, *_rest: Any) -> None:  # type: ignore[override]
         self.messages.append((title, message))
 
 
-def invoke(channel: str, message: str = "Book a table for two?", server: str = "demo") -> messages.ElicitationInvoke:
+def invoke(
+    channel: str, message: str = "Book a table for two?", server: str = "demo"
+) -> messages.ElicitationInvoke:
     params = {"mode": "form", "message": message,
               "requestedSchema": {"type": "object", "properties": {"n": {"type": "integer", "default": 2}}}}
     return messages.ElicitationInvoke(
@@ -92,7 +94,9 @@ def test_a_request_while_another_program_has_the_focus_is_notified_and_the_click
     assert card.isVisible() and window.isVisible()
 
 
-def test_no_notification_while_the_user_is_in_the_window(make_window: Any, trays: list[RecordingTray]) -> None:
+def test_no_notification_while_the_user_is_in_the_window(
+    make_window: Any, trays: list[RecordingTray]
+) -> None:
     window = make_window()
     window.on_invoked(invoke("c-1"))
     assert trays[0].messages == []

@@ -24,12 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 from pytestqt.qtbot import QtBot
+from typed_tools_server import PLAN_TRIP
+from typed_tools_server import png as small_png
 
 from renderer_process.bridge import MainBridge
 from renderer_process.main_window import MainWindow
 from shared import messages
-from typed_tools_server import PLAN_TRIP
-from typed_tools_server import png as small_png
 
 TYPED_SERVER = Path(__file__).resolve().parent / "typed_tools_server.py"
 ME = "0190a000-0000-7000-8000-00000000000a"
@@ -195,7 +195,8 @@ def test_tools_are_fetched_again_when_main_reports_new_tool_names(window: MainWi
     window.on_welcomed(welcome(["plan_trip"]))
     window.on_servers_changed(welcome(["plan_trip"]).servers)  # same names: nothing to fetch
     assert len(main.tool_lists) == 1
-    main.tools = [*TOOLS, {"name": "new_tool", "description": "Brand new.", "inputSchema": {"type": "object"}}]
+    new_tool = {"name": "new_tool", "description": "Brand new.", "inputSchema": {"type": "object"}}
+    main.tools = [*TOOLS, new_tool]
     window.on_servers_changed(welcome(["plan_trip", "new_tool"]).servers)
     assert len(main.tool_lists) == 2
     choose(window, "new_tool")
@@ -219,7 +220,8 @@ def test_a_main_without_tools_list_leaves_json(window: MainWindow) -> None:
     main = Main(window, TOOLS)
     main.answer_lists = False
     window.on_welcomed(welcome(["plan_trip"]))
-    window.on_refused(messages.ErrorNotice(code="unknown-topic", message="unknown topic", topic="msgMcpRequest"))
+    refusal = messages.ErrorNotice(code="unknown-topic", message="unknown topic", topic="msgMcpRequest")
+    window.on_refused(refusal)
     assert "details are unavailable (main refused it: unknown topic)" in visible_text(window, "tool_note")
     assert find(window, QPlainTextEdit, "call_arguments").isVisible()
 
@@ -229,7 +231,8 @@ def test_pages_of_tools_are_gathered(window: MainWindow) -> None:
 
     def pages(channel: str, _server: str, _method: str, params: dict[str, Any]) -> None:
         asked.append(params)
-        result: dict[str, Any] = {"tools": TOOLS[:1], "nextCursor": "p2"} if not params else {"tools": TOOLS[1:]}
+        first_page = {"tools": TOOLS[:1], "nextCursor": "p2"}
+        result: dict[str, Any] = first_page if not params else {"tools": TOOLS[1:]}
         window.on_replied(channel, messages.ChannelReply(result=result))
 
     window.mcp_requested.connect(pages)
@@ -245,7 +248,10 @@ def test_the_result_shows_text_image_and_a_tree(qtbot: QtBot, window: MainWindow
     channel = press_call(qtbot, window)[0]
     png = base64.b64encode(small_png(2, 2)).decode("ascii")
     result = {
-        "content": [{"type": "text", "text": "done"}, {"type": "image", "data": png, "mimeType": "image/png"}],
+        "content": [
+            {"type": "text", "text": "done"},
+            {"type": "image", "data": png, "mimeType": "image/png"},
+        ],
         "structuredContent": {"trip": {"city": "Lisbon", "nights": 3}, "ok": True},
     }
     window.on_replied(channel, messages.ChannelReply(result=result))
@@ -262,7 +268,8 @@ def test_the_result_shows_text_image_and_a_tree(qtbot: QtBot, window: MainWindow
         ("city", '"Lisbon"'), ("nights", "3")
     ]
     channel = press_call(qtbot, window)[0]
-    window.on_replied(channel, messages.ChannelReply(error=messages.CallError(code=-32001, message="timed out")))
+    failure = messages.CallError(code=-32001, message="timed out")
+    window.on_replied(channel, messages.ChannelReply(error=failure))
     assert view.heading.text() == "typed/ping: the call failed"
     assert find(view, QLabel, "result_error").text() == "error -32001: timed out"
 

@@ -600,7 +600,9 @@ class WelcomeWithChannels(messages.Welcome):
     pending_channels: list[str] | None = None
 
 
-def test_pending_channels_keep_a_card_whose_invoke_follows_the_welcome(qtbot: QtBot, window: MainWindow) -> None:
+def test_pending_channels_keep_a_card_whose_invoke_follows_the_welcome(
+    qtbot: QtBot, window: MainWindow
+) -> None:
     window.on_invoked(invoke("c-1", 1))
     window.on_invoked(invoke("c-2", 2))
     card = shown(window)
@@ -632,7 +634,8 @@ def test_pending_channels_still_drop_what_main_no_longer_holds(qtbot: QtBot, win
 
 
 def banner_text(window: MainWindow) -> str:
-    return find(window, QLabel, "main_banner_text").text() if find(window, QWidget, "main_banner").isVisible() else ""
+    visible = find(window, QWidget, "main_banner").isVisible()
+    return find(window, QLabel, "main_banner_text").text() if visible else ""
 
 
 def test_lost_contact_then_main_gone_then_back(qtbot: QtBot, window: MainWindow) -> None:
@@ -661,3 +664,19 @@ def test_lost_contact_then_main_gone_then_back(qtbot: QtBot, window: MainWindow)
     window.on_state_changed("connected")
     assert banner_text(window) == ""
     assert find(window, QPushButton, "reload").isEnabled()
+
+
+def test_a_hostile_schema_still_shows_a_card_the_user_can_decline(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    hostile = {"mode": "form", "message": "hi", "requestedSchema": {
+        "type": "object", "properties": {"x": {"type": "string", "maxLength": 2**40, "default": "ok"},
+                                         "n": {"type": "integer", "minimum": "x", "default": 1}}}}
+    window.on_invoked(messages.ElicitationInvoke(
+        request=messages.ElicitationRequest(server="demo", params=hostile), response_channel="c-1",
+        created_at=1, expires_at=2**62, origin=None))
+    card = shown(window)
+    assert card.kind == "form" and not find(card, QPushButton, "accept").isEnabled()
+    with qtbot.waitSignal(window.answer_ready, timeout=1000) as answered:
+        qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
+    assert answered.args == ["c-1", "decline", None]
