@@ -625,7 +625,7 @@ def test_numbers_no_widget_can_hold_still_give_a_working_card(qtbot: QtBot, open
     assert card.kind == "form"
     assert len(find(card, QLineEdit, "field:text").text()) == 40_000  # the default is not cut short
     n = find(card, QLineEdit, "field:n")
-    type_into(qtbot, n, "9" * 5000)  # more digits than Python converts
+    n.setText("9" * 5000)  # pasted: more digits than Python converts
     assert "too many digits" in find(card, QLabel, "error:n").text()
     type_into(qtbot, n, "12")
     press_accept(qtbot, card)
