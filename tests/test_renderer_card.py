@@ -19,10 +19,11 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QPushButton,
+    QWidget,
 )
 from pytestqt.qtbot import QtBot
 
-from renderer_process import form_body
+from renderer_process import fields, form_body
 from renderer_process.card import ElicitationCard
 from renderer_process.screenshot import grab_widget
 from renderer_process.time_left import now_ms
@@ -611,32 +612,54 @@ def test_time_left_wording(qtbot: QtBot, expires_in_ms: int | None, text: str) -
 # ---- hostile requests --------------------------------------------------------------------------
 
 
-def test_numbers_no_widget_can_hold_still_give_a_working_card(qtbot: QtBot, open_card: OpenCard) -> None:
-    huge = 2**40
+def test_numbers_no_widget_can_hold_reach_no_widget(qtbot: QtBot) -> None:
+    """What a third-party main may pass on (main itself now refuses such schemas): the field
+    widgets clamp it instead of raising OverflowError inside Qt."""
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    hostile = {"type": "string", "maxLength": 2**40, "default": "x" * 40_000}
+    huge = fields.TextField("t", hostile, True, parent)
+    assert huge.edit.maxLength() == fields.QT_INT_MAX and huge.value() == "x" * 40_000
+    negative = fields.TextField("s", {"type": "string", "maxLength": -3}, False, parent)
+    assert negative.edit.maxLength() == 32767  # Qt's own default, untouched
+    number = fields.NumberField("n", {"type": "integer", "default": 10**5000}, True, parent, integer=True)
+    assert number.edit.text() == "" and number.parse_problem() is None  # too long to show: not shown
+    counts = fields.MultiSelectField("m", {"type": "array", "items": {"enum": ["a"]}, "maxItems": 2**40},
+                                     False, parent)
+    assert counts.value() == []
+
+
+def test_a_long_default_is_kept_whole_and_too_many_digits_are_a_problem(
+    qtbot: QtBot, open_card: OpenCard
+) -> None:
     card, answers = open_card(form(
-        {
-            "text": {"type": "string", "maxLength": huge, "minLength": 0, "default": "x" * 40_000},
-            "short": {"type": "string", "maxLength": -3},
-            "n": {"type": "integer", "minimum": -(2**70), "maximum": 2**70, "default": 10**400},
-            "tags": {"type": "array", "items": {"enum": ["a"]}, "minItems": 0, "maxItems": huge},
-        },
-        ["text"],
+        {"text": {"type": "string", "default": "x" * 40_000}, "n": {"type": "integer"}}, ["text", "n"]
     ))
-    assert card.kind == "form"
-    assert len(find(card, QLineEdit, "field:text").text()) == 40_000  # the default is not cut short
+    assert len(find(card, QLineEdit, "field:text").text()) == 40_000  # not cut at QLineEdit's 32767
     n = find(card, QLineEdit, "field:n")
     n.setText("9" * 5000)  # pasted: more digits than Python converts
     assert "too many digits" in find(card, QLabel, "error:n").text()
     type_into(qtbot, n, "12")
     press_accept(qtbot, card)
-    assert answers.calls == [("accept", {"text": "x" * 40_000, "n": 12, "tags": []})]
+    assert answers.calls == [("accept", {"text": "x" * 40_000, "n": 12})]
 
 
-def test_limits_that_are_not_numbers_disable_accept_instead_of_raising(open_card: OpenCard) -> None:
-    card, _ = open_card(form({"n": {"type": "integer", "minimum": "x", "default": 5}}, ["n"]))
-    assert card.kind == "form"
-    assert not accept_button(card).isEnabled()
-    assert "cannot be checked" in find(card, QLabel, "problems").text()
+def test_limits_that_are_not_numbers_make_the_form_invalid_instead_of_raising(qtbot: QtBot) -> None:
+    """A form body given `minimum: "x"` (check_schema may refuse it first; the body must not raise)."""
+    body = form_body.FormBody({"type": "object", "properties": {"n": {"type": "integer", "minimum": "x",
+                                                                      "default": 5}}, "required": ["n"]})
+    qtbot.addWidget(body)
+    assert not body.is_valid
+    assert any("cannot be checked" in problem for problem in body.problems)
+
+
+def test_a_hostile_schema_is_a_card_either_way(qtbot: QtBot, open_card: OpenCard) -> None:
+    card, answers = open_card(form({"x": {"type": "string", "maxLength": 2**40, "minLength": "x"},
+                                    "n": {"type": "integer", "minimum": float("nan"), "default": 10**400}}))
+    assert card.isVisible() and card.kind in ("form", "notice")
+    assert not (accept_button(card).isVisible() and accept_button(card).isEnabled())
+    qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
+    assert answers.calls == [("decline", None)]
 
 
 def test_a_card_that_fails_to_build_is_a_notice_with_decline(

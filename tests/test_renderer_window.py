@@ -675,8 +675,9 @@ def test_a_hostile_schema_still_shows_a_card_the_user_can_decline(
     window.on_invoked(messages.ElicitationInvoke(
         request=messages.ElicitationRequest(server="demo", params=hostile), response_channel="c-1",
         created_at=1, expires_at=2**62, origin=None))
-    card = shown(window)
-    assert card.kind == "form" and not find(card, QPushButton, "accept").isEnabled()
+    card = shown(window)  # a form that cannot be accepted, or a notice if check_schema refuses it
+    accept = find(card, QPushButton, "accept")
+    assert card.kind in ("form", "notice") and not (accept.isVisible() and accept.isEnabled())
     with qtbot.waitSignal(window.answer_ready, timeout=1000) as answered:
         qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
     assert answered.args == ["c-1", "decline", None]
