@@ -6,7 +6,9 @@ card.py          ElicitationCard: the modal dialog for one request (form, URL co
 form_body.py     the fields of a form card and whether the answer validates
 question_card.py a program's question on a card: "deploy.sh (pid 4242 on build-7)", yes/no as a confirm
 fields.py        one widget adapter per requestedSchema property type
-url_safety.py    what to warn about before opening a URL (pure, no Qt)
+url_safety.py    what to warn about before opening a URL, and whether it may open (pure, no Qt)
+time_left.py     "Expires in 4:05" from a request's expiresAt (pure, no Qt)
+tones.py         error and warning text colours that follow the light/dark palette
 card_queue.py    oldest-first queue of waiting requests and its "N more waiting" text
 elsewhere.py     "waiting in another window": requests whose origin is another attached window
 servers_panel.py servers tree (status, error) with Start/Stop/Restart, "Ask again", Reload config
@@ -14,7 +16,13 @@ consent_cards.py which card a request gets (approval or elicitation) and what to
 approval_card.py ApprovalCard: a host's tool call, allowed once / this session / always, or denied
 remember.py      "Remember my answer" on a form card (this session / always / until a date)
 remembered_panel.py  the rules main applies before asking, live, with Revoke
-call_panel.py, reply_format.py   the window's other parts
+call_panel.py    pick a server and tool, fill in its arguments, Call
+tool_form.py     a tool's title, description and argument form (or JSON)
+tool_schema.py   which tool inputSchemas the form expresses, and the arguments it sends (pure, no Qt)
+result_view.py   the last tool result: text, images, structured content as a tree
+reply_format.py  how replies read in the results log
+tray.py, icon.py the tray icon with the number waiting, desktop notifications; the drawn icon
+preflight.py     before Qt loads: missing system libraries as one line (never imports Qt)
 screenshot.py    grab_widget(widget, path): save a widget as PNG
-app.py, __main__.py   `python -m renderer_process [--connection PATH] [--name NAME]`
+app.py, __main__.py   `python -m renderer_process [--connection PATH] [--name NAME] [--preflight]`
 """

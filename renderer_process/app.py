@@ -7,10 +7,11 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtWidgets import QApplication
 
 from renderer_process.bridge import MainBridge
+from renderer_process.icon import app_icon
 from renderer_process.main_window import MainWindow
 from shared.connection_file import resolve_connection_path
 
@@ -35,11 +36,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setApplicationName("Elicitron")
+    QApplication.setWindowIcon(app_icon())
 
     bridge = MainBridge(resolve_connection_path(args.connection), args.name)
-    window = MainWindow(name=args.name)
+    # <user config dir>/elicitron/window.ini: the window's own options ("keep in the tray").
+    settings = QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "elicitron", "window")
+    window = MainWindow(name=args.name, settings=settings)
     window.attach(bridge)
-    app.aboutToQuit.connect(bridge.close)  # the bye goes out on every normal exit
+    app.aboutToQuit.connect(bridge.close)  # the bye goes out on every normal exit (also "Quit" in the tray)
     # Ctrl-C / SIGTERM: close the window first (an open card is left pending for other windows,
     # never answered), then quit. The bridge's timer lets Python see the signal.
     def close_and_quit() -> None:

@@ -8,6 +8,9 @@ A welcomed bridge that main answers with `error` code `not-attached` (main detac
 the process was stopped with SIGSTOP longer than main's 5 s silence limit) says hello again at once
 on the same socket rather than waiting for its own silence timer.
 
+The bridge also says whether main is there at all: `main_missing(True)` when the connection file
+is gone (main was stopped, or never started), `main_missing(False)` once it is back.
+
 A plain sync socket is watched with a QSocketNotifier on `zmq.FD`. That descriptor is
 edge-triggered, so the bridge drains whenever it fires, after every send, and on every liveness
 tick (a missed edge costs at most one tick, never a hang).
@@ -57,6 +60,7 @@ class MainBridge(QObject):
     refused = Signal(object)  # messages.ErrorNotice (main's, or a local "not-sent")
     state_changed = Signal(str)  # CONNECTING | CONNECTED | RECONNECTING
     rules_changed = Signal(object)  # list[messages.RuleInfo] (extension `rules`, or a msgRules reply)
+    main_missing = Signal(bool)  # True: no connection file (main stopped); False: it is back
 
     def __init__(
         self,
@@ -88,6 +92,7 @@ class MainBridge(QObject):
         self._last_received = 0.0
         self._attempt_at = 0.0
         self._last_file_problem = ""
+        self._missing: bool | None = None
         self._draining = False
 
         self._tick = QTimer(self)
@@ -169,6 +174,14 @@ class MainBridge(QObject):
         channel = channel or "sign-in-" + channels.new_uuid7()
         body = messages.SignInRedirect(server=server, elicitation_id=elicitation_id, url=url, response_channel=channel)
         self._request(channels.SIGN_IN_REDIRECT, body, channel, "the sign-in address")
+    def mcp_request(
+        self, server: str, method: messages.McpMethod, params: dict[str, Any], channel: str | None = None
+    ) -> str:
+        """Extension `msgMcpRequest` (read-only MCP request, e.g. tools/list); answered on `replied`.
+        A main without the extension refuses the topic: that comes as `refused` with its topic."""
+        channel = channel or "mcp-" + channels.new_uuid7()
+        body = messages.McpRequest(server=server, method=method, response_channel=channel, params=params)
+        self._request(channels.MCP_REQUEST, body, channel, f"{method} of {server}")
         return channel
 
     def set_server_policy(self, server: str, decline_all: bool) -> bool:
@@ -224,8 +237,10 @@ class MainBridge(QObject):
                 logger.warning("cannot reach main yet: %s", exc)
                 self._last_file_problem = str(exc)
             self._set_state(RECONNECTING)
+            self._set_missing(not self._connection_path.exists())
             return
         self._last_file_problem = ""
+        self._set_missing(False)
         try:
             self._open_socket(info)
         except zmq.ZMQError as exc:
@@ -244,7 +259,8 @@ class MainBridge(QObject):
         sock.setsockopt(zmq.IMMEDIATE, 1)  # queue nothing for a peer that is not there
         if info.server_key:  # CURVE is mandatory on tcp; main allows only paired client keys
             if info.client_public_key and info.client_secret_key:
-                public, secret = info.client_public_key.encode("ascii"), info.client_secret_key.encode("ascii")
+                public = info.client_public_key.encode("ascii")
+                secret = info.client_secret_key.encode("ascii")
             else:
                 public, secret = zmq.curve_keypair()
             sock.setsockopt(zmq.CURVE_SERVERKEY, info.server_key.encode("ascii"))
@@ -310,6 +326,11 @@ class MainBridge(QObject):
         self._set_state(RECONNECTING)
         self._hello_timer.start()
         self._try_hello()
+
+    def _set_missing(self, missing: bool) -> None:
+        if missing != self._missing:
+            self._missing = missing
+            self.main_missing.emit(missing)
 
     def _set_state(self, state: str) -> None:
         if state != self._state:

@@ -1,9 +1,18 @@
-"""ElicitationCard: the modal dialog for one elicitation (form, URL consent, or an "unsupported" notice).
+"""ElicitationCard: the modal dialog for one elicitation (form, URL consent, or a notice).
 
 The card only asks; it never sends. It emits `answered(action, content)` exactly once and closes;
 whoever opened it forwards the answer. Form and URL cards also offer "Decline all from <server> for
-this session": it emits `decline_all_requested(server)`, then answers this card with decline. Esc and the window's close button mean "cancel". A card
-closed by `close_silently()` (another window answered, the server cancelled) emits nothing.
+this session": it emits `decline_all_requested(server)`, then answers this card with decline.
+
+Keyboard: Enter accepts when the answer is valid (from ENTER_ARM_MS after the card appears, so
+a keystroke meant for something else never answers), Alt+D declines, Esc and the window's close
+button cancel; the focus starts on the first field. A card closed by `close_silently()` (another
+window answered, the server cancelled) emits nothing.
+
+A request the card cannot show (an unsupported schema, an unknown mode, or anything that fails
+while building it from a hostile schema) becomes a notice with Decline and Cancel: never a stall.
+A URL card hands the browser only a link that passed url_safety and Qt's strict parser, and
+answers accept only once the browser took it.
 """
 
 import html
@@ -11,8 +20,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -26,6 +35,8 @@ from PySide6.QtWidgets import (
 from renderer_process.form_body import FormBody
 from renderer_process.question_card import adapt_question_card, who_asks
 from renderer_process.sign_in_card import build_sign_in_body, is_sign_in
+from renderer_process.time_left import SOON_S, now_ms, seconds_left, time_left_text
+from renderer_process.tones import ToneLabel
 from renderer_process.url_safety import inspect_url
 from shared import messages
 from shared.errors import UnsupportedSchemaError
@@ -39,7 +50,9 @@ FORM = "form"
 URL = "url"
 NOTICE = "notice"
 
+ENTER_ARM_MS = 400
 _MAX_PROBLEMS_SHOWN = 3
+_TICK_MS = 1000
 
 
 def open_in_browser(url: QUrl) -> bool:
@@ -71,8 +84,9 @@ class ElicitationCard(QDialog):
         self.invoke = invoke
         self._opener = opener
         self._finished = False
+        self._enter_armed = False
         self.form: FormBody | None = None
-        self._url = ""
+        self._url = QUrl()
 
         params = invoke.request.params
         self.server = invoke.request.server
@@ -91,25 +105,39 @@ class ElicitationCard(QDialog):
         message.setTextFormat(Qt.TextFormat.PlainText)  # server text is never markup
         message.setWordWrap(True)
         message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        message.setAccessibleName("Message")
         layout.addWidget(message)
+
+        self.expiry = QLabel(self)  # "Expires in 4:05", kept current by a one-second tick
+        self.expiry.setObjectName("expires")
+        self.expiry.setTextFormat(Qt.TextFormat.PlainText)
+        self._tick = QTimer(self)
+        self._tick.setInterval(_TICK_MS)
+        self._tick.timeout.connect(self._show_time_left)
 
         self.waiting = QLabel(self)  # "2 more waiting", kept current by the window
         self.waiting.setObjectName("waiting")
         self.waiting.hide()
 
-        self.problem_label = QLabel(self)
+        self.problem_label = ToneLabel("error", self)
         self.problem_label.setObjectName("problems")
         self.problem_label.setTextFormat(Qt.TextFormat.PlainText)
         self.problem_label.setWordWrap(True)
-        self.problem_label.setStyleSheet("color: #b00020;")
         self.problem_label.hide()
 
         self.accept_button = _button("Accept", "accept", self)
-        self.decline_button = _button("Decline", "decline", self)
+        self.accept_button.setToolTip("Accept (Enter)")
+        self.decline_button = _button("&Decline", "decline", self)
+        self.decline_button.setShortcut(QKeySequence("Alt+D"))  # also where mnemonics are off
+        self.decline_button.setToolTip("Decline (Alt+D)")
         self.cancel_button = _button("Cancel", "cancel", self)
+        self.cancel_button.setToolTip("Cancel (Esc)")
+        self.copy_button = _button("Copy link", "copy_link", self)
+        self.copy_button.hide()
         self.accept_button.clicked.connect(self._on_accept)
         self.decline_button.clicked.connect(lambda: self._finish("decline", None))
         self.cancel_button.clicked.connect(self.reject)
+        self.copy_button.clicked.connect(self._copy_link)
         # A secondary, quieter action: stop a server that asks too often, for this main session.
         self.decline_all_button = _button(
             f"Decline all from {self.server} for this session", "decline_all", self
@@ -121,31 +149,20 @@ class ElicitationCard(QDialog):
         )
         self.decline_all_button.clicked.connect(self._on_decline_all)
 
-        mode = params.get("mode", FORM)  # MCP: a request without mode is a form
-        if is_sign_in(invoke):  # extension: a URL request drawn as a sign-in card (sign_in_card.py)
-            self.kind = URL
-            self._url = str(params.get("url", ""))
-            build_sign_in_body(self, layout, self._header, invoke, self.accept_button)
-            self.decline_all_button.hide()  # main never answers a sign-in by policy
-        elif mode == URL:
-            self.kind = URL
-            self._build_url(layout, str(params.get("url", "")))
-        elif mode == FORM:
-            try:
-                check_schema(params.get("requestedSchema"))
-            except UnsupportedSchemaError as exc:
-                self.kind = NOTICE
-                self._build_notice(layout, str(exc))
-            else:
-                self.kind = FORM
-                self._build_form(layout, params["requestedSchema"])
-        else:
+        try:
+            self.kind = self._build_body(layout, params)
+        except Exception:  # top-level handler for one request: whatever a hostile schema breaks -> notice
+            logger.exception(
+                "cannot build the card for %s from %s; showing a notice", invoke.response_channel, self.server
+            )
             self.kind = NOTICE
-            self._build_notice(layout, f"this window does not know the request mode {mode!r}")
+            self._build_notice(layout, "this window could not build a form from it")
 
+        layout.addWidget(self.expiry)
         layout.addWidget(self.problem_label)
         layout.addWidget(self.waiting)
         buttons = QHBoxLayout()
+        buttons.addWidget(self.copy_button)
         buttons.addStretch(1)
         if self.kind != NOTICE:
             buttons.addWidget(self.accept_button)
@@ -162,69 +179,125 @@ class ElicitationCard(QDialog):
         else:
             self.decline_all_button.hide()
         adapt_question_card(self)
+        self.setAccessibleName(self.windowTitle())
+        self._show_time_left()
+        if invoke.expires_at is not None:
+            self._tick.start()
 
     # ---- the three bodies -----------------------------------------------------------------
 
+    def _build_body(self, layout: QVBoxLayout, params: dict[str, Any]) -> str:
+        """Build the form, URL or notice body; whatever may fail runs before a widget is added."""
+        mode = params.get("mode", FORM)  # MCP: a request without mode is a form
+        if is_sign_in(self.invoke):  # extension: a URL request drawn as a sign-in card (sign_in_card.py)
+            report = build_sign_in_body(self, layout, self._header, self.invoke, self.accept_button)
+            strict = QUrl(report.url, QUrl.ParsingMode.StrictMode)
+            self._url = strict if report.openable and strict.isValid() else QUrl()
+            self.accept_button.setEnabled(self._url.isValid())
+            self.decline_all_button.hide()  # main never answers a sign-in by policy
+            return URL
+        if mode == URL:
+            self._build_url(layout, str(params.get("url", "")))
+            return URL
+        if mode != FORM:
+            self._build_notice(layout, f"this window does not know the request mode {mode!r}")
+            return NOTICE
+        try:
+            check_schema(params.get("requestedSchema"))
+        except UnsupportedSchemaError as exc:
+            self._build_notice(layout, str(exc))
+            return NOTICE
+        self._build_form(layout, params["requestedSchema"])
+        return FORM
+
     def _build_form(self, layout: QVBoxLayout, schema: dict[str, Any]) -> None:
+        form = FormBody(schema)  # no parent yet: if it raises, nothing of it stays in the card
         who = html.escape(self.who)
         self.setWindowTitle(f"{self.who} asks for input")
         self._header.setText(f"<b>{who}</b> asks for input:")
-        self.form = FormBody(schema, self)
+        self.form = form
         scroll = QScrollArea(self)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setWidget(self.form)
+        scroll.setWidget(form)
         # Show the whole form when it fits a screen; scroll only beyond that.
-        scroll.setMinimumHeight(min(self.form.sizeHint().height() + 4, 720))
+        scroll.setMinimumHeight(min(form.sizeHint().height() + 4, 720))
         layout.addWidget(scroll, 1)
-        self.form.validity_changed.connect(self._show_validity)
-        self._show_validity(self.form.is_valid)
+        form.validity_changed.connect(self._show_validity)
+        self._show_validity(form.is_valid)
 
     def _build_url(self, layout: QVBoxLayout, url: str) -> None:
+        report = inspect_url(url)
+        strict = QUrl(url, QUrl.ParsingMode.StrictMode)
+        openable, why_not = report.openable, report.refusal
+        if openable and not strict.isValid():
+            openable, why_not = False, "it is not a well-formed link"
+        self._url = strict if openable else QUrl()
         who = html.escape(self.who)
         self.setWindowTitle(f"{self.who} asks you to open a link")
         self._header.setText(f"<b>{who}</b> asks you to open a link in your browser:")
-        report = inspect_url(url)
-        self._url = url
         url_label = QLabel(report.highlighted_html(), self)
         url_label.setObjectName("url")
         url_label.setTextFormat(Qt.TextFormat.RichText)
         url_label.setWordWrap(True)
         url_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        url_label.setAccessibleName("Link")
         layout.addWidget(url_label)
-        host = QLabel(f"Goes to: <b>{html.escape(report.host) or '(no host)'}</b>", self)
+        host = QLabel(f"Goes to: <b>{html.escape(report.destination) or '(no host)'}</b>", self)
         host.setObjectName("host")
         host.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(host)
-        warnings = QLabel("\n".join(f"⚠ {w}" for w in report.warnings), self)
+        lines = [f"⚠ {w}" for w in report.warnings]
+        if not openable:
+            lines.append(f"This link cannot be opened: {why_not}. You can decline or cancel.")
+        warnings = ToneLabel("warning", self)
+        warnings.setText("\n".join(lines))
         warnings.setObjectName("warnings")
         warnings.setTextFormat(Qt.TextFormat.PlainText)
         warnings.setWordWrap(True)
-        warnings.setStyleSheet("color: #8a4b00;")
-        warnings.setVisible(bool(report.warnings))
+        warnings.setVisible(bool(lines))
         layout.addWidget(warnings)
         self.accept_button.setText("Accept and open")
-        self.accept_button.setEnabled(report.openable)
+        self.accept_button.setToolTip("Accept and open the link in your browser")
+        self.accept_button.setEnabled(openable)
 
     def _build_notice(self, layout: QVBoxLayout, reason: str) -> None:
         who = html.escape(self.who)
         self.setWindowTitle(f"{self.who} sent a request this window cannot show")
         self._header.setText(f"<b>{who}</b> asks for something this window cannot show.")
-        notice = QLabel(f"Reason: {reason}. You can decline or cancel it.", self)
+        notice = QLabel(f"This request can't be shown: {reason}. You can decline or cancel it.", self)
         notice.setObjectName("notice")
         notice.setTextFormat(Qt.TextFormat.PlainText)
         notice.setWordWrap(True)
         layout.addWidget(notice)
 
-    # ---- answering ------------------------------------------------------------------------
+    # ---- state shown on the card ------------------------------------------------------------
 
     @property
     def is_finished(self) -> bool:
         return self._finished
 
+    @property
+    def enter_armed(self) -> bool:
+        """Whether Enter accepts yet (ENTER_ARM_MS after the card was shown)."""
+        return self._enter_armed
+
     def set_waiting_text(self, text: str) -> None:
         self.waiting.setText(text)
         self.waiting.setVisible(bool(text))
+
+    def _show_time_left(self) -> None:
+        now = now_ms()
+        left = seconds_left(self.invoke.expires_at, now)
+        text = time_left_text(self.invoke.expires_at, now)
+        soon = left is not None and left < SOON_S
+        self.expiry.setText(("⚠ " if soon else "") + text)
+        font = self.expiry.font()
+        font.setBold(soon)
+        self.expiry.setFont(font)
+        self.expiry.setVisible(bool(text))
+        if left == 0:
+            self._tick.stop()  # main dismisses it now; nothing left to count
 
     def _show_validity(self, valid: bool) -> None:
         self.accept_button.setEnabled(valid)
@@ -235,17 +308,54 @@ class ElicitationCard(QDialog):
         self.problem_label.setText(f"To accept: {shown}" if problems else "")
         self.problem_label.setVisible(bool(problems))
 
+    # ---- keyboard and focus ------------------------------------------------------------------
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._enter_armed:
+            QTimer.singleShot(ENTER_ARM_MS, self, self._arm_enter)
+        first = self.form.first_field() if self.form is not None else None
+        (first or self.decline_button).setFocus(Qt.FocusReason.PopupFocusReason)
+
+    def _arm_enter(self) -> None:
+        self._enter_armed = True
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            focused = self.focusWidget()
+            if isinstance(focused, QPushButton):  # Enter on a focused button presses that button
+                focused.click()
+            elif self._enter_armed and self.accept_button.isVisible() and self.accept_button.isEnabled():
+                self.accept_button.click()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    # ---- answering ------------------------------------------------------------------------
+
     def _on_accept(self) -> None:
         if self.kind == FORM and self.form is not None:
             self.form.refresh()
             if not self.form.is_valid:  # the button is disabled then; guard anyway
                 return
             self._finish("accept", dict(self.form.content))
-        elif self.kind == URL:
+        elif self.kind == URL and self._url.isValid():
+            # Open only now that the user has agreed; the renderer itself never fetches it. The
+            # server hears "accept" only if the browser took the link.
+            if self._opener(self._url) is False:
+                logger.warning("no browser could open %s", self._url.toString())
+                self.problem_label.setText(
+                    f"No browser could open this link, so nothing was sent to {self.server}. "
+                    "Try again, copy the link and open it yourself, or decline or cancel."
+                )
+                self.problem_label.show()
+                self.copy_button.show()
+                self.accept_button.setText("Try again")
+                return
             self._finish("accept", None)
-            # Open only now that the user has agreed; the renderer itself never fetches it.
-            if self._opener(QUrl(self._url)) is False:
-                logger.warning("no browser could open %s", self._url)
+
+    def _copy_link(self) -> None:
+        QGuiApplication.clipboard().setText(self._url.toString())
 
     def _on_decline_all(self) -> None:
         if self._finished:
@@ -263,6 +373,7 @@ class ElicitationCard(QDialog):
         if self._finished:
             return
         self._finished = True
+        self._tick.stop()
         logger.info("%s answered %s on %s", self.server, action, self.invoke.response_channel)
         self.answered.emit(action, content)
         self.done(QDialog.DialogCode.Accepted if action == "accept" else QDialog.DialogCode.Rejected)
@@ -275,11 +386,12 @@ class ElicitationCard(QDialog):
     def close_silently(self) -> None:
         """Close without answering (someone else did, or the request is gone)."""
         self._finished = True
+        self._tick.stop()
         self.done(QDialog.DialogCode.Rejected)
 
 
 def _button(text: str, name: str, parent: QWidget) -> QPushButton:
     button = QPushButton(text, parent)
     button.setObjectName(name)
-    button.setAutoDefault(False)  # Enter in a text field must not answer for the user
+    button.setAutoDefault(False)  # Enter is handled by the card itself (see keyPressEvent)
     return button

@@ -42,6 +42,26 @@ MISSING: Any = _Missing()
 
 NO_CHOICE = "—"
 _INTEGER = re.compile(r"^[+-]?\d+$")
+QT_INT_MAX = 2**31 - 1  # Qt takes lengths and counts as C ints: anything larger overflows
+
+
+def clamp_to_qt_int(value: int, low: int = 0) -> int:
+    """`value` within what a Qt int parameter takes (a schema may say `maxLength: 2**40`)."""
+    return max(low, min(value, QT_INT_MAX))
+
+
+def widget_max_length(prop: Mapping[str, Any], default: Any) -> int | None:
+    """The longest text the QLineEdit may hold: the schema's maxLength clamped to a C int, or
+    room for a default longer than QLineEdit's own 32767 limit; None keeps Qt's default."""
+    value = prop.get("maxLength")
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return clamp_to_qt_int(value)
+    if isinstance(default, str) and len(default) > _LINE_EDIT_DEFAULT_MAX:
+        return clamp_to_qt_int(len(default))
+    return None
+
+
+_LINE_EDIT_DEFAULT_MAX = 32767
 
 
 class Field(QObject):
@@ -62,6 +82,16 @@ class Field(QObject):
         """What the card puts in the form row."""
         raise NotImplementedError
 
+    @property
+    def focus_widget(self) -> QWidget:
+        """What takes the keyboard focus when the card opens on this field."""
+        return self.widget
+
+    def describe(self, name: str, description: str) -> None:
+        """Name the field for screen readers (its title) and describe it (the schema's description)."""
+        self.widget.setAccessibleName(name)
+        self.widget.setAccessibleDescription(description)
+
     def value(self) -> Any:
         raise NotImplementedError
 
@@ -79,8 +109,9 @@ class TextField(Field):
         super().__init__(key, prop, required, parent)
         self.edit = QLineEdit(parent)
         self._name(self.edit)
-        if isinstance(prop.get("maxLength"), int):
-            self.edit.setMaxLength(prop["maxLength"])
+        max_length = widget_max_length(prop, self.default)
+        if max_length is not None:
+            self.edit.setMaxLength(max_length)
         self.edit.setPlaceholderText(_text_hint(prop))
         if self.has_default and isinstance(self.default, str):
             self.edit.setText(self.default)
@@ -110,8 +141,11 @@ class NumberField(Field):
         self._name(self.edit)
         self.edit.setPlaceholderText(_number_hint(prop, integer))
         if self.has_default and isinstance(self.default, int | float) and not isinstance(self.default, bool):
-            shown = int(self.default) if integer and float(self.default).is_integer() else self.default
-            self.edit.setText(str(shown))
+            # int stays int (float() of a huge int overflows); a float like 3.0 shows as 3 for integers
+            shown = self.default
+            if integer and isinstance(shown, float) and shown.is_integer():
+                shown = int(shown)
+            self.edit.setText(_number_text(shown))
         self.edit.textChanged.connect(self.changed)
 
     @property
@@ -123,7 +157,10 @@ class NumberField(Field):
         if not text:
             return MISSING, None
         if _INTEGER.match(text):
-            return int(text), None
+            try:
+                return int(text), None
+            except ValueError:  # Python refuses to convert more than 4300 digits
+                return MISSING, "has too many digits"
         if self.integer:
             return MISSING, "must be a whole number"
         try:
@@ -251,6 +288,16 @@ class _DateLikeField(Field):
     def widget(self) -> QWidget:
         return self.box
 
+    @property
+    def focus_widget(self) -> QWidget:
+        return self.set_box
+
+    def describe(self, name: str, description: str) -> None:
+        super().describe(name, description)
+        self.set_box.setAccessibleName(f"{name}: set a value")
+        self.edit.setAccessibleName(name)
+        self.edit.setAccessibleDescription(description)
+
 
 class DateField(_DateLikeField):
     def __init__(self, key: str, prop: Mapping[str, Any], required: bool, parent: QWidget) -> None:
@@ -332,6 +379,13 @@ def build_field(key: str, prop: Mapping[str, Any], required: bool, parent: QWidg
 def _same(a: Any, b: Any) -> bool:
     # True == 1 in Python; a schema's default must match an option's type too.
     return type(a) is type(b) and a == b
+
+
+def _number_text(number: float) -> str:
+    try:
+        return str(number)
+    except ValueError:  # Python refuses ints of more than 4300 digits: no default shown then
+        return ""
 
 
 def _text_hint(prop: Mapping[str, Any]) -> str:

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QFormLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from renderer_process.fields import MISSING, Field, build_field
+from renderer_process.tones import ToneLabel
 from shared.errors import InvalidContentError
 from shared.schema import property_problems, validate_content
 
@@ -65,13 +66,17 @@ class FormBody(QWidget):
             column.addWidget(field.widget, 0, Qt.AlignmentFlag.AlignLeft)  # the click area stays the box
         else:
             column.addWidget(field.widget)
-        if prop.get("description"):
-            description = _plain_label(str(prop["description"]), f"description:{key}", cell)
+        description_text = str(prop.get("description") or "")
+        if description_text:
+            description = _plain_label(description_text, f"description:{key}", cell)
             description.setStyleSheet("color: palette(placeholder-text);")
             column.addWidget(description)
-            field.widget.setToolTip(str(prop["description"]))
-        error = _plain_label("", f"error:{key}", cell)
-        error.setStyleSheet("color: #b00020;")
+            field.widget.setToolTip(description_text)
+        field.describe(title + (" (required)" if required else ""), description_text)
+        error = ToneLabel("error", cell)
+        error.setObjectName(f"error:{key}")
+        error.setTextFormat(Qt.TextFormat.PlainText)
+        error.setWordWrap(True)
         error.hide()
         column.addWidget(error)
         self._errors[key] = error
@@ -82,6 +87,11 @@ class FormBody(QWidget):
     @property
     def is_valid(self) -> bool:
         return self._valid
+
+    def first_field(self) -> QWidget | None:
+        """The widget that should hold the focus when the form appears (None for an empty form)."""
+        first = next(iter(self.fields.values()), None)
+        return first.focus_widget if first is not None else None
 
     def refresh(self) -> None:
         """Collect content from the fields and judge it; cheap enough to run on every keystroke."""
@@ -95,7 +105,7 @@ class FormBody(QWidget):
                     per_field[key] = problem or "is required"
                 continue
             content[key] = value
-            found = property_problems(field.prop, value)
+            found = _property_problems(field.prop, value)
             if found:
                 per_field[key] = "; ".join(found)
         problems = [f"{self._titles[k]}: {p}" for k, p in per_field.items()]
@@ -104,6 +114,9 @@ class FormBody(QWidget):
                 validate_content(self._schema, content)  # the final word: main runs exactly this
             except InvalidContentError as exc:
                 problems = exc.problems
+            except (TypeError, ValueError, OverflowError) as exc:
+                problems = [_BROKEN_SCHEMA]
+                logger.warning("cannot check an answer against this schema: %s", exc)
         for key, label in self._errors.items():
             label.setText(per_field.get(key, ""))
             label.setVisible(key in per_field)
@@ -113,6 +126,19 @@ class FormBody(QWidget):
         if valid != self._valid:
             self._valid = valid
             self.validity_changed.emit(valid)
+
+
+_BROKEN_SCHEMA = "the schema has limits that cannot be checked (such as a minimum that is no number)"
+
+
+def _property_problems(prop: Mapping[str, Any], value: Any) -> list[str]:
+    """A property's problems; a schema whose limits are not even comparable (a hostile
+    `minimum: "x"`) makes the answer unacceptable instead of raising inside a Qt slot."""
+    try:
+        return property_problems(prop, value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        logger.warning("cannot check a value against its property schema: %s", exc)
+        return [_BROKEN_SCHEMA]
 
 
 def _plain_label(text: str, name: str, parent: QWidget) -> QLabel:

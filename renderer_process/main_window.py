@@ -12,6 +12,12 @@ this window, null, a controller, or a window that is gone; no peers list yet cou
 queued for this window's modal card, oldest first. When an origin window detaches, its requests
 move into the queue; when the peers list shows a queued request's origin attached, it moves to
 the list (the card on screen is never taken away from the user).
+
+While no window of this program is active (another program has the focus, or the window was
+closed into the tray), a new request is announced with a desktop notification naming the server
+and its question; clicking it brings the window and the card forward. The title and the tray
+icon show how many requests wait here. When main is gone (stopped: its connection file is
+removed) a banner says so and what to do, and nothing offers to act on its servers.
 """
 
 import json
@@ -20,9 +26,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QGroupBox,
     QHBoxLayout,
@@ -35,16 +42,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from renderer_process.bridge import NOT_SENT, MainBridge
+from renderer_process.bridge import CONNECTED, NOT_SENT, MainBridge
 from renderer_process.call_panel import CallPanel
 from renderer_process.card import URL, UrlOpener, open_in_browser
 from renderer_process.card_queue import CardQueue
 from renderer_process.consent_cards import Card, card_for, remember_choice
 from renderer_process.elsewhere import ElsewhereList
+from renderer_process.icon import app_icon
 from renderer_process.remembered_panel import RememberedPanel
 from renderer_process.reply_format import format_admin_reply, format_reply
+from renderer_process.result_view import ResultView
 from renderer_process.servers_panel import ServersPanel
 from renderer_process.sign_in_card import SignInFinishDialog, is_sign_in
+from renderer_process.tray import Tray, TrayFactory, system_tray
 from shared import channels, messages
 
 logger = logging.getLogger(__name__)
@@ -52,6 +62,14 @@ logger = logging.getLogger(__name__)
 STATUS_MS = 8000
 BRIEF_MS = 4000  # "cancelled by the server": worth a glance, not a long stay
 _REQUEUE_CODES = {"invalid-content", NOT_SENT}  # the request is still pending: ask again
+KEEP_IN_TRAY_KEY = "window/keepInTray"
+_MAX_TOOLS = 10_000  # a server paging forever stops here
+MAIN_GONE_TEXT = (
+    "main is not running: it was stopped (elicitron stop), or has not been started. Its servers "
+    "are stopped too, and no request can reach this window. To start it again, run "
+    "`elicitron launch` (or scripts/launch in a checkout); this window reconnects by itself."
+)
+MAIN_LOST_TEXT = "Lost contact with main; reconnecting… Nothing can be sent to it until it answers."
 
 
 @dataclass(frozen=True)
@@ -60,6 +78,8 @@ class _Request:
 
     label: str
     admin: bool  # server control or reload (else a tool call)
+    tools_of: str = ""  # a tools/list of this server (pages gathered in `pages`)
+    pages: tuple[dict[str, Any], ...] = ()
 
 
 class MainWindow(QMainWindow):
@@ -70,6 +90,7 @@ class MainWindow(QMainWindow):
     reload_requested = Signal(str)  # response channel
     policy_requested = Signal(str, bool)  # server, decline_all
     sign_in_redirect_requested = Signal(str, str, str, str)  # response channel, server, elicitationId, url
+    mcp_requested = Signal(str, str, str, object)  # response channel, server, method, params
 
     def __init__(
         self,
@@ -78,10 +99,17 @@ class MainWindow(QMainWindow):
         parent: QWidget | None = None,
         *,
         opener: UrlOpener = open_in_browser,
+        settings: QSettings | None = None,
+        tray_factory: TrayFactory = system_tray,
     ) -> None:
         super().__init__(parent)
         self._window_id = window_id
+        self._name = name
         self._opener = opener
+        self._settings = settings  # None: options last as long as the window
+        self._notified: set[str] = set()  # channels a notification was shown for
+        self._main_missing = False
+        self._connected = False
         self._queue = CardQueue()
         self._card: Card | None = None
         self._sent: dict[str, messages.ElicitationInvoke] = {}  # answered, not yet dismissed
@@ -96,8 +124,8 @@ class MainWindow(QMainWindow):
         self._sign_in_finish: dict[str, SignInFinishDialog] = {}  # elicitationId -> open dialog
         self._sign_in_pastes: dict[str, SignInFinishDialog] = {}  # response channel -> its dialog
 
-        self.setWindowTitle(f"Elicitron — {name}" if name else "Elicitron")
-        self.resize(860, 540)
+        self.setWindowIcon(app_icon())
+        self.resize(900, 640)
 
         self.queue_label = QLabel(self)
         self.queue_label.setObjectName("queue")
@@ -111,6 +139,14 @@ class MainWindow(QMainWindow):
         self.results = QPlainTextEdit(self)
         self.results.setObjectName("results")
         self.results.setReadOnly(True)
+        self.results.setAccessibleName("Log")
+        self.result_view = ResultView(self)
+        self.banner = _Banner(self)
+        self.keep_in_tray = QAction("Keep running in the tray when closed", self)
+        self.keep_in_tray.setObjectName("keep_in_tray")
+        self.keep_in_tray.setCheckable(True)
+        self.tray = Tray(tray_factory(self), self.keep_in_tray, self)
+        self._load_options()
         self.state_label = QLabel(self)
         self.state_label.setObjectName("state")
         self.statusBar().addPermanentWidget(self.state_label)
@@ -122,23 +158,37 @@ class MainWindow(QMainWindow):
         self.servers_panel.policy_requested.connect(self._on_policy_requested)
         self.elsewhere.answer_here.connect(self._answer_here)
         self.browser_wait.clear_button.clicked.connect(self._stop_waiting_for_browser)
+        self.call_panel.tools_wanted.connect(self._request_tools)
+        self.keep_in_tray.toggled.connect(self._save_options)
+        self.tray.show_requested.connect(self.bring_forward)
+        self.tray.quit_requested.connect(QApplication.quit)
         self.on_state_changed("connecting")
+        self._refresh_waiting()
 
     def _build_layout(self) -> None:
+        menu = self.menuBar().addMenu("&Window")
+        menu.addAction(self.keep_in_tray)
         servers_box = QSplitter(Qt.Orientation.Vertical, self)
         servers_box.addWidget(_boxed("Servers", self.servers_panel))
         servers_box.addWidget(_boxed("Remembered", self.remembered_panel))
-        right = QWidget(self)
-        column = QVBoxLayout(right)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.addWidget(_boxed("Call a tool", self.call_panel))
-        column.addWidget(_boxed("Results", self.results), 1)
+        right = QSplitter(Qt.Orientation.Vertical, self)
+        right.addWidget(_boxed("Call a tool", self.call_panel))
+        results = QSplitter(Qt.Orientation.Vertical, self)
+        results.addWidget(self.result_view)
+        results.addWidget(self.results)
+        results.setStretchFactor(0, 3)  # the last result first; the log of everything below it
+        results.setStretchFactor(1, 1)
+        results.setSizes([300, 100])
+        right.addWidget(_boxed("Results", results))
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.addWidget(servers_box)
         splitter.addWidget(right)
         splitter.setStretchFactor(1, 1)
         central = QWidget(self)
         layout = QVBoxLayout(central)
+        layout.addWidget(self.banner)
         layout.addWidget(self.queue_label)
         layout.addWidget(self.elsewhere)
         layout.addWidget(self.browser_wait)
@@ -149,6 +199,7 @@ class MainWindow(QMainWindow):
         """Wire this window to a bridge, both ways."""
         self._window_id = bridge.window_id
         bridge.state_changed.connect(self.on_state_changed)
+        bridge.main_missing.connect(self.on_main_missing)
         bridge.welcomed.connect(self.on_welcomed)
         bridge.servers_changed.connect(self.on_servers_changed)
         bridge.peers_changed.connect(self.on_peers_changed)
@@ -176,6 +227,9 @@ class MainWindow(QMainWindow):
         self.sign_in_redirect_requested.connect(
             lambda channel, server, eid, url: bridge.send_sign_in_redirect(server, eid, url, channel)
         )
+        self.mcp_requested.connect(
+            lambda channel, server, method, params: bridge.mcp_request(server, method, params, channel)
+        )
 
     # ---- accessors for tests and other engineers -------------------------------------------
 
@@ -192,6 +246,36 @@ class MainWindow(QMainWindow):
 
     def on_state_changed(self, state: str) -> None:
         self.state_label.setText(state)
+        self._connected = state == CONNECTED
+        self._show_reachability()
+
+    def on_main_missing(self, missing: bool) -> None:
+        """main's connection file is gone (main stopped cleanly) or is back."""
+        if missing and not self._main_missing:
+            # A cleanly stopped main cancelled its requests: nothing here can be answered any more.
+            dropped = len(self._queue) + (1 if self._card is not None else 0)
+            self._queue.keep_only(set())
+            self._elsewhere.clear()
+            self._refresh_elsewhere()
+            if self._card is not None:
+                self._drop_current("main stopped: its requests are gone", STATUS_MS)
+            if dropped:
+                logger.info("main stopped; dropped %d request(s) it held", dropped)
+            self._update_queue_text()
+        self._main_missing = missing
+        self._show_reachability()
+
+    def _show_reachability(self) -> None:
+        if self._connected:
+            self.banner.say("")
+        elif self._main_missing:
+            self.banner.say(MAIN_GONE_TEXT)
+        elif self._session:  # we were attached once: contact was lost
+            self.banner.say(MAIN_LOST_TEXT)
+        else:
+            self.banner.say("")  # still connecting for the first time: the status bar says so
+        self.servers_panel.set_reachable(self._connected, "main not running" if self._main_missing else "")
+        self.call_panel.set_connected(self._connected)
 
     def on_welcomed(self, welcome: messages.Welcome) -> None:
         if welcome.session != self._session:  # a (re)started main: its own peers and policies
@@ -201,10 +285,17 @@ class MainWindow(QMainWindow):
             self.servers_panel.set_declining(self._declining)
             self._browser_waits.clear()
             self.browser_wait.set_waits([])
+        self._connected = True
+        self._main_missing = False
+        self._show_reachability()
         self.on_servers_changed(welcome.servers)
-        # `pending` is main's full list: whatever we hold that is not in it was resolved (or
-        # belonged to a previous main) while we were away.
-        pending = {item.response_channel for item in welcome.pending}
+        # main's full list of pending requests: whatever we hold that is not in it was resolved
+        # (or belonged to a previous main) while we were away. `pendingChannels` (an extension)
+        # lists them all, including those whose invokes follow the welcome as separate messages;
+        # without it, `pending` is the full list.
+        listed = getattr(welcome, "pending_channels", None)
+        pending = set(listed) if listed is not None else {item.response_channel for item in welcome.pending}
+        pending |= {item.response_channel for item in welcome.pending}
         self._queue.keep_only(pending)
         for channel in [c for c in self._elsewhere if c not in pending]:
             del self._elsewhere[channel]
@@ -212,9 +303,11 @@ class MainWindow(QMainWindow):
         if self._card is not None and self._card.invoke.response_channel not in pending:
             self._drop_current(f"{self._card.server}: request is no longer pending", STATUS_MS)
         self._sent.clear()
+        self._notified &= pending
         for item in welcome.pending:
             self._place(item)
         self._refresh_elsewhere()
+        self._announce([item for item in welcome.pending if self._is_ours(item)])
         # main sends `peers` right after `welcome`: let it land before a card takes the screen,
         # so a request that another window is already showing is not put in front of the user.
         QTimer.singleShot(0, self, self._show_next)
@@ -235,6 +328,8 @@ class MainWindow(QMainWindow):
         self._place(invoke)
         self._refresh_elsewhere()
         self._show_next()
+        if self._is_ours(invoke):
+            self._announce([invoke])
 
     def on_dismissed(self, dismiss: messages.ElicitationDismiss) -> None:
         channel = dismiss.response_channel
@@ -280,10 +375,18 @@ class MainWindow(QMainWindow):
         if request is None:
             logger.debug("reply on %s is not for a request of this window", channel)
             return
+        if request.tools_of:
+            self._on_tools_page(request, reply)
+            return
         text = format_admin_reply(reply) if request.admin else format_reply(reply)
         self.results.appendPlainText(f"{request.label}: {text}")
+        if not request.admin:
+            self.result_view.show_reply(request.label, reply)
 
     def on_refused(self, notice: messages.ErrorNotice) -> None:
+        if notice.topic == channels.MCP_REQUEST:  # e.g. a main without the extension
+            self._tools_unavailable(f"main refused it: {notice.message}")
+            return
         invoke = self._sent.pop(notice.topic, None) if notice.topic else None
         if invoke is not None and notice.code in _REQUEUE_CODES:
             self.statusBar().showMessage(
@@ -311,6 +414,10 @@ class MainWindow(QMainWindow):
         if peer is None or peer.role != "renderer":
             return None
         return peer.name or origin
+
+    def _is_ours(self, invoke: messages.ElicitationInvoke) -> bool:
+        """Whether `invoke` waits for an answer in this window (not listed as another window's)."""
+        return invoke.response_channel not in self._elsewhere
 
     def _place(self, invoke: messages.ElicitationInvoke) -> None:
         """Queue `invoke` for the card here, or list it as waiting in its own window."""
@@ -358,7 +465,9 @@ class MainWindow(QMainWindow):
         card.answered.connect(partial(self._on_card_answered, card))
         card.decline_all_requested.connect(self._decline_all)
         self._card = card
-        card.open()  # window-modal, non-blocking: the bridge keeps running
+        if self.isVisible():
+            card.open()  # window-modal, non-blocking: the bridge keeps running
+        # else the window is in the tray: the card waits for the notification to be clicked
         logger.info("showing card %s from %s", invoke.response_channel, invoke.request.server)
 
     def _on_card_answered(self, card: Card, action: str, content: Any) -> None:
@@ -411,6 +520,98 @@ class MainWindow(QMainWindow):
         self.queue_label.setVisible(bool(text))
         if self._card is not None:
             self._card.set_waiting_text(text)
+        self._refresh_waiting()
+
+    # ---- waiting count, notifications, tray ------------------------------------------------------
+
+    def waiting_count(self) -> int:
+        """Requests waiting for an answer in this window: the card on screen and the queue."""
+        return len(self._queue) + (1 if self._card is not None else 0)
+
+    def _refresh_waiting(self) -> None:
+        count = self.waiting_count()
+        title = f"Elicitron — {self._name}" if self._name else "Elicitron"
+        if count:
+            title += f" ({count} waiting)"
+        self.setWindowTitle(title)
+        self.tray.set_waiting(count)
+
+    def _user_is_here(self) -> bool:
+        # Any active window of ours (this one, its card) means the user sees the request already.
+        return QApplication.activeWindow() is not None
+
+    def _announce(self, invokes: list[messages.ElicitationInvoke]) -> None:
+        """Notify about requests not yet announced, when the user is not looking at us."""
+        new = [item for item in invokes if item.response_channel not in self._notified]
+        if not new or self._user_is_here():
+            return
+        self._notified.update(item.response_channel for item in new)
+        first = new[0]
+        if len(new) == 1:
+            what = "you to open a link" if first.request.params.get("mode") == URL else "for input"
+            title = f"{first.request.server} asks {what}"
+            message = str(first.request.params.get("message", "")) or "A request is waiting."
+        else:
+            servers = sorted({item.request.server for item in new})
+            title = f"{len(new)} requests waiting"
+            message = "From " + ", ".join(servers)
+        if not self.tray.notify(title, message):
+            QApplication.alert(self)  # no tray: at least ask the desktop for attention
+        logger.info("notified: %s", title)
+
+    def bring_forward(self) -> None:
+        """Show the window (also out of the tray) and put the card, if any, in front."""
+        if self.isMinimized() or not self.isVisible():
+            self.showNormal()
+        self.raise_()
+        self.activateWindow()
+        card = self._card
+        if card is not None:
+            card.open()
+            card.raise_()
+            card.activateWindow()
+
+    def _load_options(self) -> None:
+        keep = self._settings.value(KEEP_IN_TRAY_KEY, False, bool) if self._settings is not None else False
+        self.keep_in_tray.setChecked(bool(keep) and self.tray.available)
+        self.keep_in_tray.setEnabled(self.tray.available)
+        if not self.tray.available:
+            self.keep_in_tray.setToolTip("This desktop has no system tray")
+
+    def _save_options(self) -> None:
+        if self._settings is not None:
+            self._settings.setValue(KEEP_IN_TRAY_KEY, self.keep_in_tray.isChecked())
+            self._settings.sync()
+
+    # ---- tools/list for the argument form -----------------------------------------------------
+
+    def _request_tools(
+        self, server: str, cursor: str | None = None, pages: tuple[dict[str, Any], ...] = ()
+    ) -> None:
+        channel = "tools-" + channels.new_uuid7()
+        self._requests[channel] = _Request(f"tools of {server}", admin=True, tools_of=server, pages=pages)
+        self.mcp_requested.emit(channel, server, "tools/list", {"cursor": cursor} if cursor else {})
+
+    def _on_tools_page(self, request: _Request, reply: messages.ChannelReply) -> None:
+        server = request.tools_of
+        if reply.error is not None or not isinstance(reply.result, dict):
+            message = reply.error.message if reply.error is not None else "empty reply"
+            self.call_panel.set_tools_failed(server, message)
+            return
+        tools = reply.result.get("tools")
+        page = tuple(t for t in tools if isinstance(t, dict)) if isinstance(tools, list) else ()
+        pages = request.pages + page
+        cursor = reply.result.get("nextCursor")
+        if isinstance(cursor, str) and cursor and len(pages) < _MAX_TOOLS:
+            self._request_tools(server, cursor, pages)
+            return
+        self.call_panel.set_tools(server, list(pages))
+
+    def _tools_unavailable(self, message: str) -> None:
+        for channel, request in list(self._requests.items()):
+            if request.tools_of:
+                del self._requests[channel]
+                self.call_panel.set_tools_failed(request.tools_of, message)
 
     def _dismiss_reason(self, dismiss: messages.ElicitationDismiss) -> str:
         if dismiss.reason == "answered" and dismiss.rule is not None:
@@ -476,6 +677,13 @@ class MainWindow(QMainWindow):
     # ---- closing --------------------------------------------------------------------------------
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self.keep_in_tray.isChecked() and self.tray.available:
+            # Stays attached in the tray: requests are announced and the card waits for a click.
+            event.ignore()
+            if self._card is not None:
+                self._card.hide()
+            self.hide()
+            return
         # Closing the window is not an answer: requests stay pending for other windows.
         if self._card is not None:
             card, self._card = self._card, None
@@ -515,3 +723,24 @@ def _boxed(title: str, widget: QWidget) -> QGroupBox:
     layout = QVBoxLayout(box)
     layout.addWidget(widget)
     return box
+
+
+class _Banner(QFrame):
+    """A line across the top of the window: main is gone (and what to do), or contact was lost."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("main_banner")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.label = QLabel(self)
+        self.label.setObjectName("main_banner_text")
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.label.setWordWrap(True)
+        self.label.setStyleSheet("font-weight: bold;")
+        layout = QHBoxLayout(self)
+        layout.addWidget(self.label, 1)
+        self.hide()
+
+    def say(self, text: str) -> None:
+        self.label.setText(text)
+        self.setVisible(bool(text))

@@ -4,14 +4,15 @@ Rows: the server's name and status; for a failed or restarting server, its error
 last lines of its stderr) as a line under the row and as the row's tooltip; then its tools. The
 buttons act on the selected server (Start / Stop / Restart, and "Ask again" after "Decline all
 from <server>"); "Reload config" asks main to re-read its config. The panel only emits signals;
-the window turns them into messages to main.
+the window turns them into messages to main. While main is unreachable the buttons are disabled,
+and when it is gone the rows say so instead of showing the last status main reported.
 """
 
 import logging
 from typing import Literal
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QPushButton,
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from renderer_process.tones import tone_colour
 from shared import messages
 
 logger = logging.getLogger(__name__)
@@ -45,6 +47,8 @@ class ServersPanel(QWidget):
         super().__init__(parent)
         self._servers: dict[str, messages.ServerInfo] = {}
         self._declining: set[str] = set()
+        self._reachable = True
+        self._gone_reason = ""
 
         self.tree = QTreeWidget(self)
         self.tree.setObjectName("servers")
@@ -122,6 +126,19 @@ class ServersPanel(QWidget):
                 row.setText(1, self._status_text(server))
         self._update_buttons()
 
+    def set_reachable(self, reachable: bool, gone_reason: str = "") -> None:
+        """Whether main can be asked anything now; `gone_reason` replaces every status shown."""
+        changed = (reachable, gone_reason) != (self._reachable, self._gone_reason)
+        self._reachable = reachable
+        self._gone_reason = "" if reachable else gone_reason
+        if changed:
+            for row in self._rows():
+                server = self._servers.get(row.text(0))
+                if server is not None:
+                    row.setText(1, self._status_text(server))
+        self.reload_button.setEnabled(reachable)
+        self._update_buttons()
+
     def selected_server(self) -> str:
         item = self.tree.currentItem()
         while item is not None and item.parent() is not None:
@@ -135,6 +152,8 @@ class ServersPanel(QWidget):
         return [row for row in found if row is not None]
 
     def _status_text(self, server: messages.ServerInfo) -> str:
+        if self._gone_reason:
+            return self._gone_reason
         return server.status + (f" · {DECLINING}" if server.name in self._declining else "")
 
     def _add_error_row(self, row: QTreeWidgetItem, error: str) -> None:
@@ -143,16 +162,21 @@ class ServersPanel(QWidget):
         item = QTreeWidgetItem(row, [shown])
         item.setData(0, _KIND_ROLE, ERROR_ROW)
         item.setFirstColumnSpanned(True)
-        item.setForeground(0, QBrush(QColor("#b00020")))
+        item.setForeground(0, QBrush(tone_colour("error", self.tree.palette())))
         item.setToolTip(0, error)
         item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
 
     def _update_buttons(self) -> None:
-        server = self._servers.get(self.selected_server())
+        server = self._servers.get(self.selected_server()) if self._reachable else None
         self.start_button.setEnabled(server is not None and server.status in _STARTABLE)
         self.stop_button.setEnabled(server is not None and server.status != "stopped")
         self.restart_button.setEnabled(server is not None)
         self.allow_button.setVisible(server is not None and server.name in self._declining)
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.ApplicationPaletteChange and self._servers:
+            self.set_servers(list(self._servers.values()))  # error rows pick their colour again
+        super().changeEvent(event)
 
     def _control(self, action: ControlAction) -> None:
         server = self.selected_server()

@@ -380,3 +380,38 @@ def test_not_attached_refusal_re_sends_hello_at_once(
     assert bridge.state == CONNECTED
     assert channels.HELLO not in router.topics()
     assert refusals == []  # an internal matter, not something the user must read
+
+
+def test_tools_list_reaches_main_as_mcp_request_and_its_answer_comes_back(
+    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge
+) -> None:
+    bridge = make_bridge()
+    identity = attach(qtbot, router, bridge)
+    channel = bridge.mcp_request("demo", "tools/list", {"cursor": "p2"})
+    _, request = router.wait_for(qtbot, channels.MCP_REQUEST)
+    assert request == messages.McpRequest(
+        server="demo", method="tools/list", response_channel=channel, params={"cursor": "p2"}
+    )
+    reply = messages.ChannelReply(result={"tools": [{"name": "ask", "inputSchema": {"type": "object"}}]})
+    with qtbot.waitSignal(bridge.replied, timeout=2000) as got:
+        router.send(identity, channel, reply)
+    assert got.args == [channel, reply]
+
+
+def test_main_missing_says_when_the_connection_file_goes_and_comes_back(
+    qtbot: QtBot, router: FakeMainRouter, make_bridge: MakeBridge, connection_path: Path
+) -> None:
+    bridge = make_bridge(silence_limit=0.5, retry_every=0.2, tick_ms=50)
+    seen: list[bool] = []
+    bridge.main_missing.connect(seen.append)
+    attach(qtbot, router, bridge)
+    assert seen == [False]
+    saved = connection_path.read_bytes()
+    connection_path.unlink()  # main stopped cleanly: it removes its file
+    with qtbot.waitSignal(bridge.main_missing, timeout=3000) as missing:
+        pass  # main falls silent; the bridge looks for the file again
+    assert missing.args == [True] and bridge.state == RECONNECTING
+    with qtbot.waitSignal(bridge.main_missing, timeout=3000) as back:
+        connection_path.write_bytes(saved)
+        connection_path.chmod(0o600)
+    assert back.args == [False]

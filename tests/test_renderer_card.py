@@ -1,14 +1,16 @@
 """ElicitationCard as a user meets it: what each field shows, when Accept works, what is answered."""
 
 import datetime
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from PySide6.QtCore import QObject, Qt, QUrl
-from PySide6.QtGui import QImage
+from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import (
+    QApplication,
     QCheckBox,
     QComboBox,
     QDateEdit,
@@ -17,11 +19,14 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QPushButton,
+    QWidget,
 )
 from pytestqt.qtbot import QtBot
 
+from renderer_process import fields, form_body
 from renderer_process.card import ElicitationCard
 from renderer_process.screenshot import grab_widget
+from renderer_process.time_left import now_ms
 from shared import messages
 
 
@@ -451,12 +456,226 @@ def test_closing_the_dialog_cancels(open_card: OpenCard) -> None:
     assert answers.calls == [("cancel", None)]
 
 
-def test_decline_sends_no_content_and_enter_does_not_accept(qtbot: QtBot, open_card: OpenCard) -> None:
+def test_decline_sends_no_content(qtbot: QtBot, open_card: OpenCard) -> None:
     card, answers = open_card(form({"name": {"type": "string", "default": "Ada"}}))
-    qtbot.keyClick(find(card, QLineEdit, "field:name"), Qt.Key.Key_Return)
-    assert answers.calls == []
     qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
     qtbot.mouseClick(find(card, QPushButton, "cancel"), Qt.MouseButton.LeftButton)
+    assert answers.calls == [("decline", None)]
+
+
+# ---- keyboard, focus, accessibility ----------------------------------------------------------
+
+
+def test_enter_accepts_only_a_valid_answer_and_not_in_the_first_moment(
+    qtbot: QtBot, open_card: OpenCard
+) -> None:
+    card, answers = open_card(form({"n": {"type": "integer", "minimum": 1}}, required=["n"]))
+    edit = find(card, QLineEdit, "field:n")
+    qtbot.keyClicks(edit, "5")
+    qtbot.keyClick(edit, Qt.Key.Key_Return)  # typed ahead, as the card appeared: not an answer
+    assert answers.calls == []
+    qtbot.waitUntil(lambda: card.enter_armed, timeout=2000)
+    type_into(qtbot, edit, "0")  # below the minimum
+    qtbot.keyClick(edit, Qt.Key.Key_Return)
+    assert answers.calls == [] and card.isVisible()
+    type_into(qtbot, edit, "7")
+    qtbot.keyClick(edit, Qt.Key.Key_Enter)  # the keypad's Enter too
+    assert answers.calls == [("accept", {"n": 7})]
+    assert not card.isVisible()
+
+
+def test_enter_on_a_focused_button_presses_that_button(qtbot: QtBot, open_card: OpenCard) -> None:
+    card, answers = open_card(form({"name": {"type": "string", "default": "Ada"}}))
+    qtbot.waitUntil(lambda: card.enter_armed, timeout=2000)
+    decline = find(card, QPushButton, "decline")
+    decline.setFocus()
+    qtbot.keyClick(decline, Qt.Key.Key_Return)
+    assert answers.calls == [("decline", None)]
+
+
+def test_alt_d_declines_from_any_field(qtbot: QtBot, open_card: OpenCard) -> None:
+    card, answers = open_card(form({"name": {"type": "string"}}, required=["name"]))
+    card.activateWindow()
+    qtbot.waitUntil(card.isActiveWindow, timeout=2000)  # shortcuts work in the active window
+    qtbot.keyClick(find(card, QLineEdit, "field:name"), Qt.Key.Key_D, Qt.KeyboardModifier.AltModifier)
+    qtbot.waitUntil(lambda: answers.calls == [("decline", None)], timeout=2000)  # the button flashes first
+
+
+def test_focus_starts_on_the_first_field(open_card: OpenCard) -> None:
+    card, _ = open_card(EVERY_TYPE)
+    assert card.focusWidget() is find(card, QLineEdit, "field:name")
+    dated, _ = open_card(form({"when": {"type": "string", "format": "date"}, "x": {"type": "string"}}))
+    assert dated.focusWidget() is find(dated, QCheckBox, "field:when:set")
+    link, _ = open_card(url_params("https://example.com/"), opener=lambda _u: None)
+    assert link.focusWidget() is find(link, QPushButton, "decline")  # never on "open" by default
+
+
+def test_every_field_has_an_accessible_name_and_description(open_card: OpenCard) -> None:
+    properties = {key: {**prop, "title": key.title(), "description": f"about {key}"}
+                  for key, prop in EVERY_TYPE["requestedSchema"]["properties"].items()}
+    card, _ = open_card(form(properties, ["name"]))
+    assert card.form is not None
+    for key, field in card.form.fields.items():
+        expected = key.title() + (" (required)" if key == "name" else "")
+        assert field.widget.accessibleName() == expected
+        assert field.focus_widget.accessibleName().startswith(key.title())
+        assert field.widget.accessibleDescription() == f"about {key}"
+    assert find(card, QDateEdit, "field:day").accessibleName() == "Day"
+
+
+def contrast(a: QColor, b: QColor) -> float:
+    """WCAG contrast ratio of two colours."""
+    def luminance(c: QColor) -> float:
+        def channel(v: float) -> float:
+            return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+        return 0.2126 * channel(c.redF()) + 0.7152 * channel(c.greenF()) + 0.0722 * channel(c.blueF())
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.fixture
+def dark_palette(qapp: QApplication) -> Iterator[QPalette]:
+    light = qapp.palette()
+    dark = QPalette(QColor("#353535"))  # what Fusion derives for a dark system theme
+    dark.setColor(QPalette.ColorRole.WindowText, QColor("#f0f0f0"))
+    dark.setColor(QPalette.ColorRole.Text, QColor("#f0f0f0"))
+    dark.setColor(QPalette.ColorRole.Base, QColor("#2a2a2a"))
+    yield dark
+    qapp.setPalette(light)
+
+
+def test_error_and_warning_text_stay_readable_when_the_system_turns_dark(
+    qtbot: QtBot, qapp: QApplication, open_card: OpenCard, dark_palette: QPalette
+) -> None:
+    card, _ = open_card(form({"n": {"type": "integer"}}, required=["n"]))
+    link, _ = open_card(url_params("http://example.com/"), opener=lambda _u: None)
+    shown = [find(card, QLabel, "problems"), find(card, QLabel, "error:n"), find(link, QLabel, "warnings")]
+    assert all(label.isVisible() for label in shown)
+
+    def readable() -> list[float]:
+        return [
+            contrast(label.palette().color(QPalette.ColorRole.WindowText),
+                     label.palette().color(QPalette.ColorRole.Window))
+            for label in shown
+        ]
+
+    assert min(readable()) >= 4.5
+    qapp.setPalette(dark_palette)  # the system switched to dark while the cards are open
+    qtbot.waitUntil(
+        lambda: all(label.palette().color(QPalette.ColorRole.Window).lightness() < 128 for label in shown),
+        timeout=2000,
+    )
+    assert min(readable()) >= 4.5
+
+
+# ---- time left ---------------------------------------------------------------------------------
+
+
+def expiring(params: dict[str, Any], expires_at: int | None) -> messages.ElicitationInvoke:
+    return messages.ElicitationInvoke(
+        request=messages.ElicitationRequest(server="demo", params=params),
+        response_channel="ch-t", created_at=1, expires_at=expires_at, origin=None,
+    )
+
+
+def test_the_card_shows_the_time_left_and_counts_down(qtbot: QtBot) -> None:
+    card = ElicitationCard(expiring(form({"x": {"type": "string"}}), now_ms() + 90_500))
+    qtbot.addWidget(card)
+    card.show()
+    label = find(card, QLabel, "expires")
+    assert label.isVisible() and label.text() in ("Expires in 1:31", "Expires in 1:30")
+    first = label.text()
+    qtbot.waitUntil(lambda: label.text() != first, timeout=3000)  # the one-second tick
+    assert label.text() in ("Expires in 1:30", "Expires in 1:29")
+
+
+@pytest.mark.parametrize(
+    ("expires_in_ms", "text"),
+    [
+        (None, ""),
+        (29_500, "⚠ Expires in 0:30"),
+        (3 * 3600_000 + 5 * 60_000, "Expires in 3 h 05 min"),
+        (10 * 86_400_000, "Expires in 10 days"),
+        (2**62, "Expires in more than a year"),  # a third-party main's far future: no overflow
+        (-5000, "⚠ Expiring now"),
+    ],
+)
+def test_time_left_wording(qtbot: QtBot, expires_in_ms: int | None, text: str) -> None:
+    at = None if expires_in_ms is None else now_ms() + expires_in_ms + 500
+    card = ElicitationCard(expiring(form({"x": {"type": "string"}}), at))
+    qtbot.addWidget(card)
+    card.show()
+    label = find(card, QLabel, "expires")
+    assert (label.text() if label.isVisible() else "") == text
+
+
+# ---- hostile requests --------------------------------------------------------------------------
+
+
+def test_numbers_no_widget_can_hold_reach_no_widget(qtbot: QtBot) -> None:
+    """What a third-party main may pass on (main itself now refuses such schemas): the field
+    widgets clamp it instead of raising OverflowError inside Qt."""
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    hostile = {"type": "string", "maxLength": 2**40, "default": "x" * 40_000}
+    huge = fields.TextField("t", hostile, True, parent)
+    assert huge.edit.maxLength() == fields.QT_INT_MAX and huge.value() == "x" * 40_000
+    negative = fields.TextField("s", {"type": "string", "maxLength": -3}, False, parent)
+    assert negative.edit.maxLength() == 32767  # Qt's own default, untouched
+    number = fields.NumberField("n", {"type": "integer", "default": 10**5000}, True, parent, integer=True)
+    assert number.edit.text() == "" and number.parse_problem() is None  # too long to show: not shown
+    counts = fields.MultiSelectField("m", {"type": "array", "items": {"enum": ["a"]}, "maxItems": 2**40},
+                                     False, parent)
+    assert counts.value() == []
+
+
+def test_a_long_default_is_kept_whole_and_too_many_digits_are_a_problem(
+    qtbot: QtBot, open_card: OpenCard
+) -> None:
+    card, answers = open_card(form(
+        {"text": {"type": "string", "default": "x" * 40_000}, "n": {"type": "integer"}}, ["text", "n"]
+    ))
+    assert len(find(card, QLineEdit, "field:text").text()) == 40_000  # not cut at QLineEdit's 32767
+    n = find(card, QLineEdit, "field:n")
+    n.setText("9" * 5000)  # pasted: more digits than Python converts
+    assert "too many digits" in find(card, QLabel, "error:n").text()
+    type_into(qtbot, n, "12")
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"text": "x" * 40_000, "n": 12})]
+
+
+def test_limits_that_are_not_numbers_make_the_form_invalid_instead_of_raising(qtbot: QtBot) -> None:
+    """A form body given `minimum: "x"` (check_schema may refuse it first; the body must not raise)."""
+    body = form_body.FormBody({"type": "object", "properties": {"n": {"type": "integer", "minimum": "x",
+                                                                      "default": 5}}, "required": ["n"]})
+    qtbot.addWidget(body)
+    assert not body.is_valid
+    assert any("cannot be checked" in problem for problem in body.problems)
+
+
+def test_a_hostile_schema_is_a_card_either_way(qtbot: QtBot, open_card: OpenCard) -> None:
+    card, answers = open_card(form({"x": {"type": "string", "maxLength": 2**40, "minLength": "x"},
+                                    "n": {"type": "integer", "minimum": float("nan"), "default": 10**400}}))
+    assert card.isVisible() and card.kind in ("form", "notice")
+    assert not (accept_button(card).isVisible() and accept_button(card).isEnabled())
+    qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
+    assert answers.calls == [("decline", None)]
+
+
+def test_a_card_that_fails_to_build_is_a_notice_with_decline(
+    qtbot: QtBot, open_card: OpenCard, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def explode(*_args: Any) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")  # whatever a hostile schema trips
+
+    monkeypatch.setattr(form_body, "build_field", explode)
+    card, answers = open_card(form({"x": {"type": "string"}}))
+    assert card.kind == "notice"
+    assert "can't be shown" in find(card, QLabel, "notice").text()
+    assert not accept_button(card).isVisible()
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR and "cannot build" in r.getMessage()]
+    assert len([r for r in caplog.records if r.exc_info]) == 1  # the exception is logged once
+    qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
     assert answers.calls == [("decline", None)]
 
 
@@ -516,18 +735,18 @@ def test_url_card_shows_full_url_with_bold_host_and_opens_only_after_accept(
 ) -> None:
     opened: list[QUrl] = []
     card, answers = open_card(
-        url_params("https://login.example.com/oauth?state=1&x=<y>"), opener=opened.append
+        url_params("https://login.example.com/oauth?state=1&x=%3Cy%3E"), opener=opened.append
     )
     assert "demo" in find(card, QLabel, "header").text()
     assert find(card, QLabel, "message").text() == "Sign in to continue"
     url_text = find(card, QLabel, "url").text()
-    assert url_text == "https://<b>login.example.com</b>/oauth?state=1&amp;x=&lt;y&gt;"
+    assert url_text == "https://<b>login.example.com</b>/oauth?state=1&amp;x=%3Cy%3E"
     assert "<b>login.example.com</b>" in find(card, QLabel, "host").text()
     assert not find(card, QLabel, "warnings").isVisible()
     assert opened == []
     press_accept(qtbot, card)
     assert answers.calls == [("accept", None)]
-    assert opened == [QUrl("https://login.example.com/oauth?state=1&x=<y>")]
+    assert opened == [QUrl("https://login.example.com/oauth?state=1&x=%3Cy%3E")]
 
 
 def test_url_card_declined_or_cancelled_never_opens(qtbot: QtBot, open_card: OpenCard) -> None:
@@ -587,3 +806,61 @@ def test_a_realistic_booking_form_accepts_its_defaults_as_is(qtbot: QtBot, open_
     assert answers.calls == [
         ("accept", {"name": "Ada", "party_size": 2, "outdoor": False, "cuisine": "french"})
     ]
+
+
+# ---- URL safety on the card --------------------------------------------------------------------
+
+
+def test_a_numeric_host_names_the_real_address_it_opens(open_card: OpenCard) -> None:
+    card, _ = open_card(url_params("https://0x7f.1/"), opener=lambda _u: None)
+    assert "127.0.0.1" in find(card, QLabel, "host").text()
+    warnings = find(card, QLabel, "warnings").text()
+    assert "0x7f.1 is the address 127.0.0.1 written in a disguised form" in warnings
+    assert "your own computer" in warnings
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://example.com/\u202egpj.exe", "⟦U+202E⟧"),  # reads as .../exe.jpg
+        ("https://ex\u200bample.com/", "⟦U+200B⟧"),
+        ("https://example.com/a b", "⟦U+0020⟧"),
+        ("https://example.com/a\tb", "⟦U+0009⟧"),
+        ("https://example.com/\nx", "⟦U+000A⟧"),
+        ("https://example.com/\x00", "⟦U+0000⟧"),
+    ],
+)
+def test_hidden_or_blank_characters_are_shown_and_the_link_cannot_be_opened(
+    open_card: OpenCard, url: str, shown: str
+) -> None:
+    card, _ = open_card(url_params(url), opener=lambda _u: None)
+    assert shown in find(card, QLabel, "url").text()
+    assert "cannot be opened" in find(card, QLabel, "warnings").text()
+    assert not accept_button(card).isEnabled()
+
+
+def test_a_link_qt_would_refuse_is_not_offered(open_card: OpenCard) -> None:
+    card, _ = open_card(url_params("https://example.com:99999999/"), opener=lambda _u: None)
+    assert "not a well-formed link" in find(card, QLabel, "warnings").text()
+    assert not accept_button(card).isEnabled()
+
+
+def test_when_no_browser_opens_the_link_the_server_is_not_told_accept(
+    qtbot: QtBot, open_card: OpenCard
+) -> None:
+    attempts: list[QUrl] = []
+
+    def failing_opener(url: QUrl) -> bool:
+        attempts.append(url)
+        return False
+
+    card, answers = open_card(url_params("https://example.com/login"), opener=failing_opener)
+    press_accept(qtbot, card)
+    assert attempts == [QUrl("https://example.com/login")]
+    assert answers.calls == [] and card.isVisible()
+    assert "No browser could open this link" in find(card, QLabel, "problems").text()
+    assert accept_button(card).text() == "Try again"
+    qtbot.mouseClick(find(card, QPushButton, "copy_link"), Qt.MouseButton.LeftButton)
+    assert QApplication.clipboard().text() == "https://example.com/login"
+    qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
+    assert answers.calls == [("decline", None)]

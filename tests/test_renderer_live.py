@@ -12,7 +12,7 @@ import pytest
 from kit.main import RunningMain
 from kit.window import WindowProcess, start_window
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QLabel, QPlainTextEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QComboBox, QLabel, QPlainTextEdit, QPushButton, QTreeWidget, QWidget
 from pytestqt.qtbot import QtBot
 
 from renderer_process.bridge import MainBridge
@@ -91,13 +91,13 @@ def test_a_request_is_the_card_only_where_it_was_asked_until_that_window_goes(
         qtbot.mouseClick(call, Qt.MouseButton.LeftButton)
 
         qtbot.waitUntil(lambda: left.current_card() is not None, timeout=15_000)
-        qtbot.waitUntil(lambda: elsewhere_text(right) != "", timeout=5_000)
+        qtbot.waitUntil(lambda: elsewhere_text(right) != "", timeout=15_000)
         assert elsewhere_text(right) == "demo: Book a table at Le Cinq? — in window “left”"
         assert right.current_card() is None
 
         left.close()
         left_bridge.close()  # bye: main detaches "left" and tells "right"
-        qtbot.waitUntil(lambda: right.current_card() is not None, timeout=5_000)
+        qtbot.waitUntil(lambda: right.current_card() is not None, timeout=15_000)
         card = right.current_card()
         assert card is not None and child(card, QLabel, "message").text() == "Book a table at Le Cinq?"
         assert elsewhere_text(right) == ""
@@ -108,3 +108,29 @@ def test_a_request_is_the_card_only_where_it_was_asked_until_that_window_goes(
     finally:
         left_bridge.close()
         right_bridge.close()
+
+
+def test_after_elicitron_stop_the_window_says_main_is_gone_and_offers_nothing_of_it(
+    qtbot: QtBot, demo_main: RunningMain
+) -> None:
+    window, bridge = open_window(qtbot, demo_main, "after-stop")
+    try:
+        restart = child(window, QPushButton, "server_restart")
+        tree = child(window, QTreeWidget, "servers")
+        tree.setCurrentItem(tree.topLevelItem(0))
+        qtbot.waitUntil(restart.isEnabled, timeout=15_000)
+        banner = child(window, QWidget, "main_banner")
+        assert not banner.isVisible()
+
+        stopped = demo_main.cli("stop")
+        assert stopped.returncode == 0, stopped.stderr
+
+        qtbot.waitUntil(banner.isVisible, timeout=10_000)
+        text = child(window, QLabel, "main_banner_text").text()
+        assert "main is not running" in text and "elicitron launch" in text
+        buttons = ("server_start", "server_stop", "server_restart", "reload", "call")
+        assert [name for name in buttons if child(window, QPushButton, name).isEnabled()] == []
+        row = tree.topLevelItem(0)
+        assert row is not None and (row.text(0), row.text(1)) == ("demo", "main not running")
+    finally:
+        bridge.close()

@@ -589,3 +589,96 @@ def test_an_accepted_url_waits_for_the_browser_until_completion(qtbot: QtBot, wi
     assert shown(window).invoke.response_channel == "c-2"  # the other URL card is untouched
     window.on_completed(complete("e-1"))
     assert shown(window).invoke.response_channel == "c-2"
+
+
+# ---- welcome replay with `pendingChannels` (main may send part of the pending list as invokes) ----
+
+
+class WelcomeWithChannels(messages.Welcome):
+    """`welcome` as main sends it with the optional `pendingChannels` (works before and after
+    shared.messages.Welcome has the field)."""
+
+    pending_channels: list[str] | None = None
+
+
+def test_pending_channels_keep_a_card_whose_invoke_follows_the_welcome(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    window.on_invoked(invoke("c-1", 1))
+    window.on_invoked(invoke("c-2", 2))
+    card = shown(window)
+    # main restarted its delivery: only c-3 inside the welcome; c-1 and c-2 come as invokes after it.
+    window.on_welcomed(WelcomeWithChannels(session="s", window=ME, servers=[], pending=[invoke("c-3", 3)],
+                                           pending_channels=["c-1", "c-2", "c-3"]))
+    assert shown_soon(qtbot, window) is card and card.isVisible()
+    window.on_invoked(invoke("c-1", 1))
+    window.on_invoked(invoke("c-2", 2))
+    assert shown(window) is card
+    assert window.queued_count() == 2
+    assert queue_text(window) == "2 more waiting (demo: 2)"
+
+
+def test_pending_channels_still_drop_what_main_no_longer_holds(qtbot: QtBot, window: MainWindow) -> None:
+    window.on_invoked(invoke("c-1", 1))
+    window.on_invoked(invoke("c-2", 2))
+    card = shown(window)
+    window.on_welcomed(WelcomeWithChannels(session="s", window=ME, servers=[], pending=[],
+                                           pending_channels=["c-2"]))
+    assert not card.isVisible()
+    assert shown_soon(qtbot, window).invoke.response_channel == "c-2"
+    assert window.queued_count() == 0
+
+
+
+
+# ---- main gone -------------------------------------------------------------------------------------
+
+
+def banner_text(window: MainWindow) -> str:
+    visible = find(window, QWidget, "main_banner").isVisible()
+    return find(window, QLabel, "main_banner_text").text() if visible else ""
+
+
+def test_lost_contact_then_main_gone_then_back(qtbot: QtBot, window: MainWindow) -> None:
+    answers: list[Any] = []
+    window.answer_ready.connect(lambda *args: answers.append(args))
+    window.on_welcomed(welcome())
+    window.on_state_changed("connected")
+    window.on_invoked(invoke("c-1", 1))
+    window.on_invoked(invoke("c-2", 2))
+    assert banner_text(window) == ""
+
+    window.on_state_changed("disconnected - reconnecting")  # main fell silent
+    assert banner_text(window).startswith("Lost contact with main")
+    assert shown(window).invoke.response_channel == "c-1"  # it may come back: the card stays
+    assert not find(window, QPushButton, "reload").isEnabled()
+
+    window.on_main_missing(True)  # its connection file is gone: it was stopped
+    assert "main is not running" in banner_text(window)
+    assert window.current_card() is None and window.queued_count() == 0
+    assert window.statusBar().currentMessage() == "main stopped: its requests are gone"
+    assert window.windowTitle() == "Elicitron — test"
+    assert answers == []  # nothing was answered for the user
+
+    window.on_main_missing(False)
+    window.on_welcomed(messages.Welcome(session="s2", window=ME, servers=welcome().servers, pending=[]))
+    window.on_state_changed("connected")
+    assert banner_text(window) == ""
+    assert find(window, QPushButton, "reload").isEnabled()
+
+
+def test_a_hostile_schema_still_shows_a_card_the_user_can_decline(
+    qtbot: QtBot, window: MainWindow
+) -> None:
+    hostile = {"mode": "form", "message": "hi", "requestedSchema": {
+        "type": "object", "properties": {"x": {"type": "string", "maxLength": 2**40, "default": "ok"},
+                                         "n": {"type": "integer", "minimum": "x", "default": 1}}}}
+    window.on_invoked(messages.ElicitationInvoke(
+        request=messages.ElicitationRequest(server="demo", params=hostile), response_channel="c-1",
+        created_at=1, expires_at=2**62, origin=None))
+    card = shown(window)  # a form that cannot be accepted, or a notice if check_schema refuses it
+    accept = find(card, QPushButton, "accept")
+    assert card.kind in ("form", "notice") and not (accept.isVisible() and accept.isEnabled())
+    with qtbot.waitSignal(window.answer_ready, timeout=1000) as answered:
+        qtbot.mouseClick(find(card, QPushButton, "decline"), Qt.MouseButton.LeftButton)
+    assert answered.args == ["c-1", "decline", None]

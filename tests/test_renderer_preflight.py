@@ -1,0 +1,58 @@
+"""The window's preflight: a missing system library is one clear line and exit code 2, never Qt's abort."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from renderer_process.preflight import XCB, missing_libraries, uses_xcb
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def x11_env(**extra: str) -> dict[str, str]:
+    """A desktop session on X11: DISPLAY set, no QT_QPA_PLATFORM, no Wayland."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("QT_QPA_PLATFORM", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE")}
+    return {**env, "DISPLAY": ":99", "PYTHONPATH": str(ROOT), **extra}
+
+
+@pytest.mark.parametrize("argv", [["--connection", "/nonexistent/c.json", "--name", "w"], ["--preflight"]])
+def test_one_missing_library_is_one_line_and_exit_2(tmp_path: Path, argv: list[str]) -> None:
+    env = x11_env(_ELICITRON_PREFLIGHT_SONAMES="libxcb-cursor.so.0=libxcb-cursor-not-here.so.0")
+    done = subprocess.run([sys.executable, "-m", "renderer_process", *argv], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr  # the one line, and nothing from Qt
+    assert "libxcb-cursor.so.0" in lines[0]
+    assert "sudo apt install libxcb-cursor0" in lines[0] and "sudo dnf install xcb-util-cursor" in lines[0]
+
+
+def test_the_real_entry_starts_when_nothing_is_missing(tmp_path: Path) -> None:
+    env = {**x11_env(), "QT_QPA_PLATFORM": "offscreen"}  # no xcb: only the libraries every Qt GUI needs
+    done = subprocess.run([sys.executable, "-m", "renderer_process", "--preflight"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("env", "xcb"),
+    [
+        ({"DISPLAY": ":0"}, True),
+        ({"DISPLAY": ":0", "QT_QPA_PLATFORM": "xcb"}, True),
+        ({"DISPLAY": ":0", "QT_QPA_PLATFORM": "xcb:nograb"}, True),
+        ({"DISPLAY": ":0", "QT_QPA_PLATFORM": "offscreen"}, False),
+        ({"DISPLAY": ":0", "QT_QPA_PLATFORM": "wayland;xcb"}, False),
+        ({"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"}, False),  # Qt picks wayland there
+        ({"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0", "QT_QPA_PLATFORM": "xcb"}, True),
+        ({}, False),
+    ],
+)
+def test_xcb_libraries_are_checked_only_when_qt_will_use_xcb(env: dict[str, str], xcb: bool) -> None:
+    assert uses_xcb(env) is xcb
+    everything_missing = ",".join(f"{lib.soname}=libnot-here-{i}.so" for i, lib in enumerate(XCB))
+    missing = missing_libraries({**env, "_ELICITRON_PREFLIGHT_SONAMES": everything_missing})
+    assert bool(missing) is xcb
