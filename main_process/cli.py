@@ -246,6 +246,11 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from main_process.config import load_config
 
     connection = _connection(args)
+    # A window that cannot start (missing system libraries) says so in one line before main is
+    # started behind it; the check runs in the renderer's own interpreter setup, without Qt.
+    preflight = subprocess.run([sys.executable, "-m", "renderer_process", "--preflight"], check=False)
+    if preflight.returncode != 0:
+        return preflight.returncode
     if not _main_is_running(connection):
         load_config(args.config)  # a bad config fails here, in the foreground, with its one-line error
         _start_main_in_background(connection, args.config, auto_open=not args.no_auto_open)

@@ -19,6 +19,7 @@ def x11_env(**extra: str) -> dict[str, str]:
     return {**env, "DISPLAY": ":99", "PYTHONPATH": str(ROOT), **extra}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["--connection", "/nonexistent/c.json", "--name", "w"], ["--preflight"]])
 def test_one_missing_library_is_one_line_and_exit_2(tmp_path: Path, argv: list[str]) -> None:
     env = x11_env(_ELICITRON_PREFLIGHT_SONAMES="libxcb-cursor.so.0=libxcb-cursor-not-here.so.0")
@@ -31,6 +32,7 @@ def test_one_missing_library_is_one_line_and_exit_2(tmp_path: Path, argv: list[s
     assert "sudo apt install libxcb-cursor0" in lines[0] and "sudo dnf install xcb-util-cursor" in lines[0]
 
 
+@pytest.mark.slow
 def test_the_real_entry_starts_when_nothing_is_missing(tmp_path: Path) -> None:
     env = {**x11_env(), "QT_QPA_PLATFORM": "offscreen"}  # no xcb: only the libraries every Qt GUI needs
     done = subprocess.run([sys.executable, "-m", "renderer_process", "--preflight"], env=env, cwd=tmp_path,

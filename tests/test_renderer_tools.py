@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RunningMain
+from kit.main import RunningMain
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -280,7 +280,7 @@ def test_the_result_shows_text_image_and_a_tree(qtbot: QtBot, window: MainWindow
 @pytest.fixture
 def typed_main(main_factory: Any) -> RunningMain:
     running: RunningMain = main_factory({"typed": {"command": sys.executable, "args": [str(TYPED_SERVER)]}})
-    running.stderr.until("server typed ready", timeout_s=60)
+    running.wait_server_ready("typed")
     return running
 
 
