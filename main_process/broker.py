@@ -351,7 +351,9 @@ class Broker:
         now = time.monotonic()
         if peer is not None:
             peer.last_seen = now  # any message counts, even one we refuse or drop
-        if not self._limiter.allow(routing_id, len(frames[-1]), now):
+        # Bytes count only for a body main may read: an oversized one is refused unread.
+        body_bytes = len(frames[-1]) if len(frames[-1]) <= self._max_body else 0
+        if not self._limiter.allow(routing_id, body_bytes, now):
             if self._limiter.should_warn(routing_id, now):
                 self._complaints.warning(("rate", routing_id.hex() if peer else "unattached"),
                                          "dropping messages from %s (%r): over its rate", routing_id.hex(),
