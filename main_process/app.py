@@ -16,9 +16,10 @@ from zmq.auth.asyncio import AsyncioAuthenticator
 
 from main_process.audit import AuditLog
 from main_process.audit import default_path as default_audit_path
-from main_process.broker import ZAP_DOMAIN, Broker, Listener, ReplyTo
+from main_process.broker import ZAP_DOMAIN, Broker, Listener, ProgressTo, ReplyTo
 from main_process.config import Config, load_config
 from main_process.curve_keys import AllowListProvider, CurveKeys
+from main_process.hosts import Cancel
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
 from main_process.servers import ManagedServer, error_reply
@@ -79,12 +80,14 @@ class MainApp:
     def server_infos(self) -> list[ServerInfo]:
         return [server.info() for server in self.servers.values()]
 
-    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo) -> None:
+    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo,
+                  progress: ProgressTo | None = None) -> Cancel | None:
         server = self.servers.get(request.server)
         if server is None:
             reply(self._unknown_server(request.server))
-            return
-        server.call_tool(request.tool, request.arguments, origin, reply)
+            return None
+        return server.call_tool(request.tool, request.arguments, origin, reply, call_id=request.response_channel,
+                                progress=progress)
 
     def mcp_request(self, request: McpRequest, reply: ReplyTo) -> None:
         server = self.servers.get(request.server)

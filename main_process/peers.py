@@ -29,9 +29,14 @@ class Peer:
     name: str
     role: Role
     last_seen: float
+    # Hosts (extension msgHostInfo): the elicitation modes the MCP host can answer, calls in flight.
+    form_elicitation: bool = False
+    url_elicitation: bool = False
+    calls: int = 0
 
     def info(self) -> PeerInfo:
-        return PeerInfo(window=self.window, name=self.name, role=self.role)
+        return PeerInfo(window=self.window, name=self.name, role=self.role,
+                        calls=self.calls if self.role == "host" else None)
 
 
 class PeerTable:
@@ -55,6 +60,10 @@ class PeerTable:
 
     def get(self, routing_id: bytes) -> Peer | None:
         return self._peers.get(routing_id)
+
+    def by_window(self, window: str) -> Peer | None:
+        """The attached peer whose hello named `window` (at most one: a new hello replaces)."""
+        return next((p for p in self._peers.values() if p.window == window), None)
 
     def __contains__(self, routing_id: bytes) -> bool:
         return routing_id in self._peers

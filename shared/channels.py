@@ -16,6 +16,8 @@ SERVER_CONTROL = "msgServerControl"
 RELOAD = "msgReload"
 SERVER_POLICY = "msgServerPolicy"
 MCP_REQUEST = "msgMcpRequest"
+HOST_INFO = "msgHostInfo"  # extension: MCP hosts through `elicitron serve`
+CANCEL_CALL = "msgCancelCall"  # extension
 
 # main -> peer
 WELCOME = "welcome"
@@ -26,6 +28,8 @@ SERVERS = "servers"
 ERROR = "error"
 PEERS = "peers"  # extension
 NOTICE = "notice"  # extension
+PROGRESS = "msgProgress"  # extension: a call's progress, to its caller
+LIST_CHANGED = "msgListChanged"  # extension: to host peers
 
 
 def new_uuid7() -> str:

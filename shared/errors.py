@@ -9,7 +9,8 @@
     ├── UnsupportedSchemaError   a requestedSchema uses something outside MCP's restricted subset
     ├── UndeliverableRequestError a request main cannot carry to the windows (too large, not encodable)
     ├── InvalidContentError      an accepted answer does not validate against its requestedSchema
-    └── AuditLogError            the audit log cannot be opened or read (readers only; writers log)
+    ├── AuditLogError            the audit log cannot be opened or read (readers only; writers log)
+    └── UnknownNameError         a host named a tool, prompt or resource no exposed server has
 
 Codes: `WireCode` names the string `code` of the wire's `error` topic (shared/PROTOCOL.md lists
 when each is sent); `RpcCode` names the JSON-RPC codes of `{error: {code, message}}` replies.
@@ -44,6 +45,9 @@ class RpcCode(IntEnum):
     METHOD_NOT_FOUND = -32601
     INVALID_PARAMS = -32602  # unknown server or tool name, bad arguments, unsupported request
     INTERNAL_ERROR = -32603  # a fault in main or the transport
+    PARSE_ERROR = -32700  # JSON-RPC: a host sent something that is not JSON
+    INVALID_REQUEST = -32600  # JSON-RPC: not a JSON-RPC message, or over the size limit
+    REQUEST_CANCELLED = -32800  # the caller cancelled its call (msgCancelCall); the LSP code
 
 
 class ElicitronError(Exception):
@@ -95,3 +99,8 @@ class InvalidContentError(ElicitronError):
 
 class AuditLogError(ElicitronError):
     """The audit log cannot be opened or read (raised by the readers only, never by `record_*`)."""
+
+
+class UnknownNameError(ElicitronError):
+    """A host named a tool, prompt or resource that none of the servers the gateway exposes has
+    (or a prefixed name whose server part is wrong); the message says what the names look like."""

@@ -81,6 +81,11 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.MCP_REQUEST, m.McpRequest(server="demo", method="tools/list", response_channel="t1")),
     (channels.MCP_REQUEST, m.McpRequest(server="demo", method="prompts/get", response_channel="t2",
                                         params={"name": "greet", "arguments": {"who": "Ada"}})),
+    # extension: MCP hosts through `elicitron serve`
+    (channels.CALL_TOOL, m.CallTool(server="demo", tool="slow", response_channel="r3", progress=True)),
+    (channels.HOST_INFO, m.HostInfo(name="Claude Desktop", version="1.2", form_elicitation=True)),
+    (channels.HOST_INFO, m.HostInfo(name="cline")),
+    (channels.CANCEL_CALL, m.CancelCall(response_channel="r3")),
 ]
 
 MAIN_MESSAGES: list[tuple[str, m.Body]] = [
@@ -136,6 +141,17 @@ MAIN_MESSAGES: list[tuple[str, m.Body]] = [
     ),
     ("control-1", m.ChannelReply(control=m.ServerControlReport(server="demo", status="ready"))),
     ("reload-1", m.ChannelReply(reload=m.ReloadReport(added=["a"], removed=[], changed=["b"], unchanged=["c"]))),
+    # extension: MCP hosts through `elicitron serve`
+    (channels.PROGRESS, m.Progress(response_channel="r3", progress=0.5, total=1.0, message="half")),
+    (channels.PROGRESS, m.Progress(response_channel="r3", progress=3)),
+    (channels.LIST_CHANGED, m.ListChanged(server="demo", lists=["tools", "resources", "prompts"])),
+    (channels.INVOKE, m.ElicitationInvoke(request=m.ElicitationRequest(server="demo", params=PARAMS),
+                                          response_channel=RESULT_CHANNEL, created_at=1, expires_at=2,
+                                          origin=WINDOW, via="Claude Desktop", call="r3")),
+    (channels.PEERS, m.PeersUpdate(peers=[m.PeerInfo(window="h", name="Cursor", role="host", calls=2)])),
+    (channels.WELCOME, m.Welcome(session=WINDOW, window=WINDOW, servers=[
+        m.ServerInfo(name="demo", status="ready", tools=["echo"], instructions="Use echo.")], pending=[],
+        max_message_bytes=1 << 20)),
 ]
 
 
