@@ -62,6 +62,7 @@ class MainApp:
         auto_open_window: bool = False,
         listen: str | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        mcp_http: str | None = None,
     ) -> None:
         self.config = config
         self.connection_path = connection_path
@@ -70,6 +71,7 @@ class MainApp:
         self.auto_open_window = config.auto_open_window if config.auto_open_window is not None else auto_open_window
         self.listen = listen
         self.max_body_bytes = max_body_bytes
+        self.mcp_http = mcp_http
         self._stop = asyncio.Event()
         self._last_auto_open = float("-inf")
         self.servers: dict[str, ManagedServer] = {}

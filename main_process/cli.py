@@ -10,9 +10,11 @@
     server   start, stop or restart one server
     call     call a tool through main
     audit    the audit log
+    serve    an MCP server for hosts (Claude Desktop, Cursor, ...): every server, through main
 
-Each command imports only what it needs (`mcp` for `main` alone, Qt never: windows are their own
-process), so a command that only talks to main starts fast.
+Each command imports only what it needs (`mcp` for `main` and `serve` alone, Qt never: windows are
+their own process), so a command that only talks to main starts fast. `serve` is the gateway
+package's (`gateway_process`); this module only hands it its arguments.
 """
 
 import argparse
@@ -42,6 +44,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2  # argparse's own code, also used for a bad config
 EXIT_NOT_RUNNING = 3
 MAIN_START_TIMEOUT_S = 60.0
+LOST_RACE_GRACE_S = 10.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="window name")
     p.add_argument("--no-auto-open", action="store_true",
                    help="do not let main open a window by itself when a request arrives and none is attached")
+    p.add_argument("--no-window", action="store_true", help="only make sure main runs; open no window")
     p.set_defaults(func=cmd_launch)
 
     p = with_connection(sub.add_parser("main", help="run main in the foreground (headless)"))
@@ -103,6 +107,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also accept remote windows here (CURVE; pair them with `elicitron pair`)")
     p.add_argument("--max-message-bytes", type=int, default=1 << 20,
                    help="largest message body a peer may send (default 1048576)")
+    p.add_argument("--mcp-http", metavar="[HOST:]PORT",
+                   help="also serve every server to MCP hosts over streamable HTTP (/mcp, /mcp/<server>; "
+                        "127.0.0.1 unless HOST is given; bearer token in the connection file)")
     p.set_defaults(func=cmd_main)
 
     p = with_connection(sub.add_parser("pair", help="allow a remote window and print its connection file"))
@@ -143,6 +150,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for the result")
     p.add_argument("--json", action="store_true", help="print the whole CallToolResult as JSON")
     p.set_defaults(func=cmd_call)
+
+    from gateway_process.cli import add_serve_arguments  # argparse only: no mcp until a gateway runs
+
+    p = with_connection(sub.add_parser("serve", help="an MCP server for hosts (Claude Desktop, Cursor, VS Code): "
+                                                     "every configured server through main, over stdio"))
+    add_serve_arguments(p)
+    p.set_defaults(func=cmd_serve)
     return parser
 
 
@@ -164,7 +178,7 @@ def cmd_main(args: argparse.Namespace) -> int:
         print("elicitron: --max-message-bytes must be at least 1024", file=sys.stderr)
         return EXIT_USAGE
     app = MainApp(config, _connection(args), auto_open_window=args.auto_open_window, listen=args.listen,
-                  max_body_bytes=args.max_message_bytes)
+                  max_body_bytes=args.max_message_bytes, mcp_http=args.mcp_http)
     try:
         asyncio.run(app.run())
     except ConnectionFileError as exc:  # e.g. a runtime dir main cannot make private
@@ -203,7 +217,15 @@ def cmd_launch(args: argparse.Namespace) -> int:
     if not _main_is_running(connection):
         load_config(args.config)  # a bad config fails here, in the foreground, with its one-line error
         _start_main_in_background(connection, args.config, auto_open=not args.no_auto_open)
+    if args.no_window:
+        return 0
     return cmd_window(args)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from gateway_process.cli import run_serve
+
+    return run_serve(args)
 
 
 def cmd_reload(args: argparse.Namespace) -> int:
@@ -275,6 +297,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"windows ({len(windows)}):")
     for peer in windows:
         print(f"  {peer.name or '-':20} {peer.window}")
+    hosts = [p for p in report.peers if p.role == "host"]
+    print(f"hosts ({len(hosts)}):")
+    for peer in hosts:
+        calls = peer.calls or 0
+        print(f"  {peer.name or '-':20} {calls} call{'s' if calls != 1 else ''} in flight  {peer.window}")
     print(f"pending requests ({len(report.pending)}):")
     for pending in report.pending:
         print(f"  {pending.server:20} {pending.response_channel}  {pending.message[:60]}")
@@ -349,9 +376,15 @@ def _start_main_in_background(connection: Path, config: Path | None, auto_open: 
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + MAIN_START_TIMEOUT_S
+    exited_at: float | None = None
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise MainUnreachableError(f"main exited with code {process.returncode} at start; see {log_file}")
+            # Exit code 1 is also what a main that lost the lock to another one (started at the same
+            # moment, e.g. by several `elicitron serve` a host spawned together) exits with: give
+            # that one a moment to answer before calling it a failure.
+            exited_at = exited_at or time.monotonic()
+            if process.returncode != EXIT_FAILED or time.monotonic() - exited_at > LOST_RACE_GRACE_S:
+                raise MainUnreachableError(f"main exited with code {process.returncode} at start; see {log_file}")
         if _main_is_running(connection):
             return
     raise MainUnreachableError(f"main did not come up within {MAIN_START_TIMEOUT_S:.0f} s; see {log_file}")
