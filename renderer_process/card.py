@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from renderer_process.form_body import FormBody
+from renderer_process.hosts import via_label
 from renderer_process.url_safety import inspect_url
 from shared import messages
 from shared.errors import UnsupportedSchemaError
@@ -75,6 +76,8 @@ class ElicitationCard(QDialog):
         self._header.setObjectName("header")
         self._header.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(self._header)
+        if (via := via_label(invoke, self)) is not None:  # "via Claude Desktop": the host whose call asks
+            layout.addWidget(via)
         message = QLabel(str(params.get("message", "")), self)
         message.setObjectName("message")
         message.setTextFormat(Qt.TextFormat.PlainText)  # server text is never markup

@@ -40,6 +40,7 @@ from renderer_process.call_panel import CallPanel
 from renderer_process.card import URL, ElicitationCard, UrlOpener, open_in_browser
 from renderer_process.card_queue import CardQueue
 from renderer_process.elsewhere import ElsewhereList
+from renderer_process.hosts import HostsLabel
 from renderer_process.reply_format import format_admin_reply, format_reply
 from renderer_process.servers_panel import ServersPanel
 from shared import channels, messages
@@ -105,6 +106,8 @@ class MainWindow(QMainWindow):
         self.state_label = QLabel(self)
         self.state_label.setObjectName("state")
         self.statusBar().addPermanentWidget(self.state_label)
+        self.hosts_label = HostsLabel(self)
+        self.statusBar().addPermanentWidget(self.hosts_label)
         self._build_layout()
 
         self.call_panel.call_requested.connect(self._on_call_requested)
@@ -206,6 +209,7 @@ class MainWindow(QMainWindow):
 
     def on_peers_changed(self, peers: list[messages.PeerInfo]) -> None:
         self._peers = {peer.window: peer for peer in peers}
+        self.hosts_label.set_peers(peers)
         for item in [*self._elsewhere.values(), *self._queue.items()]:
             self._place(item)
         self._refresh_elsewhere()
