@@ -69,6 +69,7 @@ def answer_of(result: types.ElicitResult) -> ElicitationResult:
 
 async def drive_legacy(ctx: ServerRequestContext[Any, Any], call: HostCall) -> dict[str, Any]:
     forwarding: dict[str, anyio.CancelScope] = {}
+    dismissed: set[str] = set()
     async with anyio.create_task_group() as group:
         while True:
             event = await call.next_event()
@@ -79,11 +80,13 @@ async def drive_legacy(ctx: ServerRequestContext[Any, Any], call: HostCall) -> d
                 case Progress():
                     await ctx.session.report_progress(event.progress, event.total, event.message)
                 case ElicitationInvoke():
+                    if event.response_channel in dismissed:
+                        continue  # answered elsewhere before the host was asked
                     scope = forwarding[event.response_channel] = anyio.CancelScope()
                     call.outstanding[event.response_channel] = event
                     group.start_soon(_ask_legacy_host, ctx, call.session, event, scope)
                 case ElicitationDismiss():
-                    call.outstanding.pop(event.response_channel, None)
+                    dismissed.add(event.response_channel)
                     scope = forwarding.pop(event.response_channel, None)
                     if scope is not None:
                         scope.cancel()  # the SDK tells the host its request is cancelled
@@ -117,6 +120,8 @@ async def drive_modern(ctx: ServerRequestContext[Any, Any], call: HostCall) -> d
                 asks = [event]
                 while call.events and isinstance(call.events[0], ElicitationInvoke):
                     asks.append(call.events.popleft())  # type: ignore[arg-type]
+                dismissed = {e.response_channel for e in call.events if isinstance(e, ElicitationDismiss)}
+                asks = [invoke for invoke in asks if invoke.response_channel not in dismissed]
                 requests: dict[str, types.InputRequest] = {}
                 for invoke in asks:
                     try:
@@ -129,7 +134,7 @@ async def drive_modern(ctx: ServerRequestContext[Any, Any], call: HostCall) -> d
                 if requests:
                     return types.InputRequiredResult(input_requests=requests, request_state=call.session.suspend(call))
             case ElicitationDismiss():
-                call.outstanding.pop(event.response_channel, None)
+                pass  # the session already took it off `outstanding`
             case Lost():
                 raise _lost(event)
 

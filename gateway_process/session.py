@@ -262,11 +262,11 @@ class HostSession:
         call.push(invoke)
 
     def on_dismiss(self, dismiss: ElicitationDismiss) -> None:
+        channel = dismiss.response_channel
         for call in [*self._calls.values(), *self._suspended.values()]:
-            if dismiss.response_channel in call.outstanding or any(
-                    isinstance(e, ElicitationInvoke) and e.response_channel == dismiss.response_channel
-                    for e in call.events):
-                call.push(dismiss)
+            queued = any(isinstance(e, ElicitationInvoke) and e.response_channel == channel for e in call.events)
+            if call.outstanding.pop(channel, None) is not None or queued:
+                call.push(dismiss)  # a legacy host's request for it is cancelled; a queued one is skipped
                 return
 
     def on_refused(self, notice: ErrorNotice) -> None:
