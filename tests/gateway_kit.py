@@ -64,6 +64,11 @@ class Host:
         self._life: concurrent.futures.Future[None] | None = None
 
     def open(self, timeout: float = 60) -> "Host":
+        self.opening().result(timeout)
+        return self
+
+    def opening(self) -> "concurrent.futures.Future[None]":
+        """Start the host; the future is done once its Client is connected (for opening many at once)."""
         entered: concurrent.futures.Future[None] = concurrent.futures.Future()
 
         async def live() -> None:
@@ -78,8 +83,7 @@ class Host:
                 raise
 
         self._life = self._loop.submit(live())
-        entered.result(timeout)
-        return self
+        return entered
 
     def close(self, timeout: float = 30) -> None:
         if self._stop is not None and self._life is not None and not self._life.done():
