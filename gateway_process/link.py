@@ -1,4 +1,5 @@
-"""MainLink: one gateway peer's DEALER to main (role "host"), written from shared/PROTOCOL.md.
+"""MainLink: one gateway peer's DEALER to main (role "host"; the HTTP gateway's directory is a
+"controller"), written from shared/PROTOCOL.md.
 
 A plain sync socket watched by the asyncio loop's reader on `zmq.FD`: receives drain in one
 callback, sends never block. That descriptor is edge-triggered, so the link drains after every
@@ -36,6 +37,7 @@ from shared.messages import (
     HostInfo,
     ListChanged,
     Progress,
+    Role,
     ServerInfo,
     ServersUpdate,
     Welcome,
@@ -100,9 +102,10 @@ class _Reply:
 
 
 class MainLink:
-    def __init__(self, connection_path: Path, name: str, events: LinkEvents) -> None:
+    def __init__(self, connection_path: Path, name: str, events: LinkEvents, *, role: Role = "host") -> None:
         self.connection_path = connection_path
         self.name = name
+        self.role = role
         self.window = channels.new_uuid7()  # one per link: main sees the same host after a reattach
         self.servers: dict[str, ServerInfo] = {}
         self.max_message_bytes = DEFAULT_MAX_BODY_BYTES
@@ -154,7 +157,7 @@ class MainLink:
         loop.add_reader(sock.getsockopt(zmq.FD), self._drain)
         self._welcome = loop.create_future()
         self._send(channels.HELLO, Hello(protocol=PROTOCOL_VERSION, token=info.token, window=self.window,
-                                         name=self.name, role="host"))
+                                         name=self.name, role=self.role))
         try:
             welcome = await asyncio.wait_for(asyncio.shield(self._welcome), ATTACH_TIMEOUT_S)
         except TimeoutError:

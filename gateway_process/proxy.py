@@ -28,6 +28,7 @@ from gateway_process.forward import drive_legacy, drive_modern, take_answers
 from gateway_process.names import Exposure, combined_instructions
 from gateway_process.session import HostCall, HostSession
 from shared.errors import ConfigError, MainUnreachableError, RpcCode, UndeliverableRequestError, UnknownNameError
+from shared.messages import ServerInfo
 
 logger = logging.getLogger(__name__)
 
@@ -89,22 +90,29 @@ class GatewayServer:
             on_subscriptions_listen=self._listen,
         )
         self.server.middleware.append(self._note_host)
+        # 2026-07-28 HTTP validates Mcp-Param headers of every tools/call against the tool's schema;
+        # from the last listing rather than a full listing through main per call.
+        self._input_schemas: dict[str, dict[str, Any]] = {}
+        self.server.get_tool_input_schema = self._input_schemas.get
 
-    def refresh_instructions(self, session: HostSession) -> None:
-        self.server.instructions = combined_instructions(self.exposure, session.link.servers)
+    def refresh_instructions(self, servers: dict[str, ServerInfo]) -> None:
+        self.server.instructions = combined_instructions(self.exposure, servers)
 
     async def _note_host(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "initialize":
+            return await call_next(ctx)  # the host's info is committed only after it
         session = self._session_for(ctx)
-        session.note_client(ctx)  # 2026-07-28: every request carries the host's info
-        result = await call_next(ctx)
-        session.note_client(ctx)  # handshake era: known once `initialize` has committed
-        return result
+        session.note_client(ctx)  # every request after the handshake (or carrying the 2026 envelope) knows it
+        return await call_next(ctx)
 
     # ---- lists --------------------------------------------------------------------------------
 
     async def _list_tools(self, ctx: ServerRequestContext[Any, Any], params: Any) -> Any:
         with _as_rpc_errors():
-            return await catalog.list_all(self._session_for(ctx), "tools/list", "tools")
+            listing = await catalog.list_all(self._session_for(ctx), "tools/list", "tools")
+        self._input_schemas.update({tool["name"]: tool["inputSchema"] for tool in listing["tools"]
+                                    if isinstance(tool.get("inputSchema"), dict)})
+        return listing
 
     async def _list_resources(self, ctx: ServerRequestContext[Any, Any], params: Any) -> Any:
         with _as_rpc_errors():

@@ -164,6 +164,11 @@ class HostSession:
             await anyio.to_thread.run_sync(start_main, self.connection, self._config)
             await self.link.attach()
 
+    @property
+    def busy(self) -> bool:
+        """Calls in flight or waiting for the host's next round."""
+        return bool(self._calls or self._suspended)
+
     async def settle(self, timeout_s: float) -> None:
         """Wait (at most `timeout_s`) while some server is still starting, so what the host gets at
         its handshake (the servers' instructions) is complete."""

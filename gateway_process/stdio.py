@@ -33,7 +33,7 @@ def run_stdio(connection: Path, exposure: Exposure, config: Path | None) -> int:
 async def _serve(connection: Path, exposure: Exposure, config: Path | None) -> int:
     session = HostSession(connection, exposure, config=config)
     gateway = GatewayServer(exposure, lambda _ctx: session)
-    session.on_instructions = lambda: gateway.refresh_instructions(session)
+    session.on_instructions = lambda: gateway.refresh_instructions(session.link.servers)
     try:
         await session.ready()
         await session.settle(SETTLE_S)

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
 import zmq
 import zmq.asyncio
 from zmq.auth.asyncio import AsyncioAuthenticator
@@ -20,6 +21,7 @@ from main_process.broker import ZAP_DOMAIN, Broker, Listener, ProgressTo, ReplyT
 from main_process.config import Config, load_config
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.hosts import Cancel
+from main_process.http_gateway import HttpGatewayChild, check_listen, load_or_create_token
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
 from main_process.servers import ManagedServer, error_reply
@@ -170,6 +172,18 @@ class MainApp:
         authenticator.configure_curve_callback(ZAP_DOMAIN.decode(), AllowListProvider(keys))
         return Listener(self.listen, keys.server_keypair()), authenticator
 
+    def _start_http_gateway(self, info: ConnectionInfo) -> HttpGatewayChild | None:
+        """`--mcp-http`: the gateway child serves MCP hosts; its URL joins the connection file."""
+        if self.mcp_http is None:
+            return None
+
+        def publish(url: str) -> None:
+            write_connection_file(self.connection_path, msgspec.structs.replace(info, mcp_http_url=url))
+
+        child = HttpGatewayChild(check_listen(self.mcp_http), self.connection_path, self.log_dir, publish)
+        child.start()
+        return child
+
     def _unknown_server(self, name: str) -> ChannelReply:
         configured = ", ".join(sorted(self.servers)) or "none"
         return error_reply(RpcCode.INVALID_PARAMS, f"unknown server {name!r} (configured: {configured})")
@@ -206,18 +220,23 @@ class MainApp:
         for name, server_config in self.config.servers.items():
             self.servers[name] = ManagedServer(server_config, broker, self.log_dir)
         broker.start()
-        write_connection_file(self.connection_path, ConnectionInfo(
+        info = ConnectionInfo(
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
             remote_endpoint=remote.endpoint if remote else None,
-            remote_server_key=remote.curve_keypair[0].decode() if remote and remote.curve_keypair else None))
+            remote_server_key=remote.curve_keypair[0].decode() if remote and remote.curve_keypair else None,
+            mcp_http_token=load_or_create_token() if self.mcp_http else None)
+        write_connection_file(self.connection_path, info)
         logger.info("main %s listening on %s (config %s, %d servers, audit %s)", broker.session, broker.endpoint,
                     self.config.source, len(self.servers), self.audit_path)
         for server in self.servers.values():
             server.start()
+        http_child = self._start_http_gateway(info)
         try:
             await self._stop.wait()
             logger.info("stopping: %d servers", len(self.servers))
         finally:
+            if http_child is not None:
+                await http_child.stop()
             remove_connection_file(self.connection_path, token)
             await asyncio.gather(*(server.stop() for server in self.servers.values()))
             await broker.close()

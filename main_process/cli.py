@@ -174,6 +174,10 @@ def cmd_main(args: argparse.Namespace) -> int:
     from main_process.config import load_config
 
     config = load_config(args.config)
+    if args.mcp_http is not None:
+        from main_process.http_gateway import check_listen
+
+        check_listen(args.mcp_http)  # a bad value fails here with its one-line error, exit 2
     if args.max_message_bytes < 1024:
         print("elicitron: --max-message-bytes must be at least 1024", file=sys.stderr)
         return EXIT_USAGE
@@ -288,6 +292,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(msgspec.json.encode(report).decode())
         return 0
     print(f"main pid {report.pid}, session {report.session}, endpoint {report.endpoint}")
+    http_url = _mcp_http_url(_connection(args))
+    if http_url:
+        print(f"MCP hosts over HTTP: {http_url} (entries: elicitron serve --print-config --http)")
     print(f"servers ({len(report.servers)}):")
     for server in report.servers:
         print(f"  {server.name:20} {server.status:10} tools: {', '.join(server.tools) or '-'}")
@@ -348,6 +355,15 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 # ---- helpers ---------------------------------------------------------------------------
+
+
+def _mcp_http_url(connection: Path) -> str | None:
+    from shared.connection_file import read_connection_file
+
+    try:
+        return read_connection_file(connection).mcp_http_url
+    except ConnectionFileError:
+        return None
 
 
 def _main_is_running(connection: Path) -> bool:

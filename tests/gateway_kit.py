@@ -53,12 +53,13 @@ class HostLoop:
 
 
 class Host:
-    """An MCP host: `mcp.Client` over `elicitron serve`, with a name and maybe an elicitation callback."""
+    """An MCP host: `mcp.Client` on the gateway, with a name and maybe an elicitation callback."""
 
-    def __init__(self, loop: HostLoop, params: StdioServerParameters, name: str, *, mode: str = "auto",
+    def __init__(self, loop: HostLoop, server: Any, name: str, *, mode: str = "auto",
                  elicitation: Elicit | None = None, message_handler: Any = None) -> None:
+        """`server`: what `Client` takes (StdioServerParameters for `elicitron serve`, or a transport)."""
         self._loop = loop
-        self.client = Client(params, mode=mode, elicitation_callback=elicitation, message_handler=message_handler,
+        self.client = Client(server, mode=mode, elicitation_callback=elicitation, message_handler=message_handler,
                              client_info=types.Implementation(name=name, version="1.0"), cache=None)
         self._stop: asyncio.Event | None = None
         self._life: concurrent.futures.Future[None] | None = None
