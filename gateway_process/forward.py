@@ -87,11 +87,12 @@ async def drive_legacy(ctx: ServerRequestContext[Any, Any], call: HostCall) -> d
                     group.start_soon(_ask_legacy_host, ctx, call.session, event, scope)
                 case ElicitationDismiss():
                     dismissed.add(event.response_channel)
-                    scope = forwarding.pop(event.response_channel, None)
-                    if scope is not None:
-                        scope.cancel()  # the SDK tells the host its request is cancelled
+                    asking = forwarding.pop(event.response_channel, None)
+                    if asking is not None:
+                        asking.cancel()  # the SDK tells the host its request is cancelled
                 case Lost():
                     raise _lost(event)
+    raise AssertionError("unreachable: the loop above only returns or raises")
 
 
 async def _ask_legacy_host(ctx: ServerRequestContext[Any, Any], session: HostSession, invoke: ElicitationInvoke,

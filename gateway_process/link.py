@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 import zmq
 
@@ -154,7 +154,7 @@ class MainLink:
         sock.setsockopt(zmq.RCVHWM, 10_000)
         sock.connect(info.endpoint)
         self._sock = sock
-        loop.add_reader(sock.getsockopt(zmq.FD), self._drain)
+        loop.add_reader(_fd(sock), self._drain)
         self._welcome = loop.create_future()
         self._send(channels.HELLO, Hello(protocol=PROTOCOL_VERSION, token=info.token, window=self.window,
                                          name=self.name, role=self.role))
@@ -244,7 +244,7 @@ class MainLink:
 
     def _drain(self) -> None:
         sock = self._sock
-        while sock is not None and not sock.closed and sock.getsockopt(_EVENTS) & _POLLIN:
+        while sock is not None and not sock.closed and cast(int, sock.getsockopt(_EVENTS)) & _POLLIN:
             try:
                 frames = sock.recv_multipart(_NOBLOCK)
             except zmq.Again:
@@ -329,8 +329,12 @@ class MainLink:
         if sock is None:
             return
         if self._loop is not None and not sock.closed:
-            self._loop.remove_reader(sock.getsockopt(zmq.FD))
+            self._loop.remove_reader(_fd(sock))
         sock.close(linger=linger_ms)
+
+
+def _fd(sock: zmq.Socket[bytes]) -> int:
+    return cast(int, sock.getsockopt(zmq.FD))
 
 
 def _quiet(task: "asyncio.Task[None]") -> None:

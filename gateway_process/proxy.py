@@ -27,7 +27,13 @@ from gateway_process import catalog
 from gateway_process.forward import drive_legacy, drive_modern, take_answers
 from gateway_process.names import Exposure, combined_instructions
 from gateway_process.session import HostCall, HostSession
-from shared.errors import ConfigError, MainUnreachableError, RpcCode, UndeliverableRequestError, UnknownNameError
+from shared.errors import (
+    ConfigError,
+    MainUnreachableError,
+    RpcCode,
+    UndeliverableRequestError,
+    UnknownNameError,
+)
 from shared.messages import ServerInfo
 
 logger = logging.getLogger(__name__)

@@ -45,9 +45,8 @@ async def _serve(connection: Path, exposure: Exposure, config: Path | None) -> i
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_stop_on_signal, group.cancel_scope)
-            async with stdio_streams() as (read_stream, write_stream):
-                async with gateway.server.lifespan(gateway.server) as state:
-                    await serve_dual_era_loop(gateway.server, read_stream, write_stream, lifespan_state=state)
+            async with stdio_streams() as (read_stream, write_stream), gateway.server.lifespan(gateway.server) as state:
+                await serve_dual_era_loop(gateway.server, read_stream, write_stream, lifespan_state=state)
             group.cancel_scope.cancel()  # the host closed our stdin
     finally:
         session.close()

@@ -17,14 +17,14 @@ from mcp import Client, StdioServerParameters
 async def main(connection: str, name: str, calls: list[tuple[str, dict[str, object]]]) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "main_process", "serve", "--connection",
                                                                  connection], env=dict(os.environ))
-    async with Client(params, client_info=types.Implementation(name=name, version="1"), cache=None) as client:
-        async with anyio.create_task_group() as group:
-            for tool, arguments in calls:
-                async def note(*_args: object, tool: str = tool) -> None:
-                    print(f"progress {tool}", flush=True)
+    client = Client(params, client_info=types.Implementation(name=name, version="1"), cache=None)
+    async with client, anyio.create_task_group() as group:
+        for tool, arguments in calls:
+            async def note(*_args: object, tool: str = tool) -> None:
+                print(f"progress {tool}", flush=True)
 
-                group.start_soon(lambda t=tool, a=arguments, n=note: client.call_tool(t, a, progress_callback=n))
-            print("calling", flush=True)
+            group.start_soon(lambda t=tool, a=arguments, n=note: client.call_tool(t, a, progress_callback=n))
+        print("calling", flush=True)
 
 
 if __name__ == "__main__":

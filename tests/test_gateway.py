@@ -219,7 +219,7 @@ def test_status_and_the_windows_list_hosts_with_their_calls_in_flight(
 
         blocked = host.start(blocking)
         assert reached.wait(20)
-        _, peers = window.expect(lambda t, b: t == "peers" and any(
+        window.expect(lambda t, b: t == "peers" and any(
             p["role"] == "host" and p["name"] == "Cursor" and p.get("calls") == 1 for p in b["peers"]), 10)
         report = status_json(gw_main)
         assert [(p["name"], p.get("calls")) for p in report["peers"] if p["role"] == "host"] == [("Cursor", 1)]

@@ -66,9 +66,10 @@ def test_http_needs_the_token_refuses_foreign_origins_and_hosts_and_serves_a_ful
         try:
             assert "demo__book_table" in host.tool_names()
             assert text_of(host.call("demo__echo", {"text": f"over http, {mode}"})) == f"over http, {mode}"
-            pending = host.start(lambda c: c.call_tool("demo__book_table", {"restaurant": mode}))
-            _, invoke = window.expect(lambda t, b: t == "msgElicitationTransferInvoke"
-                                      and b["request"]["params"]["message"] == f"Book a table at {mode}?", 20)
+            pending = host.start(lambda c, m=mode: c.call_tool("demo__book_table", {"restaurant": m}))
+            asked = f"Book a table at {mode}?"
+            _, invoke = window.expect(lambda t, b, asked=asked: t == "msgElicitationTransferInvoke"
+                                      and b["request"]["params"]["message"] == asked, 20)
             assert invoke["via"] == "http-host"
             window.answer(invoke, "accept", {"name": "Web", "party_size": 5})
             assert json.loads(text_of(pending.result(20)))["content"] == {"name": "Web", "party_size": 5}

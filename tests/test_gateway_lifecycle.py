@@ -150,13 +150,13 @@ def test_serve_starts_main_when_none_runs_and_two_gateways_share_it(hosts: HostL
         first.close()
         second.close()
         subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
-                       capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
+                       check=False, capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
         subprocess.run(["rm", "-rf", str(runtime)], check=False)
 
 
 def _status(connection: Path) -> dict[str, Any]:
     done = subprocess.run([sys.executable, "-m", "main_process", "status", "--json", "--connection", str(connection)],
-                          capture_output=True, text=True, timeout=60, env=child_env(), cwd=ROOT)
+                          check=False, capture_output=True, text=True, timeout=60, env=child_env(), cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
