@@ -95,7 +95,9 @@ class GatewayServer:
             on_get_prompt=self._get_prompt,
             on_subscriptions_listen=self._listen,
         )
-        self.server.middleware.append(self._note_host)
+        # The SDK's default OpenTelemetry span per message is dropped: the gateway only relays (the
+        # servers behind it trace their own work), and it costs every call.
+        self.server.middleware = [self._note_host]
         # 2026-07-28 HTTP validates Mcp-Param headers of every tools/call against the tool's schema;
         # from the last listing rather than a full listing through main per call.
         self._input_schemas: dict[str, dict[str, Any]] = {}

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import anyio
@@ -173,6 +173,7 @@ async def _chunks(fd: int) -> AsyncIterator[bytes]:
 
 
 async def _write_lines(messages: MemoryObjectReceiveStream[SessionMessage], fd: int) -> None:
+    write = await _writer(fd)
     async with messages:
         async for first in messages:
             batch = [first]
@@ -184,10 +185,27 @@ async def _write_lines(messages: MemoryObjectReceiveStream[SessionMessage], fd: 
             data = b"".join(m.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
                             for m in batch)
             try:
-                await anyio.to_thread.run_sync(_write_all, fd, data)
-            except OSError as exc:  # the host closed its end: nothing more to say
+                await write(data)
+            except (OSError, ConnectionError) as exc:  # the host closed its end: nothing more to say
                 logger.info("the host stopped reading: %s", exc)
                 return
+
+
+async def _writer(fd: int) -> Callable[[bytes], Awaitable[None]]:
+    """How to write to `fd`: a native pipe writer when it is a pipe, else a thread."""
+    loop = asyncio.get_running_loop()
+    try:
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                            os.fdopen(fd, "wb", closefd=False))
+    except (ValueError, OSError):  # a regular file or a terminal
+        return lambda data: anyio.to_thread.run_sync(_write_all, fd, data)
+    stream = asyncio.StreamWriter(transport, protocol, None, loop)
+
+    async def write(data: bytes) -> None:
+        stream.write(data)
+        await stream.drain()
+
+    return write
 
 
 def _write_all(fd: int, data: bytes) -> None:

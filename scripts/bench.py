@@ -11,6 +11,7 @@ Figures (NAME for --only):
   coldstart new renderer process -> first pending card shown (offscreen Qt)
   fuzz      100,000 malformed frames at a real main (10,000 with --quick): main stays up, answers
             only contract errors, logs refusals rate-limited, and a legit window still books a table
+  gateway   a host through `elicitron serve` vs the same host on the server directly; 10 hosts at once
 
 It always exits 0: it reports, the table says PASS/FAIL per target. `--profile DIR` also writes
 profiles: pyinstrument of the broker round trip (pyinstrument importable from $BENCH_TOOLS,
@@ -32,7 +33,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from benchlib.common import Figure
 
-FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz"]
+FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "gateway"]
 
 
 def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure]:
@@ -60,6 +61,10 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
         from benchlib import fuzz
 
         return fuzz.run(quick)
+    if name == "gateway":
+        from benchlib import gateway
+
+        return gateway.run(quick)
     raise ValueError(name)
 
 
