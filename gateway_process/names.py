@@ -7,6 +7,7 @@ URI or whose template matches it. One server alone (`elicitron serve --server NA
 unchanged, a drop-in replacement for the host's direct entry for that server.
 """
 
+from collections.abc import Container
 from dataclasses import dataclass
 
 from shared.errors import UnknownNameError
@@ -28,9 +29,11 @@ class Exposure:
     def public(self, server: str, name: str) -> str:
         return name if self.only is not None else f"{server}{SEPARATOR}{name}"
 
-    def resolve(self, kind: str, public: str, known: dict[str, ServerInfo]) -> tuple[str, str]:
+    def resolve(self, kind: str, public: str, known: dict[str, ServerInfo],
+                listed: Container[str] = ()) -> tuple[str, str]:
         """(server, its own name) for a name a host used; raises UnknownNameError naming the problem.
-        `kind` is "tool" or "prompt"; tools are also checked against the server's tool list."""
+        `kind` is "tool" or "prompt"; a tool is also checked against the server's tool names, unless
+        the host saw it in a listing (`listed`: a server may add one before main hears of it)."""
         if self.only is not None:
             server, name = self.only, public
         else:
@@ -43,7 +46,8 @@ class Exposure:
             server = next((s for s in owners if public[len(s) + 2:] in known[s].tools), owners[0])
             name = public[len(server) + 2:]
         info = known.get(server)
-        if kind == "tool" and info is not None and info.status == "ready" and name not in info.tools:
+        if kind == "tool" and info is not None and info.status == "ready" and name not in info.tools \
+                and public not in listed:
             tools = ", ".join(self.public(server, t) for t in info.tools[:20]) or "none"
             raise UnknownNameError(f"unknown tool {public!r}: server {server!r} has no tool {name!r} "
                                    f"(its tools: {tools})")

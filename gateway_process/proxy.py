@@ -159,7 +159,8 @@ class GatewayServer:
                 take_answers(call, params.input_responses)
             else:
                 await session.ready()
-                server, tool = session.exposure.resolve("tool", params.name, session.link.servers)
+                server, tool = session.exposure.resolve("tool", params.name, session.link.servers,
+                                                        listed=self._input_schemas)
                 wants_progress = progress_token_from_params(ctx.params) is not None
                 call = session.start_call(server, tool, params.arguments or {}, wants_progress)
         try:

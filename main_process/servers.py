@@ -22,9 +22,11 @@ from typing import Any, Protocol, TextIO
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types import (
     INVALID_PARAMS,
     URL_ELICITATION_REQUIRED,
@@ -66,9 +68,12 @@ STABLE_START_S = 10.0  # a connection that lived this long resets the restart co
 STDERR_TAIL_LINES = 20
 
 ALL_LISTS: list[ListName] = ["tools", "resources", "prompts"]
-_LIST_NOTIFICATIONS: dict[type, ListName] = {
+_LIST_NOTIFICATIONS: dict[type, ListName] = {  # handshake era: notifications
     ToolListChangedNotification: "tools", ResourceListChangedNotification: "resources",
     PromptListChangedNotification: "prompts",
+}
+_LIST_EVENTS: dict[type, ListName] = {  # 2026-07-28: events on a subscriptions/listen stream
+    ToolsListChanged: "tools", ResourcesListChanged: "resources", PromptsListChanged: "prompts",
 }
 
 # The peer whose msgMcpCallTool is running in this task, and that call's response channel, for
@@ -215,6 +220,7 @@ class ManagedServer:
                             len(self.tools))
                 group.start_soon(self._watch, client, group)
                 group.start_soon(self._end_calls_with_connection, calls)
+                group.start_soon(self._listen_for_list_changes, client)
 
     async def _end_calls_with_connection(self, calls: set[asyncio.Task[None]]) -> None:
         """When the connection ends, so do its calls (each then replies with an error)."""
@@ -226,6 +232,50 @@ class ManagedServer:
             if calls:
                 with anyio.CancelScope(shield=True):
                     await asyncio.wait(set(calls))
+
+    async def _listen_for_list_changes(self, client: Client) -> None:
+        """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream; open one
+        when the server offers any (handshake-era servers send notifications, see `_on_message`)."""
+        capabilities = client.server_capabilities
+        wanted = {"tools_list_changed": bool(capabilities.tools and capabilities.tools.list_changed),
+                  "prompts_list_changed": bool(capabilities.prompts and capabilities.prompts.list_changed),
+                  "resources_list_changed": bool(capabilities.resources and capabilities.resources.list_changed)}
+        if not any(wanted.values()):
+            return
+        try:
+            async with client.listen(**wanted) as subscription:
+                async for event in subscription:
+                    changed = _LIST_EVENTS.get(type(event))
+                    if changed is not None:
+                        self._list_changed(changed)
+        except (ListenNotSupportedError, SubscriptionLost, MCPError, TimeoutError) as exc:
+            # Not fatal: the tool listing is still polled by _watch.
+            logger.info("server %s: no list-change stream (%s)", self.name, _describe(exc))
+
+    def _list_changed(self, changed: ListName) -> None:
+        """The server says a list changed: tools are listed again first, so the `servers` push
+        (the names callers check) is current before host peers hear of it."""
+        client = self._client
+        if changed != "tools" or client is None:
+            self._host.publish_list_changed(self.name, [changed])
+            return
+        task = asyncio.create_task(self._relist_tools(client))
+        self._waiting_calls.add(task)
+        task.add_done_callback(self._waiting_calls.discard)
+
+    async def _relist_tools(self, client: Client) -> None:
+        try:
+            async with asyncio.timeout(WATCH_TIMEOUT_S):
+                listing = await client.list_tools()
+        except (MCPError, TimeoutError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            logger.info("server %s: listing its tools after a change failed: %s", self.name, _describe(exc))
+        else:
+            self._listing_digest = listing.model_dump_json()
+            names = [tool.name for tool in listing.tools]
+            if names != self.tools:
+                self.tools = names
+                self._host.publish_servers()
+        self._host.publish_list_changed(self.name, ["tools"])
 
     async def _watch(self, client: Client, group: anyio.abc.TaskGroup) -> None:
         """End the connection when stop is asked or the server stops answering."""
@@ -350,7 +400,7 @@ class ManagedServer:
         root = getattr(message, "root", message)
         changed = _LIST_NOTIFICATIONS.get(type(root))
         if changed is not None:
-            self._host.publish_list_changed(self.name, [changed])
+            self._list_changed(changed)
             return
         if isinstance(root, ElicitCompleteNotification):
             elicitation_id = root.params.elicitation_id

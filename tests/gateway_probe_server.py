@@ -78,6 +78,20 @@ def add(a: int, b: int) -> dict[str, Any]:
     return {"sum": a + b}
 
 
+@app.tool()
+async def grow(ctx: Context, name: str) -> str:
+    """Add a tool named `name` and announce the change (as a server whose tools change does)."""
+
+    def grown() -> str:
+        return f"{name} answers"
+
+    app.add_tool(grown, name=name, description="added at run time")
+    await ctx.notify_tools_changed()  # 2026-07-28: to subscriptions/listen streams
+    if ctx.request_context.session.protocol_version < "2026":
+        await ctx.request_context.session.send_tool_list_changed()  # handshake era: a notification
+    return f"added {name}"
+
+
 @app.resource("probe://greeting", name="greeting", mime_type="text/plain")
 def greeting() -> str:
     return "hello from the probe"

@@ -130,6 +130,23 @@ def test_tools_list_changed_reaches_the_host_after_a_restart_and_a_reload(
         host.close()
 
 
+def test_a_server_that_changes_its_tools_is_relayed_to_the_host(
+    main_factory: Callable[..., RunningMain], hosts: HostLoop
+) -> None:
+    main = main_factory({"probe": probe_entry()})
+    main.stderr.until("server probe ready", timeout_s=60)
+    changes = ListChanges()
+    host = Host(hosts, serve_params(main.connection), "grower", mode="legacy", message_handler=changes.on_message).open()
+    try:
+        assert "probe__sprout" not in host.tool_names()
+        assert text_of(host.call("probe__grow", {"name": "sprout"})) == "added sprout"
+        assert changes.wait() == "tools"  # the server's own announcement, relayed through main
+        assert "probe__sprout" in host.tool_names()
+        assert text_of(host.call("probe__sprout")) == "sprout answers"
+    finally:
+        host.close()
+
+
 def test_serve_starts_main_when_none_runs_and_two_gateways_share_it(hosts: HostLoop, tmp_path: Path) -> None:
     runtime = short_tmp_dir()
     connection = runtime / "connection.json"
