@@ -112,6 +112,9 @@ def test_a_host_lists_both_servers_prefixed_and_its_call_is_answered_in_a_real_w
         assert answer["action"] == "accept"
         assert answer["content"]["name"] == "Grace Hopper" and answer["content"]["party_size"] == 2
         qtbot.waitUntil(lambda: window.hosts_label.text() == "Hosts: Claude Desktop", timeout=5_000)
+        audit = json.loads(gw_main.cli_plain("audit", "--json", "--server", "demo").stdout)
+        assert [(e["via"], e["outcome"]) for e in audit if e["message"] == "Book a table at Le Cinq?"] == [
+            ("Claude Desktop", "accept")]
     finally:
         host.close()
         bridge.close()

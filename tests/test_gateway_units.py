@@ -2,6 +2,8 @@
 goes, the host's calls in main, the config key, and the window's host texts."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +155,12 @@ def test_the_window_names_hosts_and_their_calls() -> None:
              messages.PeerInfo(window="h2", name="Cursor", role="host", calls=0)]
     assert hosts_text(peers) == "Hosts: Claude Desktop (2 calls), Cursor"
     assert hosts_text(peers[:1]) == ""
+
+
+def test_the_cli_knows_serve_without_importing_mcp() -> None:
+    """`elicitron status` and friends must stay fast: `serve`'s arguments come without `mcp`."""
+    code = ("import sys, main_process.cli as cli; parser = cli._parser(); "
+            "parser.parse_args(['serve', '--server', 'demo']); "
+            "sys.exit(1 if any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules) else 0)")
+    done = subprocess.run([sys.executable, "-c", code], check=False, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0
