@@ -122,12 +122,19 @@ class MainLink:
         self._host_info: HostInfo | None = None
         self._attaching: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
+        self._main_pid: int | None = None  # local mains only: a gone pid means main is gone
 
     # ---- attaching ------------------------------------------------------------------------
 
     @property
     def attached(self) -> bool:
         return self._attached
+
+    def check_main(self) -> None:
+        """Detach at once if a local main's process is gone (a stopped main says no bye), instead
+        of sending into the void until its silence shows."""
+        if self._attached and self._main_pid is not None and not _pid_alive(self._main_pid):
+            self._detach(f"main (pid {self._main_pid}) has exited")
 
     async def attach(self) -> None:
         """Attach (once at a time); raises MainUnreachableError when no main answers."""
@@ -147,6 +154,7 @@ class MainLink:
             raise MainUnreachableError(str(exc)) from None
         if info.endpoint.startswith("ipc://") and not _pid_alive(info.pid):
             raise MainUnreachableError(f"no main is running (pid {info.pid} in {self.connection_path} is gone)")
+        self._main_pid = info.pid if info.endpoint.startswith("ipc://") else None
         self._close_socket()
         sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
@@ -350,5 +358,7 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
-
+    try:  # a main that exited but was not reaped yet (its parent is gone) still answers kill(0)
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True

@@ -150,6 +150,7 @@ class HostSession:
 
     async def ready(self) -> None:
         """Attached to main; starts main first when none runs (and this gateway may)."""
+        self.link.check_main()
         if self.link.attached:
             return
         async with self._ready_lock:

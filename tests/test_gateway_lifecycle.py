@@ -160,9 +160,12 @@ def test_serve_starts_main_when_none_runs_and_two_gateways_share_it(hosts: HostL
             opening.result(120)
         assert text_of(first.call("demo__echo", {"text": "one"})) == "one"
         assert text_of(second.call("demo__echo", {"text": "two"})) == "two"
-        main_pid = json.loads(connection.read_text())["pid"]
         assert {p.get("name") for p in _status(connection)["peers"]} >= {"first", "second"}
-        assert json.loads(connection.read_text())["pid"] == main_pid
+        stopped = subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+                                 check=False, capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
+        assert stopped.returncode == 0, stopped.stderr
+        assert text_of(first.call("demo__echo", {"text": "again"}, timeout=120)) == "again"  # main started anew
+        assert {p.get("name") for p in _status(connection)["peers"]} >= {"first"}
     finally:
         first.close()
         second.close()
