@@ -38,10 +38,11 @@ def gw_main(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMain]:
         "probe": probe_entry(),
         "to_host": demo_stdio_entry(elicitationRoute="host"),
         "to_first": demo_stdio_entry(elicitationRoute="first"),
+        "to_host_legacy": demo_stdio_entry(elicitationRoute="host", protocolMode="legacy"),
     })
     running = start_main(config, runtime)
     try:
-        for name in ("demo", "probe", "to_host", "to_first"):
+        for name in ("demo", "probe", "to_host", "to_first", "to_host_legacy"):
             running.stderr.until(f"server {name} ready", timeout_s=60)
         yield running
     finally:
@@ -263,6 +264,17 @@ def test_route_host_asks_a_host_that_can_answer_and_the_windows_for_one_that_can
         unable.close()
 
 
+def test_route_host_works_with_a_handshake_era_server_too(gw_main: RunningMain, hosts: HostLoop) -> None:
+    seen: list[types.ElicitRequestParams] = []
+    host = open_host(hosts, gw_main, "modern-host", elicitation=accept_with(BOOKING, seen))
+    try:
+        answer = json.loads(text_of(host.call("to_host_legacy__book_table", {"restaurant": "Old School"})))
+        assert answer == {"action": "accept", "content": BOOKING}
+        assert [p.message for p in seen] == ["Book a table at Old School?"]
+    finally:
+        host.close()
+
+
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_route_first_the_window_answers_first_and_the_host_is_told_once(
     gw_main: RunningMain, hosts: HostLoop, window: WirePeer, mode: str
@@ -362,7 +374,7 @@ def test_bad_input_gets_json_rpc_errors_naming_the_problem_and_touches_nobody_el
         assert text_of(bystander.call("demo__echo", {"text": "fine"})) == "fine"
         assert text_of(host.call("demo__echo", {"text": "still fine"})) == "still fine"
         assert {s["name"]: s["status"] for s in status_json(gw_main)["servers"]} == {
-            "demo": "ready", "probe": "ready", "to_host": "ready", "to_first": "ready"}
+            "demo": "ready", "probe": "ready", "to_host": "ready", "to_first": "ready", "to_host_legacy": "ready"}
     finally:
         raw.kill()
         raw.wait(10)
