@@ -97,12 +97,12 @@ def test_a_host_lists_both_servers_prefixed_and_its_call_is_answered_in_a_real_w
         instructions = host.client.instructions or ""
         assert "## demo\nElicitron's demo server" in instructions and "## probe\nThe probe" in instructions
 
-        pending = host.start(lambda c: c.call_tool("demo__book_table", {"restaurant": "Le Cinq"}))
+        pending = host.start(lambda c: c.call_tool("demo__book_table", {"restaurant": "La Passerelle"}))
         qtbot.waitUntil(lambda: window.current_card() is not None, timeout=20_000)
         card = window.current_card()
         assert card is not None
         assert card.findChild(QLabel, "via").text() == "via Claude Desktop"
-        assert card.findChild(QLabel, "message").text() == "Book a table at Le Cinq?"
+        assert card.findChild(QLabel, "message").text() == "Book a table at La Passerelle?"
         qtbot.waitUntil(lambda: "Claude Desktop (1 call)" in window.hosts_label.text(), timeout=5_000)
         name = card.findChild(QLineEdit, "field:name")
         name.clear()
@@ -114,7 +114,7 @@ def test_a_host_lists_both_servers_prefixed_and_its_call_is_answered_in_a_real_w
         assert answer["content"]["name"] == "Grace Hopper" and answer["content"]["party_size"] == 2
         qtbot.waitUntil(lambda: window.hosts_label.text() == "Hosts: Claude Desktop", timeout=5_000)
         audit = json.loads(gw_main.cli_plain("audit", "--json", "--server", "demo").stdout)
-        assert [(e["via"], e["outcome"]) for e in audit if e["message"] == "Book a table at Le Cinq?"] == [
+        assert [(e["via"], e["outcome"]) for e in audit if e["message"] == "Book a table at La Passerelle?"] == [
             ("Claude Desktop", "accept")]
     finally:
         host.close()
