@@ -12,8 +12,10 @@ every result checked against what its own host sent (zero cross-talk is the targ
 """
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from benchlib.common import (
@@ -32,6 +34,49 @@ from benchlib.common import (
 CONCURRENCY = 8
 HOSTS = 10
 CALLS_PER_HOST = 100
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            for child in map(int, (task / "children").read_text().split()):
+                found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+    return found
+
+
+class _Cpu:
+    """CPU per call of every process on one side: what each hop costs."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.seconds = dict.fromkeys(pids, 0.0)
+        self._start: dict[str, float] = {}
+
+    def begin(self) -> None:
+        self._start = {name: self._now(name, pid) for name, pid in self.pids.items()}
+
+    def end(self) -> None:
+        for name, pid in self.pids.items():
+            self.seconds[name] += self._now(name, pid) - self._start[name]
+
+    @staticmethod
+    def _now(name: str, pid: int) -> float:
+        return time.process_time() if name == "host" else _cpu_s(pid)
+
+    def per_call_ms(self, calls: int) -> dict[str, float]:
+        return {name: round(1e3 * spent / calls, 3) for name, spent in self.seconds.items()}
 
 
 def _client(command_args: list[str], env: dict[str, str], name: str) -> Any:
@@ -74,7 +119,7 @@ async def _alternate(blocks: int, run: Callable[[str], Awaitable[None]]) -> None
             await run(side)
 
 
-async def _measure(connection: str, env: dict[str, str], quick: bool) -> dict[str, Any]:
+async def _measure(connection: str, main_pid: int, env: dict[str, str], quick: bool) -> dict[str, Any]:
     blocks = 4 if quick else 10
     per_block = 100 if quick else 400
     sequential = 50 if quick else 200
@@ -85,11 +130,19 @@ async def _measure(connection: str, env: dict[str, str], quick: bool) -> dict[st
     latencies: dict[str, list[int]] = {"direct": [], "via": []}
     async with direct, via:
         clients = {"direct": direct, "via": via}
-        for side in clients:  # warm up: first calls pay imports and caches
-            await _concurrent(clients[side], tools[side], 50)
+        for side, client in clients.items():  # warm up: first calls pay imports and caches
+            await _concurrent(client, tools[side], 50)
+        mine = _children(os.getpid())
+        gateway = next(pid for pid, cmd in mine.items() if " serve " in cmd)
+        server = next(pid for pid, cmd in mine.items() if str(DEMO_SERVER) in cmd)
+        behind_main = next(pid for pid, cmd in _children(main_pid).items() if str(DEMO_SERVER) in cmd)
+        cpu = {"direct": _Cpu({"host": 0, "server": server}),
+               "via": _Cpu({"host": 0, "gateway": gateway, "main": main_pid, "server": behind_main})}
 
         async def throughput(side: str) -> None:
+            cpu[side].begin()
             seconds[side] += await _concurrent(clients[side], tools[side], per_block)
+            cpu[side].end()
 
         async def latency(side: str) -> None:
             await _sequential(clients[side], tools[side], sequential // blocks, latencies[side])
@@ -98,7 +151,8 @@ async def _measure(connection: str, env: dict[str, str], quick: bool) -> dict[st
         await _alternate(blocks, latency)
     calls = blocks * per_block
     return {"calls_per_s": {side: calls / seconds[side] for side in seconds},
-            "latency": {side: summarize_ns(latencies[side]) for side in latencies}}
+            "latency": {side: summarize_ns(latencies[side]) for side in latencies},
+            "cpu_ms_per_call": {side: cpu[side].per_call_ms(calls) for side in cpu}}
 
 
 async def _crowd(connection: str, env: dict[str, str], quick: bool) -> dict[str, Any]:
@@ -131,9 +185,10 @@ def run(quick: bool) -> list[Figure]:
     with running_main({"demo": demo_entry()}, wait_for=("server demo ready",)) as main:
         env = child_env(main.runtime)
         connection = str(main.connection)
-        measured = asyncio.run(_measure(connection, env, quick))
+        measured = asyncio.run(_measure(connection, main.pid, env, quick))
         crowd = asyncio.run(_crowd(connection, env, quick))
-    rate, lat = measured["calls_per_s"], measured["latency"]
+    rate, lat, cpu = measured["calls_per_s"], measured["latency"], measured["cpu_ms_per_call"]
+    cpu_text = ", ".join(f"{name} {ms:.2f}" for name, ms in cpu["via"].items())
     ratio = rate["via"] / rate["direct"]
     added = lat["via"]["p50_us"] - lat["direct"]["p50_us"]
     crowd_rate = crowd["calls"] / crowd["seconds"]
@@ -141,7 +196,8 @@ def run(quick: bool) -> list[Figure]:
         Figure(
             name="gateway", title="gateway, calls/s", value=f"{ratio:.2f}x direct", target=">= 0.80x",
             passed=ratio >= 0.80,
-            absolute=f"{rate['via']:.0f} vs {rate['direct']:.0f} calls/s",
+            absolute=f"{rate['via']:.0f} vs {rate['direct']:.0f} calls/s; CPU ms/call via: {cpu_text} "
+                     f"(direct: host {cpu['direct']['host']:.2f}, server {cpu['direct']['server']:.2f})",
             how=f"echo, {CONCURRENCY} in flight: host mcp.Client -> elicitron serve -> main -> demo server, "
                 "against the same Client on the same server directly (stdio), alternating blocks",
             data=measured,
