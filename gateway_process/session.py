@@ -122,7 +122,7 @@ class HostCall:
 
 
 class HostSession:
-    """One host, one peer of main. `start_main`: start main when none runs (stdio gateways)."""
+    """One host, one peer of main. `start_main_if_needed`: start main when none runs (stdio gateways)."""
 
     def __init__(self, connection: Path, exposure: Exposure, *, config: Path | None = None,
                  start_main_if_needed: bool = True, on_instructions: Callable[[], None] = lambda: None,
