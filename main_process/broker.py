@@ -161,6 +161,7 @@ class Broker:
         self._drain_scheduled = False
         self._draining = False
         self._peers_publish: asyncio.TimerHandle | None = None
+        self._peers_sent: dict[bytes, bytes] = {}  # the last `peers` body each window got
         self._loop: asyncio.AbstractEventLoop | None = None
         self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
         # One ROUTER per listener (CURVE is per socket); a routing id inside the broker is the
@@ -459,7 +460,9 @@ class Broker:
                 self._send_frames(routing_id, pending.frames)
             # The current peers list right away, so the window knows whose requests are whose
             # before it shows a card; the others get the change coalesced.
-            self._send_frames(routing_id, encode(channels.PEERS, PeersUpdate(peers=self._peers.infos())))
+            peers = encode(channels.PEERS, PeersUpdate(peers=self._peers.infos()))
+            self._peers_sent[routing_id] = peers[1]
+            self._send_frames(routing_id, peers)
             delivered = len(open_channels)
         else:
             self._send_frames(routing_id, encode_welcome(welcome, []))
@@ -552,6 +555,7 @@ class Broker:
 
     def _after_detach(self, peer: Peer, why: str) -> None:
         logger.info("detached %s %r (%r): %s", peer.role, cut(peer.name), cut(peer.window), why)
+        self._peers_sent.pop(peer.routing_id, None)
         if peer.role == "host":
             cancelled = self._calls.cancel_all(peer.routing_id)  # their requests then close "cancelled"
             if cancelled:
@@ -566,7 +570,13 @@ class Broker:
 
     def _publish_peers(self) -> None:
         self._peers_publish = None
-        self._broadcast(self._peers.renderers(), encode(channels.PEERS, PeersUpdate(peers=self._peers.infos())))
+        frames = encode(channels.PEERS, PeersUpdate(peers=self._peers.infos()))
+        # Only to windows whose last list differs: one that attached meanwhile has it already, and a
+        # host's call that began and ended within the coalescing window changed nothing.
+        stale = [rid for rid in self._peers.renderers() if self._peers_sent.get(rid) != frames[1]]
+        for rid in stale:
+            self._peers_sent[rid] = frames[1]
+        self._broadcast(stale, frames)
 
     def _status_report(self) -> StatusReport:
         return StatusReport(session=self.session, pid=os.getpid(), endpoint=self.endpoint,
