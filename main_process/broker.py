@@ -288,6 +288,11 @@ class Broker:
         return self._peers.renderers()
 
     def send(self, routing_ids: Iterable[bytes], frames: list[bytes]) -> list[bytes]:
+        if self._peers_publish is not None:
+            # A request goes out: windows must know who is attached first (origin affinity), not a
+            # coalescing window later.
+            self._peers_publish.cancel()
+            self._publish_peers()
         reached = [rid for rid in routing_ids if rid in self._peers and self._send_frames(rid, frames)]
         self._schedule_drain()
         return reached
