@@ -11,17 +11,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import zmq
 import zmq.asyncio
 from zmq.auth.asyncio import AsyncioAuthenticator
 
 from main_process.audit import AuditLog
 from main_process.audit import default_path as default_audit_path
-from main_process.broker import ZAP_DOMAIN, Broker, Listener, ReplyTo
+from main_process.broker import ZAP_DOMAIN, Broker, Listener, ProgressTo, ReplyTo
 from main_process.config import Config, load_config
 from main_process.consent import Consent
 from main_process.consent_config import differs_beyond_approval
 from main_process.curve_keys import AllowListProvider, CurveKeys
+from main_process.hosts import Cancel
+from main_process.http_gateway import HttpGatewayChild, check_listen, load_or_create_token
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
 from main_process.questions import QuestionDesk
@@ -76,6 +79,7 @@ class MainApp:
         listen: str | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         rules: bool = True,
+        mcp_http: str | None = None,
     ) -> None:
         self.config = config
         self.connection_path = connection_path
@@ -84,6 +88,7 @@ class MainApp:
         self.auto_open_window = config.auto_open_window if config.auto_open_window is not None else auto_open_window
         self.listen = listen
         self.max_body_bytes = max_body_bytes
+        self.mcp_http = mcp_http
         self._stop = asyncio.Event()
         self._last_auto_open = float("-inf")
         self.servers: dict[str, ManagedServer] = {}
@@ -99,17 +104,18 @@ class MainApp:
     def server_infos(self) -> list[ServerInfo]:
         return [server.info() for server in self.servers.values()]
 
-    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo) -> None:
+    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo,
+                  progress: ProgressTo | None = None) -> Cancel | None:
         server = self.servers.get(request.server)
         if server is None:
             reply(self._unknown_server(request.server))
-            return
+            return None
         if self.consent is not None and self.broker is not None:
             caller = self.broker.peer_by_window(origin)
             if caller is not None and caller.role == "host":  # only hosts' calls are approved
-                self.consent.call_from_host(server, request, caller, reply)
-                return
-        server.call_tool(request.tool, request.arguments, origin, reply)
+                return self.consent.call_from_host(server, request, caller, reply, progress)
+        return server.call_tool(request.tool, request.arguments, origin, reply, call_id=request.response_channel,
+                                progress=progress)
 
     def rules_report(self) -> ChannelReply:
         return self.consent.rules_report() if self.consent is not None else ChannelReply(rules=[])
@@ -240,6 +246,18 @@ class MainApp:
         authenticator.configure_curve_callback(ZAP_DOMAIN.decode(), AllowListProvider(keys))
         return Listener(self.listen, keys.server_keypair()), authenticator
 
+    def _start_http_gateway(self, info: ConnectionInfo) -> HttpGatewayChild | None:
+        """`--mcp-http`: the gateway child serves MCP hosts; its URL joins the connection file."""
+        if self.mcp_http is None:
+            return None
+
+        def publish(url: str) -> None:
+            write_connection_file(self.connection_path, msgspec.structs.replace(info, mcp_http_url=url))
+
+        child = HttpGatewayChild(check_listen(self.mcp_http), self.connection_path, self.log_dir, publish)
+        child.start()
+        return child
+
     def _unknown_server(self, name: str) -> ChannelReply:
         configured = ", ".join(sorted(self.servers)) or "none"
         return error_reply(RpcCode.INVALID_PARAMS, f"unknown server {name!r} (configured: {configured})")
@@ -280,18 +298,23 @@ class MainApp:
             self.consent = Consent(broker, RuleStore(self.rules_path), self.config.rules, loop)
             broker.pending.rules = self.consent
         self.questions = QuestionDesk(broker.pending, rule=self.answer_question_by_rule)
-        write_connection_file(self.connection_path, ConnectionInfo(
+        info = ConnectionInfo(
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
             remote_endpoint=remote.endpoint if remote else None,
-            remote_server_key=remote.curve_keypair[0].decode() if remote and remote.curve_keypair else None))
+            remote_server_key=remote.curve_keypair[0].decode() if remote and remote.curve_keypair else None,
+            mcp_http_token=load_or_create_token() if self.mcp_http else None)
+        write_connection_file(self.connection_path, info)
         logger.info("main %s listening on %s (config %s, %d servers, audit %s)", broker.session, broker.endpoint,
                     self.config.source, len(self.servers), self.audit_path)
         for server in self.servers.values():
             server.start()
+        http_child = self._start_http_gateway(info)
         try:
             await self._stop.wait()
             logger.info("stopping: %d servers", len(self.servers))
         finally:
+            if http_child is not None:
+                await http_child.stop()
             remove_connection_file(self.connection_path, token)
             await asyncio.gather(*(server.stop() for server in self.servers.values()))
             await broker.close()

@@ -11,8 +11,12 @@ connection may cost, in `peers`. Here:
   cannot hold up heartbeats, servers or other peers;
 - every send goes through `send`/`_send_frames`, which schedule the drain a send may need (a
   send can consume the FD's edge), so no new send can forget it;
-- `peers` changes reach peers coalesced (one list per PEERS_COALESCE_S, one shared buffer for all),
-  not one list per attach to everyone; a peer that attaches gets the current list after its welcome.
+- `peers` changes reach peers coalesced (one list per PEERS_COALESCE_S, one shared buffer for all,
+  only to peers whose last list differs), not one list per attach to everyone; a peer that
+  attaches gets the current list right after its welcome;
+- every peer's calls in flight are tracked (`hosts.PeerCalls`): a peer may cancel its own, and a
+  host peer's are cancelled when it goes; a request a host's call caused goes where the server's
+  `elicitationRoute` says (`hosts.plan_delivery`).
 """
 
 import asyncio
@@ -28,6 +32,7 @@ import zmq
 
 from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
+from main_process.hosts import Cancel, PeerCalls, plan_delivery
 from main_process.log_limiter import RateLimitedLog, cut
 from main_process.peers import DEFAULT_MAX_PEERS, Peer, PeerTable, RateLimiter
 from main_process.pending import DEFAULT_MAX_REQUEST_BYTES, WELCOME_PENDING_BYTES, PendingRequests, Unanswered
@@ -40,6 +45,7 @@ from shared.messages import (
     Bye,
     CallError,
     CallTool,
+    CancelCall,
     ChannelReply,
     ElicitationComplete,
     ElicitationRequest,
@@ -47,10 +53,14 @@ from shared.messages import (
     ErrorNotice,
     Heartbeat,
     Hello,
+    HostInfo,
+    ListChanged,
+    ListName,
     McpRequest,
     Notice,
     PeerInfo,
     PeersUpdate,
+    Progress,
     Reload,
     RevokeRules,
     RuleInfo,
@@ -74,6 +84,7 @@ _RESERVED_TOPICS: Final = frozenset({
     channels.WELCOME, channels.HEARTBEAT, channels.INVOKE, channels.DISMISS,
     channels.COMPLETE, channels.SERVERS, channels.ERROR, channels.PEERS, channels.NOTICE,
     channels.RULES_UPDATE,
+    channels.PROGRESS, channels.LIST_CHANGED,
 })
 ZAP_DOMAIN: Final = b"elicitron"  # tcp listeners authenticate CURVE clients in this ZAP domain
 # Plain ints: the enum arithmetic of zmq.EVENTS & zmq.POLLIN costs ~1 us per check on the hot path.
@@ -89,6 +100,7 @@ _SHARED_FRAME_BYTES: Final = 4096  # broadcast bodies at least this big are sent
 
 
 ReplyTo = Callable[[ChannelReply], None]  # sends one answer on a peer's response channel
+ProgressTo = Callable[[float, float | None, str | None], None]  # sends msgProgress for one call
 
 
 class BrokerHost(Protocol):
@@ -96,8 +108,10 @@ class BrokerHost(Protocol):
 
     def server_infos(self) -> list[ServerInfo]: ...
 
-    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo) -> None:
-        """Start the call; `reply` is called exactly once, with its result or error."""
+    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo,
+                  progress: ProgressTo | None = None) -> Cancel | None:
+        """Start the call; `reply` is called exactly once, with its result or error (also when it
+        is cancelled). Returns how to cancel it at the server (None: it has already replied)."""
 
     def mcp_request(self, request: McpRequest, reply: ReplyTo) -> None:
         """Forward one read-only MCP request; `reply` is called exactly once."""
@@ -165,6 +179,7 @@ class Broker:
         self._peer_timeout_s = peer_timeout_s
         self._audit_log = audit
         self._peers = PeerTable(max_peers)
+        self._calls = PeerCalls(on_count_changed=lambda _peer: self._peers_changed())
         self._limiter = limiter or RateLimiter()
         self._welcome_pending_bytes = welcome_pending_bytes
         self._bad_hellos: dict[bytes, tuple[float, int]] = {}
@@ -175,6 +190,7 @@ class Broker:
         self._drain_scheduled = False
         self._draining = False
         self._peers_publish: asyncio.TimerHandle | None = None
+        self._peers_sent: dict[bytes, bytes] = {}  # the last `peers` body each peer got
         self._loop: asyncio.AbstractEventLoop | None = None
         self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
         # One ROUTER per listener (CURVE is per socket); a routing id inside the broker is the
@@ -251,13 +267,23 @@ class Broker:
         timeout_s: float,
         cancel_reason: Callable[[], Unanswered] = lambda: "cancelled",
         max_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        route: str = "windows",
+        call: str | None = None,
     ) -> ElicitationResult:
         """Show one server request in the windows and wait for the one valid answer (steps 3-8).
+        `call` is the response channel of the call that caused it; when that call came from a host
+        peer, `route` (the server's elicitationRoute) decides whether the host gets it too.
 
         Raises UndeliverableRequestError (before anything is shown) for a request the windows
         cannot be sent."""
+        host = self._peers.by_window(origin) if origin else None
+        if host is not None and host.role != "host":
+            host = None
+        delivery = plan_delivery(route, host, str(params.get("mode", "form")), self._peers.renderers())
         return await self.pending.ask(ElicitationRequest(server=server, params=params), origin=origin,
-                                      timeout_s=timeout_s, max_bytes=max_bytes, cancel_reason=cancel_reason)
+                                      timeout_s=timeout_s, max_bytes=max_bytes, cancel_reason=cancel_reason,
+                                      recipients=delivery.recipients, for_windows=delivery.for_windows,
+                                      via=delivery.via, call=call)
 
     def withdraw_server(self, server: str) -> None:
         """A server's connection ended: its open requests can never be answered."""
@@ -269,6 +295,12 @@ class Broker:
     def publish_complete(self, server: str, elicitation_id: str) -> None:
         self._broadcast(self._peers_all(), encode(channels.COMPLETE, ElicitationComplete(
             server=server, elicitation_id=elicitation_id)))
+
+    def publish_list_changed(self, server: str, lists: list[ListName]) -> None:
+        """Tell host peers these lists of `server` may have changed (they relist and tell their host)."""
+        hosts = [peer.routing_id for peer in self._peers if peer.role == "host"]
+        if hosts:
+            self._broadcast(hosts, encode(channels.LIST_CHANGED, ListChanged(server=server, lists=lists)))
 
     def publish_notice(self, level: str, message: str, server: str | None) -> None:
         notice = Notice(level=level, message=message, server=server)  # type: ignore[arg-type]
@@ -296,6 +328,11 @@ class Broker:
         return self._peers.renderers()
 
     def send(self, routing_ids: Iterable[bytes], frames: list[bytes]) -> list[bytes]:
+        if self._peers_publish is not None:
+            # A request goes out: windows must know who is attached first (origin affinity), not a
+            # coalescing window later.
+            self._peers_publish.cancel()
+            self._publish_peers()
         reached = [rid for rid in routing_ids if rid in self._peers and self._send_frames(rid, frames)]
         self._schedule_drain()
         return reached
@@ -381,7 +418,14 @@ class Broker:
             case Heartbeat():
                 pass
             case CallTool():
-                self._host.call_tool(body, peer.window, self._replier(peer, topic, body.response_channel))
+                reply, started = self._calls.track(peer, body.response_channel,
+                                                   self._replier(peer, topic, body.response_channel))
+                progress = self._progress_sender(peer, body.response_channel) if body.progress else None
+                started(self._host.call_tool(body, peer.window, reply, progress))
+            case CancelCall():
+                self._calls.cancel(peer.routing_id, body.response_channel)
+            case HostInfo():
+                self._on_host_info(peer, body)
             case McpRequest():
                 self._host.mcp_request(body, self._replier(peer, topic, body.response_channel))
             case StatusRequest():
@@ -429,6 +473,28 @@ class Broker:
 
         return reply
 
+    def _progress_sender(self, peer: Peer, channel: str) -> ProgressTo:
+        routing_id = peer.routing_id
+
+        def progress(value: float, total: float | None, message: str | None) -> None:
+            if routing_id in self._peers:
+                self._send_frames(routing_id, encode(channels.PROGRESS, Progress(
+                    response_channel=channel, progress=value, total=total, message=message)))
+                self._schedule_drain()
+
+        return progress
+
+    def _on_host_info(self, peer: Peer, info: HostInfo) -> None:
+        if peer.role != "host":
+            raise ProtocolError(WireCode.BAD_BODY, "msgHostInfo is for peers with role \"host\"", channels.HOST_INFO)
+        changed = (peer.name, peer.form_elicitation, peer.url_elicitation) != (
+            info.name, info.form_elicitation, info.url_elicitation)
+        peer.name, peer.form_elicitation, peer.url_elicitation = info.name, info.form_elicitation, info.url_elicitation
+        if changed:
+            logger.info("host %r (%r): elicitation form %s, url %s", cut(info.name), cut(peer.window),
+                        info.form_elicitation, info.url_elicitation)
+            self._peers_changed()
+
     def _on_hello(self, routing_id: bytes, hello: Hello) -> None:
         if hello.protocol != PROTOCOL_VERSION or hello.token != self._token:
             if self._hello_throttled(routing_id):
@@ -447,7 +513,8 @@ class Broker:
             raise
         for old in replaced:
             self._after_detach(old, "replaced by a new connection of the same window")
-        welcome = Welcome(session=self.session, window=hello.window, servers=self._host.server_infos(), pending=[])
+        welcome = Welcome(session=self.session, window=hello.window, servers=self._host.server_infos(), pending=[],
+                          max_message_bytes=self._max_body)
         delivered = 0
         if peer.role == "renderer":
             in_welcome, after, open_channels = self.pending.deliver_on_attach(routing_id)
@@ -460,7 +527,9 @@ class Broker:
             self._send_frames(routing_id, encode_welcome(welcome, []))
         # The current peers list right away (a window then knows whose requests are whose before it
         # shows a card); everyone else hears of the change coalesced.
-        self._send_frames(routing_id, encode(channels.PEERS, PeersUpdate(peers=self._peers.infos())))
+        peers = encode(channels.PEERS, PeersUpdate(peers=self._peers.infos()))
+        self._peers_sent[routing_id] = peers[1]
+        self._send_frames(routing_id, peers)
         self._schedule_drain()
         logger.info("attached %s %r (%r), %d pending delivered", peer.role, cut(peer.name), cut(peer.window),
                     delivered)
@@ -550,6 +619,11 @@ class Broker:
 
     def _after_detach(self, peer: Peer, why: str) -> None:
         logger.info("detached %s %r (%r): %s", peer.role, cut(peer.name), cut(peer.window), why)
+        self._peers_sent.pop(peer.routing_id, None)
+        if peer.role == "host":
+            cancelled = self._calls.cancel_all(peer.routing_id)  # their requests then close "cancelled"
+            if cancelled:
+                logger.info("cancelled %d calls of host %r", cancelled, cut(peer.name))
         if self._pending is not None:
             self._pending.withdraw_owner(peer.routing_id)
         self._peers_changed()
@@ -560,7 +634,13 @@ class Broker:
 
     def _publish_peers(self) -> None:
         self._peers_publish = None
-        self._broadcast(self._peers_all(), encode(channels.PEERS, PeersUpdate(peers=self._peers.infos())))
+        frames = encode(channels.PEERS, PeersUpdate(peers=self._peers.infos()))
+        # Only to windows whose last list differs: one that attached meanwhile has it already, and a
+        # host's call that began and ended within the coalescing window changed nothing.
+        stale = [rid for rid in self._peers_all() if self._peers_sent.get(rid) != frames[1]]
+        for rid in stale:
+            self._peers_sent[rid] = frames[1]
+        self._broadcast(stale, frames)
 
     def _status_report(self) -> StatusReport:
         return StatusReport(session=self.session, pid=os.getpid(), endpoint=self.endpoint,

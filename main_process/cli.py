@@ -13,9 +13,11 @@
     audit    the audit log
     rules    remembered answers, tool approvals, config rules; revoke them (rules_cli)
     ask      ask the person at the windows (asker_process.cli; the exit code is the answer)
+    serve    an MCP server for hosts (Claude Desktop, Cursor, ...): every server, through main
 
-Each command imports only what it needs (`mcp` for `main` alone, Qt never: windows are their own
-process), so a command that only talks to main starts fast.
+Each command imports only what it needs (`mcp` for `main` and `serve` alone, Qt never: windows are
+their own process), so a command that only talks to main starts fast. `serve` is the gateway
+package's (`gateway_process`); this module only hands it its arguments.
 """
 
 import argparse
@@ -45,6 +47,7 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2  # argparse's own code, also used for a bad config
 EXIT_NOT_RUNNING = 3
 MAIN_START_TIMEOUT_S = 60.0
+LOST_RACE_GRACE_S = 10.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="window name")
     p.add_argument("--no-auto-open", action="store_true",
                    help="do not let main open a window by itself when a request arrives and none is attached")
+    p.add_argument("--no-window", action="store_true", help="only make sure main runs; open no window")
     p.set_defaults(func=cmd_launch)
 
     p = with_connection(sub.add_parser("main", help="run main in the foreground (headless)"))
@@ -110,6 +114,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also accept remote windows here (CURVE; pair them with `elicitron pair`)")
     p.add_argument("--max-message-bytes", type=int, default=1 << 20,
                    help="largest message body a peer may send (default 1048576)")
+    p.add_argument("--mcp-http", metavar="[HOST:]PORT",
+                   help="also serve every server to MCP hosts over streamable HTTP (/mcp, /mcp/<server>; "
+                        "127.0.0.1 unless HOST is given; bearer token in the connection file)")
     p.set_defaults(func=cmd_main)
 
     p = with_connection(sub.add_parser("pair", help="allow a remote window and print its connection file"))
@@ -170,6 +177,12 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ask", add_help=False, help="ask the person at the windows; the exit code is the answer "
                        "(`elicitron ask --help`)")
     p.set_defaults(func=lambda args: cmd_ask_argv(["--help"]))
+    from gateway_process.cli import add_serve_arguments  # argparse only: no mcp until a gateway runs
+
+    p = with_connection(sub.add_parser("serve", help="an MCP server for hosts (Claude Desktop, Cursor, VS Code): "
+                                                     "every configured server through main, over stdio"))
+    add_serve_arguments(p)
+    p.set_defaults(func=cmd_serve)
     return parser
 
 
@@ -206,11 +219,15 @@ def cmd_main(args: argparse.Namespace) -> int:
     from main_process.config import load_config
 
     config = load_config(args.config)
+    if args.mcp_http is not None:
+        from main_process.http_gateway import check_listen
+
+        check_listen(args.mcp_http)  # a bad value fails here with its one-line error, exit 2
     if args.max_message_bytes < 1024:
         print("elicitron: --max-message-bytes must be at least 1024", file=sys.stderr)
         return EXIT_USAGE
     app = MainApp(config, _connection(args), auto_open_window=args.auto_open_window, listen=args.listen,
-                  max_body_bytes=args.max_message_bytes)
+                  max_body_bytes=args.max_message_bytes, mcp_http=args.mcp_http)
     try:
         asyncio.run(app.run())
     except ConnectionFileError as exc:  # e.g. a runtime dir main cannot make private
@@ -254,7 +271,15 @@ def cmd_launch(args: argparse.Namespace) -> int:
     if not _main_is_running(connection):
         load_config(args.config)  # a bad config fails here, in the foreground, with its one-line error
         _start_main_in_background(connection, args.config, auto_open=not args.no_auto_open)
+    if args.no_window:
+        return 0
     return cmd_window(args)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from gateway_process.cli import run_serve
+
+    return run_serve(args)
 
 
 def cmd_reload(args: argparse.Namespace) -> int:
@@ -317,6 +342,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(msgspec.json.encode(report).decode())
         return 0
     print(f"main pid {report.pid}, session {report.session}, endpoint {report.endpoint}")
+    http_url = _mcp_http_url(_connection(args))
+    if http_url:
+        print(f"MCP hosts over HTTP: {http_url} (entries: elicitron serve --print-config --http)")
     print(f"servers ({len(report.servers)}):")
     for server in report.servers:
         print(f"  {server.name:20} {server.status:10} tools: {', '.join(server.tools) or '-'}")
@@ -326,6 +354,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"windows ({len(windows)}):")
     for peer in windows:
         print(f"  {peer.name or '-':20} {peer.window}")
+    hosts = [p for p in report.peers if p.role == "host"]
+    print(f"hosts ({len(hosts)}):")
+    for peer in hosts:
+        calls = peer.calls or 0
+        print(f"  {peer.name or '-':20} {calls} call{'s' if calls != 1 else ''} in flight  {peer.window}")
     print(f"pending requests ({len(report.pending)}):")
     for pending in report.pending:
         print(f"  {pending.server:20} {pending.response_channel}  {pending.message[:60]}")
@@ -412,6 +445,15 @@ def cmd_ask_argv(argv: list[str], log_level: str | None = None) -> int:
 # ---- helpers ---------------------------------------------------------------------------
 
 
+def _mcp_http_url(connection: Path) -> str | None:
+    from shared.connection_file import read_connection_file
+
+    try:
+        return read_connection_file(connection).mcp_http_url
+    except ConnectionFileError:
+        return None
+
+
 def _main_is_running(connection: Path) -> bool:
     from main_process.controller import Controller
 
@@ -438,9 +480,15 @@ def _start_main_in_background(connection: Path, config: Path | None, auto_open: 
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + MAIN_START_TIMEOUT_S
+    exited_at: float | None = None
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise MainUnreachableError(f"main exited with code {process.returncode} at start; see {log_file}")
+            # Exit code 1 is also what a main that lost the lock to another one (started at the same
+            # moment, e.g. by several `elicitron serve` a host spawned together) exits with: give
+            # that one a moment to answer before calling it a failure.
+            exited_at = exited_at or time.monotonic()
+            if process.returncode != EXIT_FAILED or time.monotonic() - exited_at > LOST_RACE_GRACE_S:
+                raise MainUnreachableError(f"main exited with code {process.returncode} at start; see {log_file}")
         if _main_is_running(connection):
             return
     raise MainUnreachableError(f"main did not come up within {MAIN_START_TIMEOUT_S:.0f} s; see {log_file}")

@@ -9,8 +9,10 @@ a -32042 error, how long to wait for the server's completion notice before retry
 fails with an error instead of waiting forever; `protocolMode` ("auto", the default, or "legacy" to
 force the pre-2026 initialize handshake for a server that mishandles discovery); `maxRequestBytes`
 (default 2 MiB, at most 16 MiB): a request larger than this once encoded for the windows is refused
-with -32602 and a notice instead of being shown. `toolApproval`, `toolApprovalOverrides` and the
-top-level `elicitron.rules`: see `consent_config`.
+with -32602 and a notice instead of being shown; `elicitationRoute` ("windows", the default;
+"host"; "first"): where a request caused by an MCP host's call through `elicitron serve` goes: the
+windows, that host (when it can answer it, else the windows), or both with the first answer winning.
+`toolApproval`, `toolApprovalOverrides` and the top-level `elicitron.rules`: see `consent_config`.
 
 Every time is at most MAX_TIMEOUT_S (7 days); a key given twice in one object is an error, not
 "the last one wins".
@@ -40,6 +42,7 @@ DEFAULT_BURST = 20
 DEFAULT_BURST_WINDOW_S = 60.0
 DEFAULT_URL_COMPLETION_TIMEOUT_S = 120.0
 MAX_TIMEOUT_S = 7 * 24 * 3600.0
+ELICITATION_ROUTES = ("windows", "host", "first")
 MIN_REQUEST_BYTES = 1024
 MAX_REQUEST_BYTES = 16 << 20
 DEMO_SERVER_SCRIPT = Path(__file__).resolve().parent / "demo_server.py"  # ships inside the package
@@ -58,6 +61,7 @@ class ServerLimits:
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     tool_approval: ToolPolicy = "allow"  # hosts' tool calls (consent_config)
     tool_approval_overrides: tuple[tuple[str, str], ...] = ()  # (tool glob, policy), first match wins
+    elicitation_route: str = "windows"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,12 +159,15 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
         "protocol_mode": entry.get("protocolMode", "auto"),
         "max_request_bytes": _whole(where, entry, "maxRequestBytes", DEFAULT_MAX_REQUEST_BYTES, MIN_REQUEST_BYTES,
                                     MAX_REQUEST_BYTES),
+        "elicitation_route": entry.get("elicitationRoute", "windows"),
     }
     limits["tool_approval"], limits["tool_approval_overrides"] = parse_tool_approval(where, entry)
     limits["tool_timeout_s"] = _seconds(where, entry, "toolTimeoutSeconds",
                                         min(limits["elicitation_timeout_s"] + 300, MAX_TIMEOUT_S))
     if limits["protocol_mode"] not in ("auto", "legacy"):
         raise ConfigError(f"{where}: \"protocolMode\" must be \"auto\" or \"legacy\"")
+    if limits["elicitation_route"] not in ELICITATION_ROUTES:
+        raise ConfigError(f"{where}: \"elicitationRoute\" must be \"windows\", \"host\" or \"first\"")
     if "url" in entry:
         url, headers = entry["url"], entry.get("headers", {})
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):

@@ -25,12 +25,13 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from main_process import approvals
-from main_process.broker import ReplyTo
+from main_process.broker import ProgressTo, ReplyTo
+from main_process.hosts import Cancel
 from main_process.peers import Peer
 from main_process.pending import PendingRequests
 from main_process.rule_store import RuleStore
 from main_process.rules import Rule, RuleBook, question_key, schema_fields
-from main_process.servers import READY_TIMEOUT_S, ManagedServer, error_reply
+from main_process.servers import READY_TIMEOUT_S, ManagedServer, cancelled_reply, error_reply
 from shared.errors import (
     InvalidContentError,
     ProtocolError,
@@ -230,37 +231,51 @@ class Consent:
 
     # ---- tool-call approval -----------------------------------------------------------
 
-    def call_from_host(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo) -> None:
-        """A host's tool call: run it, deny it, or ask a window first. `reply` is called once."""
+    def call_from_host(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo,
+                       progress: ProgressTo | None = None) -> Cancel | None:
+        """A host's tool call: run it, deny it, or ask a window first. `reply` is called once.
+        Returns how the host may cancel it, whichever stage it is at (waiting for its server, for
+        an approval, or running), or None when it already replied."""
         config = server.config
+        call = _HostCall(server, request, host, reply, progress)
         if config.tool_approval == "allow" and not config.tool_approval_overrides \
                 and not self.book.has_tool_rules(server.name):
-            server.call_tool(request.tool, request.arguments, host.window, reply)
-            return
+            return call.run()
         if server.ready:
-            self._decide(server, request, host, reply)
-            return
-        task = asyncio.create_task(self._decide_when_ready(server, request, host, reply))
+            self._decide(call)
+            return call.cancel
+        task = asyncio.create_task(self._decide_when_ready(call))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        call.stage(task.cancel)
+        return call.cancel
 
-    async def _decide_when_ready(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo) -> None:
+    async def _decide_when_ready(self, call: "_HostCall") -> None:
         # The decision waits for the server: its tool list carries the annotations, and a rule
         # revoked meanwhile must not let the call through.
-        if not await server.wait_ready(READY_TIMEOUT_S):
-            reply(error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} did not become ready within "
-                                                    f"{READY_TIMEOUT_S:.0f} s (status {server.status})"))
+        server = call.server
+        try:
+            ready = await server.wait_ready(READY_TIMEOUT_S)
+        except asyncio.CancelledError:
+            if call.cancelled:
+                call.reply(cancelled_reply())
+                return
+            raise
+        if not ready:
+            call.reply(error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} did not become ready within "
+                                                         f"{READY_TIMEOUT_S:.0f} s (status {server.status})"))
             return
-        self._decide(server, request, host, reply)
+        self._decide(call)
 
-    def _decide(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo) -> None:
+    def _decide(self, call: "_HostCall") -> None:
+        server, request, host, reply = call.server, call.request, call.host, call.reply
         tool = request.tool
         rule = self.book.tool_rule(server.name, tool)
         if rule is not None and rule.expired(_now_ms()):
             self._drop_expired()
             rule = self.book.tool_rule(server.name, tool)
         if rule is not None and rule.source == "config":
-            self._by_rule(server, request, host, reply, rule)
+            self._by_rule(call, rule)
             return
         listed = server.listed.get(tool)
 
@@ -271,20 +286,21 @@ class Consent:
 
         policy = approvals.policy_for(server.config, tool, annotations)
         if policy == "allow":
-            server.call_tool(tool, request.arguments, host.window, reply)
+            call.run()
         elif policy == "deny":
             logger.info("host %r: %s/%s denied by toolApproval", host.name, server.name, tool)
             reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, tool, "policy"))))
         elif rule is not None:
-            self._by_rule(server, request, host, reply, rule)
+            self._by_rule(call, rule)
         else:
             info = ApprovalInfo(server=server.name, tool=tool, arguments=request.arguments,
                                 title=listed.title if listed is not None else None,
                                 description=listed.description if listed is not None else None,
                                 annotations=annotations())
-            self._ask(server, request, host, reply, info)
+            self._ask(call, info)
 
-    def _by_rule(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo, rule: Rule) -> None:
+    def _by_rule(self, call: "_HostCall", rule: Rule) -> None:
+        server, request, host, reply = call.server, call.request, call.host, call.reply
         decision = _rule_decision(rule)
         answer = ElicitationResult(action="accept", content={DECISION_PROPERTY: decision})
         host_name = host.name or host.window
@@ -296,21 +312,25 @@ class Consent:
             timeout_s=server.config.elicitation_timeout_s, kind="approval", via=host_name, approval=info,
             batched=True)  # the decision is on disk already: the config, the store, or the allow-session row
         if approvals.allowed(decision):
-            server.call_tool(request.tool, request.arguments, host.window, reply)
+            call.run()
         else:
             logger.info("host %r: %s/%s denied by rule %s", host_name, server.name, request.tool, rule.id)
             reply(ChannelReply(result=approvals.denied_result(
                 approvals.denial_sentence(server.name, request.tool, "rule"))))
 
-    def _ask(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo, info: ApprovalInfo) -> None:
+    def _ask(self, call: "_HostCall", info: ApprovalInfo) -> None:
+        server, request, host, reply = call.server, call.request, call.host, call.reply
         host_name = host.name or host.window
         pending = self._host.pending
         channel = ""
 
         def resolve(answer: ElicitationResult) -> None:
+            if call.cancelled:  # the host took its call back while the card was up
+                reply(cancelled_reply())
+                return
             decision = approvals.decision_of(answer)
             if approvals.allowed(decision):
-                server.call_tool(request.tool, request.arguments, host.window, reply)
+                call.run()
                 return
             why = "timeout" if pending.closed_reason(channel) == "expired" else "user"
             reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, request.tool,
@@ -329,6 +349,7 @@ class Consent:
                                                       f"could not be shown: {exc}"))
             return
         channel = opened.channel
+        call.stage(lambda: pending.withdraw(opened, "cancelled"))
         logger.info("host %r: asking to approve %s/%s (%s)", host_name, server.name, request.tool, channel)
 
     # ---- adding rules -----------------------------------------------------------------
@@ -413,3 +434,28 @@ def _rule_decision(rule: Rule) -> ApprovalDecision:
     if rule.decision == "deny":
         return "deny"
     return "allow-session" if rule.scope == "session" else "allow-always"
+
+
+class _HostCall:
+    """One host's call on its way through the consent layer: what runs it, and how the host may
+    cancel it at whichever stage it is (waiting for its server, for an approval, running)."""
+
+    def __init__(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo,
+                 progress: ProgressTo | None) -> None:
+        self.server, self.request, self.host, self.reply, self.progress = server, request, host, reply, progress
+        self.cancelled = False
+        self._cancel_stage: Cancel | None = None
+
+    def stage(self, cancel: Cancel | None) -> None:
+        self._cancel_stage = cancel
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self._cancel_stage is not None:
+            self._cancel_stage()
+
+    def run(self) -> Cancel | None:
+        running = self.server.call_tool(self.request.tool, self.request.arguments, self.host.window, self.reply,
+                                        call_id=self.request.response_channel, progress=self.progress)
+        self.stage(running)
+        return running

@@ -39,7 +39,8 @@ BOOKING_SCHEMA: dict[str, Any] = {
     "required": ["name", "party_size"],
 }
 
-app = MCPServer("elicitron-demo")
+app = MCPServer("elicitron-demo", instructions="Elicitron's demo server: book_table, ask and open_link ask "
+                                               "the user (form and URL elicitation); echo does not.")
 
 
 def _reply(result: ElicitResult) -> CallToolResult:

@@ -29,9 +29,14 @@ class Peer:
     name: str
     role: Role
     last_seen: float
+    # Hosts (extension msgHostInfo): the elicitation modes the MCP host can answer, calls in flight.
+    form_elicitation: bool = False
+    url_elicitation: bool = False
+    calls: int = 0
 
     def info(self) -> PeerInfo:
-        return PeerInfo(window=self.window, name=self.name, role=self.role)
+        return PeerInfo(window=self.window, name=self.name, role=self.role,
+                        calls=self.calls if self.role == "host" else None)
 
 
 class PeerTable:
@@ -43,7 +48,8 @@ class PeerTable:
     def attach(self, peer: Peer) -> list[Peer]:
         """Add `peer`; returns the peers it replaces (same window on another connection).
         Raises ProtocolError(too-many-peers) when the table is full."""
-        replaced = [p for p in self._peers.values() if p.window == peer.window and p.routing_id != peer.routing_id]
+        same_window = self._by_window.get(peer.window)
+        replaced = [same_window] if same_window is not None and same_window.routing_id != peer.routing_id else []
         if peer.routing_id not in self._peers and len(self._peers) - len(replaced) >= self.max_peers:
             raise ProtocolError(WireCode.TOO_MANY_PEERS, f"main has its limit of {self.max_peers} attached peers")
         for old in replaced:

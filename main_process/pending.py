@@ -150,10 +150,11 @@ class PendingRequests:
         asker: AskerInfo | None = None,
         approval: ApprovalInfo | None = None,
         sign_in: SignInInfo | None = None,
+        call: str | None = None,
     ) -> PendingRequest:
         """Register a request and send it to `recipients` (default: every window); `resolve` gets
         its one answer. `for_windows=False` keeps it from windows that attach later (a request
-        meant for one peer). `kind` .. `sign_in` are the invoke's optional extension fields.
+        meant for one peer). `kind` .. `call` are the invoke's optional extension fields.
 
         Raises UndeliverableRequestError, before anything is registered or sent, when the request
         cannot be encoded, is over `max_bytes`, or would take open requests past their budget."""
@@ -169,6 +170,7 @@ class PendingRequests:
             asker=asker,
             approval=approval,
             sign_in=sign_in,
+            call=call,
         )
         frames = encode_request(channels.INVOKE, invoke, max_bytes)
         if self._open_bytes + len(frames[1]) > self._max_pending_bytes:
@@ -195,8 +197,13 @@ class PendingRequests:
         timeout_s: float,
         max_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         cancel_reason: Callable[[], Unanswered] = lambda: "cancelled",
+        recipients: list[bytes] | None = None,
+        for_windows: bool = True,
+        via: str | None = None,
+        call: str | None = None,
     ) -> ElicitationResult:
         """Open a request and wait for its answer (a server's elicitation callback does this).
+        `recipients` .. `call` are as for `open`.
 
         When the caller is cancelled, the request closes with `cancel_reason()`: whether the
         server withdrew it or its connection went away."""
@@ -212,7 +219,8 @@ class PendingRequests:
             if not answer.done():
                 answer.set_result(result)
 
-        pending = self.open(request, origin=origin, timeout_s=timeout_s, resolve=resolve, max_bytes=max_bytes)
+        pending = self.open(request, origin=origin, timeout_s=timeout_s, resolve=resolve, max_bytes=max_bytes,
+                            recipients=recipients, for_windows=for_windows, via=via, call=call)
         try:
             return await answer
         except asyncio.CancelledError:

@@ -2,7 +2,10 @@
 
 Each server lives in its own task: connect, list tools, then watch the connection; a lost
 connection is restarted with backoff up to a limit within a stable-start window. Tool calls are
-tasks tied to their connection: when it ends, they end too, each with a clear error reply.
+tasks tied to their connection: when it ends, they end too, each with a clear error reply; the
+caller may cancel one (the server then gets MCP's cancellation). Whenever the server's tools,
+resources or prompts may have changed (it said so, its listing changed, it became ready or stopped),
+host peers hear of it (`publish_list_changed`).
 """
 
 import asyncio
@@ -12,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
@@ -19,8 +23,10 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types import (
     INVALID_PARAMS,
     URL_ELICITATION_REQUIRED,
@@ -29,12 +35,16 @@ from mcp_types import (
     ElicitResult,
     ErrorData,
     Implementation,
+    PromptListChangedNotification,
+    ResourceListChangedNotification,
     Tool,
+    ToolListChangedNotification,
 )
 from pydantic import ValidationError
 
-from main_process.broker import ReplyTo
+from main_process.broker import ProgressTo, ReplyTo
 from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig
+from main_process.hosts import Cancel
 from main_process.oauth.sign_in import SignIn
 from main_process.oauth.token_store import shared_store
 from main_process.pending import PendingRequests, Unanswered
@@ -44,6 +54,7 @@ from shared.messages import (
     CallError,
     ChannelReply,
     ElicitationResult,
+    ListName,
     McpMethod,
     ServerInfo,
     ServerStatus,
@@ -59,8 +70,19 @@ RESTART_LIMIT = 5
 STABLE_START_S = 10.0  # a connection that lived this long resets the restart count
 STDERR_TAIL_LINES = 20
 
-# The window whose msgMcpCallTool is running in this task, for `origin` of its elicitations.
+ALL_LISTS: list[ListName] = ["tools", "resources", "prompts"]
+_LIST_NOTIFICATIONS: dict[type, ListName] = {  # handshake era: notifications
+    ToolListChangedNotification: "tools", ResourceListChangedNotification: "resources",
+    PromptListChangedNotification: "prompts",
+}
+_LIST_EVENTS: dict[type, ListName] = {  # 2026-07-28: events on a subscriptions/listen stream
+    ToolsListChanged: "tools", ResourcesListChanged: "resources", PromptsListChanged: "prompts",
+}
+
+# The peer whose msgMcpCallTool is running in this task, and that call's response channel, for
+# `origin` and `call` of its elicitations.
 _call_origin: contextvars.ContextVar[str | None] = contextvars.ContextVar("call_origin", default=None)
+_call_channel: contextvars.ContextVar[str | None] = contextvars.ContextVar("call_channel", default=None)
 
 
 class ServerHost(Protocol):
@@ -68,12 +90,15 @@ class ServerHost(Protocol):
 
     async def elicit(
         self, server: str, params: dict[str, Any], origin: str | None, timeout_s: float,
-        cancel_reason: Callable[[], Unanswered] = ..., max_bytes: int = ...,
+        cancel_reason: Callable[[], Unanswered] = ..., max_bytes: int = ..., route: str = ...,
+        call: str | None = ...,
     ) -> ElicitationResult: ...
 
     def withdraw_server(self, server: str) -> None: ...
 
     def publish_servers(self) -> None: ...
+
+    def publish_list_changed(self, server: str, lists: list[ListName]) -> None: ...
 
     def publish_complete(self, server: str, elicitation_id: str) -> None: ...
 
@@ -91,6 +116,7 @@ class ManagedServer:
         self.tools: list[str] = []
         self.listed: dict[str, Tool] = {}  # the last tools/list, by name (annotations for tool approval)
         self.error: str | None = None
+        self.instructions: str | None = None  # from the server's handshake
         self.decline_all = False  # the user chose "Decline all from this server" for this session
         self._host = host
         self._recent_requests: deque[float] = deque()
@@ -103,16 +129,19 @@ class ManagedServer:
         self._calls: set[asyncio.Task[None]] | None = None  # the calls on the current connection
         self._ready = asyncio.Event()
         self._stopping = asyncio.Event()
-        self._inflight_origins: list[str | None] = []
+        self._inflight: list[tuple[str | None, str | None]] = []  # (origin, response channel) of each call
         self._waiting_calls: set[asyncio.Task[None]] = set()  # calls that arrived while starting
         self.sign_in: SignIn | None = None  # OAuth for a `url` server (main_process/oauth)
         if isinstance(config, HttpServerConfig) and config.oauth.enabled:
             self.sign_in = SignIn(config, shared_store(), requests=lambda: host.pending,
                                   on_needed=self._sign_in_needed,
                                   publish_complete=lambda eid: host.publish_complete(self.name, eid))
+        self._cancelled_by_caller: set[asyncio.Task[None]] = set()
+        self._listing_digest = ""  # of the last tools listing, to notice a change
 
     def info(self) -> ServerInfo:
-        return ServerInfo(name=self.name, status=self.status, tools=list(self.tools), error=self.error)
+        return ServerInfo(name=self.name, status=self.status, tools=list(self.tools), error=self.error,
+                          instructions=self.instructions)
 
     @property
     def running(self) -> bool:
@@ -219,12 +248,15 @@ class ManagedServer:
                 self._client, self._call_group, self._calls = client, group, calls
                 self.tools = [tool.name for tool in listing.tools]
                 self.listed = {tool.name: tool for tool in listing.tools}
+                self._listing_digest = listing.model_dump_json()
+                self.instructions = client.instructions
                 self._set_status("ready", None)
                 self._ready.set()
                 logger.info("server %s ready (protocol %s, %d tools)", self.name, client.protocol_version,
                             len(self.tools))
                 group.start_soon(self._watch, client, group)
                 group.start_soon(self._end_calls_with_connection, calls)
+                group.start_soon(self._listen_for_list_changes, client)
 
     async def _wait_for_sign_in(self, sign_in: SignIn) -> None:
         """Status needs-sign-in until someone asks to sign in (a call, `auth login`) or stop."""
@@ -254,6 +286,50 @@ class ManagedServer:
                 with anyio.CancelScope(shield=True):
                     await asyncio.wait(set(calls))
 
+    async def _listen_for_list_changes(self, client: Client) -> None:
+        """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream; open one
+        when the server offers any (handshake-era servers send notifications, see `_on_message`)."""
+        capabilities = client.server_capabilities
+        wanted = {"tools_list_changed": bool(capabilities.tools and capabilities.tools.list_changed),
+                  "prompts_list_changed": bool(capabilities.prompts and capabilities.prompts.list_changed),
+                  "resources_list_changed": bool(capabilities.resources and capabilities.resources.list_changed)}
+        if not any(wanted.values()):
+            return
+        try:
+            async with client.listen(**wanted) as subscription:
+                async for event in subscription:
+                    changed = _LIST_EVENTS.get(type(event))
+                    if changed is not None:
+                        self._list_changed(changed)
+        except (ListenNotSupportedError, SubscriptionLost, MCPError, TimeoutError) as exc:
+            # Not fatal: the tool listing is still polled by _watch.
+            logger.info("server %s: no list-change stream (%s)", self.name, _describe(exc))
+
+    def _list_changed(self, changed: ListName) -> None:
+        """The server says a list changed: tools are listed again first, so the `servers` push
+        (the names callers check) is current before host peers hear of it."""
+        client = self._client
+        if changed != "tools" or client is None:
+            self._host.publish_list_changed(self.name, [changed])
+            return
+        task = asyncio.create_task(self._relist_tools(client))
+        self._waiting_calls.add(task)
+        task.add_done_callback(self._waiting_calls.discard)
+
+    async def _relist_tools(self, client: Client) -> None:
+        try:
+            async with asyncio.timeout(WATCH_TIMEOUT_S):
+                listing = await client.list_tools()
+        except (MCPError, TimeoutError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            logger.info("server %s: listing its tools after a change failed: %s", self.name, _describe(exc))
+        else:
+            self._listing_digest = listing.model_dump_json()
+            names = [tool.name for tool in listing.tools]
+            if names != self.tools:
+                self.tools = names
+                self._host.publish_servers()
+        self._host.publish_list_changed(self.name, ["tools"])
+
     async def _watch(self, client: Client, group: anyio.abc.TaskGroup) -> None:
         """End the connection when stop is asked or the server stops answering."""
         while True:
@@ -276,6 +352,10 @@ class ManagedServer:
             if names != self.tools:
                 self.tools = names
                 self._host.publish_servers()
+            digest = listing.model_dump_json()
+            if digest != self._listing_digest:  # a server that changes its tools without saying so
+                self._listing_digest = digest
+                self._host.publish_list_changed(self.name, ["tools"])
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         config = self.config
@@ -304,8 +384,13 @@ class ManagedServer:
 
     def _set_status(self, status: ServerStatus, error: str | None) -> None:
         if (status, error) != (self.status, self.error):
+            before = self.status
             self.status, self.error = status, error
             self._host.publish_servers()
+            # Ready again (after a start, restart or crash) or gone: what it offers may differ.
+            if status != before and (status == "ready" or (before == "ready" and status != "restarting")
+                                     or status in ("stopped", "failed")):
+                self._host.publish_list_changed(self.name, ALL_LISTS)
 
     # ---- elicitation (steps 2 and 9) ---------------------------------------------------
 
@@ -327,22 +412,26 @@ class ManagedServer:
                 "warning", f"more than {self.config.burst} requests within {self.config.burst_window_s:.0f} s; "
                            "answered cancel", self.name)
             return ElicitResult(action="cancel")
-        origin = _call_origin.get()
-        if origin is None and len(set(self._inflight_origins)) == 1:
+        origin, call = _call_origin.get(), _call_channel.get()
+        if origin is None and self._inflight:
             # Legacy-era requests arrive on the session's own task; one caller means it is theirs.
-            origin = self._inflight_origins[0]
+            if len({o for o, _ in self._inflight}) == 1:
+                origin = self._inflight[0][0]
+            if len(self._inflight) == 1:
+                call = self._inflight[0][1]
         try:
-            answer = await self._ask(wire, origin)
+            answer = await self._ask(wire, origin, call)
         except UndeliverableRequestError as exc:
             return ErrorData(code=INVALID_PARAMS, message=f"request not shown: {exc}")
         return ElicitResult(action=answer.action, content=answer.content)
 
-    async def _ask(self, wire: dict[str, Any], origin: str | None) -> ElicitationResult:
+    async def _ask(self, wire: dict[str, Any], origin: str | None, call: str | None) -> ElicitationResult:
         """Put one request in front of the windows; one the windows can't be sent is refused
         (UndeliverableRequestError) and the windows get a notice saying so."""
         try:
             return await self._host.elicit(self.name, wire, origin, self.config.elicitation_timeout_s,
-                                           self._cancel_reason, self.config.max_request_bytes)
+                                           self._cancel_reason, self.config.max_request_bytes,
+                                           self.config.elicitation_route, call)
         except UndeliverableRequestError as exc:
             logger.warning("server %r sent a request that was not shown: %s", self.name, exc)
             self._host.publish_notice("warning", f"refused a request: {exc}", self.name)
@@ -363,8 +452,13 @@ class ManagedServer:
         return True
 
     async def _on_message(self, message: Any) -> None:
-        """Server notifications: URL-mode completion closes the waiting state everywhere."""
+        """Server notifications: URL-mode completion closes the waiting state everywhere; a list
+        change goes to the host peers."""
         root = getattr(message, "root", message)
+        changed = _LIST_NOTIFICATIONS.get(type(root))
+        if changed is not None:
+            self._list_changed(changed)
+            return
         if isinstance(root, ElicitCompleteNotification):
             elicitation_id = root.params.elicitation_id
             event = self._completions.get(elicitation_id)
@@ -375,26 +469,49 @@ class ManagedServer:
     # ---- tool calls --------------------------------------------------------------------
 
     def call_tool(self, tool: str, arguments: dict[str, Any], origin: str | None,
-                  reply: ReplyTo) -> None:
-        """Start a call; `reply` gets its result or error exactly once."""
+                  reply: ReplyTo, *, call_id: str | None = None,
+                  progress: ProgressTo | None = None) -> Cancel | None:
+        """Start a call; `reply` gets its result or error exactly once. `call_id` (the caller's
+        response channel) marks the requests it causes; `progress` gets the server's progress.
+        Returns how to cancel the call at the server, or None when it already replied."""
+        call = _Call(tool, arguments, origin, call_id, reply, progress)
         if self.status == "failed" or self._stopping.is_set():
             reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}: {self.error or 'not running'}"))
-            return
+            return None
         if self.sign_in is not None and self.status == "needs-sign-in":
             if self.sign_in.hold is not None:
                 reply(self._sign_in_refused(self.sign_in))
-                return
+                return None
             if not self.sign_in.in_progress:
                 self.sign_in.login()  # the last card expired or was cancelled: this call asks again
         if not self._ready.is_set():  # only a starting server needs a task that waits
-            waiting = asyncio.create_task(self._call_when_ready(tool, arguments, origin, reply))
+            waiting = asyncio.create_task(self._call_when_ready(call))
             self._waiting_calls.add(waiting)
             waiting.add_done_callback(self._waiting_calls.discard)
-            return
-        self._start_call(tool, arguments, origin, reply)
+            return self._canceller(waiting)
+        return self._start_call(call)
 
-    async def _call_when_ready(self, tool: str, arguments: dict[str, Any], origin: str | None,
-                               reply: ReplyTo) -> None:
+    def _canceller(self, task: asyncio.Task[None]) -> Cancel:
+        def cancel() -> None:
+            if not task.done():
+                self._cancelled_by_caller.add(task)
+                task.add_done_callback(self._cancelled_by_caller.discard)
+                task.cancel()
+
+        return cancel
+
+    def _was_cancelled_by_caller(self) -> bool:
+        task = asyncio.current_task()
+        if task in self._cancelled_by_caller:
+            self._cancelled_by_caller.discard(task)  # type: ignore[arg-type]
+            return True
+        return False
+
+    def _sign_in_refused(self, sign_in: SignIn) -> ChannelReply:
+        return error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} needs sign-in ({sign_in.hold}); sign in "
+                                                 f"with `elicitron auth login {self.name}` or Start in a window")
+
+    async def _call_when_ready(self, call: "_Call") -> None:
         sign_in = self.sign_in
         limit = READY_TIMEOUT_S if sign_in is None else max(READY_TIMEOUT_S, self.config.tool_timeout_s)
         waits = [asyncio.ensure_future(self._ready.wait())]
@@ -402,48 +519,61 @@ class ManagedServer:
             waits.append(asyncio.ensure_future(sign_in.held.wait()))
         try:
             await asyncio.wait(waits, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if not self._was_cancelled_by_caller():
+                raise
+            call.reply(cancelled_reply())
+            return
         finally:
             for wait in waits:
                 wait.cancel()
         if not self._ready.is_set():
             if sign_in is not None and sign_in.hold is not None:
-                reply(self._sign_in_refused(sign_in))
+                call.reply(self._sign_in_refused(sign_in))
                 return
-            reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} did not become ready within {limit:.0f} s "
-                                      f"(status {self.status})"))
+            call.reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} did not become ready within "
+                                                         f"{limit:.0f} s (status {self.status})"))
             return
-        self._start_call(tool, arguments, origin, reply)
-
-    def _sign_in_refused(self, sign_in: SignIn) -> ChannelReply:
-        return error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} needs sign-in ({sign_in.hold}); sign in "
-                                                 f"with `elicitron auth login {self.name}` or Start in a window")
-
-    def _start_call(self, tool: str, arguments: dict[str, Any], origin: str | None,
-                    reply: ReplyTo) -> None:
         client, calls = self._client, self._calls
         if client is None or calls is None:
-            reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}"))
+            call.reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}"))
             return
+        task: asyncio.Task[None] = asyncio.current_task()  # type: ignore[assignment]
+        calls.add(task)  # from here on the call ends with its connection, like any other
+        try:
+            await self._do_call(client, call)
+        finally:
+            calls.discard(task)
+
+    def _start_call(self, call: "_Call") -> Cancel | None:
+        client, calls = self._client, self._calls
+        if client is None or calls is None:
+            call.reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}"))
+            return None
         # A plain asyncio task, not the task group's start_soon: ~20 us less per call, and
         # _end_calls_with_connection still ends it with the connection.
-        task = asyncio.create_task(self._do_call(client, tool, arguments, origin, reply))
+        task = asyncio.create_task(self._do_call(client, call))
         calls.add(task)
         task.add_done_callback(calls.discard)
+        return self._canceller(task)
 
-    async def _do_call(self, client: Client, tool: str, arguments: dict[str, Any], origin: str | None,
-                       reply: ReplyTo) -> None:
-        _call_origin.set(origin)
-        self._inflight_origins.append(origin)
+    async def _do_call(self, client: Client, call: "_Call") -> None:
+        _call_origin.set(call.origin)
+        _call_channel.set(call.channel)
+        inflight = (call.origin, call.channel)
+        self._inflight.append(inflight)
+        tool, arguments = call.tool, call.arguments
+        report = _progress_callback(call.progress)
         answer = error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} closed the connection during the call")
         try:
             async with asyncio.timeout(self.config.tool_timeout_s):  # ~10 us cheaper than anyio's fail_after
                 try:
-                    result = await client.call_tool(tool, arguments)
+                    result = await client.call_tool(tool, arguments, progress_callback=report)
                 except MCPError as exc:
                     if exc.error.code != URL_ELICITATION_REQUIRED or not await self._present_required_urls(
-                            exc, origin):
+                            exc, call.origin, call.channel):
                         raise
-                    result = await client.call_tool(tool, arguments)  # the spec's one retry
+                    result = await client.call_tool(tool, arguments, progress_callback=report)  # the one retry
             answer = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
         except TimeoutError:
             answer = error_reply(RpcCode.TIMEOUT, f"{self.name}/{tool} gave no result within "
@@ -454,15 +584,19 @@ class ManagedServer:
             if sign_in is not None and sign_in.failure is not None and exc.error.code == RpcCode.INTERNAL_ERROR:
                 # The HTTP layer's 401/403 after a sign-in (e.g. a step-up) did not complete: say why.
                 answer = error_reply(RpcCode.SERVER_ERROR, f"{self.name}/{tool} needs sign-in: {sign_in.failure}")
+        except asyncio.CancelledError:
+            if self._was_cancelled_by_caller():
+                answer = cancelled_reply()  # the client already told the server (MCP cancellation)
+            raise
         # top-level handler of one call: transport faults become an error reply
         except Exception as exc:  # noqa: BLE001
             logger.warning("call %s/%s failed: %s", self.name, tool, _describe(exc))
             answer = error_reply(RpcCode.INTERNAL_ERROR, f"call failed: {_describe(exc)}")
         finally:
-            self._inflight_origins.remove(origin)
-            reply(answer)
+            self._inflight.remove(inflight)
+            call.reply(answer)
 
-    async def _present_required_urls(self, exc: MCPError, origin: str | None) -> bool:
+    async def _present_required_urls(self, exc: MCPError, origin: str | None, call: str | None) -> bool:
         """-32042: show each required URL; True when all were accepted (and completed, or the
         server stayed silent past urlCompletionTimeoutSeconds: completion notices are optional)."""
         try:
@@ -475,7 +609,7 @@ class ManagedServer:
             try:
                 wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
                 try:
-                    answer = await self._ask(wire, origin)
+                    answer = await self._ask(wire, origin, call)
                 except UndeliverableRequestError:
                     return False
                 if answer.action != "accept":
@@ -540,6 +674,33 @@ _MCP_METHODS: dict[str, Callable[[Client, dict[str, Any]], Awaitable[Any]]] = {
     "prompts/list": lambda c, p: c.list_prompts(cursor=_cursor(p)),
     "prompts/get": lambda c, p: c.get_prompt(str(p["name"]), p.get("arguments")),
 }
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One msgMcpCallTool as the server runs it."""
+
+    tool: str
+    arguments: dict[str, Any]
+    origin: str | None
+    channel: str | None
+    reply: ReplyTo
+    progress: ProgressTo | None
+
+
+def _progress_callback(progress: ProgressTo | None) -> Callable[[float, float | None, str | None], Awaitable[None]] | None:
+    if progress is None:
+        return None
+
+    async def report(value: float, total: float | None, message: str | None) -> None:
+        progress(value, total, message)
+
+    return report
+
+
+def cancelled_reply() -> ChannelReply:
+    """The answer of a call its caller cancelled (JSON-RPC -32800)."""
+    return error_reply(RpcCode.REQUEST_CANCELLED, "the call was cancelled by its caller")
 
 
 def error_reply(code: int, message: str) -> ChannelReply:

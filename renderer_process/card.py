@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from renderer_process.form_body import FormBody
+from renderer_process.hosts import via_label
 from renderer_process.question_card import adapt_question_card, who_asks
 from renderer_process.sign_in_card import build_sign_in_body, is_sign_in
 from renderer_process.time_left import SOON_S, now_ms, seconds_left, time_left_text
@@ -100,6 +101,8 @@ class ElicitationCard(QDialog):
         self._header.setObjectName("header")
         self._header.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(self._header)
+        if (via := via_label(invoke, self)) is not None:  # "via Claude Desktop": the host whose call asks
+            layout.addWidget(via)
         message = QLabel(str(params.get("message", "")), self)
         message.setObjectName("message")
         message.setTextFormat(Qt.TextFormat.PlainText)  # server text is never markup

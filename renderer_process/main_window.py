@@ -48,6 +48,7 @@ from renderer_process.card import URL, UrlOpener, open_in_browser
 from renderer_process.card_queue import CardQueue
 from renderer_process.consent_cards import Card, card_for, remember_choice
 from renderer_process.elsewhere import ElsewhereList
+from renderer_process.hosts import HostsLabel
 from renderer_process.icon import app_icon
 from renderer_process.remembered_panel import RememberedPanel
 from renderer_process.reply_format import format_admin_reply, format_reply
@@ -150,6 +151,8 @@ class MainWindow(QMainWindow):
         self.state_label = QLabel(self)
         self.state_label.setObjectName("state")
         self.statusBar().addPermanentWidget(self.state_label)
+        self.hosts_label = HostsLabel(self)
+        self.statusBar().addPermanentWidget(self.hosts_label)
         self._build_layout()
 
         self.call_panel.call_requested.connect(self._on_call_requested)
@@ -319,6 +322,7 @@ class MainWindow(QMainWindow):
 
     def on_peers_changed(self, peers: list[messages.PeerInfo]) -> None:
         self._peers = {peer.window: peer for peer in peers}
+        self.hosts_label.set_peers(peers)
         for item in [*self._elsewhere.values(), *self._queue.items()]:
             self._place(item)
         self._refresh_elsewhere()

@@ -17,6 +17,7 @@ Figures (NAME for --only):
   cli       `elicitron status` with no main, and `elicitron ask --help`: a fresh process's wall time
   card      a card's latency in an open window: the invoke leaves main -> the card is painted
   abuse     a legitimate window's round trip while a peer floods main and 500 peers attach; main's RSS
+  gateway   a host through `elicitron serve` vs the same host on the server directly; 10 hosts at once
 
 It always exits 0: it reports, the table says PASS/FAIL per target. `--profile DIR` also writes
 profiles: pyinstrument of the broker round trip (pyinstrument importable from $BENCH_TOOLS,
@@ -38,7 +39,8 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from benchlib.common import Figure
 
-FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "rules", "ask", "cli", "card", "abuse"]
+FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "rules", "ask", "cli", "card", "abuse",
+           "gateway"]
 
 
 def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure]:
@@ -82,6 +84,10 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
         from benchlib import abuse
 
         return abuse.run(quick)
+    if name == "gateway":
+        from benchlib import gateway
+
+        return gateway.run(quick)
     raise ValueError(name)
 
 

@@ -20,6 +20,8 @@ RULES = "msgRules"  # extension (issue 11): list the rules
 REVOKE_RULES = "msgRevokeRules"  # extension (issue 11)
 ASK = "msgAsk"  # extension: a program asks the windows a question
 WITHDRAW = "msgWithdraw"  # extension: the program takes its question back
+HOST_INFO = "msgHostInfo"  # extension: MCP hosts through `elicitron serve`
+CANCEL_CALL = "msgCancelCall"  # extension
 
 # main -> peer
 WELCOME = "welcome"
@@ -31,6 +33,8 @@ ERROR = "error"
 PEERS = "peers"  # extension
 NOTICE = "notice"  # extension
 RULES_UPDATE = "rules"  # extension (issue 11): every rule, pushed to renderers on each change
+PROGRESS = "msgProgress"  # extension: a call's progress, to its caller
+LIST_CHANGED = "msgListChanged"  # extension: to host peers
 
 
 def new_uuid7() -> str:

@@ -37,6 +37,8 @@ _PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.REVOKE_RULES: msgspec.msgpack.Decoder(messages.RevokeRules),
     channels.ASK: msgspec.msgpack.Decoder(messages.Ask),
     channels.WITHDRAW: msgspec.msgpack.Decoder(messages.Withdraw),
+    channels.HOST_INFO: msgspec.msgpack.Decoder(messages.HostInfo),
+    channels.CANCEL_CALL: msgspec.msgpack.Decoder(messages.CancelCall),
 }
 _RESULT_DECODER = msgspec.msgpack.Decoder(messages.ElicitationResult)
 
@@ -51,6 +53,8 @@ _MAIN_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.PEERS: msgspec.msgpack.Decoder(messages.PeersUpdate),
     channels.NOTICE: msgspec.msgpack.Decoder(messages.Notice),
     channels.RULES_UPDATE: msgspec.msgpack.Decoder(messages.RulesUpdate),
+    channels.PROGRESS: msgspec.msgpack.Decoder(messages.Progress),
+    channels.LIST_CHANGED: msgspec.msgpack.Decoder(messages.ListChanged),
 }
 _REPLY_DECODER = msgspec.msgpack.Decoder(messages.ChannelReply)
 
@@ -84,13 +88,15 @@ class _WelcomeFrames(messages.Body):
     servers: list[messages.ServerInfo]
     pending: list[msgspec.Raw]
     pending_channels: list[str] | None = None
+    max_message_bytes: int | None = None
 
 
 def encode_welcome(welcome: messages.Welcome, encoded_pending: list[bytes]) -> list[bytes]:
     """`welcome` whose `pending` are invoke bodies encoded earlier (so this cannot fail on them)."""
     body = _WelcomeFrames(session=welcome.session, window=welcome.window, servers=welcome.servers,
                           pending=[msgspec.Raw(raw) for raw in encoded_pending],
-                          pending_channels=welcome.pending_channels)
+                          pending_channels=welcome.pending_channels,
+                          max_message_bytes=welcome.max_message_bytes)
     return [channels.WELCOME.encode("ascii"), _encoder.encode(body)]
 
 

@@ -22,7 +22,8 @@ IPC_PATH_LIMIT = 107  # sockaddr_un.sun_path, less the terminating NUL
 
 class ConnectionInfo(msgspec.Struct, rename="camel", omit_defaults=True):
     """Contract fields plus optional extensions: a local file names main's tcp listener
-    (`remoteEndpoint`, `remoteServerKey`); a paired remote file carries the client's CURVE keypair."""
+    (`remoteEndpoint`, `remoteServerKey`) and its MCP HTTP gateway (`mcpHttpUrl`, `mcpHttpToken`);
+    a paired remote file carries the client's CURVE keypair."""
 
     protocol: int
     endpoint: str
@@ -33,6 +34,8 @@ class ConnectionInfo(msgspec.Struct, rename="camel", omit_defaults=True):
     client_secret_key: str | None = None
     remote_endpoint: str | None = None
     remote_server_key: str | None = None
+    mcp_http_url: str | None = None  # `main --mcp-http`: where MCP hosts reach the gateway (`/mcp`)
+    mcp_http_token: str | None = None  # ... and the bearer token they must send
 
 
 def default_connection_path() -> Path:

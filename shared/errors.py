@@ -15,7 +15,8 @@
     ├── SignInError              signing in to a server did not complete (OAuth)
     │   └── SignInDeclinedError  the user declined the sign-in card (or the authorization server's page)
     ├── TokenStoreError          the OAuth token store cannot be read or written
-    └── RuleStoreError           the rule store cannot be opened or read (readers only; main logs)
+    ├── RuleStoreError           the rule store cannot be opened or read (readers only; main logs)
+    └── UnknownNameError         a host named a tool, prompt or resource no exposed server has
 
 Codes: `WireCode` names the string `code` of the wire's `error` topic (shared/PROTOCOL.md lists
 when each is sent); `RpcCode` names the JSON-RPC codes of `{error: {code, message}}` replies.
@@ -50,6 +51,9 @@ class RpcCode(IntEnum):
     METHOD_NOT_FOUND = -32601
     INVALID_PARAMS = -32602  # unknown server or tool name, bad arguments, unsupported request
     INTERNAL_ERROR = -32603  # a fault in main or the transport
+    PARSE_ERROR = -32700  # JSON-RPC: a host sent something that is not JSON
+    INVALID_REQUEST = -32600  # JSON-RPC: not a JSON-RPC message, or over the size limit
+    REQUEST_CANCELLED = -32800  # the caller cancelled its call (msgCancelCall); the LSP code
 
 
 class ElicitronError(Exception):
@@ -129,6 +133,13 @@ class SignInDeclinedError(SignInError):
 
 class TokenStoreError(ElicitronError):
     """The OAuth token store (keyring or the 0600 file) cannot be read or written."""
+
+
 class RuleStoreError(ElicitronError):
     """The rule store (remembered answers and approvals) cannot be opened, read or changed by the
     CLI; main itself never raises it (a rule it cannot save still applies until main stops)."""
+
+
+class UnknownNameError(ElicitronError):
+    """A host named a tool, prompt or resource that none of the servers the gateway exposes has
+    (or a prefixed name whose server part is wrong); the message says what the names look like."""

@@ -75,6 +75,7 @@ class CallTool(Body):
     tool: str
     response_channel: ShortText
     arguments: dict[str, Any] = {}
+    progress: bool = False  # extension: forward the server's progress as `msgProgress`
 
 
 class StatusRequest(Body):
@@ -164,6 +165,7 @@ class ServerInfo(Body):
     status: ServerStatus
     tools: list[str]
     error: str | None = None
+    instructions: str | None = None  # extension: the server's `instructions` from its handshake
 
 
 class ElicitationRequest(Body):
@@ -218,6 +220,7 @@ class ElicitationInvoke(Body):
     asker: AskerInfo | None = None  # kind "question"
     approval: ApprovalInfo | None = None  # kind "approval"
     sign_in: SignInInfo | None = None  # kind "sign-in"
+    call: str | None = None  # the responseChannel of the msgMcpCallTool that led to it (for its caller)
 
 
 class Welcome(Body):
@@ -230,6 +233,7 @@ class Welcome(Body):
     servers: list[ServerInfo]
     pending: list[ElicitationInvoke]
     pending_channels: list[str] | None = None
+    max_message_bytes: int | None = None  # extension: the largest body main accepts from a peer
 
 
 class ElicitationDismiss(Body):
@@ -283,6 +287,7 @@ class PeerInfo(Body):
     window: str
     name: str
     role: Role
+    calls: int | None = None  # extension, hosts only: their tool calls in flight
 
 
 class PendingSummary(Body):
@@ -439,9 +444,53 @@ class ChannelReply(Body):
     answer: QuestionAnswer | None = None  # extension msgAsk
 
 
+# ---- extension: MCP hosts through `elicitron serve` (role "host") ---------------------------
+
+
+class HostInfo(Body):
+    """Extension `msgHostInfo` (peer -> main): who the MCP host behind a gateway peer is (its
+    `clientInfo`) and which elicitation modes it can answer itself. Sent right after `welcome` and
+    whenever it changes; main shows `name` as the peer's name and in the `via` of invokes its calls
+    cause, and may send those invokes to it (per server `elicitationRoute`)."""
+
+    name: ShortText
+    version: ShortText | None = None
+    form_elicitation: bool = False  # the host declared the elicitation capability (form mode)
+    url_elicitation: bool = False  # ... and URL mode
+
+
+class CancelCall(Body):
+    """Extension `msgCancelCall` (peer -> main): cancel the sender's own `msgMcpCallTool` at the
+    server; its `responseChannel` then gets `{error: {code: -32800}}` (unless it had finished)."""
+
+    response_channel: ShortText
+
+
+class Progress(Body):
+    """Extension `msgProgress` (main -> the caller): a server's progress on a call made with
+    `progress: true`."""
+
+    response_channel: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+ListName = Literal["tools", "resources", "prompts"]
+
+
+class ListChanged(Body):
+    """Extension `msgListChanged` (main -> host peers): these lists of `server` may have changed
+    (the server said so, it (re)started or stopped, or a reload added or removed it)."""
+
+    server: str
+    lists: list[ListName]
+
+
 PeerBody = (
     Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown | ServerControl | Reload
     | ServerPolicy | McpRequest | AuthRequest | SignInRedirect | RulesRequest | RevokeRules | Ask | Withdraw
+    | HostInfo | CancelCall
 )
 MainBody = (
     Welcome
@@ -455,4 +504,6 @@ MainBody = (
     | Notice
     | ChannelReply
     | RulesUpdate
+    | Progress
+    | ListChanged
 )

@@ -1,0 +1,56 @@
+"""The arguments of `elicitron serve` (main's CLI adds them to its `serve` subcommand and calls
+`run_serve`), and `python -m gateway_process` (the same, plus `--listen-http` for main's child).
+
+Importing this module costs nothing: `mcp` is imported only once a gateway actually runs, so the
+rest of `elicitron`'s commands stay fast.
+"""
+
+import argparse
+import logging
+from pathlib import Path
+
+from shared.connection_file import resolve_connection_path
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", metavar="NAME",
+                        help="expose only this server, under its own tool names (a drop-in for the host's entry)")
+    parser.add_argument("--config", type=Path,
+                        help="mcpServers JSON for main, when this starts it (default: as `elicitron launch`)")
+    parser.add_argument("--print-config", action="store_true",
+                        help="print the entry to paste into Claude Desktop / Cursor (mcpServers) and VS Code (servers)")
+    parser.add_argument("--http", action="store_true",
+                        help="with --print-config: the entry for main's --mcp-http endpoint instead of stdio")
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from gateway_process.names import Exposure
+
+    connection = resolve_connection_path(args.connection)
+    exposure = Exposure(only=args.server)
+    if args.print_config:
+        from gateway_process.print_config import print_config
+
+        return print_config(connection, exposure, http=args.http, config=args.config,
+                            explicit_connection=args.connection)
+    from gateway_process.stdio import run_stdio
+
+    return run_stdio(connection, exposure, args.config)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gateway_process",
+                                     description="Elicitron's MCP gateway: every configured server, for MCP hosts")
+    parser.add_argument("--connection", help="main's connection file (default: $ELICITRON_CONNECTION or the runtime dir)")
+    parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--listen-http", metavar="[HOST:]PORT",
+                        help="serve streamable HTTP for main (`elicitron main --mcp-http`) instead of stdio")
+    add_serve_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.listen_http:
+        from gateway_process.http_app import run_http
+
+        return run_http(resolve_connection_path(args.connection), args.listen_http)
+    return run_serve(args)

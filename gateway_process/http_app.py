@@ -1,0 +1,279 @@
+"""Streamable HTTP for MCP hosts that take a URL: main's `--mcp-http` child process.
+
+    python -m gateway_process --listen-http HOST:PORT --connection FILE
+
+main starts this process, reads the `LISTENING <url>` line it prints, and stops (or restarts) it;
+this process ends by itself when main does. Every request is checked before any MCP code sees it:
+a foreign `Origin` or `Host` gets 403 (DNS-rebinding protection, the checks of
+`mcp.server.transport_security`), a missing or wrong `Authorization: Bearer <token>` gets 401 (the
+token is in main's 0600 connection file). `/mcp` serves every server with prefixed names,
+`/mcp/<server>` one server under its own names.
+
+Hosts: each handshake-era MCP session is one host peer of main; 2026-07-28 requests carry no
+session, so those of one client (its `clientInfo` name) share one host peer. A host peer goes when
+its session is deleted, or after HOST_IDLE_S without a request and with no call in flight.
+"""
+
+import hmac
+import logging
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import anyio
+import anyio.abc
+import uvicorn
+from mcp.server.context import ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+
+from gateway_process.link import MainLink
+from gateway_process.names import Exposure
+from gateway_process.proxy import GatewayServer
+from gateway_process.session import HostSession
+from shared.connection_file import read_connection_file
+from shared.errors import ConnectionFileError, MainUnreachableError
+from shared.messages import ElicitationDismiss, ElicitationInvoke, ErrorNotice, ListChanged, ServerInfo
+
+logger = logging.getLogger(__name__)
+
+HOST_IDLE_S = 30 * 60.0
+SWEEP_S = 60.0
+PARENT_CHECK_S = 1.0
+EXIT_FAILED = 1
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+_SESSION_HEADER = "mcp-session-id"
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """`[HOST:]PORT` -> (host, port); 127.0.0.1 unless a host is named. Raises ValueError."""
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    number = int(port)
+    if not 0 <= number <= 65535:
+        raise ValueError(f"port {number} is out of range")
+    return host, number
+
+
+def security_settings(bind_host: str) -> TransportSecuritySettings:
+    """Loopback names, plus the host main was told to bind, in `Host` and `Origin`."""
+    names = list(_LOOPBACK)
+    if bind_host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
+        names.append(f"[{bind_host}]" if ":" in bind_host else bind_host)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                     allowed_hosts=[f"{name}:*" for name in names],
+                                     allowed_origins=[f"http://{name}:*" for name in names])
+
+
+class _Directory:
+    """A controller-role link for what every scope needs before any host attaches: the servers
+    (for instructions and `/mcp/<server>` paths)."""
+
+    def __init__(self, connection: Path) -> None:
+        self.link = MainLink(connection, "elicitron http gateway", self, role="controller")
+        self.scopes: list[GatewayServer] = []
+
+    def refresh(self) -> None:
+        for gateway in self.scopes:
+            gateway.refresh_instructions(self.link.servers)
+
+    def on_invoke(self, invoke: ElicitationInvoke) -> None:
+        pass
+
+    def on_dismiss(self, dismiss: ElicitationDismiss) -> None:
+        pass
+
+    def on_refused(self, notice: ErrorNotice) -> None:
+        pass
+
+    def on_list_changed(self, change: ListChanged) -> None:
+        pass
+
+    def on_attached(self, servers: list[ServerInfo], again: bool) -> None:
+        self.refresh()
+
+    def on_servers(self, servers: list[ServerInfo]) -> None:
+        self.refresh()
+
+
+class _Scope:
+    """`/mcp` or `/mcp/<server>`: its MCP server, its session manager, its hosts."""
+
+    def __init__(self, gateway: GatewayServer, manager: StreamableHTTPSessionManager) -> None:
+        self.gateway = gateway
+        self.manager = manager
+        self.hosts: dict[tuple[str, str | None], HostSession] = {}
+        self.last_used: dict[tuple[str, str | None], float] = {}
+
+
+class HttpGateway:
+    """The ASGI app."""
+
+    def __init__(self, connection: Path, token: str, bind_host: str) -> None:
+        self.connection = connection
+        self._token = token.encode()
+        self._security = TransportSecurityMiddleware(security_settings(bind_host))
+        self._settings = security_settings(bind_host)
+        self._directory = _Directory(connection)
+        self._scopes: dict[str | None, _Scope] = {}
+        self._group: anyio.abc.TaskGroup | None = None
+
+    # ---- ASGI --------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        refused = await self._security.validate_request(request, is_post=request.method == "POST")
+        if refused is not None:
+            if refused.status_code in (403, 421):  # a foreign Origin or Host: DNS rebinding, MCP's MUST
+                refused = JSONResponse({"error": "forbidden: foreign Origin or Host header"}, status_code=403)
+            await refused(scope, receive, send)
+            return
+        if not self._authorized(request):
+            await JSONResponse({"error": "unauthorized: send Authorization: Bearer <token> (from `elicitron serve "
+                                         "--print-config --http`)"}, status_code=401,
+                               headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            return
+        path = scope["path"].rstrip("/")
+        if path == "/mcp":
+            key: str | None = None
+        elif path.startswith("/mcp/") and "/" not in path[5:]:
+            key = unquote(path[5:])
+            if key not in self._directory.link.servers:
+                await JSONResponse({"error": f"no server named {key!r}"}, status_code=404)(scope, receive, send)
+                return
+        else:
+            await JSONResponse({"error": "not found: MCP is at /mcp and /mcp/<server>"},
+                               status_code=404)(scope, receive, send)
+            return
+        target = await self._scope(key)
+        await target.manager.handle_request(scope, receive, send)
+        session_id = request.headers.get(_SESSION_HEADER)
+        if request.method == "DELETE" and session_id:
+            self._end_host(target, ("session", session_id))
+
+    def _authorized(self, request: Request) -> bool:
+        header = request.headers.get("authorization", "")
+        scheme, _, value = header.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self._token)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        await receive()  # lifespan.startup
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                await self._directory.link.attach()
+            except MainUnreachableError as exc:
+                await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                return
+            group.start_soon(self._sweep)
+            group.start_soon(self._exit_with_parent)
+            await send({"type": "lifespan.startup.complete"})
+            await receive()  # lifespan.shutdown
+            for target in self._scopes.values():
+                for host in list(target.hosts):
+                    self._end_host(target, host)
+            self._directory.link.close()
+            group.cancel_scope.cancel()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    # ---- scopes and hosts ---------------------------------------------------------------------
+
+    async def _scope(self, key: str | None) -> _Scope:
+        target = self._scopes.get(key)
+        if target is not None:
+            return target
+        holder: dict[str, _Scope] = {}
+        gateway = GatewayServer(Exposure(only=key), lambda ctx: self._host_for(holder["scope"], ctx))
+        gateway.refresh_instructions(self._directory.link.servers)
+        manager = StreamableHTTPSessionManager(app=gateway.server, security_settings=self._settings)
+        target = holder["scope"] = self._scopes[key] = _Scope(gateway, manager)
+        self._directory.scopes.append(gateway)
+        assert self._group is not None
+        await self._group.start(_run_manager, manager)
+        return target
+
+    def _host_for(self, target: _Scope, ctx: ServerRequestContext[Any, Any]) -> HostSession:
+        request = ctx.request
+        session_id = request.headers.get(_SESSION_HEADER) if isinstance(request, Request) else None
+        if session_id:
+            key: tuple[str, str | None] = ("session", session_id)
+        else:
+            params = ctx.session.client_params
+            key = ("client", params.client_info.name if params is not None else None)
+        target.last_used[key] = time.monotonic()
+        host = target.hosts.get(key)
+        if host is None:
+            host = target.hosts[key] = HostSession(self.connection, target.gateway.exposure, start_main_if_needed=False)
+            logger.info("new host %s on %s", key, target.gateway.exposure.only or "/mcp")
+        return host
+
+    def _end_host(self, target: _Scope, key: tuple[str, str | None]) -> None:
+        host = target.hosts.pop(key, None)
+        target.last_used.pop(key, None)
+        if host is not None:
+            host.close()
+
+    async def _sweep(self) -> None:
+        while True:
+            await anyio.sleep(SWEEP_S)
+            now = time.monotonic()
+            for target in self._scopes.values():
+                for key, used in list(target.last_used.items()):
+                    host = target.hosts.get(key)
+                    if host is not None and now - used > HOST_IDLE_S and not host.busy:
+                        logger.info("host %s idle for %.0f s: detaching it", key, now - used)
+                        self._end_host(target, key)
+
+    async def _exit_with_parent(self) -> None:
+        parent = os.getppid()
+        while os.getppid() == parent:
+            await anyio.sleep(PARENT_CHECK_S)
+        logger.warning("main (pid %d) is gone; stopping", parent)
+        os._exit(0)  # main's child: nothing left to serve, and nothing to save
+
+
+async def _run_manager(manager: StreamableHTTPSessionManager, *,
+                       task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async with manager.run():
+        task_status.started()
+        await anyio.sleep_forever()
+
+
+def run_http(connection: Path, listen: str) -> int:
+    try:
+        host, port = parse_listen(listen)
+        info = read_connection_file(connection)
+    except (ValueError, ConnectionFileError) as exc:
+        print(f"elicitron http gateway: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    if not info.mcp_http_token:
+        print(f"elicitron http gateway: no mcpHttpToken in {connection}", file=sys.stderr)
+        return EXIT_FAILED
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        print(f"elicitron http gateway: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
+    bound = listener.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    app = HttpGateway(connection, info.mcp_http_token, host)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    print(f"LISTENING http://{shown}:{bound}/mcp", flush=True)
+    anyio.run(uvicorn.Server(config).serve, [listener])
+    return 0
+

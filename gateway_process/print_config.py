@@ -1,0 +1,62 @@
+"""`elicitron serve --print-config [--http] [--server NAME]`: the exact entries to paste.
+
+Claude Desktop and Cursor read `{"mcpServers": {...}}`; VS Code reads `{"servers": {...}}` with a
+`type`. The stdio entry names this installation's `elicitron` by its absolute path (hosts do not
+see the venv's PATH); the HTTP entry needs main running with `--mcp-http` and carries its token.
+"""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from gateway_process.names import Exposure
+from shared.connection_file import read_connection_file
+from shared.errors import ConnectionFileError
+
+EXIT_FAILED = 1
+
+
+def stdio_entry(exposure: Exposure, config: Path | None, connection: str | None) -> dict[str, Any]:
+    script = Path(sys.executable).with_name("elicitron")
+    command = str(script) if script.exists() else (shutil.which("elicitron") or "")
+    args = ["serve"] if command else ["-m", "main_process", "serve"]
+    command = command or sys.executable
+    if exposure.only is not None:
+        args += ["--server", exposure.only]
+    if config is not None:
+        args += ["--config", str(config.resolve())]
+    if connection is not None:
+        args += ["--connection", str(Path(connection).resolve())]
+    return {"command": command, "args": args}
+
+
+def http_entry(connection: Path, exposure: Exposure) -> dict[str, Any]:
+    """Raises ConnectionFileError when main is not running or not serving HTTP."""
+    info = read_connection_file(connection)
+    if not info.mcp_http_url or not info.mcp_http_token:
+        raise ConnectionFileError("main is not serving MCP over HTTP; start it with "
+                                  "`elicitron main --mcp-http [HOST:]PORT`")
+    url = info.mcp_http_url if exposure.only is None else f"{info.mcp_http_url}/{exposure.only}"
+    return {"url": url, "headers": {"Authorization": f"Bearer {info.mcp_http_token}"}}
+
+
+def print_config(connection: Path, exposure: Exposure, *, http: bool, config: Path | None,
+                 explicit_connection: str | None) -> int:
+    name = exposure.only or "elicitron"
+    try:
+        entry = http_entry(connection, exposure) if http else stdio_entry(exposure, config, explicit_connection)
+    except ConnectionFileError as exc:
+        print(f"elicitron: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    vscode = {"type": "http" if http else "stdio", **entry}
+    print("Claude Desktop, Cursor (mcpServers in claude_desktop_config.json / .cursor/mcp.json):")
+    print(json.dumps({"mcpServers": {name: entry}}, indent=2))
+    print()
+    print("VS Code (servers in .vscode/mcp.json):")
+    print(json.dumps({"servers": {name: vscode}}, indent=2))
+    if http:
+        print()
+        print("The token is a secret: it lets any program on this machine use your servers.", file=sys.stderr)
+    return 0

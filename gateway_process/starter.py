@@ -1,0 +1,37 @@
+"""Start main in the background when none runs, the way `elicitron launch` does.
+
+The gateway never imports main: it runs `python -m main_process launch --no-window` (the same code
+path as `elicitron launch`: a bad config fails there with its one-line error, main starts with
+auto-open windows on, and a main that another gateway started at the same moment is used rather
+than reported as a failure). That command's stderr is the gateway's, which the host logs.
+"""
+
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+from shared.errors import ConfigError, MainUnreachableError
+
+logger = logging.getLogger(__name__)
+
+START_TIMEOUT_S = 90.0
+_EXIT_USAGE = 2  # main_process.cli: usage or config error
+
+
+def start_main(connection: Path, config: Path | None) -> None:
+    """Blocking: returns once a main answers on `connection`. Raises ConfigError for a bad config,
+    MainUnreachableError when main could not be started."""
+    argv = [sys.executable, "-m", "main_process", "launch", "--no-window", "--connection", str(connection)]
+    if config is not None:
+        argv += ["--config", str(config.resolve())]
+    logger.info("no main is running on %s: starting one", connection)
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, timeout=START_TIMEOUT_S,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise MainUnreachableError(f"main did not come up within {START_TIMEOUT_S:.0f} s") from None
+    if done.returncode == _EXIT_USAGE:
+        raise ConfigError(f"main could not start with config {config or '(default)'}: see the error above")
+    if done.returncode != 0:
+        raise MainUnreachableError(f"starting main failed (exit code {done.returncode}); see the error above")

@@ -1,0 +1,31 @@
+"""A host in its own process, for tests that kill it: mcp.Client on `elicitron serve`.
+
+    python tests/gateway_host_script.py CONNECTION NAME '[["tool", {args}], ...]'
+
+Starts every call at once and prints `progress <tool>` when a call reports progress, so the test
+knows the call reached its server; then waits (the test kills it)."""
+
+import json
+import os
+import sys
+
+import anyio
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+
+
+async def main(connection: str, name: str, calls: list[tuple[str, dict[str, object]]]) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "main_process", "serve", "--connection",
+                                                                 connection], env=dict(os.environ))
+    client = Client(params, client_info=types.Implementation(name=name, version="1"), cache=None)
+    async with client, anyio.create_task_group() as group:
+        for tool, arguments in calls:
+            async def note(*_args: object, tool: str = tool) -> None:
+                print(f"progress {tool}", flush=True)
+
+            group.start_soon(lambda t=tool, a=arguments, n=note: client.call_tool(t, a, progress_callback=n))
+        print("calling", flush=True)
+
+
+if __name__ == "__main__":
+    anyio.run(main, sys.argv[1], sys.argv[2], json.loads(sys.argv[3]))

@@ -1,0 +1,200 @@
+"""`elicitron serve` over the lives of hosts and servers: a host killed mid-call, list changes after
+a restart and a reload, main started by the gateway, ten hosts at once. Each test has its own main."""
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from conftest import ROOT, RunningMain, child_env, demo_stdio_entry, descendants, end_process, short_tmp_dir
+from gateway_kit import Host, HostLoop, probe_entry, serve_params, status_json, text_of
+from mcp import Client
+
+HOST_SCRIPT = ROOT / "tests" / "gateway_host_script.py"
+
+
+@pytest.fixture
+def hosts() -> Iterator[HostLoop]:
+    loop = HostLoop()
+    yield loop
+    loop.close()
+
+
+def _probe_and_demo(main_factory: Callable[..., RunningMain]) -> RunningMain:
+    running = main_factory({"demo": demo_stdio_entry(), "probe": probe_entry()})
+    running.stderr.until("server demo ready", timeout_s=60)
+    running.stderr.until("server probe ready", timeout_s=60)
+    return running
+
+
+@pytest.mark.parametrize("killed", ["host", "gateway"])
+def test_killing_a_host_mid_call_cancels_at_the_server_dismisses_its_card_and_leaves_main_usable(
+    main_factory: Callable[..., RunningMain], hosts: HostLoop, killed: str
+) -> None:
+    main = _probe_and_demo(main_factory)
+    window = main.peer("wire-window")
+    witness = Host(hosts, serve_params(main.connection), "witness").open()
+    server_pid = witness.call("probe__pid").structured_content
+    calls = [["probe__block", {"tag": killed, "steps": 1}], ["demo__book_table", {"restaurant": "Doomed"}]]
+    proc = subprocess.Popen([sys.executable, str(HOST_SCRIPT), str(main.connection), "doomed", json.dumps(calls)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=child_env(), cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == b"calling"
+        assert proc.stdout.readline().strip() == b"progress probe__block"  # the call is at the server
+        _, invoke = window.expect(lambda t, b: t == "msgElicitationTransferInvoke", 20)
+        assert invoke["via"] == "doomed"
+        if killed == "host":
+            proc.kill()  # the gateway's stdin closes
+        else:
+            gateway = next(pid for pid, cmd in descendants(proc.pid).items() if " serve " in f"{cmd} ")
+            subprocess.run(["kill", "-KILL", str(gateway)], check=True)  # main notices its silence
+        _, dismiss = window.expect(lambda t, b: t == "msgElicitationTransferDismiss"
+                                   and b["responseChannel"] == invoke["responseChannel"], 20)
+        assert dismiss["reason"] == "cancelled"
+        assert text_of(witness.call("probe__was_cancelled", {"tag": killed}, timeout=20)) == f"{killed} was cancelled"
+        assert witness.call("probe__pid").structured_content == server_pid  # never restarted
+        assert text_of(witness.call("demo__echo", {"text": "usable"})) == "usable"
+        report = status_json(main)
+        assert [p["name"] for p in report["peers"] if p["role"] == "host"] == ["witness"]
+        assert {s["name"]: s["status"] for s in report["servers"]} == {"demo": "ready", "probe": "ready"}
+    finally:
+        end_process(proc)
+        witness.close()
+
+
+class ListChanges:
+    """Collects the tools/list_changed a host hears, in either era."""
+
+    def __init__(self) -> None:
+        self.seen: queue.Queue[str] = queue.Queue()
+        self.listening = threading.Event()
+
+    async def on_message(self, message: Any) -> None:  # handshake era: notifications
+        if isinstance(message, types.ToolListChangedNotification):
+            self.seen.put("tools")
+
+    async def listen(self, client: Client) -> None:  # 2026-07-28: a subscriptions/listen stream
+        async with client.listen(tools_list_changed=True) as subscription:
+            self.listening.set()
+            async for _event in subscription:
+                self.seen.put("tools")
+
+    def wait(self, timeout: float = 30) -> str:
+        return self.seen.get(timeout=timeout)
+
+    def drain(self) -> None:
+        while not self.seen.empty():
+            self.seen.get_nowait()
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_tools_list_changed_reaches_the_host_after_a_restart_and_a_reload(
+    main_factory: Callable[..., RunningMain], hosts: HostLoop, tmp_path: Path, mode: str
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"demo": demo_stdio_entry()}}))
+    main = main_factory.with_config(config)  # type: ignore[attr-defined]
+    main.stderr.until("server demo ready", timeout_s=60)
+    changes = ListChanges()
+    host = Host(hosts, serve_params(main.connection), f"watcher-{mode}", mode=mode,
+                message_handler=changes.on_message).open()
+    try:
+        assert "demo__echo" in host.tool_names()
+        if mode == "auto":
+            host.start(changes.listen)
+            assert changes.listening.wait(20)
+        done = main.cli("server", "restart", "demo")
+        assert done.returncode == 0, done.stderr
+        assert changes.wait() == "tools"
+        assert text_of(host.call("demo__echo", {"text": "after restart"})) == "after restart"
+
+        changes.drain()
+        config.write_text(json.dumps({"mcpServers": {"demo": demo_stdio_entry(), "probe": probe_entry()}}))
+        done = main.cli("reload")
+        assert done.returncode == 0, done.stderr
+        assert changes.wait() == "tools"
+        names = host.tool_names()
+        while "probe__pid" not in names:  # the notice came when the new server was ready; relist as a host does
+            changes.wait()
+            names = host.tool_names()
+        assert {"demo__echo", "probe__pid"} <= set(names)
+    finally:
+        host.close()
+
+
+def test_a_server_that_changes_its_tools_is_relayed_to_the_host(
+    main_factory: Callable[..., RunningMain], hosts: HostLoop
+) -> None:
+    main = main_factory({"probe": probe_entry()})
+    main.stderr.until("server probe ready", timeout_s=60)
+    changes = ListChanges()
+    host = Host(hosts, serve_params(main.connection), "grower", mode="legacy", message_handler=changes.on_message).open()
+    try:
+        assert "probe__sprout" not in host.tool_names()
+        assert text_of(host.call("probe__grow", {"name": "sprout"})) == "added sprout"
+        assert changes.wait() == "tools"  # the server's own announcement, relayed through main
+        assert "probe__sprout" in host.tool_names()
+        assert text_of(host.call("probe__sprout")) == "sprout answers"
+    finally:
+        host.close()
+
+
+def test_serve_starts_main_when_none_runs_and_two_gateways_share_it(hosts: HostLoop, tmp_path: Path) -> None:
+    runtime = short_tmp_dir()
+    connection = runtime / "connection.json"
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"demo": demo_stdio_entry()},
+                                  "elicitron": {"autoOpenWindow": False}}))
+    first = Host(hosts, serve_params(connection, "--config", str(config)), "first")
+    second = Host(hosts, serve_params(connection, "--config", str(config)), "second")
+    try:
+        for opening in [first.opening(), second.opening()]:  # at the same moment: one main wins
+            opening.result(120)
+        assert text_of(first.call("demo__echo", {"text": "one"})) == "one"
+        assert text_of(second.call("demo__echo", {"text": "two"})) == "two"
+        assert {p.get("name") for p in _status(connection)["peers"]} >= {"first", "second"}
+        stopped = subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+                                 check=False, capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
+        assert stopped.returncode == 0, stopped.stderr
+        assert text_of(first.call("demo__echo", {"text": "again"}, timeout=120)) == "again"  # main started anew
+        assert {p.get("name") for p in _status(connection)["peers"]} >= {"first"}
+    finally:
+        first.close()
+        second.close()
+        subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+                       check=False, capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
+        subprocess.run(["rm", "-rf", str(runtime)], check=False)
+
+
+def _status(connection: Path) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-m", "main_process", "status", "--json", "--connection", str(connection)],
+                          check=False, capture_output=True, text=True, timeout=60, env=child_env(), cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_ten_hosts_share_the_servers_without_cross_talk(main_factory: Callable[..., RunningMain],
+                                                       hosts: HostLoop) -> None:
+    main = _probe_and_demo(main_factory)
+    crowd = [Host(hosts, serve_params(main.connection), f"host-{i}") for i in range(10)]
+    try:
+        for opening in [host.opening() for host in crowd]:
+            opening.result(120)
+        pending = [(i, n, host.start(lambda c, i=i, n=n: c.call_tool("demo__echo", {"text": f"{i}:{n}"})))
+                   for n in range(5) for i, host in enumerate(crowd)]
+        assert [text_of(future.result(60)) for _, _, future in pending] == [f"{i}:{n}" for i, n, _ in pending]
+        report = status_json(main)
+        assert sorted(p["name"] for p in report["peers"] if p["role"] == "host") == sorted(f"host-{i}" for i in range(10))
+    finally:
+        for host in crowd:
+            host.close()
+
+

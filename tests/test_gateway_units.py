@@ -1,0 +1,166 @@
+"""The gateway's pure parts, one unit each: naming, the stdio line reader, where a host's request
+goes, the host's calls in main, the config key, and the window's host texts."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway_process.http_app import parse_listen, security_settings
+from gateway_process.names import Exposure, combined_instructions
+from gateway_process.stdio_wire import LineSplitter, Oversized, classify
+from main_process.config import parse_config
+from main_process.hosts import PeerCalls, plan_delivery
+from main_process.http_gateway import check_listen, load_or_create_token
+from main_process.peers import Peer
+from renderer_process.hosts import hosts_text, via_text
+from shared import messages
+from shared.errors import ConfigError, UnknownNameError
+
+SERVERS = {
+    "demo": messages.ServerInfo(name="demo", status="ready", tools=["echo", "book_table"], instructions="Demo."),
+    "demo__x": messages.ServerInfo(name="demo__x", status="ready", tools=["echo"]),
+    "slow": messages.ServerInfo(name="slow", status="starting", tools=[]),
+}
+
+
+def test_prefixed_names_resolve_to_their_server_and_bad_ones_say_what_names_look_like() -> None:
+    every = Exposure()
+    assert every.public("demo", "echo") == "demo__echo"
+    assert every.resolve("tool", "demo__book_table", SERVERS) == ("demo", "book_table")
+    assert every.resolve("tool", "demo__x__echo", SERVERS) == ("demo__x", "echo")  # the server that has it
+    assert every.resolve("tool", "slow__anything", SERVERS) == ("slow", "anything")  # starting: main waits
+    assert every.resolve("prompt", "demo__greet", SERVERS) == ("demo", "greet")
+    with pytest.raises(UnknownNameError, match=r"unknown tool 'echo': names here are <server>__<tool>, "
+                                               r"with <server> one of: demo, demo__x, slow"):
+        every.resolve("tool", "echo", SERVERS)
+    with pytest.raises(UnknownNameError, match=r"server 'demo' has no tool 'nope' \(its tools: demo__echo, "):
+        every.resolve("tool", "demo__nope", SERVERS)
+    with pytest.raises(UnknownNameError, match="unknown tool 'demo__'"):
+        every.resolve("tool", "demo__", SERVERS)
+
+
+def test_one_server_alone_keeps_its_names() -> None:
+    alone = Exposure(only="demo")
+    assert alone.public("demo", "echo") == "echo"
+    assert alone.servers(SERVERS) == ["demo"]
+    assert alone.resolve("tool", "echo", SERVERS) == ("demo", "echo")
+    with pytest.raises(UnknownNameError, match="server 'demo' has no tool 'demo__echo'"):
+        alone.resolve("tool", "demo__echo", SERVERS)
+    assert combined_instructions(alone, SERVERS) == "Demo."
+
+
+def test_combined_instructions_name_each_server() -> None:
+    text = combined_instructions(Exposure(), SERVERS) or ""
+    assert text.startswith("Tools and prompts of 3 MCP servers through Elicitron, each named <server>__<name>")
+    assert text.endswith("## demo\nDemo.")
+
+
+def test_the_stdio_reader_splits_lines_and_skips_an_oversized_one_unread() -> None:
+    splitter = LineSplitter(limit=10)
+    assert splitter.feed(b'{"a":1}\n{"b"') == [b'{"a":1}']
+    assert splitter.feed(b":2}\n") == [b'{"b":2}']
+    out = splitter.feed(b'{"id": 42, "method": "x"')
+    assert len(out) == 1 and isinstance(out[0], Oversized) and out[0].request_id() == 42
+    assert splitter.feed(b", more and more") == []  # still the same line: dropped
+    assert splitter.feed(b'"}\n{"c":3}\n') == [b'{"c":3}']
+    assert Oversized(size=11, head=b'{"jsonrpc": "2.0", "id": "r-1"').request_id() == "r-1"
+    assert Oversized(size=11, head=b"garbage").request_id() is None
+
+
+def test_bad_lines_become_json_rpc_errors() -> None:
+    message, error = classify(b"not json")
+    assert message is None and error is not None
+    assert json.loads(error.message.model_dump_json(by_alias=True, exclude_unset=True))["error"]["code"] == -32700
+    message, error = classify(b'{"jsonrpc": "2.0", "id": 3, "method": 5}')
+    reply = json.loads(error.message.model_dump_json(by_alias=True, exclude_unset=True))  # type: ignore[union-attr]
+    assert (reply["id"], reply["error"]["code"]) == (3, -32600)
+    message, error = classify(b'{"jsonrpc": "2.0", "id": 4, "method": "tools/list"}')
+    assert error is None and message is not None
+
+
+def _host(form: bool = True, url: bool = False) -> Peer:
+    return Peer(b"\x00host", "h1", "Claude Desktop", "host", 0.0, form_elicitation=form, url_elicitation=url)
+
+
+def test_where_a_request_a_host_caused_goes() -> None:
+    windows = [b"\x00w1", b"\x00w2"]
+    assert plan_delivery("host", None, "form", windows).recipients is None  # no host: every window
+    windows_only = plan_delivery("windows", _host(), "form", windows)
+    assert (windows_only.recipients, windows_only.via) == (None, "Claude Desktop")
+    to_host = plan_delivery("host", _host(), "form", windows)
+    assert (to_host.recipients, to_host.for_windows) == ([b"\x00host"], False)
+    assert plan_delivery("host", _host(form=False), "form", windows).recipients is None  # cannot: windows
+    assert plan_delivery("host", _host(url=False), "url", windows).recipients is None
+    both = plan_delivery("first", _host(), "form", windows)
+    assert (both.recipients, both.for_windows) == ([*windows, b"\x00host"], True)
+
+
+def test_a_peers_calls_are_counted_cancelled_once_and_forgotten_when_answered() -> None:
+    changed: list[int] = []
+    calls = PeerCalls(on_count_changed=lambda peer: changed.append(peer.calls))
+    host = _host()
+    replies: list[Any] = []
+    cancelled: list[str] = []
+    reply_a, started_a = calls.track(host, "a", replies.append)
+    started_a(lambda: cancelled.append("a"))
+    reply_b, started_b = calls.track(host, "b", replies.append)
+    started_b(lambda: cancelled.append("b"))
+    assert host.calls == 2 and changed == [1, 2]
+    assert calls.cancel(host.routing_id, "a") and cancelled == ["a"]
+    reply_a(messages.ChannelReply(result={}))
+    reply_a(messages.ChannelReply(result={}))  # a second reply changes no count
+    assert host.calls == 1 and calls.cancel(host.routing_id, "a") is False
+    assert calls.cancel_all(host.routing_id) == 1 and cancelled == ["a", "b"]
+    reply_b(messages.ChannelReply(result={}))
+    assert host.calls == 0 and len(replies) == 3
+
+
+def test_elicitation_route_is_checked_in_the_config() -> None:
+    config = parse_config({"mcpServers": {"a": {"command": "x", "elicitationRoute": "first"}, "b": {"command": "y"}}},
+                          "mcp.json")
+    assert (config.servers["a"].elicitation_route, config.servers["b"].elicitation_route) == ("first", "windows")
+    with pytest.raises(ConfigError, match=r"mcp.json: mcpServers.a: \"elicitationRoute\" must be"):
+        parse_config({"mcpServers": {"a": {"command": "x", "elicitationRoute": "both"}}}, "mcp.json")
+
+
+def test_mcp_http_listen_values_and_allowed_hosts() -> None:
+    assert check_listen("8765") == "127.0.0.1:8765"
+    assert check_listen("0.0.0.0:80") == "0.0.0.0:80"
+    with pytest.raises(ConfigError, match=r"expected \[HOST:\]PORT"):
+        check_listen("localhost:http")
+    assert parse_listen("127.0.0.1:0") == ("127.0.0.1", 0)
+    assert parse_listen("[::1]:8080") == ("::1", 8080)
+    assert security_settings("127.0.0.1").allowed_hosts == ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    assert "http://studio.lan:*" in security_settings("studio.lan").allowed_origins
+
+
+def test_the_http_token_is_made_once_private_and_kept(tmp_path: Path) -> None:
+    path = tmp_path / "private" / "mcp-http-token"
+    token = load_or_create_token(path)
+    assert len(token) >= 32 and path.stat().st_mode & 0o777 == 0o600
+    assert load_or_create_token(path) == token
+
+
+def test_the_window_names_hosts_and_their_calls() -> None:
+    invoke = messages.ElicitationInvoke(request=messages.ElicitationRequest(server="demo", params={}),
+                                        response_channel="c", created_at=0, expires_at=None, origin="h1",
+                                        via="Claude Desktop")
+    assert via_text(invoke) == "via Claude Desktop"
+    peers = [messages.PeerInfo(window="w", name="desk", role="renderer"),
+             messages.PeerInfo(window="h1", name="Claude Desktop", role="host", calls=2),
+             messages.PeerInfo(window="h2", name="Cursor", role="host", calls=0)]
+    assert hosts_text(peers) == "Hosts: Claude Desktop (2 calls), Cursor"
+    assert hosts_text(peers[:1]) == ""
+
+
+def test_the_cli_knows_serve_without_importing_mcp() -> None:
+    """`elicitron status` and friends must stay fast: `serve`'s arguments come without `mcp`."""
+    code = ("import sys, main_process.cli as cli; parser = cli._parser(); "
+            "parser.parse_args(['serve', '--server', 'demo']); "
+            "sys.exit(1 if any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules) else 0)")
+    done = subprocess.run([sys.executable, "-c", code], check=False, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0
