@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import mcp_types as types
-from conftest import ROOT, RunningMain, child_env
+from kit.env import child_env
+from kit.main import RunningMain
+from kit.paths import ROOT
 from mcp import Client, StdioServerParameters
 
 PROBE_SERVER = ROOT / "tests" / "gateway_probe_server.py"

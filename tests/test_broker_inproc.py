@@ -38,7 +38,7 @@ class FakeHost:
     def server_infos(self) -> list[ServerInfo]:
         return [ServerInfo(name="demo", status="ready", tools=["echo"])]
 
-    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo) -> None:
+    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo, progress: object = None) -> None:
         reply(ChannelReply(result={"content": [{"type": "text", "text": f"{request.tool} from {origin}"}]}))
 
     def mcp_request(self, request: McpRequest, reply: ReplyTo) -> None:

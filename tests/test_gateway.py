@@ -15,17 +15,22 @@ from typing import Any
 
 import mcp_types as types
 import pytest
-from conftest import ROOT, RunningMain, child_env, demo_stdio_entry, short_tmp_dir, start_main, write_config
 from gateway_kit import PROBE_SERVER, Host, HostLoop, probe_entry, serve_params, status_json, text_of
+from kit.demo import demo_stdio_entry
+from kit.env import child_env, short_tmp_dir
+from kit.main import RunningMain, start_main, write_config
+from kit.paths import ROOT
+from kit.peer import WirePeer
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QLineEdit, QPushButton
 from pytestqt.qtbot import QtBot
-from wire_peer import WirePeer
 
 from renderer_process.bridge import MainBridge
 from renderer_process.main_window import MainWindow
+
+pytestmark = pytest.mark.slow  # real mains, gateways and hosts
 
 BOOKING = {"name": "Grace", "party_size": 4}
 
@@ -43,7 +48,7 @@ def gw_main(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMain]:
     running = start_main(config, runtime)
     try:
         for name in ("demo", "probe", "to_host", "to_first", "to_host_legacy"):
-            running.stderr.until(f"server {name} ready", timeout_s=60)
+            running.wait_server_ready(name)
         yield running
     finally:
         running.stop()

@@ -8,10 +8,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import RunningMain, demo_stdio_entry
 from gateway_kit import Host, HostLoop, status_json, text_of
+from kit.demo import demo_stdio_entry
+from kit.main import RunningMain
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+pytestmark = pytest.mark.slow  # real mains, gateways and hosts
 
 LIST_TOOLS = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
 
@@ -26,7 +29,7 @@ def hosts() -> Iterator[HostLoop]:
 @pytest.fixture
 def http_main(main_factory: Callable[..., RunningMain]) -> RunningMain:
     main = main_factory({"demo": demo_stdio_entry()}, "--mcp-http", "0")
-    main.stderr.until("server demo ready", timeout_s=60)
+    main.wait_server_ready("demo")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # each status is a real round trip to main, as a user would run it
         if "MCP hosts over HTTP: http://127.0.0.1:" in main.cli("status").stdout:

@@ -12,9 +12,15 @@ from typing import Any
 
 import mcp_types as types
 import pytest
-from conftest import ROOT, RunningMain, child_env, demo_stdio_entry, descendants, end_process, short_tmp_dir
 from gateway_kit import Host, HostLoop, probe_entry, serve_params, status_json, text_of
+from kit.demo import demo_stdio_entry
+from kit.env import child_env, short_tmp_dir
+from kit.main import RunningMain
+from kit.paths import ROOT
+from kit.procs import descendants, end_process
 from mcp import Client
+
+pytestmark = pytest.mark.slow  # real mains, gateways and hosts
 
 HOST_SCRIPT = ROOT / "tests" / "gateway_host_script.py"
 
@@ -28,8 +34,8 @@ def hosts() -> Iterator[HostLoop]:
 
 def _probe_and_demo(main_factory: Callable[..., RunningMain]) -> RunningMain:
     running = main_factory({"demo": demo_stdio_entry(), "probe": probe_entry()})
-    running.stderr.until("server demo ready", timeout_s=60)
-    running.stderr.until("server probe ready", timeout_s=60)
+    running.wait_server_ready("demo")
+    running.wait_server_ready("probe")
     return running
 
 
@@ -102,7 +108,7 @@ def test_tools_list_changed_reaches_the_host_after_a_restart_and_a_reload(
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"demo": demo_stdio_entry()}}))
     main = main_factory.with_config(config)  # type: ignore[attr-defined]
-    main.stderr.until("server demo ready", timeout_s=60)
+    main.wait_server_ready("demo")
     changes = ListChanges()
     host = Host(hosts, serve_params(main.connection), f"watcher-{mode}", mode=mode,
                 message_handler=changes.on_message).open()
@@ -134,7 +140,7 @@ def test_a_server_that_changes_its_tools_is_relayed_to_the_host(
     main_factory: Callable[..., RunningMain], hosts: HostLoop
 ) -> None:
     main = main_factory({"probe": probe_entry()})
-    main.stderr.until("server probe ready", timeout_s=60)
+    main.wait_server_ready("probe")
     changes = ListChanges()
     host = Host(hosts, serve_params(main.connection), "grower", mode="legacy", message_handler=changes.on_message).open()
     try:

@@ -157,6 +157,7 @@ def test_the_window_names_hosts_and_their_calls() -> None:
     assert hosts_text(peers[:1]) == ""
 
 
+@pytest.mark.slow
 def test_the_cli_knows_serve_without_importing_mcp() -> None:
     """`elicitron status` and friends must stay fast: `serve`'s arguments come without `mcp`."""
     code = ("import sys, main_process.cli as cli; parser = cli._parser(); "
