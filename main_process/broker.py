@@ -527,9 +527,8 @@ class Broker:
             self._send_frames(routing_id, encode_welcome(welcome, []))
         # The current peers list right away (a window then knows whose requests are whose before it
         # shows a card); everyone else hears of the change coalesced.
-        peers = encode(channels.PEERS, PeersUpdate(peers=self._peers.infos()))
-        self._peers_sent[routing_id] = peers[1]
-        self._send_frames(routing_id, peers)
+        # The coalesced list that follows reaches the newcomer too: a peer can count on exactly two.
+        self._send_frames(routing_id, encode(channels.PEERS, PeersUpdate(peers=self._peers.infos())))
         self._schedule_drain()
         logger.info("attached %s %r (%r), %d pending delivered", peer.role, cut(peer.name), cut(peer.window),
                     delivered)
