@@ -28,7 +28,7 @@ import zmq.asyncio
 
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_from_main, encode, encode_request
-from shared.connection_file import ConnectionInfo, read_connection_file, resolve_connection_path
+from shared.connection_file import ConnectionInfo, main_is_gone, read_connection_file, resolve_connection_path
 from shared.errors import (
     ConnectionFileError,
     MainNotRunningError,
@@ -165,7 +165,7 @@ class AskerClient:
             info = read_connection_file(self.connection_path)
         except ConnectionFileError as exc:
             raise MainNotRunningError(str(exc)) from None
-        if info.endpoint.startswith("ipc://") and not _pid_alive(info.pid):
+        if main_is_gone(info):
             raise MainNotRunningError(f"no main is running (stale connection file {self.connection_path}: "
                                       f"pid {info.pid} is gone)")
         sock = zmq.asyncio.Context.instance().socket(zmq.DEALER)
@@ -243,7 +243,7 @@ class AskerClient:
         if now - self._last_heard > SILENCE_LIMIT_S:
             return f"main silent for {now - self._last_heard:.1f} s"
         info = self._info
-        if info is not None and info.endpoint.startswith("ipc://") and not _pid_alive(info.pid):
+        if info is not None and main_is_gone(info):
             return f"main (pid {info.pid}) is gone"
         return None
 
@@ -332,14 +332,3 @@ class AskerClient:
             logger.debug("%r not sent: %s", frames[0], problem)
             return
         self._last_sent = time.monotonic()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # alive, someone else's
-    return True
-

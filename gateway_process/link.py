@@ -14,7 +14,6 @@ whoever wants one (see `HostSession.ready`).
 
 import asyncio
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Protocol, cast
@@ -23,7 +22,7 @@ import zmq
 
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_from_main, encode, encode_request
-from shared.connection_file import read_connection_file
+from shared.connection_file import main_is_gone, pid_alive, read_connection_file
 from shared.errors import ConnectionFileError, MainUnreachableError, ProtocolError
 from shared.messages import (
     Body,
@@ -133,7 +132,7 @@ class MainLink:
     def check_main(self) -> None:
         """Detach at once if a local main's process is gone (a stopped main says no bye), instead
         of sending into the void until its silence shows."""
-        if self._attached and self._main_pid is not None and not _pid_alive(self._main_pid):
+        if self._attached and self._main_pid is not None and not pid_alive(self._main_pid):
             self._detach(f"main (pid {self._main_pid}) has exited")
 
     async def attach(self) -> None:
@@ -152,7 +151,7 @@ class MainLink:
             info = read_connection_file(self.connection_path)
         except ConnectionFileError as exc:
             raise MainUnreachableError(str(exc)) from None
-        if info.endpoint.startswith("ipc://") and not _pid_alive(info.pid):
+        if main_is_gone(info):
             raise MainUnreachableError(f"no main is running (pid {info.pid} in {self.connection_path} is gone)")
         self._main_pid = info.pid if info.endpoint.startswith("ipc://") else None
         self._close_socket()
@@ -349,16 +348,3 @@ def _quiet(task: "asyncio.Task[None]") -> None:
     """A background reattach that found no main: try again on the next tick."""
     if not task.cancelled() and task.exception() is not None:
         logger.debug("no main to attach to yet: %s", task.exception())
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a main that exited but was not reaped yet (its parent is gone) still answers kill(0)
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True

@@ -1,7 +1,6 @@
 """A controller peer for the CLI: attach to a running main, ask something, wait for the answer."""
 
 import logging
-import os
 import time
 from pathlib import Path
 from types import TracebackType
@@ -11,7 +10,7 @@ import zmq
 
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import decode_from_main, encode
-from shared.connection_file import read_connection_file
+from shared.connection_file import main_is_gone, read_connection_file
 from shared.errors import ConnectionFileError, MainUnreachableError, ProtocolError
 from shared.messages import (
     Bye,
@@ -63,7 +62,7 @@ class Controller:
             info = read_connection_file(self.connection_path)
         except ConnectionFileError as exc:
             raise MainUnreachableError(str(exc)) from exc
-        if info.endpoint.startswith("ipc://") and not _pid_alive(info.pid):
+        if main_is_gone(info):
             # main was killed without cleaning up: say so now rather than after the attach timeout.
             raise MainUnreachableError(f"no main is running (stale connection file {self.connection_path}: "
                                        f"pid {info.pid} is gone)")
@@ -178,13 +177,3 @@ class Controller:
             if wanted(topic, body):
                 return topic, body
         raise MainUnreachableError(f"no answer from main within {timeout_s:.0f} s ({self.connection_path})")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # alive, someone else's
-    return True

@@ -2,11 +2,16 @@
 never through a planted symlink, under a name derived safely from user-chosen text."""
 
 import hashlib
+import logging
 import os
+import sqlite3
+import stat
 from pathlib import Path
 from typing import TextIO
 
 from shared.connection_file import ensure_private_dir
+
+logger = logging.getLogger(__name__)
 
 _SAFE_CHARS = frozenset("-_.")
 
@@ -33,3 +38,31 @@ def write_private(path: Path, text: str) -> None:
     """Replace `path`'s content with `text`, 0600, in a 0700 directory."""
     with open_private(path) as file:
         file.write(text)
+
+
+def open_private_sqlite(path: Path, what: str, timeout_s: float, *, page_size: int | None = None) -> sqlite3.Connection:
+    """A SQLite database main keeps (the audit log, the rule store): the directory made 0700, the file
+    0600 (SQLite gives its -wal and -shm files the same mode), WAL with synchronous=NORMAL, so a
+    committed row survives SIGKILL and readers in other processes never block the writer. Raises
+    sqlite3.Error or OSError; `what` names the file in the warnings."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        mode = stat.S_IMODE(os.fstat(fd).st_mode)
+        if mode & 0o077:
+            os.fchmod(fd, 0o600)
+            logger.warning("tightened %s %s from mode %o to 0600", what, path, mode)
+    finally:
+        os.close(fd)
+    conn = sqlite3.connect(path, timeout=timeout_s, autocommit=True, check_same_thread=False)
+    try:
+        if page_size is not None:
+            conn.execute(f"PRAGMA page_size = {int(page_size)}")  # only a new file takes it
+        journal = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(journal).lower() != "wal":
+            logger.warning("%s %s: journal mode is %s, not wal", what, path, journal)
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn

@@ -14,9 +14,7 @@ says so). The CLI uses the same class and gets `RuleStoreError` from `load` inst
 """
 
 import logging
-import os
 import sqlite3
-import stat
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any, Final, Self
 
 import msgspec
 
+from main_process.private_files import open_private_sqlite
 from main_process.rules import Rule
 from shared.errors import RuleStoreError
 from shared.messages import ElicitationResult
@@ -146,21 +145,8 @@ class RuleStore:
         return self._conn
 
     def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        conn = open_private_sqlite(self.path, "the rule store", 1.0)
         try:
-            mode = stat.S_IMODE(os.fstat(fd).st_mode)
-            if mode & 0o077:
-                os.fchmod(fd, 0o600)
-                logger.warning("tightened the rule store %s from mode %o to 0600", self.path, mode)
-        finally:
-            os.close(fd)
-        conn = sqlite3.connect(self.path, timeout=1.0, autocommit=True, check_same_thread=False)
-        try:
-            journal = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(journal).lower() != "wal":
-                logger.warning("rule store %s: journal mode is %s, not wal", self.path, journal)
-            conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("BEGIN IMMEDIATE")  # two processes opening a new file create it once
             try:
                 version = int(conn.execute("PRAGMA user_version").fetchone()[0])

@@ -17,7 +17,7 @@ from main_process.audit import default_path as default_audit_path
 from main_process.audit import safe_cell
 from main_process.rule_store import RuleStore, path_beside
 from main_process.rules import CONFIG_ID_PREFIX
-from shared.connection_file import read_connection_file
+from shared.connection_file import main_is_gone, read_connection_file
 from shared.messages import RevokeReport, RuleInfo
 from shared.rule_text import describe, scope_text, when
 
@@ -71,12 +71,11 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 def _main_may_run(connection: Path) -> bool:
     """False only when no main can be running for this connection file (none, or its pid is gone)."""
-    from main_process.controller import _pid_alive
 
     if not connection.exists():
         return False
     info = read_connection_file(connection)  # a file we cannot trust is an error, not "no main"
-    return not info.endpoint.startswith("ipc://") or _pid_alive(info.pid)
+    return not main_is_gone(info)
 
 
 def _print_rules(rules: list[RuleInfo], as_json: bool, note: str | None) -> int:

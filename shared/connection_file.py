@@ -131,3 +131,23 @@ def remove_connection_file(path: Path, token: str) -> None:
         return
     if current.token == token:
         path.unlink(missing_ok=True)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` runs; one that exited but was not reaped yet (a zombie) does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, someone else's
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True  # no /proc here: kill(0) said it runs
+
+
+def main_is_gone(info: ConnectionInfo) -> bool:
+    """A local connection file whose main no longer runs (it was killed): stale. A tcp file names a
+    main on another machine, whose pid says nothing here."""
+    return info.endpoint.startswith("ipc://") and not pid_alive(info.pid)
