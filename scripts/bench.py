@@ -18,6 +18,7 @@ Figures (NAME for --only):
   card      a card's latency in an open window: the invoke leaves main -> the card is painted
   abuse     a legitimate window's round trip while a peer floods main and 500 peers attach; main's RSS
   gateway   a host through `elicitron serve` vs the same host on the server directly; 10 hosts at once
+  serve     a host spawns `elicitron serve` -> its `initialize` answered, with main running and without
 
 It always exits 0: it reports, the table says PASS/FAIL per target. `--profile DIR` also writes
 profiles: pyinstrument of the broker round trip (pyinstrument importable from $BENCH_TOOLS,
@@ -40,7 +41,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from benchlib.common import Figure
 
 FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "rules", "ask", "cli", "card", "abuse",
-           "gateway"]
+           "gateway", "serve"]
 
 
 def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure]:
@@ -76,10 +77,11 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
         from benchlib import ask
 
         return ask.run(quick)
-    if name in ("cli", "card"):
+    if name in ("cli", "card", "serve"):
         from benchlib import startup
 
-        return startup.run_cli(quick) if name == "cli" else startup.run_card(quick)
+        run = {"cli": startup.run_cli, "card": startup.run_card, "serve": startup.run_serve}[name]
+        return run(quick)
     if name == "abuse":
         from benchlib import abuse
 

@@ -99,3 +99,73 @@ def run_card(quick: bool) -> list[Figure]:
         how="demo book_table through a real main; a peer beside the window stamps the invoke's arrival; the "
             "window (renderer entry point, offscreen) stamps the card's first paint",
         data=summary)]
+
+
+SERVE_RUNNING_TARGET_US = 300_000
+SERVE_COLD_TARGET_US = 1_500_000
+_INITIALIZE = (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", '
+               b'"capabilities": {}, "clientInfo": {"name": "bench-host", "version": "1"}}}\n')
+
+
+def _initialize_ns(connection: Path, env: dict[str, str], config: Path | None = None) -> int:
+    """A host spawns `elicitron serve` and sends `initialize`: the time until the answer's line."""
+    argv = [*_console_script(), "serve", "--connection", str(connection)]
+    if config is not None:
+        argv += ["--config", str(config)]
+    t0 = now_ns()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=env, cwd=ROOT)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(_INITIALIZE)
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        took = now_ns() - t0
+        if b'"result"' not in line:
+            raise RuntimeError(f"elicitron serve answered initialize with {line[:200]!r}")
+        return took
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def run_serve(quick: bool) -> list[Figure]:
+    runs = 3 if quick else 15
+    cold_runs = 2 if quick else 5
+    running: list[int] = []
+    cold: list[int] = []
+    with running_main({"demo": demo_entry()}) as main:
+        main.wait_server_ready("demo")
+        env = child_env(main.runtime)
+        _initialize_ns(main.connection, env)  # warm the page cache, not counted
+        running = [_initialize_ns(main.connection, env) for _ in range(runs)]
+    for _ in range(cold_runs):  # no main yet: serve starts one in the background first
+        with tempfile.TemporaryDirectory(prefix="eli-serve-", dir="/tmp") as home:
+            home_path = Path(home)
+            connection = home_path / "run" / "connection.json"
+            config = home_path / "mcp.json"
+            config.write_text('{"mcpServers": {}}')
+            env = child_env(home_path)
+            cold.append(_initialize_ns(connection, env, config))
+            stop = subprocess.run([*_console_script(), "stop", "--connection", str(connection)],
+                                  capture_output=True, env=env, cwd=ROOT, check=False, timeout=60)
+            if stop.returncode not in (0, 3):
+                raise RuntimeError(f"elicitron stop exited {stop.returncode}: {stop.stderr!r}")
+    hot, first = summarize_ns(running), summarize_ns(cold)
+    how = "a fresh `elicitron serve` process; the clock runs from just before it is spawned to the line " \
+          "answering the host's `initialize`"
+    return [
+        Figure(name="serve", title="serve: initialize answered, main running", value=f"p50 {fmt_us(hot['p50_us'])}",
+               target="< 300 ms", passed=hot["p50_us"] < SERVE_RUNNING_TARGET_US,
+               absolute=f"max {fmt_us(hot['max_us'])}, n={hot['n']}", how=how, data=hot),
+        Figure(name="serve", title="serve: initialize answered, main started first",
+               value=f"p50 {fmt_us(first['p50_us'])}", target="< 1.5 s",
+               passed=first["p50_us"] < SERVE_COLD_TARGET_US,
+               absolute=f"max {fmt_us(first['max_us'])}, n={first['n']}",
+               how=how + "; no main runs, so serve starts one in the background (`elicitron stop` after)",
+               data=first),
+    ]
