@@ -18,18 +18,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from benchlib.common import (
-    DEMO_SERVER,
-    PYTHON,
-    ROOT,
-    Figure,
-    child_env,
-    demo_entry,
-    fmt_us,
-    now_ns,
-    running_main,
-    summarize_ns,
-)
+from kit.env import child_env
+from kit.main import running_main
+from kit.paths import DEMO_SERVER, PYTHON, ROOT
+
+from benchlib.common import Figure, demo_entry, fmt_us, now_ns, summarize_ns
 
 CONCURRENCY = 8
 HOSTS = 10
@@ -182,7 +175,8 @@ async def _crowd(connection: str, env: dict[str, str], quick: bool) -> dict[str,
 
 
 def run(quick: bool) -> list[Figure]:
-    with running_main({"demo": demo_entry()}, wait_for=("server demo ready",)) as main:
+    with running_main({"demo": demo_entry()}) as main:
+        main.wait_server_ready("demo")
         env = child_env(main.runtime)
         connection = str(main.connection)
         measured = asyncio.run(_measure(connection, main.pid, env, quick))
