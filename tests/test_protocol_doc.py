@@ -18,5 +18,5 @@ def test_every_topic_in_channels_is_documented() -> None:
 
 def test_every_wire_error_code_is_documented_in_the_errors_table() -> None:
     table = PROTOCOL[PROTOCOL.index("## 7. Errors"):]
-    documented = set(re.findall(r"^\| `([a-z-]+)`", table, re.M))
+    documented = set(re.findall(r"^\| `([a-z-]+)`", table, re.MULTILINE))
     assert {code.value for code in WireCode} <= documented
