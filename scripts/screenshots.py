@@ -28,7 +28,7 @@ from renderer_process.bridge import MainBridge
 from renderer_process.main_window import MainWindow
 from renderer_process.screenshot import grab_widget
 
-OUT = ROOT / "docs" / "screenshots"
+OUT = ROOT / "tests" / "screenshots"
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
