@@ -29,10 +29,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from main_process.paths import default_log_dir
 from shared.connection_file import resolve_connection_path
+
+if TYPE_CHECKING:
+    from shared.messages import ChannelReply
+
 from shared.errors import (
     AlreadyRunningError,
     ConfigError,
@@ -287,8 +291,7 @@ def cmd_reload(args: argparse.Namespace) -> int:
 
     with Controller(_connection(args)) as controller:
         reply = controller.reload()
-    if reply.error is not None or reply.reload is None:
-        print(f"elicitron: {reply.error.message if reply.error else 'main sent no reload report'}", file=sys.stderr)
+    if _refused(reply, reply.reload, "main sent no reload report"):
         return EXIT_FAILED
     done = reply.reload
     for key, names in (("added", done.added), ("removed", done.removed), ("changed", done.changed),
@@ -302,8 +305,7 @@ def cmd_server(args: argparse.Namespace) -> int:
 
     with Controller(_connection(args)) as controller:
         reply = controller.control_server(args.server, args.action)
-    if reply.error is not None or reply.control is None:
-        print(f"elicitron: {reply.error.message if reply.error else 'main sent no report'}", file=sys.stderr)
+    if _refused(reply, reply.control, "main sent no report"):
         return EXIT_FAILED
     print(f"{reply.control.server}: {reply.control.status}")
     return 0
@@ -370,8 +372,7 @@ def cmd_auth(args: argparse.Namespace) -> int:
 
     with Controller(_connection(args)) as controller:
         reply = controller.auth(args.server, args.action)
-    if reply.error is not None or reply.auth is None:
-        print(f"elicitron: {reply.error.message if reply.error else 'main sent no sign-in report'}", file=sys.stderr)
+    if _refused(reply, reply.auth, "main sent no sign-in report"):
         return EXIT_FAILED
     report = reply.auth
     if args.json:
@@ -443,6 +444,14 @@ def cmd_ask_argv(argv: list[str], log_level: str | None = None) -> int:
 
 
 # ---- helpers ---------------------------------------------------------------------------
+
+
+def _refused(reply: "ChannelReply", answer: object, missing: str) -> bool:
+    """Say on stderr why main's reply carries no `answer` (its error, or `missing`); True if so."""
+    if reply.error is None and answer is not None:
+        return False
+    print(f"elicitron: {reply.error.message if reply.error else missing}", file=sys.stderr)
+    return True
 
 
 def _mcp_http_url(connection: Path) -> str | None:
