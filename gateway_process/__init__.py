@@ -6,12 +6,15 @@ the servers' elicitations land in Elicitron's windows and the servers outlive th
 `shared/` and `mcp`, never `main_process`: it is written against shared/PROTOCOL.md alone.
 
 cli.py          the `serve` arguments (main's CLI adds them) and `python -m gateway_process`
-stdio.py        one host over stdio until it closes our stdin; stdio_wire.py the transport
+stdio.py        one host over stdio until it closes our stdin: attaches and answers `initialize`
+                (handshake.py) while the SDK loads on a thread; stdio_host.py then serves on the
+                SDK; stdio_wire.py the transport
                 (JSON-RPC errors for garbage and oversized lines)
 http_app.py     streamable HTTP for main's --mcp-http: bearer token, Origin/Host checks,
                 /mcp and /mcp/<server>, one host peer per MCP session
 proxy.py        GatewayServer: the low-level mcp Server whose handlers forward through main
 session.py      HostSession (one host = one peer of main) and HostCall (one tools/call)
+attachment.py   MainAttachment: the link to main attached on demand, the wait for starting servers
 forward.py      driving a call in the host's era: progress, elicitations to the host, results
 catalog.py      tools, resources, prompts of the exposed servers, every page, renamed
 names.py        `<server>__<tool>` naming and the combined instructions (pure)

@@ -10,7 +10,6 @@ main) is a JSON-RPC error naming the problem; main and the other hosts never see
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio
@@ -25,6 +24,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from gateway_process import catalog
 from gateway_process.forward import drive_legacy, drive_modern, take_answers
+from gateway_process.handshake import server_info
 from gateway_process.names import Exposure, combined_instructions
 from gateway_process.session import HostCall, HostSession
 from shared.errors import (
@@ -40,13 +40,6 @@ logger = logging.getLogger(__name__)
 
 SessionFor = Callable[[ServerRequestContext[Any, Any]], HostSession]
 _EVERY_LIST = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
-
-
-def _version() -> str:
-    try:
-        return version("elicitron")
-    except PackageNotFoundError:
-        return "0"
 
 
 class _ProxyServer(Server[Any]):
@@ -82,10 +75,11 @@ class GatewayServer:
     def __init__(self, exposure: Exposure, session_for: SessionFor) -> None:
         self.exposure = exposure
         self._session_for = session_for
+        identity = server_info(exposure)  # the same as the early answer to `initialize` (handshake.py)
         self.server = _ProxyServer(
-            "elicitron" if exposure.only is None else exposure.only,
-            version=_version(),
-            title="Elicitron" if exposure.only is None else None,
+            identity["name"],
+            version=identity["version"],
+            title=identity.get("title"),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
             on_list_resources=self._list_resources,

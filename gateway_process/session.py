@@ -1,7 +1,8 @@
 """HostSession: one MCP host as one peer of main, and its tool calls in flight (HostCall).
 
-A session owns the host's `MainLink` (attached lazily: `ready()` attaches, starting main first when
-none runs and the gateway may), what the host told us about itself (`msgHostInfo`: its clientInfo
+A session owns the host's `MainLink` through a `MainAttachment` (attached lazily: `ready()` attaches,
+starting main first when none runs and the gateway may; serve's handshake may have attached it
+already), what the host told us about itself (`msgHostInfo`: its clientInfo
 name and the elicitation modes it declared), and where its list-changed notifications go (the
 legacy connection's standalone channel, the 2026-07-28 `subscriptions/listen` streams).
 
@@ -33,9 +34,8 @@ from mcp.server.subscriptions import (
 from mcp.shared.uri_template import InvalidUriTemplate, UriTemplate
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from gateway_process.link import MainLink
+from gateway_process.attachment import MainAttachment
 from gateway_process.names import Exposure
-from gateway_process.starter import start_main
 from shared import channels
 from shared.errors import MainUnreachableError
 from shared.messages import (
@@ -126,22 +126,22 @@ class HostSession:
 
     def __init__(self, connection: Path, exposure: Exposure, *, config: Path | None = None,
                  start_main_if_needed: bool = True, on_instructions: Callable[[], None] = lambda: None,
-                 name: str = "elicitron serve") -> None:
+                 name: str = "elicitron serve", attachment: MainAttachment | None = None) -> None:
         self.exposure = exposure
         self.connection = connection
-        self.link = MainLink(connection, name, self)
+        # `attachment`: one made (and maybe attached) before this session, e.g. by serve's handshake
+        self.attachment = attachment or MainAttachment(connection, name, config=config,
+                                                       start_main_if_needed=start_main_if_needed)
+        self.attachment.adopt(self)
+        self.link = self.attachment.link
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)  # 2026-07-28 hosts' list-changed streams
-        self._config = config
-        self._start_main = start_main_if_needed
         self.on_instructions = on_instructions
         self._legacy: ServerSession | None = None  # a handshake-era host's session, for notifications
         self._host_key: tuple[Any, ...] | None = None
         self._calls: dict[str, HostCall] = {}
         self._suspended: dict[str, HostCall] = {}
         self._answered: dict[str, None] = {}  # result channels we answered (ordered, bounded)
-        self._ready_lock = asyncio.Lock()
-        self._servers_changed = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self.resource_owners: dict[str, str] = {}  # uri -> server, from the last listings
         self.resource_templates: list[tuple[UriTemplate, str]] = []
@@ -150,20 +150,7 @@ class HostSession:
 
     async def ready(self) -> None:
         """Attached to main; starts main first when none runs (and this gateway may)."""
-        self.link.check_main()
-        if self.link.attached:
-            return
-        async with self._ready_lock:
-            if self.link.attached:
-                return
-            try:
-                await self.link.attach()
-                return
-            except MainUnreachableError:
-                if not self._start_main:
-                    raise
-            await anyio.to_thread.run_sync(start_main, self.connection, self._config)
-            await self.link.attach()
+        await self.attachment.ready()
 
     @property
     def busy(self) -> bool:
@@ -173,10 +160,7 @@ class HostSession:
     async def settle(self, timeout_s: float) -> None:
         """Wait (at most `timeout_s`) while some server is still starting, so what the host gets at
         its handshake (the servers' instructions) is complete."""
-        with anyio.move_on_after(timeout_s):
-            while any(s.status in ("starting", "restarting") for s in self.link.servers.values()):
-                self._servers_changed.clear()
-                await self._servers_changed.wait()
+        await self.attachment.settle(timeout_s)
 
     def close(self) -> None:
         for call in self._suspended.values():
@@ -297,7 +281,6 @@ class HostSession:
             self._notify_lists(["tools", "resources", "prompts"])
 
     def on_servers(self, servers: list[ServerInfo]) -> None:
-        self._servers_changed.set()
         self.on_instructions()
 
     # ---- list-changed to the host ----------------------------------------------------------------

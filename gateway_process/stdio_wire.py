@@ -6,6 +6,10 @@ gets a JSON-RPC error naming the problem: -32700 for what is not JSON, -32600 fo
 a JSON-RPC message and for a line over the size limit (whose id is taken from its first bytes when
 it can be, since the host waits on that id; the rest of the line is skipped unread). Stray writes to
 fd 1 (a library printing) go to stderr, never into the host's stream.
+
+`serve` reads the host's first line before the SDK is loaded (`stdio.py`): those bytes are served
+first (`opening`), and when serve answered that `initialize` itself (`answered`), the SDK's reply to
+it is dropped here, with a warning if it says something else.
 """
 
 import asyncio
@@ -15,6 +19,8 @@ import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -118,9 +124,38 @@ def _first_problem(exc: ValidationError) -> str:
     return f"{where}: {error.get('msg')}" if where else str(error.get("msg"))
 
 
+@dataclass
+class EarlyAnswer:
+    """A request serve answered before the SDK ran: its id and the reply line sent."""
+
+    request_id: int | str
+    line: bytes
+    dropped: bool = False
+
+    def drops(self, message: types.JSONRPCMessage) -> bool:
+        """True (once) for the SDK's own reply to that request; warns when the two differ."""
+        if self.dropped or not isinstance(message, types.JSONRPCResponse | types.JSONRPCError) \
+                or message.id != self.request_id:
+            return False
+        self.dropped = True
+        ours = json.loads(self.line)
+        theirs = message.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if _handshake(ours) != _handshake(theirs):
+            logger.warning("the early answer to initialize %r differs from the SDK's %r", ours, theirs)
+        return True
+
+
+def _handshake(reply: dict[str, Any]) -> tuple[Any, ...]:
+    """What must agree (instructions may change in between: a server came up)."""
+    result = reply.get("result") or {}
+    return reply.get("error"), result.get("protocolVersion"), result.get("capabilities"), result.get("serverInfo")
+
+
 @asynccontextmanager
-async def stdio_streams(limit: int = MAX_LINE_BYTES) -> AsyncIterator[tuple[ReadStream, WriteStream]]:
-    """(read stream, write stream) for `serve_dual_era_loop`; the read stream ends at EOF."""
+async def stdio_streams(limit: int = MAX_LINE_BYTES, *, opening: bytes = b"",
+                        answered: EarlyAnswer | None = None) -> AsyncIterator[tuple[ReadStream, WriteStream]]:
+    """(read stream, write stream) for `serve_dual_era_loop`; the read stream ends at EOF.
+    `opening`: bytes already read from fd 0, served first; `answered`: see EarlyAnswer."""
     out_fd = os.dup(1)
     os.dup2(2, 1)  # from here on fd 1 is stderr: only `out_fd` reaches the host
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -128,8 +163,8 @@ async def stdio_streams(limit: int = MAX_LINE_BYTES) -> AsyncIterator[tuple[Read
     replies = write_send.clone()  # the reader's own error replies share the host's stream
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(_read_lines, read_send, replies, limit)
-            group.start_soon(_write_lines, write_receive, out_fd)
+            group.start_soon(_read_lines, read_send, replies, limit, opening)
+            group.start_soon(_write_lines, write_receive, out_fd, answered)
             yield read_receive, write_send
             group.cancel_scope.cancel()
     finally:
@@ -137,10 +172,10 @@ async def stdio_streams(limit: int = MAX_LINE_BYTES) -> AsyncIterator[tuple[Read
 
 
 async def _read_lines(messages: MemoryObjectSendStream[SessionMessage | Exception],
-                      replies: MemoryObjectSendStream[SessionMessage], limit: int) -> None:
+                      replies: MemoryObjectSendStream[SessionMessage], limit: int, opening: bytes) -> None:
     splitter = LineSplitter(limit)
     async with messages, replies:
-        async for chunk in _chunks(0):
+        async for chunk in _chunks(0, opening):
             for line in splitter.feed(chunk):
                 if isinstance(line, Oversized):
                     logger.warning("refused a %d-byte request from the host (limit %d)", line.size, limit)
@@ -158,8 +193,11 @@ async def _read_lines(messages: MemoryObjectSendStream[SessionMessage | Exceptio
                     await messages.send(message)  # type: ignore[arg-type]
 
 
-async def _chunks(fd: int) -> AsyncIterator[bytes]:
-    """What arrives on `fd` until EOF: a native pipe reader when it is a pipe, else a thread."""
+async def _chunks(fd: int, opening: bytes) -> AsyncIterator[bytes]:
+    """`opening`, then what arrives on `fd` until EOF: a native pipe reader when it is a pipe, else
+    a thread."""
+    if opening:
+        yield opening
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_CHUNK)
     try:
@@ -172,7 +210,8 @@ async def _chunks(fd: int) -> AsyncIterator[bytes]:
         yield chunk
 
 
-async def _write_lines(messages: MemoryObjectReceiveStream[SessionMessage], fd: int) -> None:
+async def _write_lines(messages: MemoryObjectReceiveStream[SessionMessage], fd: int,
+                       answered: EarlyAnswer | None) -> None:
     write = await _writer(fd)
     async with messages:
         async for first in messages:
@@ -182,6 +221,10 @@ async def _write_lines(messages: MemoryObjectReceiveStream[SessionMessage], fd: 
                     batch.append(messages.receive_nowait())
                 except (anyio.WouldBlock, anyio.EndOfStream):
                     break
+            if answered is not None and not answered.dropped:
+                batch = [m for m in batch if not answered.drops(m.message)]
+                if not batch:
+                    continue
             data = b"".join(m.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
                             for m in batch)
             try:

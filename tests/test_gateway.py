@@ -387,6 +387,35 @@ def test_bad_input_gets_json_rpc_errors_naming_the_problem_and_touches_nobody_el
         bystander.close()
 
 
+def test_a_host_that_sends_its_handshake_and_a_listing_at_once_gets_one_answer_each(gw_main: RunningMain) -> None:
+    # serve answers `initialize` before its SDK is loaded; the SDK, handed the same line, must not
+    # answer it a second time, and must know the host (the listing after it is served).
+    raw = subprocess.Popen([sys.executable, "-m", "main_process", "serve", "--connection", str(gw_main.connection)],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(),
+                           cwd=ROOT)
+    try:
+        assert raw.stdin is not None and raw.stdout is not None
+        raw.stdin.write(b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": '
+                        b'"2025-06-18", "capabilities": {}, "clientInfo": {"name": "eager-host", "version": "1"}}}\n'
+                        b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
+                        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n')
+        raw.stdin.flush()
+        handshake = json.loads(raw.stdout.readline())
+        assert handshake["id"] == 1 and handshake["result"]["protocolVersion"] == "2025-06-18"
+        assert handshake["result"]["serverInfo"]["name"] == "elicitron"
+        assert "## demo\nElicitron's demo server" in handshake["result"]["instructions"]
+        listing = json.loads(raw.stdout.readline())
+        assert listing["id"] == 2, listing  # not a second answer to `initialize`
+        assert "demo__book_table" in {tool["name"] for tool in listing["result"]["tools"]}
+        raw.stdin.close()
+        assert raw.stdout.read() == b""  # nothing more, and serve ends with the host's stdin
+        assert raw.wait(20) == 0
+    finally:
+        if raw.poll() is None:
+            raw.kill()
+            raw.wait(10)
+
+
 # ---- configuration entries -----------------------------------------------------------------------------
 
 

@@ -112,8 +112,13 @@ _INITIALIZE = (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
                b'"capabilities": {}, "clientInfo": {"name": "bench-host", "version": "1"}}}\n')
 
 
-def _initialize_ns(connection: Path, env: dict[str, str], config: Path | None = None) -> int:
-    """A host spawns `elicitron serve` and sends `initialize`: the time until the answer's line."""
+_LISTING = (b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
+            b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n')
+
+
+def _initialize_ns(connection: Path, env: dict[str, str], config: Path | None = None) -> tuple[int, int]:
+    """A host spawns `elicitron serve`, sends `initialize`, then (once answered) `initialized` and
+    `tools/list`: the times until each answer's line."""
     argv = [*_console_script(), "serve", "--connection", str(connection)]
     if config is not None:
         argv += ["--config", str(config)]
@@ -128,7 +133,13 @@ def _initialize_ns(connection: Path, env: dict[str, str], config: Path | None = 
         took = now_ns() - t0
         if b'"result"' not in line:
             raise RuntimeError(f"elicitron serve answered initialize with {line[:200]!r}")
-        return took
+        proc.stdin.write(_LISTING)
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        listed = now_ns() - t0
+        if b'"tools"' not in line:
+            raise RuntimeError(f"elicitron serve answered tools/list with {line[:200]!r}")
+        return took, listed
     finally:
         proc.stdin.close()
         try:
@@ -141,8 +152,8 @@ def _initialize_ns(connection: Path, env: dict[str, str], config: Path | None = 
 def run_serve(quick: bool) -> list[Figure]:
     runs = 3 if quick else 15
     cold_runs = 2 if quick else 5
-    running: list[int] = []
-    cold: list[int] = []
+    running: list[tuple[int, int]] = []
+    cold: list[tuple[int, int]] = []
     with running_main({"demo": demo_entry()}) as main:
         main.wait_server_ready("demo")
         env = child_env(main.runtime)
@@ -160,7 +171,8 @@ def run_serve(quick: bool) -> list[Figure]:
                                   capture_output=True, env=env, cwd=ROOT, check=False, timeout=60)
             if stop.returncode not in (0, 3):
                 raise RuntimeError(f"elicitron stop exited {stop.returncode}: {stop.stderr!r}")
-    hot, first = summarize_ns(running), summarize_ns(cold)
+    hot, first = summarize_ns([t for t, _ in running]), summarize_ns([t for t, _ in cold])
+    hot_listed, first_listed = summarize_ns([t for _, t in running]), summarize_ns([t for _, t in cold])
     how = "a fresh `elicitron serve` process; the clock runs from just before it is spawned to the line " \
           "answering the host's `initialize`"
     return [
@@ -173,4 +185,11 @@ def run_serve(quick: bool) -> list[Figure]:
                absolute=f"max {fmt_us(first['max_us'])}, n={first['n']}",
                how=how + "; no main runs, so serve starts one in the background (`elicitron stop` after)",
                data=first),
+        Figure(name="serve", title="serve: first tools/list answered", value=f"p50 {fmt_us(hot_listed['p50_us'])}",
+               target="", passed=None,
+               absolute=f"main started first: p50 {fmt_us(first_listed['p50_us'])}; n={hot_listed['n']}",
+               how="as above, the clock running on to the answer of the host's first tools/list (sent once "
+                   "initialize is answered): serve answers initialize while its SDK still loads, the listing "
+                   "waits for it",
+               data={"running": hot_listed, "started_first": first_listed}),
     ]

@@ -1,0 +1,91 @@
+"""MainAttachment: a gateway's MainLink, attached on demand, and the wait for servers still starting.
+
+`ready()` attaches, starting main first (`launch --no-window`) when none runs and the gateway may;
+`settle()` waits while a server is still starting, so what a host gets at its handshake (the
+servers' instructions) is complete. No `mcp` here: `elicitron serve` attaches and answers the
+host's `initialize` with it while the SDK is still loading (`stdio.py`), then hands it to the
+host's `HostSession`, which receives the link's events from then on (`adopt`).
+"""
+
+import asyncio
+from pathlib import Path
+
+from gateway_process.link import LinkEvents, MainLink
+from gateway_process.starter import start_main
+from shared.errors import MainUnreachableError
+from shared.messages import ElicitationDismiss, ElicitationInvoke, ErrorNotice, ListChanged, ServerInfo
+
+
+class MainAttachment:
+    """Also the link's LinkEvents: server changes wake `settle`, and every event goes on to the
+    adopted receiver (none before a host session exists: nothing else can concern a host that has
+    not sent a request yet)."""
+
+    def __init__(self, connection: Path, name: str, *, config: Path | None = None,
+                 start_main_if_needed: bool = True) -> None:
+        self.connection = connection
+        self.link = MainLink(connection, name, self)
+        self._events: LinkEvents | None = None
+        self._servers_changed = asyncio.Event()
+        self._config = config
+        self._start_main = start_main_if_needed
+        self._ready_lock = asyncio.Lock()
+
+    def adopt(self, events: LinkEvents) -> None:
+        """From now on main's pushes go to `events`."""
+        self._events = events
+
+    async def ready(self) -> None:
+        """Attached to main; starts main first when none runs (and this gateway may)."""
+        self.link.check_main()
+        if self.link.attached:
+            return
+        async with self._ready_lock:
+            if self.link.attached:
+                return
+            try:
+                await self.link.attach()
+                return
+            except MainUnreachableError:
+                if not self._start_main:
+                    raise
+            await asyncio.to_thread(start_main, self.connection, self._config)
+            await self.link.attach()
+
+    async def settle(self, timeout_s: float) -> None:
+        """Wait (at most `timeout_s`) while some server is still starting."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while any(s.status in ("starting", "restarting") for s in self.link.servers.values()):
+                    self._servers_changed.clear()
+                    await self._servers_changed.wait()
+        except TimeoutError:
+            pass
+
+    # ---- LinkEvents, passed on -----------------------------------------------------------------
+
+    def on_invoke(self, invoke: ElicitationInvoke) -> None:
+        if self._events is not None:
+            self._events.on_invoke(invoke)
+
+    def on_dismiss(self, dismiss: ElicitationDismiss) -> None:
+        if self._events is not None:
+            self._events.on_dismiss(dismiss)
+
+    def on_refused(self, notice: ErrorNotice) -> None:
+        if self._events is not None:
+            self._events.on_refused(notice)
+
+    def on_list_changed(self, change: ListChanged) -> None:
+        if self._events is not None:
+            self._events.on_list_changed(change)
+
+    def on_attached(self, servers: list[ServerInfo], again: bool) -> None:
+        self._servers_changed.set()
+        if self._events is not None:
+            self._events.on_attached(servers, again)
+
+    def on_servers(self, servers: list[ServerInfo]) -> None:
+        self._servers_changed.set()
+        if self._events is not None:
+            self._events.on_servers(servers)
