@@ -92,6 +92,12 @@ _EVENTS = int(zmq.EVENTS)
 _POLLIN = int(zmq.POLLIN)
 _NOBLOCK = int(zmq.NOBLOCK)
 _SEND_MORE = int(zmq.SNDMORE) | _NOBLOCK
+_RCVMORE = int(zmq.RCVMORE)
+# The hot path calls the Cython socket's own methods: pyzmq's Python layer above them (routing-id
+# and group checks per send, enum flags per frame) is most of a small message's cost there.
+_zsend = zmq.backend.Socket.send
+_zrecv = zmq.backend.Socket.recv
+_zget = zmq.backend.Socket.get
 _BAD_HELLO_LIMIT: Final = 3  # per routing id within _BAD_HELLO_WINDOW_S; further hellos are ignored
 _BAD_HELLO_WINDOW_S: Final = 10.0
 DRAIN_BUDGET: Final = 200  # messages per drain callback before the loop gets a turn
@@ -356,11 +362,13 @@ class Broker:
         for index, sock in enumerate(self._socks):
             tag = bytes([index])
             # ZMQ_FD is edge-triggered: read until EVENTS says there is nothing left.
-            while not sock.closed and sock.getsockopt(_EVENTS) & _POLLIN:
+            while not sock.closed and _zget(sock, _EVENTS) & _POLLIN:
                 if budget == 0:
                     return 0
                 try:
-                    frames = sock.recv_multipart(_NOBLOCK)
+                    frames = [_zrecv(sock, _NOBLOCK)]
+                    while _zget(sock, _RCVMORE):
+                        frames.append(_zrecv(sock, _NOBLOCK))
                 except zmq.Again:
                     break
                 budget -= 1
@@ -378,9 +386,11 @@ class Broker:
         # _drain there is no need: it checks EVENTS again after every message it handles.
         if self._drain_scheduled or self._draining or self._loop is None:
             return
-        if any(sock.getsockopt(_EVENTS) & _POLLIN for sock in self._socks):
-            self._drain_scheduled = True
-            self._loop.call_soon(self._drain)
+        for sock in self._socks:
+            if _zget(sock, _EVENTS) & _POLLIN:
+                self._drain_scheduled = True
+                self._loop.call_soon(self._drain)
+                return
 
     def _handle(self, frames: list[bytes]) -> None:
         routing_id = frames[0]
@@ -559,9 +569,9 @@ class Broker:
         try:
             sock = self._socks[routing_id[0]]
             # Frame by frame with int flags: cheaper than send_multipart; ROUTER sends are atomic.
-            sock.send(routing_id[1:], _SEND_MORE)
-            sock.send(frames[0], _SEND_MORE)
-            sock.send(frames[1], _NOBLOCK)  # a zmq.Frame (broadcasts) is sent without a copy
+            _zsend(sock, routing_id[1:], _SEND_MORE)
+            _zsend(sock, frames[0], _SEND_MORE)
+            _zsend(sock, frames[1], _NOBLOCK)  # a zmq.Frame (broadcasts) is sent without a copy
             return True
         except zmq.ZMQError as exc:
             peer = self._peers.get(routing_id)

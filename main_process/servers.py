@@ -59,7 +59,7 @@ from shared.messages import (
     ServerInfo,
     ServerStatus,
 )
-from shared.schema import check_schema
+from shared.schema import CheckedSchemas
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +120,7 @@ class ManagedServer:
         self.decline_all = False  # the user chose "Decline all from this server" for this session
         self._host = host
         self._recent_requests: deque[float] = deque()
+        self._checked_schemas = CheckedSchemas()
         self._completions: dict[str, asyncio.Event] = {}
         self._task: asyncio.Task[None] | None = None
         self._connection_lost = False
@@ -399,7 +400,7 @@ class ManagedServer:
         wire.setdefault("mode", "form")
         if wire["mode"] == "form":
             try:
-                check_schema(wire.get("requestedSchema"))
+                self._checked_schemas.check(wire.get("requestedSchema"))
             except UnsupportedSchemaError as exc:
                 logger.warning("server %s sent an unsupported schema: %s", self.name, exc)
                 self._host.publish_notice("warning", f"refused a request with an unsupported schema: {exc}",

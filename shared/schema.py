@@ -7,8 +7,11 @@ or hostile peer can never hand a server content its schema does not allow.
 import datetime
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
+
+import msgspec
 
 from shared.errors import InvalidContentError, UnsupportedSchemaError
 
@@ -51,6 +54,31 @@ MAX_LENGTH_KEYWORD = 2**31 - 1  # minLength/maxLength/minItems/maxItems: what a 
 _INT_RANGE = (-(2**63), 2**64 - 1)  # what msgpack carries
 _LENGTH_KEYWORDS = ("minLength", "maxLength")
 _ITEM_COUNT_KEYWORDS = ("minItems", "maxItems")
+
+
+class CheckedSchemas:
+    """`check_schema` that remembers the schemas it accepted: a server asks with the same few forms
+    again and again, and checking one costs more than recognising it by its JSON."""
+
+    MAX_REMEMBERED = 256
+    MAX_KEY_BYTES = 16 * 1024  # bigger schemas are checked every time, never kept
+
+    def __init__(self) -> None:
+        self._accepted: OrderedDict[bytes, None] = OrderedDict()
+
+    def check(self, schema: Any) -> None:
+        try:
+            key = msgspec.json.encode(schema)
+        except (TypeError, OverflowError, msgspec.EncodeError):
+            check_schema(schema)  # not JSON-encodable: the check names the problem
+            return
+        if key in self._accepted:
+            return
+        check_schema(schema)
+        if len(key) <= self.MAX_KEY_BYTES:
+            self._accepted[key] = None
+            if len(self._accepted) > self.MAX_REMEMBERED:
+                self._accepted.popitem(last=False)
 
 
 def check_schema(schema: Any) -> None:

@@ -6,7 +6,14 @@ from typing import Any
 import pytest
 
 from shared.errors import ElicitronError, InvalidContentError, UnsupportedSchemaError
-from shared.schema import check_schema, enum_options, multi_options, property_problems, validate_content
+from shared.schema import (
+    CheckedSchemas,
+    check_schema,
+    enum_options,
+    multi_options,
+    property_problems,
+    validate_content,
+)
 
 
 def obj(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
@@ -429,3 +436,18 @@ def test_every_problem_is_listed_at_once() -> None:
 def test_string_problems_can_pile_up() -> None:
     prop = {"type": "string", "maxLength": 3, "format": "email"}
     assert property_problems(prop, "toolong") == ["must be at most 3 characters", "is not a valid email"]
+
+def test_checked_schemas_refuses_a_bad_schema_every_time_and_remembers_only_good_ones() -> None:
+    checked = CheckedSchemas()
+    bad = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 2**70}}}
+    for _ in range(2):
+        with pytest.raises(UnsupportedSchemaError, match="minimum must be a finite number"):
+            checked.check(bad)
+    good = {"type": "object", "properties": {"a": {"type": "string"}}}
+    checked.check(good)
+    checked.check(dict(good))  # the same JSON: recognised
+    for i in range(CheckedSchemas.MAX_REMEMBERED + 10):
+        checked.check({"type": "object", "properties": {f"p{i}": {"type": "string"}}})
+    assert len(checked._accepted) == CheckedSchemas.MAX_REMEMBERED
+    with pytest.raises(UnsupportedSchemaError):
+        checked.check({"type": "object", "properties": {"a": {"type": "weird"}}})

@@ -324,9 +324,9 @@ def run(quick: bool, profile_dir: Path | None = None) -> list[Figure]:
         Figure(
             name="e2e",
             title="end to end, one call at a time",
-            value=f"{ratio_seq:.2f} x in-process",
-            target="",
-            passed=None,
+            value=f"{ratio_seq:.2f} x in-process, +{extra_us / hops_us:.1f} x hops",
+            target="added <= 2 x hops",
+            passed=extra_us <= 2 * hops_us,
             absolute=f"via main p50 {fmt_us(m['p50_us'])} (p99 {fmt_us(m['p99_us'])}), in-process p50 "
             f"{fmt_us(b['p50_us'])} (p99 {fmt_us(b['p99_us'])}): +{fmt_us(extra_us)} per call, of which "
             f"the 4 hops take {fmt_us(hops_us)} at raw pyzmq speed (2 x p50 {fmt_us(r['p50_us'])}); n={m['n']}",
