@@ -126,20 +126,16 @@ def _initialize_ns(connection: Path, env: dict[str, str], config: Path | None = 
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=env, cwd=ROOT)
     assert proc.stdin is not None and proc.stdout is not None
+    def answered_ns(request: bytes, method: str, expected: bytes) -> int:
+        proc.stdin.write(request)  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+        line = proc.stdout.readline()  # type: ignore[union-attr]
+        if expected not in line:
+            raise RuntimeError(f"elicitron serve answered {method} with {line[:200]!r}")
+        return now_ns() - t0
+
     try:
-        proc.stdin.write(_INITIALIZE)
-        proc.stdin.flush()
-        line = proc.stdout.readline()
-        took = now_ns() - t0
-        if b'"result"' not in line:
-            raise RuntimeError(f"elicitron serve answered initialize with {line[:200]!r}")
-        proc.stdin.write(_LISTING)
-        proc.stdin.flush()
-        line = proc.stdout.readline()
-        listed = now_ns() - t0
-        if b'"tools"' not in line:
-            raise RuntimeError(f"elicitron serve answered tools/list with {line[:200]!r}")
-        return took, listed
+        return answered_ns(_INITIALIZE, "initialize", b'"result"'), answered_ns(_LISTING, "tools/list", b'"tools"')
     finally:
         proc.stdin.close()
         try:
