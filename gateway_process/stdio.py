@@ -80,7 +80,7 @@ async def _serve(connection: Path, exposure: Exposure, config: Path | None, sdk:
         first_line = _first_line(opening)
         early = early_reply(first_line, exposure, attachment.link.servers) if first_line else None
         if early is not None:
-            _write_all(1, early[1])
+            write_all(1, early[1])
         await asyncio.wrap_future(sdk.done)
     except asyncio.CancelledError:
         attachment.link.close()
@@ -138,7 +138,9 @@ async def _read_opening(fd: int) -> bytes:
     return bytes(protocol.data)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Blocking: all of `data` to `fd` (here, before the SDK's transport exists, and in stdio_wire
+    for a host's stdout that is not a pipe)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]

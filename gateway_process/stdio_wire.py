@@ -28,6 +28,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from gateway_process.stdio import write_all
 from shared.errors import RpcCode
 
 logger = logging.getLogger(__name__)
@@ -241,7 +242,7 @@ async def _writer(fd: int) -> Callable[[bytes], Awaitable[None]]:
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
                                                             os.fdopen(fd, "wb", closefd=False))
     except (ValueError, OSError):  # a regular file or a terminal
-        return lambda data: anyio.to_thread.run_sync(_write_all, fd, data)
+        return lambda data: anyio.to_thread.run_sync(write_all, fd, data)
     stream = asyncio.StreamWriter(transport, protocol, None, loop)
 
     async def write(data: bytes) -> None:
@@ -249,11 +250,3 @@ async def _writer(fd: int) -> Callable[[bytes], Awaitable[None]]:
         await stream.drain()
 
     return write
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-

@@ -58,7 +58,8 @@ _ITEM_COUNT_KEYWORDS = ("minItems", "maxItems")
 
 class CheckedSchemas:
     """`check_schema` that remembers the schemas it accepted: a server asks with the same few forms
-    again and again, and checking one costs more than recognising it by its JSON."""
+    again and again, and checking one costs more than recognising it by its bytes. msgpack, not
+    JSON, makes the key: JSON writes NaN as null, so two schemas would share one."""
 
     MAX_REMEMBERED = 256
     MAX_KEY_BYTES = 16 * 1024  # bigger schemas are checked every time, never kept
@@ -68,9 +69,9 @@ class CheckedSchemas:
 
     def check(self, schema: Any) -> None:
         try:
-            key = msgspec.json.encode(schema)
+            key = msgspec.msgpack.encode(schema)
         except (TypeError, OverflowError, msgspec.EncodeError):
-            check_schema(schema)  # not JSON-encodable: the check names the problem
+            check_schema(schema)  # not encodable (e.g. an int past 64 bits): the check names the problem
             return
         if key in self._accepted:
             return
