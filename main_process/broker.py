@@ -32,6 +32,7 @@ import zmq
 
 from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
+from main_process.event_loop import describe as describe_loop
 from main_process.hosts import Cancel, PeerCalls, plan_delivery
 from main_process.log_limiter import RateLimitedLog, cut
 from main_process.peers import DEFAULT_MAX_PEERS, Peer, PeerTable, RateLimiter
@@ -654,7 +655,8 @@ class Broker:
     def _status_report(self) -> StatusReport:
         return StatusReport(session=self.session, pid=os.getpid(), endpoint=self.endpoint,
                             servers=self._host.server_infos(), peers=self._peers.infos(),
-                            pending=self.pending.summaries())
+                            pending=self.pending.summaries(),
+                            event_loop=describe_loop(self._loop) if self._loop is not None else None)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)

@@ -221,8 +221,10 @@ def cmd_main(args: argparse.Namespace) -> int:
 
     from main_process.app import MainApp
     from main_process.config import load_config
+    from main_process.event_loop import loop_factory
 
     config = load_config(args.config)
+    new_loop = loop_factory()  # a bad ELICITRON_LOOP fails here, before anything starts
     if args.mcp_http is not None:
         from main_process.http_gateway import check_listen
 
@@ -233,7 +235,7 @@ def cmd_main(args: argparse.Namespace) -> int:
     app = MainApp(config, _connection(args), auto_open_window=args.auto_open_window, listen=args.listen,
                   max_body_bytes=args.max_message_bytes, mcp_http=args.mcp_http)
     try:
-        asyncio.run(app.run())
+        asyncio.run(app.run(), loop_factory=new_loop)
     except ConnectionFileError as exc:  # e.g. a runtime dir main cannot make private
         print(f"elicitron: {exc}", file=sys.stderr)
         return EXIT_FAILED
@@ -343,7 +345,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
         print(msgspec.json.encode(report).decode())
         return 0
-    print(f"main pid {report.pid}, session {report.session}, endpoint {report.endpoint}")
+    loop = f" ({report.event_loop} loop)" if report.event_loop else ""
+    print(f"main pid {report.pid}{loop}, session {report.session}, endpoint {report.endpoint}")
     http_url = _mcp_http_url(_connection(args))
     if http_url:
         print(f"MCP hosts over HTTP: {http_url} (entries: elicitron serve --print-config --http)")

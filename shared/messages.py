@@ -310,6 +310,7 @@ class StatusReport(Body):
     servers: list[ServerInfo]
     peers: list[PeerInfo]
     pending: list[PendingSummary]
+    event_loop: str | None = None  # extension: "uvloop 0.23.0" or "asyncio", what main runs on
 
 
 class ServerControlReport(Body):

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from kit.demo import demo_stdio_entry
 from kit.env import child_env
-from kit.main import RunningMain
+from kit.main import RunningMain, running_main
 from kit.paths import ROOT
 from kit.procs import descendants
 
@@ -58,6 +59,34 @@ def test_status_lists_servers_windows_and_pending(demo_main: RunningMain) -> Non
     assert [s["status"] for s in report["servers"]] == ["ready"]
     assert [p["name"] for p in report["peers"] if p["role"] == "renderer"] == ["status-window"]
     assert [p["responseChannel"] for p in report["pending"]] == [invoke["responseChannel"]]
+    # main runs on uvloop wherever it is installed (every platform but Windows), and says so
+    assert report["eventLoop"].startswith("uvloop ")
+    assert f"({report['eventLoop']} loop)" in text.splitlines()[0]
+
+
+@pytest.mark.slow
+def test_elicitron_loop_asyncio_runs_main_on_the_standard_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ELICITRON_LOOP", "asyncio")
+    with running_main({"demo": demo_stdio_entry()}) as main:
+        main.wait_server_ready("demo")
+        window = main.peer(name="asyncio-window")
+        call = window.call_tool("demo", "book_table", {"restaurant": "Loop"})
+        window.answer(window.expect_topic("msgElicitationTransferInvoke"), "accept", {"name": "Ada", "party_size": 2})
+        text = window.expect_topic(call)["result"]["content"][0]["text"]
+        assert '"accept"' in text and '"Ada"' in text
+        report = json.loads(main.cli("status", "--json").stdout)
+        assert report["eventLoop"] == "asyncio"
+
+
+@pytest.mark.slow
+def test_a_bad_elicitron_loop_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
+    env = {**child_env(), "ELICITRON_LOOP": "tokio"}
+    result = subprocess.run([sys.executable, "-m", "main_process", "main", "--connection", str(tmp_path / "c.json")],
+                            capture_output=True, text=True, timeout=60, env=env, cwd=ROOT, check=False)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == ("elicitron: config error: ELICITRON_LOOP must be one of uvloop, asyncio, "
+                                     "not 'tokio'")
+    assert not (tmp_path / "c.json").exists(), "nothing started"
 
 
 @pytest.mark.slow
