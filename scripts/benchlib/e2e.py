@@ -6,6 +6,10 @@
 - in-process: the same demo server, spawned the same way, driven by an in-process `mcp.Client`
   configured as main configures its own (mode="auto", cache=None) whose elicitation_callback
   answers the same content.
+- floor: `floor_relay.py`, a bare relay across the same boundary (a ROUTER and the same mcp.Client,
+  the same five messages per call, on main's event loop) with none of main's own work; driven by
+  the same lean caller. It splits main's cost in two: the boundary (floor vs in-process), which no
+  broker code removes, and Elicitron's own work (main vs floor).
 
 The target figure is calls/s with CONCURRENCY calls in flight: what main's extra work costs a
 busy host. One call at a time is printed too: it is latency-bound, and a window's call crosses
@@ -18,6 +22,7 @@ With `--profile DIR`, py-spy records main during the run (py-spy on PATH or /tmp
 import asyncio
 import gc
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -28,13 +33,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import msgspec
+import zmq
 from kit.contract import INVOKE
+from kit.env import child_env
 from kit.paths import DEMO_SERVER, PYTHON
 from kit.peer import WirePeer
 
 from benchlib.common import BENCH_CONTENT, Figure, fmt_us, now_ns, running_demo_main, summarize_ns
 from benchlib.roundtrip import RawRouter, cpu_ns, spawn_answerer, wait_until
 
+FLOOR_RELAY = Path(__file__).resolve().parent / "floor_relay.py"
 TOOL = "book_table"
 ARGS = {"restaurant": "Bench"}
 CONCURRENCY = 8
@@ -91,9 +99,9 @@ class _LeanCaller:
     with main and the server) stays small: one pre-encoded answer, bodies decoded only for the
     topics it acts on, dismisses and broadcasts dropped unread."""
 
-    def __init__(self, peer: WirePeer) -> None:
-        self.peer = peer
-        self.sock = peer.sock
+    def __init__(self, sock: zmq.Socket[bytes], peer: WirePeer | None = None) -> None:
+        self.peer = peer  # main's attached peer (heartbeats due); None for the floor relay
+        self.sock = sock
         self.call_bodies = [_encoder.encode({"server": "demo", "tool": TOOL, "arguments": ARGS,
                                              "responseChannel": f"call-{i}"}) for i in range(CONCURRENCY)]
         self.answer = _encoder.encode({"action": "accept", "content": BENCH_CONTENT})
@@ -128,18 +136,26 @@ class _LeanCaller:
         text = _decoder.decode(body)["result"]["content"][0]["text"]
         assert '"accept"' in text and '"Ada"' in text, text
 
+    def _idle_ends(self) -> None:
+        if self.peer is not None:
+            self.peer.heartbeat_if_due()
+
+    def _idle_starts(self) -> None:
+        if self.peer is not None:
+            self.peer.last_sent = time.monotonic()
+
     def sequential(self, count: int, out: list[int]) -> None:
-        self.peer.heartbeat_if_due()
+        self._idle_ends()
         for _ in range(count):
             t0 = now_ns()
             self._call(0)
             self._finished(*self._next())
             out.append(now_ns() - t0)
-        self.peer.last_sent = time.monotonic()
+        self._idle_starts()
 
     def concurrent(self, count: int) -> None:
         """CONCURRENCY calls kept in flight; each finished slot starts the next call."""
-        self.peer.heartbeat_if_due()
+        self._idle_ends()
         in_flight = min(CONCURRENCY, count)
         for slot in range(in_flight):
             self._call(slot)
@@ -150,7 +166,38 @@ class _LeanCaller:
             if issued < count:
                 self._call(slot)
                 issued += 1
-        self.peer.last_sent = time.monotonic()
+        self._idle_starts()
+
+
+class _FloorRelay:
+    """floor_relay.py in its own process, and a DEALER of ours connected to it."""
+
+    def __init__(self, runtime: Path, errlog: TextIO) -> None:
+        endpoint = f"ipc://{runtime}/floor.sock"
+        self.proc = subprocess.Popen([PYTHON, str(FLOOR_RELAY), endpoint], stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=errlog, env=child_env(),
+                                     cwd=FLOOR_RELAY.parent)
+        self.pid = self.proc.pid
+        self.sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.connect(endpoint)
+
+    def wait_ready(self, timeout_s: float) -> None:
+        assert self.proc.stdout is not None
+        readable, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
+        line = self.proc.stdout.readline() if readable else b""
+        if line.strip() != b"ready":
+            raise RuntimeError(f"the floor relay did not start within {timeout_s} s (exit {self.proc.poll()})")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.sock.send_multipart([b"bench-stop", b""])
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.sock.close()
 
 
 async def _raw_round_trips(raw: RawRouter, count: int, out: list[int]) -> None:
@@ -235,14 +282,16 @@ def _summarize_collapsed(raw: Path, out: Path, top: int = 40) -> None:
 
 async def _measure(n_seq: int, n_conc: int, blocks: int, profile_dir: Path | None,
                    errlog: TextIO) -> dict[str, Any]:
-    seq: dict[str, list[int]] = {"main": [], "in-process": [], "raw": []}
-    conc = {"main": _Tally(), "in-process": _Tally()}
+    seq: dict[str, list[int]] = {"main": [], "in-process": [], "floor": [], "raw": []}
+    conc = {"main": _Tally(), "in-process": _Tally(), "floor": _Tally()}
+    loops: dict[str, str] = {}
     with running_demo_main() as main:
         peer = main.peer(name="e2e-answerer", strict=True)
         raw = RawRouter(f"ipc://{main.runtime}/raw.sock")
         raw.start()
         answerer = spawn_answerer(raw.endpoint, "-")
         client, answered = _baseline_client(errlog)
+        floor = _FloorRelay(main.runtime, errlog)
         spy = None
         try:
             async with client:
@@ -252,8 +301,14 @@ async def _measure(n_seq: int, n_conc: int, blocks: int, profile_dir: Path | Non
                 first = await client.call_tool(TOOL, ARGS)
                 text = first.content[0].text  # type: ignore[union-attr]
                 assert '"accept"' in text and '"Ada"' in text, text
-                caller = _LeanCaller(peer)
+                loops["main"] = peer.status().get("eventLoop") or "asyncio"
+                caller = _LeanCaller(peer.sock, peer)
                 caller.verify()
+                floor.wait_ready(30)
+                floor_caller = _LeanCaller(floor.sock)
+                floor_caller.verify()
+                floor_caller.sequential(30, [])
+                floor_caller.concurrent(40)
                 caller.sequential(30, [])
                 await _baseline_sequential(client, 30, [])
                 caller.concurrent(40)
@@ -265,12 +320,15 @@ async def _measure(n_seq: int, n_conc: int, blocks: int, profile_dir: Path | Non
                 for _ in range(blocks):
                     caller.sequential(n_seq // blocks, seq["main"])
                     await _baseline_sequential(client, n_seq // blocks, seq["in-process"])
+                    floor_caller.sequential(n_seq // blocks, seq["floor"])
                     await _raw_round_trips(raw, n_seq // blocks, seq["raw"])
                     k = n_conc // blocks  # long blocks: filling and draining the 8 slots is noise
                     await conc["main"].timed(k, lambda k=k: caller.concurrent(k),
                                              lambda: cpu_ns(main.pid))
                     await conc["in-process"].timed(k, lambda k=k: _baseline_concurrent(client, k),
                                                    lambda: cpu_ns(me))
+                    await conc["floor"].timed(k, lambda k=k: floor_caller.concurrent(k),
+                                              lambda: cpu_ns(floor.pid))
                     gc.collect()  # between blocks, not inside them
             assert answered[0] == 1 + 30 + 40 + n_seq // blocks * blocks + n_conc // blocks * blocks, answered
         finally:
@@ -281,10 +339,11 @@ async def _measure(n_seq: int, n_conc: int, blocks: int, profile_dir: Path | Non
                 if collapsed.exists():
                     _summarize_collapsed(collapsed, profile_dir / "e2e-main.txt")  # type: ignore[operator]
             peer.close()
+            floor.close()
             raw.close()
             answerer.terminate()
             answerer.wait(timeout=5)
-    return {"seq": seq, "conc": conc}
+    return {"seq": seq, "conc": conc, "loop": loops["main"]}
 
 
 def run(quick: bool, profile_dir: Path | None = None) -> list[Figure]:
@@ -292,11 +351,12 @@ def run(quick: bool, profile_dir: Path | None = None) -> list[Figure]:
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:  # the in-process server's stderr
         measured = asyncio.run(_measure(n_seq, n_conc, blocks, profile_dir, errlog))
     conc: dict[str, _Tally] = measured["conc"]
-    m_conc, b_conc = conc["main"], conc["in-process"]
+    m_conc, b_conc, f_conc = conc["main"], conc["in-process"], conc["floor"]
     ratio_conc = m_conc.rate / b_conc.rate
-    m, b, r = (summarize_ns(measured["seq"][kind]) for kind in ("main", "in-process", "raw"))
+    m, b, f, r = (summarize_ns(measured["seq"][kind]) for kind in ("main", "in-process", "floor", "raw"))
     ratio_seq = b["mean_us"] / m["mean_us"]  # calls/s one at a time = 1 / mean latency
     extra_us = m["p50_us"] - b["p50_us"]
+    floor_extra_us = f["p50_us"] - b["p50_us"]
     hops_us = 2 * r["p50_us"]
     return [
         Figure(
@@ -308,7 +368,8 @@ def run(quick: bool, profile_dir: Path | None = None) -> list[Figure]:
             absolute=f"via main {m_conc.rate:.0f}/s, in-process {b_conc.rate:.0f}/s, n={m_conc.count} each; "
             f"CPU per call: main {m_conc.cpu_us_per_call:.0f} µs (all threads), "
             f"in-process client {b_conc.cpu_us_per_call:.0f} µs",
-            how=f"demo server over stdio, tool {TOOL}; via main: one contract-only peer keeps {CONCURRENCY} "
+            how=f"demo server over stdio, tool {TOOL}; main on {measured['loop']}, the in-process client on "
+            f"asyncio; via main: one contract-only peer keeps {CONCURRENCY} "
             "msgMcpCallTool in flight and answers every invoke; in-process: mcp.Client(mode=auto, cache=None), "
             f"{CONCURRENCY} tasks, elicitation_callback answers; {blocks} alternating blocks",
             data={
@@ -318,6 +379,7 @@ def run(quick: bool, profile_dir: Path | None = None) -> list[Figure]:
                 "via_main_cpu_us_per_call": m_conc.cpu_us_per_call,
                 "in_process_cpu_us_per_call": b_conc.cpu_us_per_call,
                 "concurrency": CONCURRENCY,
+                "main_event_loop": measured["loop"],
                 "n": m_conc.count,
             },
         ),
@@ -329,7 +391,8 @@ def run(quick: bool, profile_dir: Path | None = None) -> list[Figure]:
             passed=extra_us <= 2 * hops_us,
             absolute=f"via main p50 {fmt_us(m['p50_us'])} (p99 {fmt_us(m['p99_us'])}), in-process p50 "
             f"{fmt_us(b['p50_us'])} (p99 {fmt_us(b['p99_us'])}): +{fmt_us(extra_us)} per call, of which "
-            f"the 4 hops take {fmt_us(hops_us)} at raw pyzmq speed (2 x p50 {fmt_us(r['p50_us'])}); n={m['n']}",
+            f"the 4 hops take {fmt_us(hops_us)} at raw pyzmq speed (2 x p50 {fmt_us(r['p50_us'])}); n={m['n']}; "
+            f"floor relay p50 {fmt_us(f['p50_us'])}: +{fmt_us(floor_extra_us)}, +{floor_extra_us / hops_us:.1f} x hops",
             how="as above, one call in flight; raw: pyzmq ROUTER<->DEALER round trip with the bench answerer, "
             "same blocks",
             data={
@@ -339,6 +402,27 @@ def run(quick: bool, profile_dir: Path | None = None) -> list[Figure]:
                 "raw_round_trip": r,
                 "extra_us_p50": extra_us,
                 "four_hops_at_raw_speed_us": hops_us,
+                "floor": f,
+                "floor_extra_us_p50": floor_extra_us,
+            },
+        ),
+        Figure(
+            name="e2e",
+            title="end to end, floor: a bare relay",
+            value=f"{f_conc.rate / b_conc.rate:.2f} x in-process; main {m_conc.rate / f_conc.rate:.2f} x floor",
+            target="",
+            passed=None,
+            absolute=f"floor {f_conc.rate:.0f}/s, {CONCURRENCY} in flight; CPU per call: floor "
+            f"{f_conc.cpu_us_per_call:.0f} µs ({f_conc.cpu_us_per_call / b_conc.cpu_us_per_call:.2f} x in-process), "
+            f"main {m_conc.cpu_us_per_call:.0f} µs ({m_conc.cpu_us_per_call / b_conc.cpu_us_per_call:.2f} x, "
+            f"{m_conc.cpu_us_per_call / f_conc.cpu_us_per_call:.2f} x floor)",
+            how="floor_relay.py: a ROUTER + the same mcp.Client, the same five messages per call as main "
+            "(call, invoke, answer, dismiss, result), none of main's checks, audit or peers; same blocks",
+            data={
+                "floor_calls_per_s": f_conc.rate,
+                "floor_ratio": f_conc.rate / b_conc.rate,
+                "main_over_floor": m_conc.rate / f_conc.rate,
+                "floor_cpu_us_per_call": f_conc.cpu_us_per_call,
             },
         ),
     ]
