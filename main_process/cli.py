@@ -267,6 +267,7 @@ def cmd_pair(args: argparse.Namespace) -> int:
 
 def cmd_launch(args: argparse.Namespace) -> int:
     from main_process.config import load_config
+    from main_process.event_loop import loop_factory
 
     connection = _connection(args)
     # A window that cannot start (missing system libraries) says so in one line before main is
@@ -276,6 +277,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
         return preflight.returncode
     if not _main_is_running(connection):
         load_config(args.config)  # a bad config fails here, in the foreground, with its one-line error
+        loop_factory()  # and so does a bad ELICITRON_LOOP (main's own stderr goes nowhere once it is started)
         _start_main_in_background(connection, args.config, auto_open=not args.no_auto_open)
     if args.no_window:
         return 0

@@ -13,7 +13,7 @@ before main starts.
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from shared.errors import ConfigError
@@ -22,7 +22,7 @@ LOOP_ENV: Final = "ELICITRON_LOOP"
 CHOICES: Final = ("uvloop", "asyncio")
 
 
-def loop_factory(environ: dict[str, str] | None = None) -> Callable[[], asyncio.AbstractEventLoop] | None:
+def loop_factory(environ: Mapping[str, str] | None = None) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The factory `asyncio.run` should use; None means the standard library's loop."""
     wanted = (os.environ if environ is None else environ).get(LOOP_ENV, "").strip().lower()
     if wanted not in ("", *CHOICES):
