@@ -44,9 +44,9 @@ _decode = msgspec.msgpack.Decoder().decode
 class FloorRelay:
     """One ROUTER, one server, any number of calls in flight from any peer."""
 
-    def __init__(self, sock: zmq.Socket[bytes], client: Client) -> None:
+    def __init__(self, sock: zmq.Socket[bytes]) -> None:
         self.sock = sock
-        self.client = client
+        self.client: Client | None = None  # set once made: the client needs on_elicit first
         self.waiting: dict[bytes, tuple[bytes, asyncio.Future[dict[str, Any]]]] = {}
         self.calls: set[asyncio.Task[None]] = set()
         self.stopped = asyncio.Event()
@@ -78,6 +78,7 @@ class FloorRelay:
 
     async def call(self, peer: bytes, request: dict[str, Any]) -> None:
         token = _asker.set(peer)
+        assert self.client is not None
         try:
             result = await self.client.call_tool(request["tool"], request["arguments"])
         finally:
@@ -106,19 +107,14 @@ async def serve(endpoint: str) -> None:
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
     sock.bind(endpoint)
-    relay: FloorRelay | None = None
-
-    async def on_elicit(context: Any, params: Any) -> ElicitResult:
-        assert relay is not None
-        return await relay.on_elicit(context, params)
-
+    relay = FloorRelay(sock)
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:  # the server's stderr
         client = Client(stdio_client(StdioServerParameters(command=PYTHON, args=[str(DEMO_SERVER)]), errlog=errlog),
-                        elicitation_callback=on_elicit, mode="auto", cache=None,
+                        elicitation_callback=relay.on_elicit, mode="auto", cache=None,
                         client_info=Implementation(name="elicitron-floor", version="0.1.0"))
+        relay.client = client
         async with client:
             await client.list_tools()
-            relay = FloorRelay(sock, client)
             relay.loop.add_reader(sock.get(zmq.FD), relay.drain)
             print("ready", flush=True)
             relay.drain()
