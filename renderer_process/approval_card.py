@@ -126,9 +126,9 @@ class ApprovalCard(QDialog):
         self.values: dict[str, FoldedValue] = {}
         for key, value in info.arguments.items():
             self.values[key] = FoldedValue(str(key), value, arguments)
-            name = QLabel(str(key), arguments)
-            name.setTextFormat(Qt.TextFormat.PlainText)
-            form.addRow(name, self.values[key])
+            key_label = QLabel(str(key), arguments)
+            key_label.setTextFormat(Qt.TextFormat.PlainText)
+            form.addRow(key_label, self.values[key])
         if not info.arguments:
             form.addRow(QLabel("(no arguments)", arguments))
         scroll = QScrollArea(self)

@@ -174,6 +174,8 @@ class MainBridge(QObject):
         channel = channel or "sign-in-" + channels.new_uuid7()
         body = messages.SignInRedirect(server=server, elicitation_id=elicitation_id, url=url, response_channel=channel)
         self._request(channels.SIGN_IN_REDIRECT, body, channel, "the sign-in address")
+        return channel
+
     def mcp_request(
         self, server: str, method: messages.McpMethod, params: dict[str, Any], channel: str | None = None
     ) -> str:

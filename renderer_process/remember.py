@@ -59,7 +59,9 @@ class RememberBox(QWidget):
             return None
         if scope != "until":
             return messages.Remember(scope=scope)
-        return messages.Remember(scope="until", until=end_of_day_ms(self.until.date().toPython()))
+        picked = self.until.date()
+        day = datetime.date(picked.year(), picked.month(), picked.day())
+        return messages.Remember(scope="until", until=end_of_day_ms(day))
 
 
 def end_of_day_ms(day: datetime.date) -> int:
