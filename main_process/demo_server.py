@@ -9,7 +9,6 @@ is returned as an InputRequiredResult and answered on the retry; earlier eras ge
 import argparse
 import json
 import socket
-import sys
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -140,13 +139,13 @@ async def hang() -> str:
     return "unreachable"
 
 
-@app.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False))
+@app.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
 def echo(text: str) -> str:
     """Return the text unchanged (no elicitation)."""
     return text
 
 
-@app.tool(title="Cancel a booking", annotations=ToolAnnotations(destructiveHint=True, openWorldHint=False))
+@app.tool(title="Cancel a booking", annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
 def cancel_booking(restaurant: str = "Chez MCP") -> str:
     """Cancel a booking (pretend; annotated destructive, for tool approval's ask-destructive)."""
     return f"cancelled the booking at {restaurant}"
@@ -178,4 +177,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
