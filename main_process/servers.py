@@ -25,6 +25,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types import (
@@ -291,13 +292,14 @@ class ManagedServer:
         """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream; open one
         when the server offers any (handshake-era servers send notifications, see `_on_message`)."""
         capabilities = client.server_capabilities
-        wanted = {"tools_list_changed": bool(capabilities.tools and capabilities.tools.list_changed),
-                  "prompts_list_changed": bool(capabilities.prompts and capabilities.prompts.list_changed),
-                  "resources_list_changed": bool(capabilities.resources and capabilities.resources.list_changed)}
-        if not any(wanted.values()):
+        tools = bool(capabilities.tools and capabilities.tools.list_changed)
+        prompts = bool(capabilities.prompts and capabilities.prompts.list_changed)
+        resources = bool(capabilities.resources and capabilities.resources.list_changed)
+        if not (tools or prompts or resources):
             return
         try:
-            async with client.listen(**wanted) as subscription:
+            async with client.listen(tools_list_changed=tools, prompts_list_changed=prompts,
+                                     resources_list_changed=resources) as subscription:
                 async for event in subscription:
                     changed = _LIST_EVENTS.get(type(event))
                     if changed is not None:
@@ -504,7 +506,7 @@ class ManagedServer:
     def _was_cancelled_by_caller(self) -> bool:
         task = asyncio.current_task()
         if task in self._cancelled_by_caller:
-            self._cancelled_by_caller.discard(task)  # type: ignore[arg-type]
+            self._cancelled_by_caller.discard(task)
             return True
         return False
 
@@ -606,7 +608,10 @@ class ManagedServer:
             logger.warning("server %s sent a malformed -32042: %s", self.name, bad)
             return False
         for params in required:
-            event = self._completions.setdefault(params.elicitation_id, asyncio.Event())
+            elicitation_id = params.elicitation_id
+            # No id (2026-07-28 dropped it): no completion notice can name it, so the wait runs out.
+            event = asyncio.Event() if elicitation_id is None else self._completions.setdefault(
+                elicitation_id, asyncio.Event())
             try:
                 wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
                 try:
@@ -621,7 +626,8 @@ class ManagedServer:
                     logger.info("server %s sent no completion for %s; retrying anyway", self.name,
                                 params.elicitation_id)
             finally:
-                self._completions.pop(params.elicitation_id, None)
+                if elicitation_id is not None:
+                    self._completions.pop(elicitation_id, None)
         return True
 
 
@@ -689,12 +695,12 @@ class _Call:
     progress: ProgressTo | None
 
 
-def _progress_callback(progress: ProgressTo | None) -> Callable[[float, float | None, str | None], Awaitable[None]] | None:
-    if progress is None:
+def _progress_callback(send: ProgressTo | None) -> ProgressFnT | None:
+    if send is None:
         return None
 
-    async def report(value: float, total: float | None, message: str | None) -> None:
-        progress(value, total, message)
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        send(progress, total, message)
 
     return report
 
