@@ -295,9 +295,9 @@ def cmd_reload(args: argparse.Namespace) -> int:
 
     with Controller(_connection(args)) as controller:
         reply = controller.reload()
-    if _refused(reply, reply.reload, "main sent no reload report"):
+    done = _report(reply, reply.reload, "main sent no reload report")
+    if done is None:
         return EXIT_FAILED
-    done = reply.reload
     for key, names in (("added", done.added), ("removed", done.removed), ("changed", done.changed),
                        ("unchanged", done.unchanged)):
         print(f"{key:10} {', '.join(names) or '-'}")
@@ -309,9 +309,10 @@ def cmd_server(args: argparse.Namespace) -> int:
 
     with Controller(_connection(args)) as controller:
         reply = controller.control_server(args.server, args.action)
-    if _refused(reply, reply.control, "main sent no report"):
+    control = _report(reply, reply.control, "main sent no report")
+    if control is None:
         return EXIT_FAILED
-    print(f"{reply.control.server}: {reply.control.status}")
+    print(f"{control.server}: {control.status}")
     return 0
 
 
@@ -377,9 +378,9 @@ def cmd_auth(args: argparse.Namespace) -> int:
 
     with Controller(_connection(args)) as controller:
         reply = controller.auth(args.server, args.action)
-    if _refused(reply, reply.auth, "main sent no sign-in report"):
+    report = _report(reply, reply.auth, "main sent no sign-in report")
+    if report is None:
         return EXIT_FAILED
-    report = reply.auth
     if args.json:
         import msgspec
 
@@ -451,12 +452,13 @@ def cmd_ask_argv(argv: list[str], log_level: str | None = None) -> int:
 # ---- helpers ---------------------------------------------------------------------------
 
 
-def _refused(reply: "ChannelReply", answer: object, missing: str) -> bool:
-    """Say on stderr why main's reply carries no `answer` (its error, or `missing`); True if so."""
-    if reply.error is None and answer is not None:
-        return False
+def _report[R](reply: "ChannelReply", report: R | None, missing: str) -> R | None:
+    """`report`, main's answer in `reply`; None once stderr says why there is none (main's error,
+    or `missing` when main answered without the report)."""
+    if reply.error is None and report is not None:
+        return report
     print(f"elicitron: {reply.error.message if reply.error else missing}", file=sys.stderr)
-    return True
+    return None
 
 
 def _mcp_http_url(connection: Path) -> str | None:
