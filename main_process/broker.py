@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 import zmq
 
@@ -98,7 +98,8 @@ _RCVMORE = int(zmq.RCVMORE)
 # and group checks per send, enum flags per frame) is most of a small message's cost there.
 _zsend = zmq.backend.Socket.send
 _zrecv = zmq.backend.Socket.recv
-_zget = zmq.backend.Socket.get
+# Only ever asked for int options (EVENTS, RCVMORE); the stub's get covers every option (int | bytes).
+_zget = cast(Callable[[zmq.backend.Socket, int], int], zmq.backend.Socket.get)
 _BAD_HELLO_LIMIT: Final = 3  # per routing id within _BAD_HELLO_WINDOW_S; further hellos are ignored
 _BAD_HELLO_WINDOW_S: Final = 10.0
 DRAIN_BUDGET: Final = 200  # messages per drain callback before the loop gets a turn
@@ -238,7 +239,7 @@ class Broker:
         self._pending = PendingRequests(self, self._loop, audit=self._audit, unseen=self._host.no_window_attached,
                                         welcome_pending_bytes=self._welcome_pending_bytes)
         for sock in self._socks:
-            self._loop.add_reader(sock.getsockopt(zmq.FD), self._drain)
+            self._loop.add_reader(sock.fileno(), self._drain)
         self._spawn(self._heartbeat_loop())
         self._drain()
 
@@ -249,7 +250,7 @@ class Broker:
             self._peers_publish.cancel()
         for sock in self._socks:
             if self._loop is not None:
-                self._loop.remove_reader(sock.getsockopt(zmq.FD))
+                self._loop.remove_reader(sock.fileno())
             sock.close(linger=0)
         if self._audit is not None:
             self._audit.close()  # every queued row reaches the disk

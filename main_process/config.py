@@ -175,7 +175,7 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
         if not _is_str_map(headers):
             raise ConfigError(f"{where}: \"headers\" must map strings to strings")
         return HttpServerConfig(name=name, url=url, headers=headers, oauth=parse_oauth(where, entry),
-                                **limits)  # type: ignore[arg-type]
+                                **limits)
     if "command" in entry:
         command, args, env, cwd = entry["command"], entry.get("args", []), entry.get("env", {}), entry.get("cwd")
         if not isinstance(command, str) or not command:
@@ -187,7 +187,7 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
         if cwd is not None and not isinstance(cwd, str):
             raise ConfigError(f"{where}: \"cwd\" must be a string")
         return StdioServerConfig(name=name, command=command, args=args, env=env, cwd=cwd,
-                                 **limits)  # type: ignore[arg-type]
+                                 **limits)
     raise ConfigError(f"{where}: needs \"command\" (stdio) or \"url\" (streamable HTTP)")
 
 

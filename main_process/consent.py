@@ -21,7 +21,7 @@ import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from main_process import approvals
@@ -444,9 +444,10 @@ class _HostCall:
                  progress: ProgressTo | None) -> None:
         self.server, self.request, self.host, self.reply, self.progress = server, request, host, reply, progress
         self.cancelled = False
-        self._cancel_stage: Cancel | None = None
+        self._cancel_stage: Callable[[], object] | None = None
 
-    def stage(self, cancel: Cancel | None) -> None:
+    def stage(self, cancel: Callable[[], object] | None) -> None:
+        """`cancel` ends the current stage; what it returns is ignored (e.g. Task.cancel's bool)."""
         self._cancel_stage = cancel
 
     def cancel(self) -> None:

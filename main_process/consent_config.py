@@ -19,11 +19,14 @@ Config rules get the ids `config-1`, `config-2`, … in file order.
 
 import dataclasses
 import time
-from typing import Any, Final, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 from main_process.rules import CONFIG_ID_PREFIX, Rule
 from shared.errors import ConfigError
 from shared.messages import ElicitationResult
+
+if TYPE_CHECKING:  # config imports this module; a type parameter's bound is evaluated lazily
+    from main_process.config import ServerLimits
 
 ToolPolicy = Literal["allow", "ask", "ask-destructive", "deny"]
 TOOL_POLICIES: Final = ("allow", "ask", "ask-destructive", "deny")
@@ -47,15 +50,10 @@ def parse_tool_approval(where: str, entry: dict[str, Any]) -> tuple[ToolPolicy, 
     return cast(ToolPolicy, policy), tuple(overrides.items())
 
 
-class _WithApproval(Protocol):
-    tool_approval: ToolPolicy
-    tool_approval_overrides: tuple[tuple[str, str], ...]
-
-
-def differs_beyond_approval[C: _WithApproval](new: C, old: C) -> bool:
+def differs_beyond_approval[C: "ServerLimits"](new: C, old: C) -> bool:
     """Whether a reloaded server entry changed in anything but its approval keys (which apply
     without restarting the server)."""
-    return dataclasses.replace(new, tool_approval=old.tool_approval,  # type: ignore[type-var]
+    return dataclasses.replace(new, tool_approval=old.tool_approval,
                                tool_approval_overrides=old.tool_approval_overrides) != old
 
 

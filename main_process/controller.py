@@ -67,7 +67,7 @@ class Controller:
             raise MainUnreachableError(f"no main is running (stale connection file {self.connection_path}: "
                                        f"pid {info.pid} is gone)")
         self.pid = info.pid
-        sock = zmq.Context.instance().socket(zmq.DEALER)
+        sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 500)
         sock.connect(info.endpoint)
         self._sock = sock

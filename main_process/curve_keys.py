@@ -11,6 +11,7 @@ from pathlib import Path
 
 import platformdirs
 import zmq
+from zmq.utils import z85
 
 from main_process.private_files import safe_filename, write_private
 from shared.connection_file import ensure_private_dir
@@ -71,7 +72,7 @@ class AllowListProvider:
         self._keys = keys
 
     def callback(self, domain: str, key: bytes) -> bool:
-        z85_key = zmq.utils.z85.encode(key) if len(key) == 32 else key
+        z85_key = z85.encode(key) if len(key) == 32 else key
         allowed = self._keys.is_allowed(z85_key)
         if not allowed:
             logger.warning("refused a CURVE client whose key is not allowed: %s", z85_key.decode(errors="replace"))

@@ -7,7 +7,7 @@ import os
 import sqlite3
 import stat
 from pathlib import Path
-from typing import TextIO
+from typing import Literal, TextIO
 
 from shared.connection_file import ensure_private_dir
 
@@ -25,7 +25,7 @@ def safe_filename(name: str, limit: int = 64) -> str:
     return f"{readable or 'x'}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
 
 
-def open_private(path: Path, mode: str = "w") -> TextIO:
+def open_private(path: Path, mode: Literal["w", "a"] = "w") -> TextIO:
     """Open `path` for writing ("w") or appending ("a"), creating it 0600 in a 0700 directory."""
     ensure_private_dir(path.parent)
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_APPEND if mode == "a" else os.O_TRUNC)

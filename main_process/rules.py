@@ -71,7 +71,7 @@ class Rule:
             id=self.id, source=self.source, kind=self.kind, server=self.server, scope=self.scope,
             created_at=self.created_at, created_by=self.created_by, expires_at=self.expires_at, tool=self.tool,
             decision=self.decision, message=self.message, fields=list(self.fields) if self.fields else None,
-            action=action if action in ("accept", "decline") else None,  # type: ignore[arg-type]
+            action=action if action in ("accept", "decline") else None,
         )
 
 

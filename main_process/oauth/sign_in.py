@@ -62,7 +62,7 @@ class SignIn:
         if settings.client_id:
             fixed = OAuthClientInformationFull(
                 client_id=settings.client_id, client_secret=settings.client_secret,
-                token_endpoint_auth_method=settings.auth_method,  # type: ignore[arg-type]
+                token_endpoint_auth_method=settings.auth_method,
                 redirect_uris=[AnyUrl(PORTLESS_REDIRECT)], grant_types=["authorization_code", "refresh_token"],
                 response_types=["code"])
         self.tokens = ServerTokens(store, config.name, config.url, fixed)
