@@ -120,8 +120,13 @@ async def _ask(args: argparse.Namespace, params: dict[str, Any], start_main: Sta
     client = AskerClient(parent_program(args.name), args.connection)
     loop = asyncio.get_running_loop()
     signalled: asyncio.Future[int] = loop.create_future()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, lambda s=signum: signalled.done() or signalled.set_result(s))
+
+    def on_signal(signum: int) -> None:
+        if not signalled.done():  # a second signal changes nothing: the first one is answered
+            signalled.set_result(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal, sig)
     asking = asyncio.ensure_future(_ask_starting(client, params, args, start_main))
     try:
         await asyncio.wait({asking, signalled}, return_when=asyncio.FIRST_COMPLETED)

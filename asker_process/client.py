@@ -228,7 +228,8 @@ class AskerClient:
             if lost is not None:
                 await self._reattach(lost)
                 return
-            if not await sock.poll(int(HEARTBEAT_S * 1000 / 2), zmq.POLLIN):
+            # flags default to POLLIN (pyzmq's _future.pyi omits the parameter)
+            if not await sock.poll(int(HEARTBEAT_S * 1000 / 2)):
                 continue
             topic, body = await self._receive(sock)
             if isinstance(body, ChannelReply):
