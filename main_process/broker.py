@@ -324,9 +324,6 @@ class Broker:
     def peer_by_window(self, window: str) -> Peer | None:
         return self._peers.by_window(window)
 
-    def renderer_count(self) -> int:
-        return len(self._peers.renderers())
-
     def peers(self) -> list[PeerInfo]:
         return self._peers.infos()
 

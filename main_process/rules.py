@@ -129,14 +129,6 @@ class Glob:
         return self._regex.match(text) is not None  # type: ignore[attr-defined]
 
 
-def first_glob_match(patterns: Iterable[tuple[Glob, str]], text: str) -> str | None:
-    """The value of the first (glob, value) pair whose glob matches `text`."""
-    for glob, value in patterns:
-        if glob.matches(text):
-            return value
-    return None
-
-
 # ---- the book of rules -------------------------------------------------------------------
 
 

@@ -160,10 +160,6 @@ class ApprovalCard(QDialog):
     def elicitation_id(self) -> str | None:
         return None
 
-    @property
-    def is_finished(self) -> bool:
-        return self._finished
-
     def set_waiting_text(self, text: str) -> None:
         self.waiting.setText(text)
         self.waiting.setVisible(bool(text))

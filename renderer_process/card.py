@@ -277,10 +277,6 @@ class ElicitationCard(QDialog):
     # ---- state shown on the card ------------------------------------------------------------
 
     @property
-    def is_finished(self) -> bool:
-        return self._finished
-
-    @property
     def enter_armed(self) -> bool:
         """Whether Enter accepts yet (ENTER_ARM_MS after the card was shown)."""
         return self._enter_armed

@@ -242,9 +242,6 @@ class MainWindow(QMainWindow):
     def queued_count(self) -> int:
         return len(self._queue)
 
-    def elsewhere_channels(self) -> list[str]:
-        return [item.response_channel for item in self._elsewhere_sorted()]
-
     # ---- slots fed by the bridge ----------------------------------------------------------
 
     def on_state_changed(self, state: str) -> None:

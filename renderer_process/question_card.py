@@ -2,7 +2,7 @@
 
 who_asks(invoke)           "deploy.sh (pid 4242 on build-7)": a program is named as a program, with
                            its process and machine; a server's request keeps the server's name
-is_yes_no(invoke)          a question whose form is one required boolean (`elicitron ask --yes-no`)
+yes_no_property(invoke)    the one required boolean of a yes/no question (`elicitron ask --yes-no`)
 adapt_question_card(card)  no "Decline all from …" (a policy for servers, not programs); a yes/no
                            question drawn as a confirm: Yes accepts `true`, No declines, the
                            checkbox itself hidden
@@ -47,10 +47,6 @@ def yes_no_property(invoke: ElicitationInvoke) -> str | None:
     required = schema.get("required")
     is_boolean = isinstance(prop, dict) and prop.get("type") == "boolean"
     return str(key) if is_boolean and isinstance(required, list) and key in required else None
-
-
-def is_yes_no(invoke: ElicitationInvoke) -> bool:
-    return yes_no_property(invoke) is not None
 
 
 def adapt_question_card(card: "ElicitationCard") -> None:
