@@ -31,14 +31,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def run(argv: Sequence[str] | None = None) -> int:
+def run(argv: Sequence[str] | None = None, *, bridge_class: type[MainBridge] = MainBridge) -> int:
+    """`bridge_class`: a subclass may watch the bridge (tests/kit/window_probe.py reports its state)."""
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setApplicationName("Elicitron")
     QApplication.setWindowIcon(app_icon())
 
-    bridge = MainBridge(resolve_connection_path(args.connection), args.name)
+    bridge = bridge_class(resolve_connection_path(args.connection), args.name)
     # <user config dir>/elicitron/window.ini: the window's own options ("keep in the tray").
     settings = QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, "elicitron", "window")
     window = MainWindow(name=args.name, settings=settings)

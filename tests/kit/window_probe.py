@@ -22,6 +22,7 @@ STARTED = time.perf_counter_ns()  # before the imports below, which the cold sta
 
 import json
 import sys
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QTimer
@@ -58,12 +59,12 @@ class CardObserver(QObject):
                 self._unpainted[id(watched)] = channel
                 self._windows[id(watched)] = window
                 if self._exit_after_card:
-                    QTimer.singleShot(PAINT_WAIT_MS, lambda: self._exit(window))
+                    QTimer.singleShot(PAINT_WAIT_MS, partial(self._exit, window))
         elif kind == QEvent.Type.Paint and id(watched) in self._unpainted:
             emit("painted", channel=self._unpainted.pop(id(watched)))
-            window = self._windows.pop(id(watched))
+            painted_in = self._windows.pop(id(watched))
             if self._exit_after_card:
-                QTimer.singleShot(0, lambda: self._exit(window))  # after this paint completes
+                QTimer.singleShot(0, partial(self._exit, painted_in))  # after this paint completes
         return False
 
     def _exit(self, window: MainWindow) -> None:
@@ -74,14 +75,14 @@ class CardObserver(QObject):
         QApplication.quit()
 
 
-def observed_bridge(*args: Any, **kwargs: Any) -> Any:
-    bridge = real_bridge(*args, **kwargs)
-    bridge.state_changed.connect(lambda state: emit("state", state=state))
-    bridge.welcomed.connect(lambda _welcome: emit("welcome"))
-    return bridge
+class ObservedBridge(renderer_app.MainBridge):
+    """The renderer's own bridge, reporting its state and its welcome."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.state_changed.connect(lambda state: emit("state", state=state))
+        self.welcomed.connect(lambda _welcome: emit("welcome"))
 
-real_bridge = renderer_app.MainBridge
 
 if __name__ == "__main__":
     argv = sys.argv[1:]
@@ -93,5 +94,4 @@ if __name__ == "__main__":
     app = QApplication([sys.argv[0]])  # the one renderer_app.run will use
     observer = CardObserver(exit_after_card)
     app.installEventFilter(observer)
-    renderer_app.MainBridge = observed_bridge  # type: ignore[misc]
-    sys.exit(renderer_app.run(argv))
+    sys.exit(renderer_app.run(argv, bridge_class=ObservedBridge))
