@@ -81,7 +81,7 @@ class Window:
     def card(self, timeout_ms: int = 15_000) -> ElicitationCard:
         self.qtbot.waitUntil(lambda: self.window.current_card() is not None, timeout=timeout_ms)
         card = self.window.current_card()
-        assert card is not None
+        assert isinstance(card, ElicitationCard), card
         self.qtbot.waitExposed(card)
         return card
 

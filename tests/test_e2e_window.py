@@ -14,7 +14,7 @@ from renderer_process.main_window import MainWindow
 from renderer_process.screenshot import grab_widget
 
 
-def child(widget: QWidget, kind: type, name: str):  # type: ignore[no-untyped-def]
+def child[T: QWidget](widget: QWidget, kind: type[T], name: str) -> T:
     found = widget.findChild(kind, name)
     assert found is not None, f"no {kind.__name__} named {name!r}"
     return found

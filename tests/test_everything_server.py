@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kit.main import RunningMain
 from kit.paths import ROOT
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtWidgets import QComboBox, QLineEdit, QPlainTextEdit, QPushButton, QScrollArea, QWidget
 from pytestqt.qtbot import QtBot
 
@@ -76,15 +76,23 @@ def test_decline_and_cancel_reach_server_everything(everything_main: RunningMain
     assert raw_result(window.expect_topic(call)) == {"action": action}
 
 
-def field(card: QWidget, key: str) -> QWidget:
-    found = card.findChild(QWidget, f"field:{key}")
-    assert found is not None, f"no widget for {key}"
+def child[T: QWidget](widget: QWidget, kind: type[T], name: str = "") -> T:
+    found = widget.findChild(kind, name)
+    assert found is not None, f"no {kind.__name__} named {name!r}"
     return found
 
 
-def open_window(qtbot: QtBot, main: RunningMain, opened: list[str]) -> tuple[MainBridge, MainWindow]:
+def field(card: QWidget, key: str) -> QWidget:
+    return child(card, QWidget, f"field:{key}")
+
+
+def open_window(qtbot: QtBot, main: RunningMain, opened: list[QUrl]) -> tuple[MainBridge, MainWindow]:
+    def opener(url: QUrl) -> bool:
+        opened.append(url)
+        return True
+
     bridge = MainBridge(main.connection, "everything-window")
-    window = MainWindow(name="everything-window", opener=lambda url: opened.append(url) or True)
+    window = MainWindow(name="everything-window", opener=opener)
     qtbot.addWidget(window)
     window.attach(bridge)
     window.resize(900, 700)
@@ -96,12 +104,13 @@ def open_window(qtbot: QtBot, main: RunningMain, opened: list[str]) -> tuple[Mai
 
 def call_from_window(qtbot: QtBot, window: MainWindow, server: str, tool: str, arguments: dict[str, Any]) -> None:
     """What a user does: pick server and tool, type JSON arguments, press Call."""
-    button = window.findChild(QPushButton, "call")
+    button = child(window, QPushButton, "call")
     qtbot.waitUntil(button.isEnabled, timeout=15_000)
-    window.findChild(QComboBox, "call_server").setCurrentText(server)
-    qtbot.waitUntil(lambda: window.findChild(QComboBox, "call_tool").findText(tool) >= 0, timeout=15_000)
-    window.findChild(QComboBox, "call_tool").setCurrentText(tool)
-    window.findChild(QPlainTextEdit, "call_arguments").setPlainText(json.dumps(arguments))
+    child(window, QComboBox, "call_server").setCurrentText(server)
+    tools = child(window, QComboBox, "call_tool")
+    qtbot.waitUntil(lambda: tools.findText(tool) >= 0, timeout=15_000)
+    tools.setCurrentText(tool)
+    child(window, QPlainTextEdit, "call_arguments").setPlainText(json.dumps(arguments))
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
 
@@ -117,21 +126,25 @@ def test_the_real_card_shows_all_thirteen_fields_with_their_defaults(
         assert card is not None
         for key in FIELDS:
             assert field(card, key).isVisibleTo(card), key
-        accept = card.findChild(QPushButton, "accept")
+        accept = child(card, QPushButton, "accept")
         assert not accept.isEnabled(), "name is required and has no default"
         name = field(card, "name")
         assert isinstance(name, QLineEdit)
         qtbot.keyClicks(name, "Grace")
         qtbot.waitUntil(accept.isEnabled, timeout=5_000)
-        scroll = card.findChild(QScrollArea)
-        scroll.setMinimumHeight(scroll.widget().sizeHint().height() + 4)  # all 13 fields in one picture
+        scroll = child(card, QScrollArea)
+        fields = scroll.widget()
+        assert fields is not None
+        scroll.setMinimumHeight(fields.sizeHint().height() + 4)  # all 13 fields in one picture
         card.resize(card.width(), card.sizeHint().height())
         grab_widget(card, screenshot_dir / "all-fields.png")
         qtbot.mouseClick(accept, Qt.MouseButton.LeftButton)
-        results = window.findChild(QPlainTextEdit, "results")
+        results = child(window, QPlainTextEdit, "results")
         qtbot.waitUntil(lambda: "Raw result" in results.toPlainText(), timeout=15_000)
         text = results.toPlainText()
-        sent = json.loads(re.search(r"Raw result: (\{.*\})", text, re.DOTALL).group(1))  # type: ignore[union-attr]
+        raw = re.search(r"Raw result: (\{.*\})", text, re.DOTALL)
+        assert raw is not None, text
+        sent = json.loads(raw.group(1))
         assert sent == {"action": "accept", "content": {
             "name": "Grace", "check": False, "firstLine": "It was a dark and stormy night.", "integer": 42,
             "number": 3.14, "untitledSingleSelectEnum": "Monica", "untitledMultipleSelectEnum": ["Guitar"],
@@ -144,7 +157,7 @@ def test_the_real_card_shows_all_thirteen_fields_with_their_defaults(
 @pytest.mark.screenshot
 def test_the_url_card_opens_the_browser_only_after_accept(qtbot: QtBot, everything_main: RunningMain,
                                                           screenshot_dir: Path) -> None:
-    opened: list[str] = []
+    opened: list[QUrl] = []
     bridge, window = open_window(qtbot, everything_main, opened)
     url = "http://xn--80ak6aa92e.example.com/login?next=/home"
     try:
@@ -157,10 +170,10 @@ def test_the_url_card_opens_the_browser_only_after_accept(qtbot: QtBot, everythi
         assert warnings is not None and warnings.isVisibleTo(card)
         grab_widget(card, screenshot_dir / "url-card.png")
         assert opened == []
-        qtbot.mouseClick(card.findChild(QPushButton, "accept"), Qt.MouseButton.LeftButton)
-        results = window.findChild(QPlainTextEdit, "results")
+        qtbot.mouseClick(child(card, QPushButton, "accept"), Qt.MouseButton.LeftButton)
+        results = child(window, QPlainTextEdit, "results")
         qtbot.waitUntil(lambda: "accept" in results.toPlainText(), timeout=15_000)
-        assert opened == [url]
+        assert opened == [QUrl(url)]
     finally:
         bridge.close()
 

@@ -117,7 +117,9 @@ def test_after_elicitron_stop_the_window_says_main_is_gone_and_offers_nothing_of
     try:
         restart = child(window, QPushButton, "server_restart")
         tree = child(window, QTreeWidget, "servers")
-        tree.setCurrentItem(tree.topLevelItem(0))
+        first = tree.topLevelItem(0)
+        assert first is not None
+        tree.setCurrentItem(first)
         qtbot.waitUntil(restart.isEnabled, timeout=15_000)
         banner = child(window, QWidget, "main_banner")
         assert not banner.isVisible()

@@ -26,7 +26,7 @@ class RecordingTray(QSystemTrayIcon):
         self.messages: list[tuple[str, str]] = []
         self.icons: list[QIcon] = []
 
-    def showMessage(self, title: str, message: str, *_rest: Any) -> None:  # type: ignore[override]
+    def showMessage(self, title: str, message: str, *_rest: Any) -> None:
         self.messages.append((title, message))
 
 

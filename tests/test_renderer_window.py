@@ -67,7 +67,7 @@ def window(qtbot: QtBot) -> MainWindow:
 
 def shown(window: MainWindow) -> ElicitationCard:
     card = window.current_card()
-    assert card is not None and card.isVisible()
+    assert isinstance(card, ElicitationCard) and card.isVisible(), card
     return card
 
 

@@ -19,7 +19,7 @@ from renderer_process.sign_in_card import SignInFinishDialog
 from shared import messages
 
 
-def child(widget: QWidget, kind: type, name: str):  # type: ignore[no-untyped-def]
+def child[T: QWidget](widget: QWidget, kind: type[T], name: str) -> T:
     found = widget.findChild(kind, name)
     assert found is not None, f"no {kind.__name__} named {name!r}"
     return found
@@ -122,4 +122,5 @@ def _statuses(panel: QWidget) -> list[str]:
 
     tree = panel.findChild(QTreeWidget)
     assert tree is not None
-    return [tree.topLevelItem(i).text(1) for i in range(tree.topLevelItemCount())]
+    rows = [tree.topLevelItem(i) for i in range(tree.topLevelItemCount())]
+    return [row.text(1) for row in rows if row is not None]
