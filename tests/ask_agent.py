@@ -13,8 +13,16 @@ import sys
 
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp_types import CallToolResult, TextContent
 
 from asker_process import elicitation_callback
+
+
+def text_of(result: CallToolResult) -> str:
+    first = result.content[0]
+    if not isinstance(first, TextContent):
+        raise TypeError(f"the server answered {first.type} content, not text")
+    return first.text
 
 
 async def main(demo_server: str, connection: str) -> None:
@@ -22,12 +30,12 @@ async def main(demo_server: str, connection: str) -> None:
     server = StdioServerParameters(command=sys.executable, args=[demo_server])
     async with Client(server, elicitation_callback=callback) as client:
         result = await client.call_tool("book_table", {"restaurant": "the Client's pick"})
-        print(json.dumps({"via": "Client", "server_got": json.loads(result.content[0].text)}), flush=True)
+        print(json.dumps({"via": "Client", "server_got": json.loads(text_of(result))}), flush=True)
     async with stdio_client(server) as (read, write), \
             ClientSession(read, write, elicitation_callback=callback) as session:
         await session.initialize()
         result = await session.call_tool("book_table", {"restaurant": "the session's pick"})
-        got = json.loads(result.content[0].text)
+        got = json.loads(text_of(result))
         print(json.dumps({"via": "ClientSession", "server_got": got}), flush=True)
 
 

@@ -18,12 +18,16 @@ async def main(connection: str, name: str, calls: list[tuple[str, dict[str, obje
     params = StdioServerParameters(command=sys.executable, args=["-m", "main_process", "serve", "--connection",
                                                                  connection], env=dict(os.environ))
     client = Client(params, client_info=types.Implementation(name=name, version="1"), cache=None)
+
+    async def call(tool: str, arguments: dict[str, object]) -> None:
+        async def note(progress: float, total: float | None, message: str | None) -> None:
+            print(f"progress {tool}", flush=True)
+
+        await client.call_tool(tool, arguments, progress_callback=note)
+
     async with client, anyio.create_task_group() as group:
         for tool, arguments in calls:
-            async def note(*_args: object, tool: str = tool) -> None:
-                print(f"progress {tool}", flush=True)
-
-            group.start_soon(lambda t=tool, a=arguments, n=note: client.call_tool(t, a, progress_callback=n))
+            group.start_soon(call, tool, arguments)
         print("calling", flush=True)
 
 

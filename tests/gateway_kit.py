@@ -9,7 +9,7 @@ import asyncio
 import concurrent.futures
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,10 +18,10 @@ from kit.env import child_env
 from kit.main import RunningMain
 from kit.paths import ROOT
 from mcp import Client, StdioServerParameters
+from mcp.client.session import ElicitationFnT
 
 PROBE_SERVER = ROOT / "tests" / "gateway_probe_server.py"
 T = TypeVar("T")
-Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
 
 
 def probe_entry(**extra: Any) -> dict[str, Any]:
@@ -58,7 +58,7 @@ class Host:
     """An MCP host: `mcp.Client` on the gateway, with a name and maybe an elicitation callback."""
 
     def __init__(self, loop: HostLoop, server: Any, name: str, *, mode: str = "auto",
-                 elicitation: Elicit | None = None, message_handler: Any = None) -> None:
+                 elicitation: ElicitationFnT | None = None, message_handler: Any = None) -> None:
         """`server`: what `Client` takes (StdioServerParameters for `elicitron serve`, or a transport)."""
         self._loop = loop
         self.client = Client(server, mode=mode, elicitation_callback=elicitation, message_handler=message_handler,

@@ -12,12 +12,15 @@ import os
 import sys
 import urllib.error
 import urllib.request
+from email.message import Message
+from typing import IO
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        return None
+    def redirect_request(self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str,
+                         headers: Message, newurl: str) -> None:
+        return None  # not followed: the redirect comes back as an HTTPError to read
 
 
 def _get(url: str) -> tuple[int, dict[str, str], str]:

@@ -31,11 +31,11 @@ class OAuthServers:
     def post(self, path: str) -> dict[str, Any]:
         request = urllib.request.Request(self.issuer + path, data=b"", method="POST")
         with urllib.request.urlopen(request, timeout=10) as response:
-            return json.loads(response.read())  # type: ignore[no-any-return]
+            return json.loads(response.read())
 
     def stats(self) -> dict[str, Any]:
         with urllib.request.urlopen(self.issuer + "/test/stats", timeout=10) as response:
-            return json.loads(response.read())  # type: ignore[no-any-return]
+            return json.loads(response.read())
 
 
 @contextmanager
@@ -141,8 +141,8 @@ def stop_and_read_log(main: OAuthMain) -> str:
 def expect_sign_in_card(peer: Any, timeout_s: float = 30.0) -> dict[str, Any]:
     _, invoke = peer.expect(lambda t, b: t == "msgElicitationTransferInvoke" and b.get("kind") == "sign-in",
                             timeout_s)
-    return invoke  # type: ignore[no-any-return]
+    return invoke
 
 
 def reply_on(peer: Any, channel: str, timeout_s: float = 30.0) -> dict[str, Any]:
-    return peer.expect(lambda t, b: t == channel, timeout_s)[1]  # type: ignore[no-any-return]
+    return peer.expect(lambda t, b: t == channel, timeout_s)[1]

@@ -30,6 +30,7 @@ from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    OAuthAuthorizationServerProvider,
     RefreshToken,
     TokenError,
     construct_redirect_uri,
@@ -74,8 +75,9 @@ class LoopbackClient(OAuthClientInformationFull):
         return super().validate_redirect_uri(redirect_uri)
 
 
-class Provider:
-    """An in-memory authorization server that approves every authorization at once."""
+class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
+    """An in-memory authorization server that approves every authorization at once (the SDK's
+    defaults for the rest, e.g. no identity-assertion grant)."""
 
     def __init__(self) -> None:
         self.clients: dict[str, OAuthClientInformationFull] = {}
@@ -207,6 +209,8 @@ def build_mcp(provider: Provider) -> MCPServer:
 
     def token_of(ctx: Context) -> AccessToken:
         request = ctx.request_context.request
+        if request is None:
+            raise RuntimeError("a tool call without its HTTP request: not served over streamable HTTP?")
         bearer = request.headers["authorization"].removeprefix("Bearer ").strip()  # the gate let it in
         return provider.access[bearer]
 

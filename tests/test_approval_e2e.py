@@ -6,7 +6,7 @@ The host is `consent_kit.WireHost`; with the gateway merged, the same tests run 
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,10 @@ DECISIONS = ["allow-once", "allow-session", "allow-always", "deny"]
 def decide(window: Any, invoke: dict[str, Any], decision: str) -> None:
     """Answer an approval the way any v1 window can: the form's one enum field."""
     window.answer(invoke, "accept", {"decision": decision})
+
+
+def dismissed(channel: str) -> Callable[[str, Any], bool]:
+    return lambda t, b: t == "msgElicitationTransferDismiss" and b["responseChannel"] == channel
 
 
 def test_a_v1_window_answers_an_approval_by_decision_alone_and_deny_is_a_tool_error(
@@ -91,8 +95,7 @@ def test_always_allow_sticks_across_a_restart_and_allow_for_this_session_does_no
     twins = [host.call("demo", "cancel_booking", {"restaurant": name}) for name in ("A", "B")]
     invokes = [invoke_of(window), invoke_of(window)]
     decide(window, invokes[0], "allow-session")
-    dismissals = [window.expect(lambda t, b, c=i["responseChannel"]: t == "msgElicitationTransferDismiss"
-                                and b["responseChannel"] == c)[1] for i in invokes]
+    dismissals = [window.expect(dismissed(i["responseChannel"]))[1] for i in invokes]
     assert dismissals[0]["by"] == window.window and dismissals[1]["rule"].startswith("r-")
     assert [text_of(host.result(c)) for c in twins] == ["cancelled the booking at A", "cancelled the booking at B"]
     third = host.call("demo", "cancel_booking", {})

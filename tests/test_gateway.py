@@ -23,7 +23,7 @@ from kit.paths import ROOT
 from kit.peer import WirePeer
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QLabel, QLineEdit, QPushButton
 from pytestqt.qtbot import QtBot
 
@@ -70,6 +70,12 @@ def window(gw_main: RunningMain) -> Iterator[WirePeer]:
     peer.close()
 
 
+def find[T: QObject](parent: QObject, kind: type[T], name: str) -> T:
+    widget = parent.findChild(kind, name)
+    assert widget is not None, f"no {kind.__name__} named {name!r}"
+    return widget
+
+
 def open_host(loop: HostLoop, main: RunningMain, name: str, *args: str, **options: Any) -> Host:
     return Host(loop, serve_params(main.connection, *args), name, **options).open()
 
@@ -106,13 +112,13 @@ def test_a_host_lists_both_servers_prefixed_and_its_call_is_answered_in_a_real_w
         qtbot.waitUntil(lambda: window.current_card() is not None, timeout=20_000)
         card = window.current_card()
         assert card is not None
-        assert card.findChild(QLabel, "via").text() == "via Claude Desktop"
-        assert card.findChild(QLabel, "message").text() == "Book a table at La Passerelle?"
+        assert find(card, QLabel, "via").text() == "via Claude Desktop"
+        assert find(card, QLabel, "message").text() == "Book a table at La Passerelle?"
         qtbot.waitUntil(lambda: "Claude Desktop (1 call)" in window.hosts_label.text(), timeout=5_000)
-        name = card.findChild(QLineEdit, "field:name")
+        name = find(card, QLineEdit, "field:name")
         name.clear()
         qtbot.keyClicks(name, "Grace Hopper")
-        qtbot.mouseClick(card.findChild(QPushButton, "accept"), Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(find(card, QPushButton, "accept"), Qt.MouseButton.LeftButton)
         qtbot.waitUntil(pending.done, timeout=20_000)
         answer = json.loads(text_of(pending.result()))
         assert answer["action"] == "accept"
@@ -167,12 +173,13 @@ def test_results_resources_prompts_and_progress_pass_through_unchanged(gw_main: 
         templates = host.run(lambda c: c.list_resource_templates()).resource_templates
         assert [(t.name, t.uri_template) for t in templates] == [("probe__item", "probe://items/{item}")]
         read = host.run(lambda c: c.read_resource("probe://greeting")).contents[0]
-        assert read.text == "hello from the probe"
-        assert host.run(lambda c: c.read_resource("probe://items/7")).contents[0].text == "item 7"
+        assert isinstance(read, types.TextResourceContents) and read.text == "hello from the probe"
+        item = host.run(lambda c: c.read_resource("probe://items/7")).contents[0]
+        assert isinstance(item, types.TextResourceContents) and item.text == "item 7"
         prompts = host.run(lambda c: c.list_prompts()).prompts
         assert [p.name for p in prompts] == ["probe__greet"]
         message = host.run(lambda c: c.get_prompt("probe__greet", {"who": "Ada"})).messages[0]
-        assert message.content.text == "Say hello to Ada."
+        assert isinstance(message.content, types.TextContent) and message.content.text == "Say hello to Ada."
     finally:
         host.close()
         direct.close()
@@ -191,7 +198,7 @@ def test_the_hosts_cancellation_reaches_the_server_and_dismisses_its_card(
         reached = threading.Event()
 
         async def blocking(client: Client) -> types.CallToolResult:
-            async def note(*_args: Any) -> None:
+            async def note(progress: float, total: float | None, message: str | None) -> None:
                 reached.set()
             return await client.call_tool("probe__block", {"tag": f"cancel-{mode}", "steps": 1}, progress_callback=note)
 
@@ -222,7 +229,7 @@ def test_status_and_the_windows_list_hosts_with_their_calls_in_flight(
         reached = threading.Event()
 
         async def blocking(client: Client) -> types.CallToolResult:
-            async def note(*_args: Any) -> None:
+            async def note(progress: float, total: float | None, message: str | None) -> None:
                 reached.set()
             return await client.call_tool("probe__block", {"tag": "status", "steps": 1}, progress_callback=note)
 
@@ -431,7 +438,8 @@ def test_print_config_gives_entries_for_claude_desktop_cursor_and_vs_code(gw_mai
 
 
 def _json_blocks(text: str) -> list[str]:
-    blocks, current = [], []
+    blocks: list[str] = []
+    current: list[str] = []
     for line in text.splitlines():
         if line.startswith("{") or current:
             current.append(line)

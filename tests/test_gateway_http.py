@@ -4,13 +4,15 @@ import json
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
+import mcp_types as types
 import pytest
 from gateway_kit import Host, HostLoop, status_json, text_of
 from kit.demo import demo_stdio_entry
 from kit.main import RunningMain
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -52,6 +54,14 @@ def http_host(loop: HostLoop, url: str, token: str, name: str, mode: str) -> Hos
     return Host(loop, streamable_http_client(url, http_client=client), name, mode=mode).open()
 
 
+def book_table(restaurant: str) -> Callable[[Client], Coroutine[Any, Any, types.CallToolResult]]:
+    return lambda client: client.call_tool("demo__book_table", {"restaurant": restaurant})
+
+
+def invoke_asking(message: str) -> Callable[[str, Any], bool]:
+    return lambda t, b: t == "msgElicitationTransferInvoke" and b["request"]["params"]["message"] == message
+
+
 def test_http_needs_the_token_refuses_foreign_origins_and_hosts_and_serves_a_full_call(
     http_main: RunningMain, hosts: HostLoop
 ) -> None:
@@ -69,10 +79,8 @@ def test_http_needs_the_token_refuses_foreign_origins_and_hosts_and_serves_a_ful
         try:
             assert "demo__book_table" in host.tool_names()
             assert text_of(host.call("demo__echo", {"text": f"over http, {mode}"})) == f"over http, {mode}"
-            pending = host.start(lambda c, m=mode: c.call_tool("demo__book_table", {"restaurant": m}))
-            asked = f"Book a table at {mode}?"
-            _, invoke = window.expect(lambda t, b, asked=asked: t == "msgElicitationTransferInvoke"
-                                      and b["request"]["params"]["message"] == asked, 20)
+            pending = host.start(book_table(mode))
+            _, invoke = window.expect(invoke_asking(f"Book a table at {mode}?"), 20)
             assert invoke["via"] == "http-host"
             window.answer(invoke, "accept", {"name": "Web", "party_size": 5})
             assert json.loads(text_of(pending.result(20)))["content"] == {"name": "Web", "party_size": 5}

@@ -6,7 +6,7 @@ import queue
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -187,6 +187,10 @@ def _status(connection: Path) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
+def echo(text: str) -> Callable[[Client], Coroutine[Any, Any, types.CallToolResult]]:
+    return lambda client: client.call_tool("demo__echo", {"text": text})
+
+
 def test_ten_hosts_share_the_servers_without_cross_talk(main_factory: Callable[..., RunningMain],
                                                        hosts: HostLoop) -> None:
     main = _probe_and_demo(main_factory)
@@ -194,7 +198,7 @@ def test_ten_hosts_share_the_servers_without_cross_talk(main_factory: Callable[.
     try:
         for opening in [host.opening() for host in crowd]:
             opening.result(120)
-        pending = [(i, n, host.start(lambda c, i=i, n=n: c.call_tool("demo__echo", {"text": f"{i}:{n}"})))
+        pending = [(i, n, host.start(echo(f"{i}:{n}")))
                    for n in range(5) for i, host in enumerate(crowd)]
         assert [text_of(future.result(60)) for _, _, future in pending] == [f"{i}:{n}" for i, n, _ in pending]
         report = status_json(main)

@@ -38,12 +38,12 @@ PLAN_TRIP: dict[str, Any] = {
 }
 
 TOOLS = [
-    types.Tool(name="plan_trip", title="Plan a trip", inputSchema=PLAN_TRIP,
+    types.Tool(name="plan_trip", title="Plan a trip", input_schema=PLAN_TRIP,
                description="Plan a stay: the reply lists the arguments exactly as they arrived."),
     types.Tool(name="show_result", description="Text, an image and structured content.",
-               inputSchema={"type": "object", "properties": {}}),
+               input_schema={"type": "object", "properties": {}}),
     types.Tool(name="search", description="Takes a filter object, which no form can show.",
-               inputSchema={"type": "object", "properties": {
+               input_schema={"type": "object", "properties": {
                    "filters": {"type": "object", "additionalProperties": True}}, "required": ["filters"]}),
 ]
 
@@ -78,13 +78,13 @@ async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.Cal
         image = base64.b64encode(png()).decode("ascii")
         return types.CallToolResult(
             content=[types.TextContent(type="text", text="Here is a picture."),
-                     types.ImageContent(type="image", data=image, mimeType="image/png")],
-            structuredContent={"trip": {"city": "Lisbon", "nights": 3}, "ok": True},
+                     types.ImageContent(type="image", data=image, mime_type="image/png")],
+            structured_content={"trip": {"city": "Lisbon", "nights": 3}, "ok": True},
         )
     received = {"arguments": arguments, "types": {key: _json_type(v) for key, v in arguments.items()}}
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=json.dumps(received, sort_keys=True))],
-        structuredContent=received,
+        structured_content=received,
     )
 
 
