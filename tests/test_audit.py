@@ -18,12 +18,12 @@ from main_process.audit import (
     SCHEMA_VERSION,
     AuditEntry,
     AuditLog,
-    AuditLogError,
     default_path,
     format_entries,
     to_json,
 )
 from shared import channels
+from shared.errors import AuditLogError
 from shared.messages import ElicitationInvoke, ElicitationRequest
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -3,13 +3,14 @@ after the invoke, outcomes before the caller goes on, checkpoints off the event 
 
 import asyncio
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from main_process import audit_writer
-from main_process.audit import AuditLog
+from main_process.audit import AuditLog, Decided
 from main_process.audit_writer import AuditWriter
 from shared import channels
 from shared.messages import ElicitationInvoke, ElicitationRequest
@@ -41,8 +42,8 @@ class WatchedLog(AuditLog):
         self.batch_written: asyncio.Future[None] | None = None
         self.checkpointed = threading.Event()
 
-    def record_requests(self, invokes: Any) -> bool:
-        written = super().record_requests(invokes)
+    def record_requests(self, invokes: Sequence[ElicitationInvoke], decided: Sequence[Decided] = ()) -> bool:
+        written = super().record_requests(invokes, decided)
         self.request_batches.append(len(invokes))
         if self.batch_written is not None and not self.batch_written.done():
             self.batch_written.set_result(None)

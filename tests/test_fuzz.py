@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import zmq
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from kit import wire
 from kit.contract import BACKGROUND_TOPICS, CONTRACT_CODES, MAX_BODY, PEER_TOPICS, RESULT_PREFIX
@@ -293,7 +293,8 @@ def shots(draw: st.DrawFn, answered: Sequence[str]) -> Shot:
     else:  # bad-topic: not ASCII, or nothing that could be one
         frames = [draw(st.binary(min_size=1, max_size=30).filter(lambda b: not b.isascii())), b"\x80"]
     expect = expectation(frames, attached=attached, answered=frozenset(answered))
-    assume(expect is not None)
+    if expect is None:
+        reject()  # the contract asks nothing of this frame
     return Shot(attached, kind, frames, expect)
 
 

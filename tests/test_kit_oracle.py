@@ -7,13 +7,13 @@ import pytest
 from kit import wire
 from kit.contract import ACTING_TOPICS, CONTRACT_CODES, RESULT_PREFIX
 from kit.frames import VALID_BODIES, FrameGen
-from kit.oracle import ANY_TOPIC, expectation, is_rate_limited
+from kit.oracle import ANY_TOPIC, Expect, expectation, is_rate_limited
 
 UNKNOWN = RESULT_PREFIX + "0190f0e4-7d4c-7c4e-9a38-6f1d2b9b1a01"
 ANSWERED = RESULT_PREFIX + "0190f0e4-7d4c-7c4e-9a38-6f1d2b9b1a02"
 
 
-def expect(topic: str, body: object, *, attached: bool = True) -> object:
+def expect(topic: str, body: object, *, attached: bool = True) -> Expect | None:
     return expectation([topic.encode(), wire.encode(body)], attached=attached, answered=frozenset({ANSWERED}))
 
 

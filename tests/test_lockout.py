@@ -151,7 +151,7 @@ def test_a_peer_flooding_heartbeats_cannot_stall_main(demo_main: RunningMain) ->
     refusals: list[str] = []
 
     def flood() -> None:
-        sock = zmq.Context.instance().socket(zmq.DEALER)
+        sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SNDHWM, 0)
         sock.connect(info["endpoint"])

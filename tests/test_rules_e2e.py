@@ -80,7 +80,7 @@ def test_a_remembered_decline_answers_and_the_same_schema_in_another_order_is_th
         consent_mains: ConsentMains) -> None:
     main = consent_mains({"demo": demo()})
     window = main.peer()
-    schema = {"type": "object", "properties": {"ok": {"type": "boolean", "default": False},
+    schema: dict[str, Any] = {"type": "object", "properties": {"ok": {"type": "boolean", "default": False},
                                                "why": {"type": "string"}}, "required": ["ok"]}
     first = window.call_tool("demo", "ask", {"message": "Share  your\ncontacts?", "schema": schema})
     remember(invoke_of(window), window, "decline", "session")

@@ -242,9 +242,9 @@ def test_rows_decided_by_a_rule_are_written_with_the_next_batch(tmp_path: Path, 
     from main_process.audit import AuditLog
     from main_process.audit_writer import AuditWriter
     from shared import channels
-    from shared.messages import ApprovalInfo, ElicitationInvoke, ElicitationRequest
+    from shared.messages import ApprovalInfo, ElicitationInvoke, ElicitationRequest, RequestKind
 
-    def invoke(kind: str | None) -> ElicitationInvoke:
+    def invoke(kind: RequestKind | None) -> ElicitationInvoke:
         approval = ApprovalInfo(server="demo", tool="echo", arguments={"text": "x"}) if kind else None
         return ElicitationInvoke(request=ElicitationRequest(server="demo", params=form("Q?")),
                                  response_channel=channels.new_result_channel(), created_at=1, expires_at=2,

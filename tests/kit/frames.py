@@ -139,8 +139,8 @@ class FrameGen:
         if kind == "count":
             return kind, [rng.randbytes(rng.randrange(0, 20)) for _ in range(rng.choice((1, 1, 3, 4, 5)))]
         if kind == "garbage":
-            topic = rng.randbytes(rng.randrange(1, 30)) if rng.random() < 0.4 else self._known_topic().encode()
-            return kind, [topic, rng.randbytes(rng.randrange(0, 200))]
+            raw_topic = rng.randbytes(rng.randrange(1, 30)) if rng.random() < 0.4 else self._known_topic().encode()
+            return kind, [raw_topic, rng.randbytes(rng.randrange(0, 200))]
         if kind == "shape":
             return kind, [self._known_topic().encode(), wire.encode(self.value())]
         if kind == "near":

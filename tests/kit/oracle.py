@@ -20,7 +20,7 @@ import msgspec
 from kit import contract
 
 ANY_TOPIC: Any = object()  # the error may name the frame's topic or none (frame not split into a topic)
-_DECODERS = {topic: msgspec.msgpack.Decoder(shape) for topic, shape in contract.SHAPES.items()}
+_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {topic: msgspec.msgpack.Decoder(shape) for topic, shape in contract.SHAPES.items()}
 _RESULT_DECODER = msgspec.msgpack.Decoder(contract.Result)
 _DEEP_BODY = 500  # bytes; a body this long may nest deeper than main decodes: bad-body allowed
 
