@@ -13,7 +13,15 @@ from pathlib import Path
 from gateway_process.link import LinkEvents, MainLink
 from gateway_process.starter import start_main
 from shared.errors import MainUnreachableError
-from shared.messages import ElicitationDismiss, ElicitationInvoke, ErrorNotice, ListChanged, ServerInfo
+from shared.messages import (
+    ElicitationDismiss,
+    ElicitationInvoke,
+    ErrorNotice,
+    ListChanged,
+    McpClose,
+    McpRelay,
+    ServerInfo,
+)
 
 
 class MainAttachment:
@@ -89,3 +97,15 @@ class MainAttachment:
         self._servers_changed.set()
         if self._events is not None:
             self._events.on_servers(servers)
+
+    def on_relay(self, message: McpRelay) -> None:
+        if self._events is not None:
+            self._events.on_relay(message)
+
+    def on_relay_closed(self, close: McpClose) -> None:
+        if self._events is not None:
+            self._events.on_relay_closed(close)
+
+    def on_detached(self, why: str) -> None:
+        if self._events is not None:
+            self._events.on_detached(why)

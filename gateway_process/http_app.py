@@ -40,7 +40,15 @@ from gateway_process.proxy import GatewayServer
 from gateway_process.session import HostSession
 from shared.connection_file import read_connection_file
 from shared.errors import ConnectionFileError, MainUnreachableError
-from shared.messages import ElicitationDismiss, ElicitationInvoke, ErrorNotice, ListChanged, ServerInfo
+from shared.messages import (
+    ElicitationDismiss,
+    ElicitationInvoke,
+    ErrorNotice,
+    ListChanged,
+    McpClose,
+    McpRelay,
+    ServerInfo,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +109,15 @@ class _Directory:
 
     def on_servers(self, servers: list[ServerInfo]) -> None:
         self.refresh()
+
+    def on_relay(self, message: McpRelay) -> None:
+        pass
+
+    def on_relay_closed(self, close: McpClose) -> None:
+        pass
+
+    def on_detached(self, why: str) -> None:
+        pass
 
 
 class _Scope:

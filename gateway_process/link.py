@@ -35,6 +35,8 @@ from shared.messages import (
     Hello,
     HostInfo,
     ListChanged,
+    McpClose,
+    McpRelay,
     Progress,
     Role,
     ServerInfo,
@@ -80,6 +82,14 @@ class LinkEvents(Protocol):
         """Welcomed; `again` after a detach (main may have restarted: every list may differ)."""
 
     def on_servers(self, servers: list[ServerInfo]) -> None: ...
+
+    def on_relay(self, message: McpRelay) -> None:
+        """A message of one of our relayed sessions (extension msgMcpRelay)."""
+
+    def on_relay_closed(self, close: McpClose) -> None: ...
+
+    def on_detached(self, why: str) -> None:
+        """main went away (or dropped us); the link attaches again by itself."""
 
 
 class _Reply:
@@ -289,6 +299,10 @@ class MainLink:
             case Welcome():
                 if self._welcome is not None and not self._welcome.done():
                     self._welcome.set_result(body)
+            case McpRelay():
+                self._events.on_relay(body)
+            case McpClose():
+                self._events.on_relay_closed(body)
             case ErrorNotice():
                 self._on_error(body)
             case _:
@@ -330,6 +344,7 @@ class MainLink:
             listener.lost(why)
         if was:
             logger.info("detached from main: %s", why)
+            self._events.on_detached(why)
 
     def _close_socket(self, linger_ms: int = 0) -> None:
         sock, self._sock = self._sock, None

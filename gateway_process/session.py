@@ -49,6 +49,8 @@ from shared.messages import (
     HostInfo,
     ListChanged,
     ListName,
+    McpClose,
+    McpRelay,
     Progress,
     ServerInfo,
 )
@@ -282,6 +284,15 @@ class HostSession:
 
     def on_servers(self, servers: list[ServerInfo]) -> None:
         self.on_instructions()
+
+    def on_relay(self, message: McpRelay) -> None:
+        pass  # this session serves through main's peer messages, not relayed sessions
+
+    def on_relay_closed(self, close: McpClose) -> None:
+        pass
+
+    def on_detached(self, why: str) -> None:
+        pass  # each call in flight hears it on its own channel (`lost`)
 
     # ---- list-changed to the host ----------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from gateway_process.attachment import MainAttachment
 from gateway_process.handshake import early_reply
+from gateway_process.lines import write_all
 from gateway_process.names import Exposure
 from shared.errors import ConfigError, MainUnreachableError
 
@@ -136,11 +137,3 @@ async def _read_opening(fd: int) -> bytes:
     finally:
         transport.close()  # stops reading now; fd 0 stays open for the SDK's reader
     return bytes(protocol.data)
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """Blocking: all of `data` to `fd` (here, before the SDK's transport exists, and in stdio_wire
-    for a host's stdout that is not a pipe)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]

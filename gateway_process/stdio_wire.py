@@ -12,12 +12,10 @@ first (`opening`), and when serve answered that `initialize` itself (`answered`)
 it is dropped here, with a warning if it says something else.
 """
 
-import asyncio
 import json
 import logging
 import os
-import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -28,68 +26,14 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from gateway_process.stdio import write_all
+from gateway_process.lines import MAX_LINE_BYTES, LineSplitter, Oversized, fd_writer, read_chunks
 from shared.errors import RpcCode
 
 logger = logging.getLogger(__name__)
 
-MAX_LINE_BYTES = 4 << 20  # the SDK's own HTTP body limit; main's message limit applies to calls after it
-_CHUNK = 1 << 16
-_ID_IN_HEAD = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
 
 ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
 WriteStream = MemoryObjectSendStream[SessionMessage]
-
-
-class LineSplitter:
-    """Bytes in, complete lines out; a line over `limit` comes out once as an `Oversized`."""
-
-    def __init__(self, limit: int = MAX_LINE_BYTES) -> None:
-        self.limit = limit
-        self._buffer = bytearray()
-        self._skipping: Oversized | None = None  # the rest of an oversized line is dropped unread
-
-    def feed(self, chunk: bytes) -> list["bytes | Oversized"]:
-        out: list[bytes | Oversized] = []
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            piece = chunk[start:] if end < 0 else chunk[start:end]
-            if self._skipping is not None:
-                self._skipping.size += len(piece)
-                if end >= 0:
-                    self._skipping = None
-            elif len(self._buffer) + len(piece) > self.limit:
-                head = bytes(self._buffer[:256] or piece[:256])
-                self._skipping = Oversized(size=len(self._buffer) + len(piece), head=head)
-                out.append(self._skipping)
-                self._buffer.clear()
-                if end >= 0:
-                    self._skipping = None
-            else:
-                self._buffer += piece
-                if end >= 0:
-                    out.append(bytes(self._buffer))
-                    self._buffer.clear()
-            if end < 0:
-                return out
-            start = end + 1
-
-
-class Oversized:
-    def __init__(self, size: int, head: bytes) -> None:
-        self.size = size
-        self.head = head
-
-    def request_id(self) -> str | int | None:
-        match = _ID_IN_HEAD.search(self.head)
-        if match is None:
-            return None
-        try:
-            value = json.loads(match.group(1))
-        except ValueError:
-            return None
-        return value if isinstance(value, str | int) else None
 
 
 def error_message(request_id: str | int | None, code: int, message: str) -> SessionMessage:
@@ -176,7 +120,7 @@ async def _read_lines(messages: MemoryObjectSendStream[SessionMessage | Exceptio
                       replies: MemoryObjectSendStream[SessionMessage], limit: int, opening: bytes) -> None:
     splitter = LineSplitter(limit)
     async with messages, replies:
-        async for chunk in _chunks(0, opening):
+        async for chunk in read_chunks(0, opening):
             for line in splitter.feed(chunk):
                 if isinstance(line, Oversized):
                     logger.warning("refused a %d-byte request from the host (limit %d)", line.size, limit)
@@ -194,26 +138,9 @@ async def _read_lines(messages: MemoryObjectSendStream[SessionMessage | Exceptio
                     await messages.send(message)  # type: ignore[arg-type]
 
 
-async def _chunks(fd: int, opening: bytes) -> AsyncIterator[bytes]:
-    """`opening`, then what arrives on `fd` until EOF: a native pipe reader when it is a pipe, else
-    a thread."""
-    if opening:
-        yield opening
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_CHUNK)
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", closefd=False))
-    except (ValueError, OSError):  # a regular file or a terminal
-        while chunk := await anyio.to_thread.run_sync(os.read, fd, _CHUNK):
-            yield chunk
-        return
-    while chunk := await reader.read(_CHUNK):
-        yield chunk
-
-
 async def _write_lines(messages: MemoryObjectReceiveStream[SessionMessage], fd: int,
                        answered: EarlyAnswer | None) -> None:
-    write = await _writer(fd)
+    write = await fd_writer(fd)
     async with messages:
         async for first in messages:
             batch = [first]
@@ -233,20 +160,3 @@ async def _write_lines(messages: MemoryObjectReceiveStream[SessionMessage], fd: 
             except (OSError, ConnectionError) as exc:  # the host closed its end: nothing more to say
                 logger.info("the host stopped reading: %s", exc)
                 return
-
-
-async def _writer(fd: int) -> Callable[[bytes], Awaitable[None]]:
-    """How to write to `fd`: a native pipe writer when it is a pipe, else a thread."""
-    loop = asyncio.get_running_loop()
-    try:
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                            os.fdopen(fd, "wb", closefd=False))
-    except (ValueError, OSError):  # a regular file or a terminal
-        return lambda data: anyio.to_thread.run_sync(write_all, fd, data)
-    stream = asyncio.StreamWriter(transport, protocol, None, loop)
-
-    async def write(data: bytes) -> None:
-        stream.write(data)
-        await stream.drain()
-
-    return write

@@ -27,7 +27,9 @@ from main_process.hosts import Cancel
 from main_process.http_gateway import HttpGatewayChild, check_listen, load_or_create_token
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
+from main_process.peers import Peer
 from main_process.questions import QuestionDesk
+from main_process.relay import Relay
 from main_process.rule_store import RuleStore, path_beside
 from main_process.servers import ManagedServer, error_reply
 from shared import PROTOCOL_VERSION, channels
@@ -48,6 +50,8 @@ from shared.messages import (
     ChannelReply,
     ElicitationRequest,
     ElicitationResult,
+    McpClose,
+    McpRelay,
     McpRequest,
     ReloadReport,
     RevokeReport,
@@ -98,6 +102,7 @@ class MainApp:
         self.rules_path: Path | None = path_beside(self.audit_path) if rules else None
         self.consent: Consent | None = None
         self.questions: QuestionDesk | None = None  # made once the broker has started
+        self._relay: Relay | None = None  # hosts' own sessions with a server, once the broker runs
 
     # ---- BrokerHost --------------------------------------------------------------------
 
@@ -116,6 +121,20 @@ class MainApp:
                 return self.consent.call_from_host(server, request, caller, reply, progress)
         return server.call_tool(request.tool, request.arguments, origin, reply, call_id=request.response_channel,
                                 progress=progress)
+
+    # ---- relayed sessions (extension msgMcpRelay) ----------------------------------------
+
+    def relay(self, peer: Peer, message: McpRelay) -> None:
+        if self._relay is not None:
+            self._relay.from_peer(peer, message)
+
+    def relay_close(self, peer: Peer, close: McpClose) -> None:
+        if self._relay is not None:
+            self._relay.close_from_peer(peer, close)
+
+    def peer_gone(self, peer: Peer) -> None:
+        if self._relay is not None:
+            self._relay.peer_gone(peer.routing_id)
 
     def rules_report(self) -> ChannelReply:
         return self.consent.rules_report() if self.consent is not None else ChannelReply(rules=[])
@@ -298,6 +317,7 @@ class MainApp:
             self.consent = Consent(broker, RuleStore(self.rules_path), self.config.rules, loop)
             broker.pending.rules = self.consent
         self.questions = QuestionDesk(broker.pending, rule=self.answer_question_by_rule)
+        self._relay = Relay(broker, self.servers.get, self.consent)
         info = ConnectionInfo(
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
             remote_endpoint=remote.endpoint if remote else None,
@@ -316,6 +336,8 @@ class MainApp:
             if http_child is not None:
                 await http_child.stop()
             remove_connection_file(self.connection_path, token)
+            if self._relay is not None:
+                await self._relay.close()
             await asyncio.gather(*(server.stop() for server in self.servers.values()))
             await broker.close()
             if self.consent is not None:

@@ -57,6 +57,8 @@ from shared.messages import (
     HostInfo,
     ListChanged,
     ListName,
+    McpClose,
+    McpRelay,
     McpRequest,
     Notice,
     PeerInfo,
@@ -151,6 +153,14 @@ class BrokerHost(Protocol):
         """Open the question or refuse it; `reply` gets its one answer (or error)."""
 
     def withdraw_question(self, request: Withdraw, asker_id: bytes) -> None: ...
+
+    # extension msgMcpRelay: hosts' own sessions with a server (main_process/relay.py)
+    def relay(self, peer: Peer, message: McpRelay) -> None: ...
+
+    def relay_close(self, peer: Peer, close: McpClose) -> None: ...
+
+    def peer_gone(self, peer: Peer) -> None:
+        """A peer detached (after its calls and requests were cancelled)."""
 
 
 @dataclass(frozen=True)
@@ -321,6 +331,18 @@ class Broker:
     def peer(self, routing_id: bytes) -> Peer | None:
         return self._peers.get(routing_id)
 
+    def send_to_peer(self, routing_id: bytes, frames: list[bytes]) -> bool:
+        """One message to one attached peer (False: it is gone or its queue is full)."""
+        if routing_id not in self._peers:
+            return False
+        sent = self._send_frames(routing_id, frames)
+        self._schedule_drain()
+        return sent
+
+    def peers_changed(self) -> None:
+        """Something `peers` shows changed (a host's calls in flight)."""
+        self._peers_changed()
+
     def peer_by_window(self, window: str) -> Peer | None:
         return self._peers.by_window(window)
 
@@ -467,6 +489,10 @@ class Broker:
             case RevokeRules():
                 reply = self._replier(peer, topic, body.response_channel)
                 reply(self._host.revoke_rules(body, peer.name or peer.window))
+            case McpRelay():
+                self._host.relay(peer, body)
+            case McpClose():
+                self._host.relay_close(peer, body)
 
     def _replier(self, peer: Peer, topic: str, channel: str) -> ReplyTo:
         """How to answer on a peer's response channel; refuses a channel it could confuse."""
@@ -634,6 +660,7 @@ class Broker:
                 logger.info("cancelled %d calls of host %r", cancelled, cut(peer.name))
         if self._pending is not None:
             self._pending.withdraw_owner(peer.routing_id)
+        self._host.peer_gone(peer)
         self._peers_changed()
 
     def _peers_changed(self) -> None:

@@ -236,10 +236,33 @@ class Consent:
         """A host's tool call: run it, deny it, or ask a window first. `reply` is called once.
         Returns how the host may cancel it, whichever stage it is at (waiting for its server, for
         an approval, or running), or None when it already replied."""
+
+        def run() -> Cancel | None:
+            return server.call_tool(request.tool, request.arguments, host.window, reply,
+                                    call_id=request.response_channel, progress=progress)
+
+        return self._approve(_HostCall(server, request.tool, request.arguments, host, reply, run))
+
+    def call_in_relay(self, server: ManagedServer, tool: str, arguments: dict[str, Any], host: Peer,
+                      send_on: Callable[[], None], reply: ReplyTo) -> Cancel | None:
+        """A `tools/call` in a host's relayed session: the same decision as `call_from_host`.
+        `send_on` passes it to the server; `reply` instead answers the host (a denial, or why it
+        could not be decided). Returns how to take it back while it waits, None once decided."""
+
+        def run() -> None:
+            send_on()
+
+        return self._approve(_HostCall(server, tool, arguments, host, reply, run))
+
+    def needs_decision(self, server: ManagedServer) -> bool:
+        """False when every call of this server is allowed without looking (the common case)."""
         config = server.config
-        call = _HostCall(server, request, host, reply, progress)
-        if config.tool_approval == "allow" and not config.tool_approval_overrides \
-                and not self.book.has_tool_rules(server.name):
+        return config.tool_approval != "allow" or bool(config.tool_approval_overrides) \
+            or self.book.has_tool_rules(server.name)
+
+    def _approve(self, call: "_HostCall") -> Cancel | None:
+        server = call.server
+        if not self.needs_decision(server):
             return call.run()
         if server.ready:
             self._decide(call)
@@ -268,8 +291,8 @@ class Consent:
         self._decide(call)
 
     def _decide(self, call: "_HostCall") -> None:
-        server, request, host, reply = call.server, call.request, call.host, call.reply
-        tool = request.tool
+        server, host, reply = call.server, call.host, call.reply
+        tool = call.tool
         rule = self.book.tool_rule(server.name, tool)
         if rule is not None and rule.expired(_now_ms()):
             self._drop_expired()
@@ -293,19 +316,19 @@ class Consent:
         elif rule is not None:
             self._by_rule(call, rule)
         else:
-            info = ApprovalInfo(server=server.name, tool=tool, arguments=request.arguments,
+            info = ApprovalInfo(server=server.name, tool=tool, arguments=call.arguments,
                                 title=listed.title if listed is not None else None,
                                 description=listed.description if listed is not None else None,
                                 annotations=annotations())
             self._ask(call, info)
 
     def _by_rule(self, call: "_HostCall", rule: Rule) -> None:
-        server, request, host, reply = call.server, call.request, call.host, call.reply
+        server, host, reply = call.server, call.host, call.reply
         decision = _rule_decision(rule)
         answer = ElicitationResult(action="accept", content={DECISION_PROPERTY: decision})
         host_name = host.name or host.window
-        info = ApprovalInfo(server=server.name, tool=request.tool, arguments=request.arguments)
-        params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{request.tool}",
+        info = ApprovalInfo(server=server.name, tool=call.tool, arguments=call.arguments)
+        params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
                   "requestedSchema": approvals.APPROVAL_SCHEMA}
         self._host.pending.record_by_rule(
             ElicitationRequest(server=server.name, params=params), answer, rule.id, origin=host.window,
@@ -314,12 +337,13 @@ class Consent:
         if approvals.allowed(decision):
             call.run()
         else:
-            logger.info("host %r: %s/%s denied by rule %s", host_name, server.name, request.tool, rule.id)
+            logger.info("host %r: %s/%s denied by rule %s", host_name, server.name, call.tool, rule.id)
             reply(ChannelReply(result=approvals.denied_result(
-                approvals.denial_sentence(server.name, request.tool, "rule"))))
+                approvals.denial_sentence(server.name, call.tool, "rule"))))
 
     def _ask(self, call: "_HostCall", info: ApprovalInfo) -> None:
-        server, request, host, reply = call.server, call.request, call.host, call.reply
+        server, host, reply = call.server, call.host, call.reply
+        tool = call.tool
         host_name = host.name or host.window
         pending = self._host.pending
         channel = ""
@@ -333,7 +357,7 @@ class Consent:
                 call.run()
                 return
             why = "timeout" if pending.closed_reason(channel) == "expired" else "user"
-            reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, request.tool,
+            reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, tool,
                                                                                         why))))
 
         try:
@@ -343,14 +367,14 @@ class Consent:
                 owner=host.routing_id, max_bytes=server.config.max_request_bytes, kind="approval", via=host_name,
                 approval=info)
         except UndeliverableRequestError as exc:
-            self._host.publish_notice("warning", f"an approval for {server.name}/{request.tool} could not be shown: "
+            self._host.publish_notice("warning", f"an approval for {server.name}/{tool} could not be shown: "
                                                  f"{exc}", server.name)
-            reply(error_reply(RpcCode.INVALID_PARAMS, f"the approval request for {server.name}/{request.tool} "
+            reply(error_reply(RpcCode.INVALID_PARAMS, f"the approval request for {server.name}/{tool} "
                                                       f"could not be shown: {exc}"))
             return
         channel = opened.channel
         call.stage(lambda: pending.withdraw(opened, "cancelled"))
-        logger.info("host %r: asking to approve %s/%s (%s)", host_name, server.name, request.tool, channel)
+        logger.info("host %r: asking to approve %s/%s (%s)", host_name, server.name, tool, channel)
 
     # ---- adding rules -----------------------------------------------------------------
 
@@ -440,9 +464,10 @@ class _HostCall:
     """One host's call on its way through the consent layer: what runs it, and how the host may
     cancel it at whichever stage it is (waiting for its server, for an approval, running)."""
 
-    def __init__(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo,
-                 progress: ProgressTo | None) -> None:
-        self.server, self.request, self.host, self.reply, self.progress = server, request, host, reply, progress
+    def __init__(self, server: ManagedServer, tool: str, arguments: dict[str, Any], host: Peer, reply: ReplyTo,
+                 runner: Callable[[], Cancel | None]) -> None:
+        self.server, self.tool, self.arguments, self.host, self.reply = server, tool, arguments, host, reply
+        self._runner = runner
         self.cancelled = False
         self._cancel_stage: Callable[[], object] | None = None
 
@@ -456,7 +481,6 @@ class _HostCall:
             self._cancel_stage()
 
     def run(self) -> Cancel | None:
-        running = self.server.call_tool(self.request.tool, self.request.arguments, self.host.window, self.reply,
-                                        call_id=self.request.response_channel, progress=self.progress)
+        running = self._runner()
         self.stage(running)
         return running

@@ -151,10 +151,13 @@ class PendingRequests:
         approval: ApprovalInfo | None = None,
         sign_in: SignInInfo | None = None,
         call: str | None = None,
+        record_only: bool = False,
     ) -> PendingRequest:
         """Register a request and send it to `recipients` (default: every window); `resolve` gets
         its one answer. `for_windows=False` keeps it from windows that attach later (a request
         meant for one peer). `kind` .. `call` are the invoke's optional extension fields.
+        `record_only`: sent to nobody (a host answers the server's own request; see
+        `answered_elsewhere`), only kept and audited.
 
         Raises UndeliverableRequestError, before anything is registered or sent, when the request
         cannot be encoded, is over `max_bytes`, or would take open requests past their budget."""
@@ -179,13 +182,14 @@ class PendingRequests:
         pending = PendingRequest(invoke=invoke, frames=frames, resolve=resolve, owner=owner, for_windows=for_windows)
         self._open[pending.channel] = pending
         self._open_bytes += pending.size
-        targets = self._outbox.renderers() if recipients is None else recipients
-        pending.sent_to.update(self._outbox.send(targets, frames))
+        targets = [] if record_only else self._outbox.renderers() if recipients is None else recipients
+        if targets:
+            pending.sent_to.update(self._outbox.send(targets, frames))
         if self._audit is not None:
             self._audit.request(invoke)  # written while the windows show it
         # A timer rather than wait_for: no timeout context per request on the hot path.
         pending.expiry = self._loop.call_later(timeout_s, self._expire, pending)
-        if not pending.sent_to:
+        if not pending.sent_to and not record_only:
             self._unseen()
         return pending
 
@@ -285,6 +289,12 @@ class PendingRequests:
         self._audit.request(invoke)
         self._audit.outcome(invoke.response_channel, answer.action, content=answer.content, rule_id=rule_id,
                             decision=_decision(invoke, answer))
+
+    def answered_elsewhere(self, pending: PendingRequest, answer: ElicitationResult, by: str) -> None:
+        """Answered outside the windows, by `by` (a host in a relayed session that got the server's
+        own request): dismissed everywhere as answered by it, audited, its asker resolved."""
+        if self._open.get(pending.channel) is pending:
+            self._close(pending, answer.action, answer, by=by)
 
     # ---- withdrawing -------------------------------------------------------------------
 

@@ -141,6 +141,11 @@ class ManagedServer:
         self._cancelled_by_caller: set[asyncio.Task[None]] = set()
         self._listing_digest = ""  # of the last tools listing, to notice a change
 
+    @property
+    def stderr_log(self) -> Path:
+        """Where the server's stderr goes (its relayed sessions' processes append to it too)."""
+        return self._stderr_path
+
     def info(self) -> ServerInfo:
         return ServerInfo(name=self.name, status=self.status, tools=list(self.tools), error=self.error,
                           instructions=self.instructions)
@@ -397,24 +402,35 @@ class ManagedServer:
 
     # ---- elicitation (steps 2 and 9) ---------------------------------------------------
 
-    async def _on_elicit(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
-        wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
-        wire.setdefault("mode", "form")
-        if wire["mode"] == "form":
+    def screen_elicitation(self, wire: dict[str, Any]) -> ElicitationResult | CallError | None:
+        """What to answer a request at once, before anyone sees it (None: ask): an error for a
+        schema the windows cannot show, decline under "Decline all", cancel past the burst limit.
+        `wire` is the request's params JSON, `mode` set."""
+        if wire.get("mode") == "form":
             try:
                 self._checked_schemas.check(wire.get("requestedSchema"))
             except UnsupportedSchemaError as exc:
                 logger.warning("server %s sent an unsupported schema: %s", self.name, exc)
                 self._host.publish_notice("warning", f"refused a request with an unsupported schema: {exc}",
                                           self.name)
-                return ErrorData(code=INVALID_PARAMS, message=f"unsupported requestedSchema: {exc}")
+                return CallError(code=INVALID_PARAMS, message=f"unsupported requestedSchema: {exc}")
         if self.decline_all:
-            return ElicitResult(action="decline")
+            return ElicitationResult(action="decline")
         if not self._within_burst():
             self._host.publish_notice(
                 "warning", f"more than {self.config.burst} requests within {self.config.burst_window_s:.0f} s; "
                            "answered cancel", self.name)
-            return ElicitResult(action="cancel")
+            return ElicitationResult(action="cancel")
+        return None
+
+    async def _on_elicit(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+        wire.setdefault("mode", "form")
+        screened = self.screen_elicitation(wire)
+        if isinstance(screened, CallError):
+            return ErrorData(code=screened.code, message=screened.message)
+        if screened is not None:
+            return ElicitResult(action=screened.action)
         origin, call = _call_origin.get(), _call_channel.get()
         if origin is None and self._inflight:
             # Legacy-era requests arrive on the session's own task; one caller means it is theirs.

@@ -22,6 +22,9 @@ ASK = "msgAsk"  # extension: a program asks the windows a question
 WITHDRAW = "msgWithdraw"  # extension: the program takes its question back
 HOST_INFO = "msgHostInfo"  # extension: MCP hosts through `elicitron serve`
 CANCEL_CALL = "msgCancelCall"  # extension
+# Extension (both directions): one MCP session of a host with one server, relayed message by message.
+MCP_RELAY = "msgMcpRelay"
+MCP_CLOSE = "msgMcpClose"
 
 # main -> peer
 WELCOME = "welcome"

@@ -488,10 +488,35 @@ class ListChanged(Body):
     lists: list[ListName]
 
 
+# ---- extension: relayed MCP sessions (a host's own session with one server, through main) ----
+
+
+class McpRelay(Body):
+    """Extension `msgMcpRelay`, both directions: one JSON-RPC message of a relayed MCP session, as
+    the JSON text the host or the server wrote (`message`, UTF-8 bytes, never re-encoded on the
+    way). Peer -> main: `session` is a name the peer picks (like a response channel); the first
+    message of a session names its `server`, and main opens the peer's own connection to that
+    server. main -> peer: what the server sent in that session (and main's own answers for it, e.g.
+    a tool call a window denied)."""
+
+    session: ShortText
+    message: bytes
+    server: str | None = None
+
+
+class McpClose(Body):
+    """Extension `msgMcpClose`, both directions: the relayed session ends. From the peer: main
+    closes the server connection. From main: the server went away (`reason` says why); the next
+    message on the same `session` name opens a new connection."""
+
+    session: ShortText
+    reason: str | None = None
+
+
 PeerBody = (
     Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown | ServerControl | Reload
     | ServerPolicy | McpRequest | AuthRequest | SignInRedirect | RulesRequest | RevokeRules | Ask | Withdraw
-    | HostInfo | CancelCall
+    | HostInfo | CancelCall | McpRelay | McpClose
 )
 MainBody = (
     Welcome
@@ -507,4 +532,6 @@ MainBody = (
     | RulesUpdate
     | Progress
     | ListChanged
+    | McpRelay
+    | McpClose
 )

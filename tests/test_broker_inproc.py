@@ -12,7 +12,7 @@ import zmq
 import zmq.asyncio
 
 from main_process.broker import Broker, ProgressTo, ReplyTo
-from main_process.peers import RateLimiter
+from main_process.peers import Peer, RateLimiter
 from shared.errors import UndeliverableRequestError
 from shared.messages import (
     Ask,
@@ -20,6 +20,8 @@ from shared.messages import (
     CallError,
     CallTool,
     ChannelReply,
+    McpClose,
+    McpRelay,
     McpRequest,
     RevokeRules,
     ServerControl,
@@ -83,6 +85,15 @@ class FakeHost:
         reply(NOT_FAKED)
 
     def withdraw_question(self, request: Withdraw, asker_id: bytes) -> None:
+        pass
+
+    def relay(self, peer: Peer, message: McpRelay) -> None:
+        pass
+
+    def relay_close(self, peer: Peer, close: McpClose) -> None:
+        pass
+
+    def peer_gone(self, peer: Peer) -> None:
         pass
 
 

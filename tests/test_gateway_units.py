@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from gateway_process.http_app import parse_listen, security_settings
+from gateway_process.lines import LineSplitter, Oversized
 from gateway_process.names import Exposure, combined_instructions
-from gateway_process.stdio_wire import LineSplitter, Oversized, classify
+from gateway_process.stdio_wire import classify
 from main_process.config import parse_config
 from main_process.hosts import PeerCalls, plan_delivery
 from main_process.http_gateway import check_listen, load_or_create_token

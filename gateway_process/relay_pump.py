@@ -1,0 +1,132 @@
+"""RelayPump: one host's MCP session with one server, relayed through main (no sockets in here).
+
+The host's JSON-RPC messages go to main as they are (`msgMcpRelay`), the server's come back the same
+way; the pump only keeps what it needs so the host is never left waiting:
+
+- while main is not reachable yet (starting it, or attaching again after it went away), messages
+  wait in order; if main cannot be reached, each waiting request is answered with an error saying so;
+- the requests the host is waiting on: when the session is lost (main went away, or the server's
+  process ended) each gets an error response naming the cause, since no answer will come;
+- the host's `initialize` and `notifications/initialized`: the next message after a loss first
+  replays them on a new session (main opens it), so the server is initialized again and the host
+  goes on; the server's answer to the replayed `initialize` is not passed to the host.
+
+    offline ──attached──► online ──lost──► offline (replay before the next message)
+"""
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import count
+
+from shared import jsonrpc
+from shared.errors import RpcCode
+
+logger = logging.getLogger(__name__)
+
+MAX_WAITING = 1000  # messages held while main is unreachable; past it requests are answered at once
+
+
+@dataclass
+class RelayPump:
+    server: str
+    session: str
+    to_main: Callable[[bytes], str | None]  # one message for main; None, or why it could not go
+    to_host: Callable[[bytes], None]
+    online: bool = False
+    _waiting: list[bytes] = field(default_factory=list)
+    _outstanding: dict[jsonrpc.Id, str] = field(default_factory=dict)  # host request id -> method
+    _initialize: bytes | None = None
+    _initialized: bytes | None = None
+    _replay: bool = False
+    _replayed: set[jsonrpc.Id] = field(default_factory=set)
+    _ids: "count[int]" = field(default_factory=count)
+
+    # ---- from the host -------------------------------------------------------------------
+
+    def from_host(self, raw: bytes) -> None:
+        envelope = jsonrpc.peek(raw)
+        if envelope.kind == "request" and isinstance(envelope.id, (int, str)):
+            method = envelope.method
+            assert isinstance(method, str)
+            self._outstanding[envelope.id] = method
+            if method == "initialize":
+                self._initialize = raw
+                self._replay = False  # a host starting over: nothing to replay
+        elif envelope.kind == "notification":
+            if envelope.method == "notifications/initialized":
+                self._initialized = raw
+            elif envelope.method == "notifications/cancelled":
+                request_id = envelope.params_dict().get("requestId")
+                if isinstance(request_id, (int, str)):
+                    self._outstanding.pop(request_id, None)  # the host expects no answer now
+        if not self.online:
+            if len(self._waiting) >= MAX_WAITING:
+                self._refuse(envelope, "too many messages wait for Elicitron's main to come back")
+                return
+            self._waiting.append(raw)
+            return
+        self._send(raw)
+
+    def _send(self, raw: bytes) -> None:
+        if self._replay:
+            self._replay = False
+            if self._initialize is not None:
+                replay_id = f"elicitron-replay-{next(self._ids)}"
+                self._replayed.add(replay_id)
+                message = jsonrpc.peek(self._initialize)
+                self.to_main(jsonrpc.request(replay_id, "initialize", message.params_dict()))
+                if self._initialized is not None:
+                    self.to_main(self._initialized)
+        problem = self.to_main(raw)
+        if problem is not None:
+            self._refuse(jsonrpc.peek(raw), problem)
+
+    # ---- from main -------------------------------------------------------------------------
+
+    def from_main(self, raw: bytes) -> None:
+        envelope = jsonrpc.peek(raw)
+        if envelope.kind == "response" and isinstance(envelope.id, (int, str)):
+            if envelope.id in self._replayed:
+                self._replayed.discard(envelope.id)
+                return
+            self._outstanding.pop(envelope.id, None)
+        self.to_host(raw)
+
+    # ---- the link to main ------------------------------------------------------------------
+
+    def attached(self) -> None:
+        """main answers: what waited goes out, in order."""
+        self.online = True
+        waiting, self._waiting = self._waiting, []
+        for raw in waiting:
+            self._send(raw)
+
+    def lost(self, why: str) -> None:
+        """The session ended (main went away, or the server's process ended): the host's open
+        requests fail, and the next message opens a new session with the handshake replayed."""
+        self._replayed.clear()
+        self._replay = self._initialize is not None
+        outstanding, self._outstanding = self._outstanding, {}
+        for request_id, method in outstanding.items():
+            self.to_host(jsonrpc.error_response(request_id, RpcCode.SERVER_ERROR,
+                                                f"{method} to {self.server!r} was lost: {why}"))
+
+    def detached(self, why: str) -> None:
+        self.online = False
+        self.lost(why)
+
+    def unreachable(self, why: str) -> None:
+        """main could not be reached for what waited: its requests are answered with `why`."""
+        waiting, self._waiting = self._waiting, []
+        for raw in waiting:
+            self._refuse(jsonrpc.peek(raw), why)
+
+    def _refuse(self, envelope: jsonrpc.Envelope, why: str) -> None:
+        if envelope.kind == "request" and isinstance(envelope.id, (int, str)):
+            self._outstanding.pop(envelope.id, None)
+            self.to_host(jsonrpc.error_response(envelope.id, RpcCode.SERVER_ERROR, why))
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)

@@ -1,0 +1,563 @@
+"""Relayed MCP sessions: a host's own session with one server, through main (extension msgMcpRelay).
+
+A host peer (a gateway) opens a session by naming a server in its first `msgMcpRelay`; main starts
+that host's own connection to the server (`upstream.py`: the server's command, as the host itself
+would have started it) and from then on passes every JSON-RPC message both ways as the bytes it is:
+sampling, roots, logging, completions, subscriptions, progress, cancellation, tasks, either era's
+methods, and methods Elicitron has never heard of. The host and the server negotiate the protocol
+between themselves, so what the host sees is what it would see direct. Only consent is decided:
+
+- the host's `initialize`: the server is told the client answers elicitation in form and URL mode
+  (the windows answer what the host cannot), so it offers what it would offer such a client;
+- a `tools/call` goes on once the consent layer allows it (rules, `toolApproval`, an approval card);
+  a denial is answered to the host as the denied tool result. While it waits the host may cancel it;
+- a server's `elicitation/create` goes where the server's `elicitationRoute` says: to the windows
+  (main answers the server; the host never sees it), to the host (its answer goes to the server as
+  it sent it; the audit records it), or to both, first answer winning (a window's answer cancels
+  the host's copy with `notifications/cancelled`). A host that did not declare the request's mode
+  never gets it: the windows answer.
+
+    opening ──► open ──► closed     (the host closed it, went away, or the server's process ended)
+
+One class per session, owning no sockets (`RelaySession`); `Relay` keeps them per peer, starts and
+stops their server connections, and ties them to the broker, the consent layer and the lifecycle.
+"""
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+import msgspec
+
+from main_process.config import StdioServerConfig
+from main_process.hosts import Cancel
+from main_process.peers import Peer
+from main_process.pending import PendingRequest, PendingRequests
+from main_process.servers import ManagedServer
+from main_process.upstream import StdioUpstream, UpstreamError
+from shared import channels, jsonrpc
+from shared.codec import encode
+from shared.errors import RpcCode, UndeliverableRequestError
+from shared.messages import (
+    CallError,
+    ChannelReply,
+    ElicitationRequest,
+    ElicitationResult,
+    McpClose,
+    McpRelay,
+)
+
+if TYPE_CHECKING:
+    from main_process.consent import Consent
+
+logger = logging.getLogger(__name__)
+
+MAX_SESSIONS: Final = 64  # server connections for hosts, all peers together (each is a process)
+MAX_SESSIONS_PER_PEER: Final = 16
+_ELICITATION_CAPABILITY: Final[dict[str, dict[str, Any]]] = {"form": {}, "url": {}}
+_CANCELLED_REASON: Final = "answered in Elicitron"
+
+
+class RelayPorts(Protocol):
+    """What a session needs from main."""
+
+    def to_host(self, session: "RelaySession", raw: bytes) -> None: ...
+
+    def decide_call(self, session: "RelaySession", tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
+                    reply: Callable[[ChannelReply], None]) -> Cancel | None:
+        """The consent layer's decision on a tools/call; None when it was decided at once."""
+
+    def ask_windows(self, session: "RelaySession", params: dict[str, Any],
+                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest | None:
+        """Open a request in the windows (a rule may answer at once: then None, `resolve` called).
+        Raises UndeliverableRequestError when it cannot be shown."""
+
+    def record_for_host(self, session: "RelaySession", params: dict[str, Any]) -> PendingRequest | None:
+        """A request the host itself answers: audited, shown to no window."""
+
+    def answered_by_host(self, session: "RelaySession", pending: PendingRequest, answer: ElicitationResult) -> None:
+        ...
+
+    def withdraw(self, pending: PendingRequest) -> None: ...
+
+    def calls_changed(self, session: "RelaySession", delta: int) -> None: ...
+
+    def elicitation_complete(self, session: "RelaySession", elicitation_id: str) -> None: ...
+
+
+@dataclass(eq=False)
+class _HostAsked:
+    """A server request the host has (elicitationRoute "host" or "first")."""
+
+    pending: PendingRequest | None  # the audit row; under "first" also the windows' copy
+    first: bool
+
+
+@dataclass(eq=False)
+class RelaySession:
+    """One host's session with one server: the consent decisions on its way, no I/O."""
+
+    peer: Peer
+    name: str  # the peer's name for the session
+    server: ManagedServer
+    ports: RelayPorts
+    to_server: Callable[[bytes], None] = lambda raw: None
+    host_form: bool = False  # what the host declared in its `initialize`
+    host_url: bool = False
+    _held: dict[jsonrpc.Id, Cancel | None] = field(default_factory=dict)  # tools/call awaiting consent
+    _calls: set[jsonrpc.Id] = field(default_factory=set)  # tools/call at the server
+    _windows: dict[jsonrpc.Id, PendingRequest] = field(default_factory=dict)  # server requests in the windows
+    _host_asked: dict[jsonrpc.Id, _HostAsked] = field(default_factory=dict)
+    _answered_first: set[jsonrpc.Id] = field(default_factory=set)  # ... which a window answered first
+    closed: bool = False
+
+    # ---- host -> server ----------------------------------------------------------------
+
+    def from_host(self, raw: bytes) -> None:
+        if jsonrpc.is_batch(raw):
+            items = jsonrpc.split_batch(raw)
+            if items is not None and any(self._decides(jsonrpc.peek(item)) for item in items):
+                for item in items:  # consent is decided per call; the server gets them one by one
+                    self._from_host_one(item)
+                return
+            self.to_server(raw)
+            return
+        self._from_host_one(raw)
+
+    @staticmethod
+    def _decides(envelope: jsonrpc.Envelope) -> bool:
+        return envelope.method in ("initialize", "tools/call") or envelope.kind == "response"
+
+    def _from_host_one(self, raw: bytes) -> None:
+        envelope = jsonrpc.peek(raw)
+        kind = envelope.kind
+        if kind == "request":
+            request_id = envelope.id
+            assert isinstance(request_id, (int, str))
+            if envelope.method == "tools/call":
+                self._call(envelope, request_id, raw)
+                return
+            if envelope.method == "initialize":
+                raw = self._initialize(raw)
+        elif kind == "response":
+            if not self._host_answered(envelope, raw):
+                return
+        elif kind == "notification" and envelope.method == "notifications/cancelled":
+            request_id = envelope.params_dict().get("requestId")
+            if isinstance(request_id, (int, str)) and request_id in self._held:
+                cancel = self._held.pop(request_id)  # the server never saw it
+                if cancel is not None:
+                    cancel()
+                return
+        self.to_server(raw)
+
+    def _initialize(self, raw: bytes) -> bytes:
+        """Note what the host can answer; tell the server its client answers elicitation."""
+        try:
+            message = msgspec.json.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return raw
+        params = message.get("params") if isinstance(message, dict) else None
+        if not isinstance(params, dict):
+            return raw
+        capabilities = params.get("capabilities")
+        if not isinstance(capabilities, dict):
+            capabilities = params["capabilities"] = {}
+        declared = capabilities.get("elicitation")
+        if isinstance(declared, dict):
+            # An empty object is form mode (the 2025-06-18 shape).
+            self.host_form = "form" in declared or not declared
+            self.host_url = "url" in declared
+            capabilities["elicitation"] = {**declared, **_ELICITATION_CAPABILITY}
+        else:
+            capabilities["elicitation"] = dict(_ELICITATION_CAPABILITY)
+        return jsonrpc.encode(message)
+
+    def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes) -> None:
+        params = envelope.params_dict()
+        tool = params.get("name")
+        arguments = params.get("arguments")
+        if not isinstance(tool, str) or not isinstance(arguments, (dict, type(None))):
+            self._send_on_call(request_id, raw)  # malformed: the server answers it as it would direct
+            return
+
+        def send_on() -> None:
+            if request_id in self._held:  # not taken back meanwhile
+                del self._held[request_id]
+                self._send_on_call(request_id, raw)
+
+        def reply(answer: ChannelReply) -> None:
+            if request_id not in self._held:
+                return  # the host cancelled it: it expects no answer
+            del self._held[request_id]
+            if answer.result is not None:
+                self.ports.to_host(self, jsonrpc.response(request_id, answer.result))
+            else:
+                error = answer.error or CallError(code=RpcCode.INTERNAL_ERROR, message="no answer")
+                self.ports.to_host(self, jsonrpc.error_response(request_id, error.code, error.message))
+
+        self._held[request_id] = None
+        cancel = self.ports.decide_call(self, tool, arguments or {}, send_on, reply)
+        if request_id in self._held:
+            self._held[request_id] = cancel
+
+    def _send_on_call(self, request_id: jsonrpc.Id, raw: bytes) -> None:
+        if self.closed:
+            return
+        if request_id not in self._calls:
+            self._calls.add(request_id)
+            self.ports.calls_changed(self, +1)
+        self.to_server(raw)
+
+    def _host_answered(self, envelope: jsonrpc.Envelope, raw: bytes) -> bool:
+        """The host's response to a server request: True to pass it to the server."""
+        request_id = envelope.id
+        if not isinstance(request_id, (int, str)):
+            return True
+        if request_id in self._answered_first:
+            self._answered_first.discard(request_id)
+            return False  # a window answered first; the server has its answer already
+        asked = self._host_asked.pop(request_id, None)
+        if asked is not None and asked.pending is not None:
+            self.ports.answered_by_host(self, asked.pending, _elicit_result(envelope))
+        return True
+
+    # ---- server -> host ----------------------------------------------------------------
+
+    def from_server(self, raw: bytes) -> None:
+        envelope = jsonrpc.peek(raw)
+        kind = envelope.kind
+        if kind == "response":
+            request_id = envelope.id
+            if isinstance(request_id, (int, str)) and request_id in self._calls:
+                self._calls.discard(request_id)
+                self.ports.calls_changed(self, -1)
+        elif kind == "request" and envelope.method == "elicitation/create":
+            self._elicit(envelope, raw)
+            return
+        elif kind == "notification" and envelope.method == "notifications/elicitation/complete":
+            elicitation_id = envelope.params_dict().get("elicitationId")
+            if isinstance(elicitation_id, str):
+                self.ports.elicitation_complete(self, elicitation_id)
+        self.ports.to_host(self, raw)
+
+    def _elicit(self, envelope: jsonrpc.Envelope, raw: bytes) -> None:
+        request_id = envelope.id
+        assert isinstance(request_id, (int, str))
+        params = envelope.params_dict()
+        params.setdefault("mode", "form")
+        mode = params["mode"]
+        route = self.server.config.elicitation_route
+        host_can = self.host_url if mode == "url" else self.host_form
+        if route == "host" and host_can:
+            self._host_asked[request_id] = _HostAsked(self.ports.record_for_host(self, params), first=False)
+            self.ports.to_host(self, raw)
+            return
+        screened = self.server.screen_elicitation(params)
+        if isinstance(screened, CallError):
+            self.to_server(jsonrpc.error_response(request_id, screened.code, screened.message))
+            return
+        if screened is not None:
+            self.to_server(jsonrpc.response(request_id, _result_json(screened)))
+            return
+        first = route == "first" and host_can
+        try:
+            pending = self.ports.ask_windows(self, params, lambda answer: self._windows_answered(request_id, answer))
+        except UndeliverableRequestError as exc:
+            self.to_server(jsonrpc.error_response(request_id, RpcCode.INVALID_PARAMS, f"request not shown: {exc}"))
+            return
+        if pending is None:
+            return  # a rule answered it
+        self._windows[request_id] = pending
+        if first:
+            self._host_asked[request_id] = _HostAsked(pending, first=True)
+            self.ports.to_host(self, raw)
+
+    def _windows_answered(self, request_id: jsonrpc.Id, answer: ElicitationResult) -> None:
+        self._windows.pop(request_id, None)
+        if self.closed:
+            return
+        self.to_server(jsonrpc.response(request_id, _result_json(answer)))
+        if self._host_asked.pop(request_id, None) is not None:
+            self._answered_first.add(request_id)
+            self.ports.to_host(self, jsonrpc.notification("notifications/cancelled", {
+                "requestId": request_id, "reason": _CANCELLED_REASON}))
+
+    # ---- the end ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """The session ended: what waits on it is withdrawn; the host's held calls are dropped."""
+        if self.closed:
+            return
+        self.closed = True
+        for cancel in self._held.values():
+            if cancel is not None:
+                cancel()
+        self._held.clear()
+        for pending in [*self._windows.values(), *(a.pending for a in self._host_asked.values() if a.pending)]:
+            self.ports.withdraw(pending)
+        self._windows.clear()
+        self._host_asked.clear()
+        if self._calls:
+            self.ports.calls_changed(self, -len(self._calls))
+            self._calls.clear()
+
+
+def _result_json(result: ElicitationResult) -> dict[str, Any]:
+    answer: dict[str, Any] = {"action": result.action}
+    if result.action == "accept" and result.content is not None:
+        answer["content"] = result.content
+    return answer
+
+
+def _elicit_result(envelope: jsonrpc.Envelope) -> ElicitationResult:
+    """A host's answer to an elicitation, for the audit (an error answer counts as cancel)."""
+    result = envelope.result_dict()
+    action = result.get("action")
+    if action not in ("accept", "decline", "cancel"):
+        return ElicitationResult(action="cancel")
+    content = result.get("content")
+    return ElicitationResult(action=action, content=content if isinstance(content, dict) else None)
+
+
+class RelayHost(Protocol):
+    """What `Relay` needs from main."""
+
+    @property
+    def pending(self) -> PendingRequests: ...
+
+    def send_to_peer(self, routing_id: bytes, frames: list[bytes]) -> bool: ...
+
+    def peers_changed(self) -> None: ...
+
+    def publish_complete(self, server: str, elicitation_id: str) -> None: ...
+
+
+@dataclass(eq=False)
+class _Open:
+    session: RelaySession
+    upstream: StdioUpstream | None = None
+    backlog: list[bytes] = field(default_factory=list)  # from the host while the server starts
+    starting: asyncio.Task[None] | None = None
+
+
+class Relay:
+    """Every relayed session, by (peer routing id, session name)."""
+
+    def __init__(self, host: RelayHost, servers: Callable[[str], ManagedServer | None],
+                 consent: "Consent | None") -> None:
+        self._host = host
+        self._servers = servers
+        self._consent = consent
+        self._sessions: dict[tuple[bytes, str], _Open] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    # ---- from the broker -------------------------------------------------------------
+
+    def from_peer(self, peer: Peer, body: McpRelay) -> None:
+        key = (peer.routing_id, body.session)
+        opened = self._sessions.get(key)
+        if opened is None:
+            opened = self._open(peer, body)
+            if opened is None:
+                return
+        if opened.upstream is None:
+            opened.backlog.append(body.message)
+        else:
+            opened.session.from_host(body.message)
+
+    def close_from_peer(self, peer: Peer, body: McpClose) -> None:
+        opened = self._sessions.get((peer.routing_id, body.session))
+        if opened is not None:
+            self._end(opened, "the host closed it", tell_host=False)
+
+    def peer_gone(self, routing_id: bytes) -> None:
+        for key, opened in list(self._sessions.items()):
+            if key[0] == routing_id:
+                self._end(opened, "the host went away", tell_host=False)
+
+    async def close(self) -> None:
+        for opened in list(self._sessions.values()):
+            self._end(opened, "main is stopping", tell_host=True)
+        if self._closing:
+            await asyncio.wait(set(self._closing), timeout=10)
+
+    # ---- opening ---------------------------------------------------------------------
+
+    def _open(self, peer: Peer, body: McpRelay) -> _Open | None:
+        problem = self._refusal(peer, body)
+        if problem is not None:
+            code, why = problem
+            envelope = jsonrpc.peek(body.message)
+            if envelope.kind == "request":
+                self._send(peer.routing_id, body.session, jsonrpc.error_response(envelope.id, code, why))  # type: ignore[arg-type]
+            self._send_close(peer.routing_id, body.session, why)
+            logger.info("refused a relayed session of %r to %r: %s", peer.name, body.server, why)
+            return None
+        server = self._servers(body.server or "")
+        assert server is not None
+        session = RelaySession(peer=peer, name=body.session, server=server, ports=_Ports(self))
+        opened = _Open(session)
+        self._sessions[(peer.routing_id, body.session)] = opened
+        opened.starting = asyncio.ensure_future(self._start(opened))
+        return opened
+
+    def _refusal(self, peer: Peer, body: McpRelay) -> tuple[int, str] | None:
+        if body.server is None:
+            return RpcCode.SERVER_ERROR, "this session is not open (its first message must name the server)"
+        server = self._servers(body.server)
+        if server is None:
+            return RpcCode.INVALID_PARAMS, f"no server named {body.server!r} is configured in Elicitron"
+        if peer.role != "host":
+            return RpcCode.INVALID_REQUEST, "relayed sessions are for peers with role \"host\""
+        if server.status == "stopped" and not server.running:
+            return RpcCode.SERVER_ERROR, (f"server {server.name!r} is stopped in Elicitron; start it with "
+                                          f"`elicitron server start {server.name}`")
+        if not isinstance(server.config, StdioServerConfig):
+            return RpcCode.SERVER_ERROR, (f"server {server.name!r} is a URL server: hosts reach it through "
+                                          "Elicitron's full gateway (serve without --server), not a relayed session")
+        if len(self._sessions) >= MAX_SESSIONS:
+            return RpcCode.SERVER_ERROR, f"Elicitron already relays {MAX_SESSIONS} host sessions; close some first"
+        if sum(1 for key in self._sessions if key[0] == peer.routing_id) >= MAX_SESSIONS_PER_PEER:
+            return RpcCode.SERVER_ERROR, f"this host already has {MAX_SESSIONS_PER_PEER} sessions open through Elicitron"
+        return None
+
+    async def _start(self, opened: _Open) -> None:
+        session = opened.session
+        config = session.server.config
+        assert isinstance(config, StdioServerConfig)
+        events = _Events(self, opened)
+        try:
+            upstream = await StdioUpstream.start(config, session.server.stderr_log, events)
+        except UpstreamError as exc:
+            for raw in opened.backlog:
+                envelope = jsonrpc.peek(raw)
+                if envelope.kind == "request":
+                    self._to_host(session, jsonrpc.error_response(envelope.id, RpcCode.SERVER_ERROR, str(exc)))  # type: ignore[arg-type]
+            self._end(opened, str(exc), tell_host=True)
+            return
+        if session.closed:
+            self._closing_task(upstream.close())
+            return
+        opened.upstream = upstream
+        session.to_server = upstream.send
+        logger.info("relaying %r's session %r with %s (pid %d)", session.peer.name, session.name,
+                    session.server.name, upstream.pid)
+        backlog, opened.backlog = opened.backlog, []
+        for raw in backlog:
+            session.from_host(raw)
+
+    # ---- closing ---------------------------------------------------------------------
+
+    def _end(self, opened: _Open, why: str, *, tell_host: bool) -> None:
+        session = opened.session
+        key = (session.peer.routing_id, session.name)
+        if self._sessions.get(key) is not opened:
+            return
+        del self._sessions[key]
+        session.close()
+        if opened.upstream is not None:
+            self._closing_task(opened.upstream.close())
+        elif opened.starting is not None and not opened.starting.done():
+            pass  # _start sees `closed` and stops what it started
+        if tell_host:
+            self._send_close(session.peer.routing_id, session.name, why)
+        logger.info("relayed session %r of %r with %s ended: %s", session.name, session.peer.name,
+                    session.server.name, why)
+
+    def _closing_task(self, task: "asyncio.Task[None]") -> None:
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    # ---- sending to the peer ---------------------------------------------------------
+
+    def _to_host(self, session: RelaySession, raw: bytes) -> None:
+        self._send(session.peer.routing_id, session.name, raw)
+
+    def _send(self, routing_id: bytes, name: str, raw: bytes) -> None:
+        self._host.send_to_peer(routing_id, encode(channels.MCP_RELAY, McpRelay(session=name, message=raw)))
+
+    def _send_close(self, routing_id: bytes, name: str, why: str) -> None:
+        self._host.send_to_peer(routing_id, encode(channels.MCP_CLOSE, McpClose(session=name, reason=why)))
+
+
+class _Events:
+    """One session's server connection, as seen from the relay."""
+
+    def __init__(self, relay: Relay, opened: _Open) -> None:
+        self._relay = relay
+        self._opened = opened
+
+    def on_message(self, raw: bytes) -> None:
+        session = self._opened.session
+        if not session.closed:
+            session.from_server(raw)
+
+    def on_closed(self, why: str) -> None:
+        self._relay._end(self._opened, f"server {self._opened.session.server.name!r}: {why}", tell_host=True)
+
+
+class _Ports:
+    """RelayPorts over main: the broker's sockets, the consent layer, the lifecycle."""
+
+    def __init__(self, relay: Relay) -> None:
+        self._relay = relay
+
+    def to_host(self, session: RelaySession, raw: bytes) -> None:
+        self._relay._to_host(session, raw)
+
+    def decide_call(self, session: RelaySession, tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
+                    reply: Callable[[ChannelReply], None]) -> Cancel | None:
+        consent = self._relay._consent
+        if consent is None or not consent.needs_decision(session.server):
+            send_on()
+            return None
+        return consent.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply)
+
+    def ask_windows(self, session: RelaySession, params: dict[str, Any],
+                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest | None:
+        pending = self._relay._host.pending
+        server = session.server
+        request = ElicitationRequest(server=server.name, params=params)
+        peer = session.peer
+        if pending.rules is not None:
+            ruled = pending.rules.answer_for(request)
+            if ruled is not None:
+                rule_id, result = ruled
+                pending.record_by_rule(request, result, rule_id, origin=peer.window,
+                                       timeout_s=server.config.elicitation_timeout_s, via=peer.name or None)
+                resolve(result)
+                return None
+        return pending.open(request, origin=peer.window, timeout_s=server.config.elicitation_timeout_s,
+                            resolve=resolve, max_bytes=server.config.max_request_bytes, via=peer.name or None)
+
+    def record_for_host(self, session: RelaySession, params: dict[str, Any]) -> PendingRequest | None:
+        server = session.server
+        peer = session.peer
+        try:
+            return self._relay._host.pending.open(
+                ElicitationRequest(server=server.name, params=params), origin=peer.window,
+                timeout_s=server.config.elicitation_timeout_s, resolve=lambda _answer: None,
+                max_bytes=server.config.max_request_bytes, for_windows=False, via=peer.name or None, record_only=True)
+        except UndeliverableRequestError as exc:
+            logger.info("%s: a request for host %r is not audited: %s", server.name, peer.name, exc)
+            return None
+
+    def answered_by_host(self, session: RelaySession, pending: PendingRequest, answer: ElicitationResult) -> None:
+        self._relay._host.pending.answered_elsewhere(pending, answer, by=session.peer.window)
+
+    def withdraw(self, pending: PendingRequest) -> None:
+        self._relay._host.pending.withdraw(pending, "cancelled")
+
+    def calls_changed(self, session: RelaySession, delta: int) -> None:
+        session.peer.calls = max(0, session.peer.calls + delta)
+        self._relay._host.peers_changed()
+
+    def elicitation_complete(self, session: RelaySession, elicitation_id: str) -> None:
+        self._relay._host.publish_complete(session.server.name, elicitation_id)
+
