@@ -555,7 +555,7 @@ async def trigger_prompt_change(ctx: Any, params: Any, args: dict[str, Any]) -> 
 TASKS = "io.modelcontextprotocol/tasks"
 TASK_TTL_MS = 600_000
 TASK_POLL_MS = 100
-NEEDS_TASKS = {"requiredCapabilities": {"extensions": {TASKS: {}}}}
+NEEDS_TASKS: dict[str, Any] = {"requiredCapabilities": {"extensions": {TASKS: {}}}}
 
 
 def now() -> str:

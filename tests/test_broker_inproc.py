@@ -12,7 +12,8 @@ import zmq
 import zmq.asyncio
 
 from main_process.broker import Broker, ProgressTo, ReplyTo
-from main_process.peers import Peer, RateLimiter
+from main_process.peers import Peer as AttachedPeer
+from main_process.peers import RateLimiter
 from shared.errors import UndeliverableRequestError
 from shared.messages import (
     Ask,
@@ -87,13 +88,13 @@ class FakeHost:
     def withdraw_question(self, request: Withdraw, asker_id: bytes) -> None:
         pass
 
-    def relay(self, peer: Peer, message: McpRelay) -> None:
+    def relay(self, peer: AttachedPeer, message: McpRelay) -> None:
         pass
 
-    def relay_close(self, peer: Peer, close: McpClose) -> None:
+    def relay_close(self, peer: AttachedPeer, close: McpClose) -> None:
         pass
 
-    def peer_gone(self, peer: Peer) -> None:
+    def peer_gone(self, peer: AttachedPeer) -> None:
         pass
 
 
