@@ -27,6 +27,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import count
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
@@ -58,6 +59,10 @@ MAX_SESSIONS: Final = 64  # server connections for hosts, all peers together (ea
 MAX_SESSIONS_PER_PEER: Final = 16
 _ELICITATION_CAPABILITY: Final[dict[str, dict[str, Any]]] = {"form": {}, "url": {}}
 _CANCELLED_REASON: Final = "answered in Elicitron"
+_PROTOCOL_KEY: Final = "io.modelcontextprotocol/protocolVersion"  # in a 2026-07-28 request's _meta
+_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
+_INPUT_REQUIRED: Final = b"input_required"
+_MAX_CONTINUATIONS: Final = 1000
 
 
 class RelayPorts(Protocol):
@@ -96,6 +101,36 @@ class _HostAsked:
 
 
 @dataclass(eq=False)
+class _Modern:
+    """A 2026-07-28 request on its way: what it asked and what the host declared with it."""
+
+    method: str
+    params: dict[str, Any]
+    host_form: bool
+    host_url: bool
+
+
+@dataclass(eq=False)
+class _Round:
+    """A 2026-07-28 request the server answered with `input_required`: the input requests the
+    windows answer (the host answers the others when it retries), until the request goes on."""
+
+    request_id: jsonrpc.Id
+    request: _Modern
+    state: Any  # the server's requestState (None: it gave none)
+    windows: dict[str, PendingRequest | None] = field(default_factory=dict)  # key -> open card (None: ruled)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> the windows' answer
+    host_keys: set[str] = field(default_factory=set)
+    host_audit: dict[str, PendingRequest] = field(default_factory=dict)  # "host"/"first" keys' audit rows
+    retry: tuple[jsonrpc.Id, dict[str, Any]] | None = None  # the host's retry, held for the windows
+    building: bool = True  # a rule may answer while the round is being set up: go on only after
+
+    @property
+    def complete(self) -> bool:
+        return all(key in self.answers for key in self.windows)
+
+
+@dataclass(eq=False)
 class RelaySession:
     """One host's session with one server: the consent decisions on its way, no I/O."""
 
@@ -111,6 +146,10 @@ class RelaySession:
     _windows: dict[jsonrpc.Id, PendingRequest] = field(default_factory=dict)  # server requests in the windows
     _host_asked: dict[jsonrpc.Id, _HostAsked] = field(default_factory=dict)
     _answered_first: set[jsonrpc.Id] = field(default_factory=set)  # ... which a window answered first
+    _modern: dict[jsonrpc.Id, _Modern] = field(default_factory=dict)  # 2026-07-28 requests at the server
+    _rounds: dict[str, _Round] = field(default_factory=dict)  # by the requestState the host got
+    _round_tokens: "count[int]" = field(default_factory=count)
+    _continuations: dict[str, None] = field(default_factory=dict)  # requestStates the host got (bounded)
     closed: bool = False
 
     # ---- host -> server ----------------------------------------------------------------
@@ -128,18 +167,27 @@ class RelaySession:
 
     @staticmethod
     def _decides(envelope: jsonrpc.Envelope) -> bool:
-        return envelope.method in ("initialize", "tools/call") or envelope.kind == "response"
+        return envelope.method in ("initialize", "tools/call") or envelope.kind == "response" \
+            or envelope.kind == "request"
 
     def _from_host_one(self, raw: bytes) -> None:
         envelope = jsonrpc.peek(raw)
         kind = envelope.kind
         if kind == "request":
             request_id = envelope.id
-            assert isinstance(request_id, (int, str))
-            if envelope.method == "tools/call":
-                self._call(envelope, request_id, raw)
+            method = envelope.method
+            assert isinstance(request_id, (int, str)) and isinstance(method, str)
+            modern: _Modern | None = None
+            if _PROTOCOL_KEY.encode() in raw:  # cheap first look; decided on the params below
+                raw, modern = self._modern_request(raw, method)
+                if modern is not None:
+                    if self._resume(request_id, modern):
+                        return
+                    self._modern[request_id] = modern
+            if method == "tools/call":
+                self._call(envelope, request_id, raw, modern)
                 return
-            if envelope.method == "initialize":
+            if method == "initialize":
                 raw = self._initialize(raw)
         elif kind == "response":
             if not self._host_answered(envelope, raw):
@@ -148,6 +196,7 @@ class RelaySession:
             request_id = envelope.params_dict().get("requestId")
             if isinstance(request_id, (int, str)) and request_id in self._held:
                 cancel = self._held.pop(request_id)  # the server never saw it
+                self._modern.pop(request_id, None)
                 if cancel is not None:
                     cancel()
                 return
@@ -155,32 +204,35 @@ class RelaySession:
 
     def _initialize(self, raw: bytes) -> bytes:
         """Note what the host can answer; tell the server its client answers elicitation."""
-        try:
-            message = msgspec.json.decode(raw)
-        except (msgspec.DecodeError, RecursionError):
+        message = _decode_object(raw)
+        params = message.get("params") if message is not None else None
+        if message is None or not isinstance(params, dict):
             return raw
-        params = message.get("params") if isinstance(message, dict) else None
-        if not isinstance(params, dict):
-            return raw
-        capabilities = params.get("capabilities")
-        if not isinstance(capabilities, dict):
-            capabilities = params["capabilities"] = {}
-        declared = capabilities.get("elicitation")
-        if isinstance(declared, dict):
-            # An empty object is form mode (the 2025-06-18 shape).
-            self.host_form = "form" in declared or not declared
-            self.host_url = "url" in declared
-            capabilities["elicitation"] = {**declared, **_ELICITATION_CAPABILITY}
-        else:
-            capabilities["elicitation"] = dict(_ELICITATION_CAPABILITY)
+        self.host_form, self.host_url = _declare_elicitation(params, "capabilities")
         return jsonrpc.encode(message)
 
-    def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes) -> None:
-        params = envelope.params_dict()
+    def _modern_request(self, raw: bytes, method: str) -> tuple[bytes, _Modern | None]:
+        """A 2026-07-28 request (its envelope names the protocol): the capabilities the server sees
+        include elicitation, as for `initialize`; what the host declared is kept for its answer."""
+        message = _decode_object(raw)
+        params = message.get("params") if message is not None else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if message is None or not isinstance(params, dict) or not isinstance(meta, dict) \
+                or _PROTOCOL_KEY not in meta:
+            return raw, None
+        form, url = _declare_elicitation(meta, _CAPABILITIES_KEY)
+        return jsonrpc.encode(message), _Modern(method, params, form, url)
+
+    def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None) -> None:
+        params = modern.params if modern is not None else envelope.params_dict()
         tool = params.get("name")
         arguments = params.get("arguments")
-        if not isinstance(tool, str) or not isinstance(arguments, (dict, type(None))):
-            self._send_on_call(request_id, raw)  # malformed: the server answers it as it would direct
+        state = params.get("requestState")
+        if not isinstance(tool, str) or not isinstance(arguments, (dict, type(None))) \
+                or (isinstance(state, str) and state in self._continuations):
+            # Malformed (the server answers it as it would direct), or the retry of a call that was
+            # decided already (it continues after an input round).
+            self._send_on_call(request_id, raw)
             return
 
         def send_on() -> None:
@@ -192,8 +244,10 @@ class RelaySession:
             if request_id not in self._held:
                 return  # the host cancelled it: it expects no answer
             del self._held[request_id]
+            self._modern.pop(request_id, None)
             if answer.result is not None:
-                self.ports.to_host(self, jsonrpc.response(request_id, answer.result))
+                result = answer.result if modern is None else {**answer.result, "resultType": "complete"}
+                self.ports.to_host(self, jsonrpc.response(request_id, result))
             else:
                 error = answer.error or CallError(code=RpcCode.INTERNAL_ERROR, message="no answer")
                 self.ports.to_host(self, jsonrpc.error_response(request_id, error.code, error.message))
@@ -221,7 +275,7 @@ class RelaySession:
             return False  # a window answered first; the server has its answer already
         asked = self._host_asked.pop(request_id, None)
         if asked is not None and asked.pending is not None:
-            self.ports.answered_by_host(self, asked.pending, _elicit_result(envelope))
+            self.ports.answered_by_host(self, asked.pending, _elicit_result(envelope.result_dict()))
         return True
 
     # ---- server -> host ----------------------------------------------------------------
@@ -231,9 +285,17 @@ class RelaySession:
         kind = envelope.kind
         if kind == "response":
             request_id = envelope.id
-            if isinstance(request_id, (int, str)) and request_id in self._calls:
-                self._calls.discard(request_id)
-                self.ports.calls_changed(self, -1)
+            if isinstance(request_id, (int, str)):
+                if request_id in self._calls:
+                    self._calls.discard(request_id)
+                    self.ports.calls_changed(self, -1)
+                modern = self._modern.pop(request_id, None)
+                if modern is not None and _INPUT_REQUIRED in raw:
+                    result = envelope.result_dict()
+                    if result.get("resultType") == "input_required":
+                        if self._input_round(request_id, modern, result):
+                            return
+                        self._continues(result.get("requestState"))
         elif kind == "request" and envelope.method == "elicitation/create":
             self._elicit(envelope, raw)
             return
@@ -243,15 +305,22 @@ class RelaySession:
                 self.ports.elicitation_complete(self, elicitation_id)
         self.ports.to_host(self, raw)
 
+    def _route(self, params: dict[str, Any], host_form: bool, host_url: bool) -> tuple[bool, bool]:
+        """(to the host, to the windows) for one elicitation, by elicitationRoute and what the
+        host declared for its mode."""
+        route = self.server.config.elicitation_route
+        host_can = host_url if params.get("mode") == "url" else host_form
+        if not host_can or route == "windows":
+            return False, True
+        return True, route == "first"
+
     def _elicit(self, envelope: jsonrpc.Envelope, raw: bytes) -> None:
         request_id = envelope.id
         assert isinstance(request_id, (int, str))
         params = envelope.params_dict()
         params.setdefault("mode", "form")
-        mode = params["mode"]
-        route = self.server.config.elicitation_route
-        host_can = self.host_url if mode == "url" else self.host_form
-        if route == "host" and host_can:
+        to_host, to_windows = self._route(params, self.host_form, self.host_url)
+        if not to_windows:
             self._host_asked[request_id] = _HostAsked(self.ports.record_for_host(self, params), first=False)
             self.ports.to_host(self, raw)
             return
@@ -262,7 +331,6 @@ class RelaySession:
         if screened is not None:
             self.to_server(jsonrpc.response(request_id, _result_json(screened)))
             return
-        first = route == "first" and host_can
         try:
             pending = self.ports.ask_windows(self, params, lambda answer: self._windows_answered(request_id, answer))
         except UndeliverableRequestError as exc:
@@ -271,7 +339,7 @@ class RelaySession:
         if pending is None:
             return  # a rule answered it
         self._windows[request_id] = pending
-        if first:
+        if to_host:
             self._host_asked[request_id] = _HostAsked(pending, first=True)
             self.ports.to_host(self, raw)
 
@@ -285,6 +353,147 @@ class RelaySession:
             self.ports.to_host(self, jsonrpc.notification("notifications/cancelled", {
                 "requestId": request_id, "reason": _CANCELLED_REASON}))
 
+    # ---- 2026-07-28: input rounds ------------------------------------------------------
+
+    def _input_round(self, request_id: jsonrpc.Id, modern: _Modern, result: dict[str, Any]) -> bool:
+        """The server needs input to go on: the windows answer the elicitations routed to them;
+        the rest goes to the host, keyed as the server keyed it. False: nothing here is ours (the
+        result goes to the host as it is)."""
+        requests = result.get("inputRequests")
+        if not isinstance(requests, dict):
+            return False
+        round_ = _Round(request_id, modern, result.get("requestState"))
+        for key, request in requests.items():
+            params = request.get("params") if isinstance(request, dict) else None
+            if not isinstance(request, dict) or request.get("method") != "elicitation/create" \
+                    or not isinstance(params, dict):
+                round_.host_keys.add(key)
+                continue
+            params = {"mode": "form", **params}
+            to_host, to_windows = self._route(params, modern.host_form, modern.host_url)
+            if to_host:
+                round_.host_keys.add(key)
+            if not to_windows:
+                recorded = self.ports.record_for_host(self, params)
+                if recorded is not None:
+                    round_.host_audit[key] = recorded
+                continue
+            self._ask_for_round(round_, key, params, to_host)
+        round_.building = False
+        if not round_.windows and not round_.host_audit:
+            return False
+        if not round_.host_keys:
+            self._rounds[f"main-{next(self._round_tokens)}"] = round_
+            if round_.complete:
+                self._retry_ourselves(round_)
+            return True
+        token = round_.state if isinstance(round_.state, str) else f"elicitron-{self.name}-{next(self._round_tokens)}"
+        self._rounds[token] = round_
+        self._continues(token)
+        to_host_result = {**result, "inputRequests": {key: requests[key] for key in round_.host_keys},
+                          "requestState": token}
+        self.ports.to_host(self, jsonrpc.response(request_id, to_host_result))
+        return True
+
+    def _continues(self, state: Any) -> None:
+        """The host got this requestState: its retry continues a call already decided."""
+        if isinstance(state, str):
+            self._continuations[state] = None
+            if len(self._continuations) > _MAX_CONTINUATIONS:
+                self._continuations.pop(next(iter(self._continuations)))
+
+    def _ask_for_round(self, round_: _Round, key: str, params: dict[str, Any], first: bool) -> None:
+        screened = self.server.screen_elicitation(params)
+        if screened is not None:
+            answer = screened if isinstance(screened, ElicitationResult) else ElicitationResult(action="cancel")
+            round_.windows[key] = None
+            round_.answers[key] = _result_json(answer)
+            return
+
+        def resolve(answer: ElicitationResult) -> None:
+            round_.answers[key] = _result_json(answer)
+            round_.windows[key] = None
+            if not self.closed and not round_.building and round_.complete:
+                self._round_complete(round_)
+
+        round_.windows[key] = None
+        try:
+            pending = self.ports.ask_windows(self, params, resolve)
+        except UndeliverableRequestError:
+            round_.answers[key] = {"action": "cancel"}
+            return
+        if key not in round_.answers:
+            round_.windows[key] = pending
+        if first and pending is not None:
+            round_.host_audit[key] = pending
+
+    def _round_complete(self, round_: _Round) -> None:
+        if not round_.host_keys:
+            self._retry_ourselves(round_)
+        elif round_.retry is not None:
+            request_id, params = round_.retry
+            round_.retry = None
+            self._forget(round_)
+            self._send_retry(round_, request_id, params)
+
+    def _forget(self, round_: _Round) -> None:
+        for token, known in list(self._rounds.items()):
+            if known is round_:
+                del self._rounds[token]
+
+    def _retry_ourselves(self, round_: _Round) -> None:
+        """Every input was the windows': main sends the request again itself, with their answers
+        (and the server's requestState), under the host's own id; the host waits on that id."""
+        self._forget(round_)
+        params = {**round_.request.params, "inputResponses": dict(round_.answers)}
+        if round_.state is not None:
+            params["requestState"] = round_.state
+        else:
+            params.pop("requestState", None)
+        self._forward_modern(round_.request_id, round_.request, params)
+
+    def _resume(self, request_id: jsonrpc.Id, modern: _Modern) -> bool:
+        """The host's retry of a request with a round here: the windows' answers join its own
+        (held until they are all in). False: not a round of ours."""
+        token = modern.params.get("requestState")
+        round_ = self._rounds.get(token) if isinstance(token, str) else None
+        if round_ is None:
+            return False
+        responses = modern.params.get("inputResponses")
+        host_answers = responses if isinstance(responses, dict) else {}
+        for key, pending in round_.host_audit.items():
+            answer = host_answers.get(key)
+            if isinstance(answer, dict) and key not in round_.answers:
+                self.ports.answered_by_host(self, pending, _elicit_result(answer))
+                round_.answers[key] = answer  # the host was first (elicitationRoute "first")
+        params = dict(modern.params)
+        if round_.complete:
+            self._forget(round_)
+            self._send_retry(round_, request_id, params)
+        else:
+            round_.retry = (request_id, params)  # the windows' answers are still to come
+        return True
+
+    def _send_retry(self, round_: _Round, request_id: jsonrpc.Id, params: dict[str, Any]) -> None:
+        responses = params.get("inputResponses")
+        merged = {**(responses if isinstance(responses, dict) else {}), **round_.answers}
+        params = {**params, "inputResponses": merged}
+        if round_.state is None:
+            params.pop("requestState", None)
+        else:
+            params["requestState"] = round_.state
+        self._forward_modern(request_id, _Modern(round_.request.method, params, round_.request.host_form,
+                                                 round_.request.host_url), params)
+
+    def _forward_modern(self, request_id: jsonrpc.Id, modern: _Modern, params: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        self._modern[request_id] = _Modern(modern.method, params, modern.host_form, modern.host_url)
+        if modern.method == "tools/call" and request_id not in self._calls:
+            self._calls.add(request_id)
+            self.ports.calls_changed(self, +1)
+        self.to_server(jsonrpc.request(request_id, modern.method, params))
+
     # ---- the end ---------------------------------------------------------------------
 
     def close(self) -> None:
@@ -296,13 +505,42 @@ class RelaySession:
             if cancel is not None:
                 cancel()
         self._held.clear()
-        for pending in [*self._windows.values(), *(a.pending for a in self._host_asked.values() if a.pending)]:
+        open_cards = [*self._windows.values(), *(a.pending for a in self._host_asked.values() if a.pending)]
+        for round_ in self._rounds.values():
+            open_cards += [p for p in round_.windows.values() if p is not None]
+            open_cards += list(round_.host_audit.values())
+        for pending in open_cards:
             self.ports.withdraw(pending)
         self._windows.clear()
         self._host_asked.clear()
+        self._rounds.clear()
+        self._modern.clear()
         if self._calls:
             self.ports.calls_changed(self, -len(self._calls))
             self._calls.clear()
+
+
+def _decode_object(raw: bytes) -> dict[str, Any] | None:
+    try:
+        message = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _declare_elicitation(holder: dict[str, Any], key: str) -> tuple[bool, bool]:
+    """Make the capabilities at `holder[key]` declare elicitation in both modes; returns the
+    (form, url) the host itself declared there."""
+    capabilities = holder.get(key)
+    if not isinstance(capabilities, dict):
+        capabilities = holder[key] = {}
+    declared = capabilities.get("elicitation")
+    if isinstance(declared, dict):
+        capabilities["elicitation"] = {**declared, **_ELICITATION_CAPABILITY}
+        # An empty object is form mode (the 2025-06-18 shape).
+        return "form" in declared or not declared, "url" in declared
+    capabilities["elicitation"] = dict(_ELICITATION_CAPABILITY)
+    return False, False
 
 
 def _result_json(result: ElicitationResult) -> dict[str, Any]:
@@ -312,9 +550,8 @@ def _result_json(result: ElicitationResult) -> dict[str, Any]:
     return answer
 
 
-def _elicit_result(envelope: jsonrpc.Envelope) -> ElicitationResult:
-    """A host's answer to an elicitation, for the audit (an error answer counts as cancel)."""
-    result = envelope.result_dict()
+def _elicit_result(result: dict[str, Any]) -> ElicitationResult:
+    """A host's answer to an elicitation, for the audit (anything else counts as cancel)."""
     action = result.get("action")
     if action not in ("accept", "decline", "cancel"):
         return ElicitationResult(action="cancel")

@@ -1,0 +1,409 @@
+"""The relayed session's logic in process, with plain values: main's side (`RelaySession`, consent on
+the way) and the gateway's (`RelayPump`, nothing lost while main is away). No sockets, no processes.
+"""
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from gateway_process.relay_pump import RelayPump
+from main_process.hosts import Cancel
+from main_process.peers import Peer
+from main_process.pending import PendingRequest
+from main_process.relay import RelaySession
+from main_process.servers import ManagedServer
+from shared.messages import ChannelReply, ElicitationResult
+
+MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+          "io.modelcontextprotocol/clientInfo": {"name": "host", "version": "1"}}
+FORM = {"mode": "form", "message": "Name?", "requestedSchema": {"type": "object", "properties": {
+    "name": {"type": "string"}}, "required": ["name"]}}
+
+
+def raw(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode()
+
+
+def req(request_id: int | str, method: str, params: dict[str, Any] | None = None) -> bytes:
+    return raw({"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params is not None else {})})
+
+
+def resp(request_id: int | str, result: dict[str, Any]) -> bytes:
+    return raw({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+@dataclass
+class _Config:
+    elicitation_route: str = "windows"
+
+
+@dataclass
+class _Server:
+    config: _Config = field(default_factory=_Config)
+    name: str = "demo"
+
+    def screen_elicitation(self, params: dict[str, Any]) -> None:
+        return None
+
+
+@dataclass(eq=False)
+class _Card:
+    params: dict[str, Any]
+    resolve: Callable[[ElicitationResult], None]
+    for_host: bool = False
+    withdrawn: bool = False
+    answered_by_host: ElicitationResult | None = None
+
+
+@dataclass
+class Ports:
+    """RelayPorts that record: what the host got, the cards, the consent decisions."""
+
+    host: list[bytes] = field(default_factory=list)
+    cards: list[_Card] = field(default_factory=list)
+    decision: str = "allow"  # "allow" | "deny" | "hold"
+    held: list[tuple[Callable[[], None], Callable[[ChannelReply], None]]] = field(default_factory=list)
+    cancelled: list[str] = field(default_factory=list)
+    calls: int = 0
+
+    def to_host(self, session: RelaySession, message: bytes) -> None:
+        self.host.append(message)
+
+    def decide_call(self, session: RelaySession, tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
+                    reply: Callable[[ChannelReply], None]) -> Cancel | None:
+        if self.decision == "allow":
+            send_on()
+            return None
+        if self.decision == "deny":
+            reply(ChannelReply(result={"content": [{"type": "text", "text": "denied"}], "isError": True}))
+            return None
+        self.held.append((send_on, reply))
+        return lambda: self.cancelled.append(tool)
+
+    def ask_windows(self, session: RelaySession, params: dict[str, Any],
+                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest | None:
+        card = _Card(params, resolve)
+        self.cards.append(card)
+        return cast(PendingRequest, card)
+
+    def record_for_host(self, session: RelaySession, params: dict[str, Any]) -> PendingRequest | None:
+        card = _Card(params, lambda _answer: None, for_host=True)
+        self.cards.append(card)
+        return cast(PendingRequest, card)
+
+    def answered_by_host(self, session: RelaySession, pending: PendingRequest, answer: ElicitationResult) -> None:
+        cast(_Card, pending).answered_by_host = answer
+
+    def withdraw(self, pending: PendingRequest) -> None:
+        cast(_Card, pending).withdrawn = True
+
+    def calls_changed(self, session: RelaySession, delta: int) -> None:
+        self.calls += delta
+
+    def elicitation_complete(self, session: RelaySession, elicitation_id: str) -> None:
+        pass
+
+
+def session(route: str = "windows") -> tuple[RelaySession, Ports, list[bytes]]:
+    ports = Ports()
+    sent: list[bytes] = []
+    relay = RelaySession(peer=Peer(b"r", "w1", "Claude", "host", 0.0), name="s1",
+                         server=cast(ManagedServer, _Server(_Config(route))), ports=ports)
+    relay.to_server = sent.append
+    return relay, ports, sent
+
+
+def decoded(messages: list[bytes]) -> list[dict[str, Any]]:
+    return [json.loads(m) for m in messages]
+
+
+def initialize(relay: RelaySession, capabilities: dict[str, Any]) -> dict[str, Any]:
+    sent: list[bytes] = []
+    relay.to_server, before = sent.append, relay.to_server
+    relay.from_host(req(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                                          "clientInfo": {"name": "Claude", "version": "1"}}))
+    relay.to_server = before
+    return cast(dict[str, Any], json.loads(sent[0]))
+
+
+# ---- what needs no decision passes through as the bytes it is ------------------------------------
+
+
+def test_everything_but_consent_passes_byte_for_byte_both_ways() -> None:
+    relay, ports, sent = session()
+    host_side = [req(1, "tools/list", {"cursor": "x"}), req(2, "logging/setLevel", {"level": "debug"}),
+                 req(3, "completion/complete", {"ref": {"type": "ref/prompt", "name": "p"}}),
+                 raw({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}),
+                 req(4, "vendor/unknown", {"a": [1, {"b": None}]}), b'{"jsonrpc": "2.0",  "id": 5, "method": "ping"}',
+                 resp(7, {"roots": [{"uri": "file:///x"}]})]
+    for message in host_side:
+        relay.from_host(message)
+    assert sent == host_side
+    server_side = [resp(1, {"tools": []}), req(7, "roots/list"), req(8, "sampling/createMessage", {"messages": []}),
+                   raw({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": 1}}),
+                   raw({"jsonrpc": "2.0", "id": 4, "error": {"code": -32099, "message": "m", "data": {"k": [1]}}})]
+    for message in server_side:
+        relay.from_server(message)
+    assert ports.host == server_side
+
+
+def test_initialize_tells_the_server_its_client_answers_elicitation_and_keeps_the_rest() -> None:
+    relay, _, _ = session()
+    seen = initialize(relay, {"roots": {"listChanged": True}, "sampling": {}})
+    assert seen["params"]["capabilities"] == {"roots": {"listChanged": True}, "sampling": {},
+                                              "elicitation": {"form": {}, "url": {}}}
+    assert seen["params"]["clientInfo"] == {"name": "Claude", "version": "1"} and seen["id"] == 0
+    assert (relay.host_form, relay.host_url) == (False, False)
+    relay2, _, _ = session()
+    initialize(relay2, {"elicitation": {}})  # the 2025-06-18 shape: form mode
+    assert (relay2.host_form, relay2.host_url) == (True, False)
+
+
+# ---- tools/call: the consent layer first --------------------------------------------------------------
+
+
+def test_a_call_waits_for_its_decision_then_goes_as_it_was_sent() -> None:
+    relay, ports, sent = session()
+    ports.decision = "hold"
+    call = req(9, "tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+    relay.from_host(call)
+    assert sent == [] and ports.calls == 0
+    send_on, _ = ports.held[0]
+    send_on()
+    assert sent == [call] and ports.calls == 1
+    relay.from_server(resp(9, {"content": []}))
+    assert ports.calls == 0 and ports.host == [resp(9, {"content": []})]
+
+
+def test_a_denied_call_is_answered_to_the_host_in_its_era() -> None:
+    relay, ports, sent = session()
+    ports.decision = "deny"
+    relay.from_host(req("a", "tools/call", {"name": "rm", "arguments": {}}))
+    relay.from_host(req("b", "tools/call", {"name": "rm", "arguments": {}, "_meta": MODERN}))
+    assert sent == []
+    legacy, modern = decoded(ports.host)
+    assert legacy == {"jsonrpc": "2.0", "id": "a", "result": {"content": [{"type": "text", "text": "denied"}],
+                                                              "isError": True}}
+    assert modern["id"] == "b" and modern["result"]["resultType"] == "complete" and modern["result"]["isError"]
+
+
+def test_a_call_the_host_cancels_while_it_waits_never_reaches_the_server() -> None:
+    relay, ports, sent = session()
+    ports.decision = "hold"
+    relay.from_host(req(3, "tools/call", {"name": "echo", "arguments": {}}))
+    relay.from_host(raw({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}))
+    assert ports.cancelled == ["echo"] and sent == []
+    _, reply = ports.held[0]
+    reply(ChannelReply(result={"content": []}))  # the decision's late answer: the host expects none
+    assert ports.host == []
+
+
+# ---- a server's elicitation/create, by elicitationRoute --------------------------------------------------
+
+
+def test_windows_route_the_host_never_sees_it_and_the_server_gets_the_windows_answer() -> None:
+    relay, ports, sent = session("windows")
+    initialize(relay, {"elicitation": {"form": {}}})
+    relay.from_server(req(1, "elicitation/create", FORM))
+    assert ports.host == [] and ports.cards[0].params == FORM
+    ports.cards[0].resolve(ElicitationResult(action="accept", content={"name": "Ann"}))
+    assert decoded(sent) == [{"jsonrpc": "2.0", "id": 1, "result": {"action": "accept", "content": {"name": "Ann"}}}]
+
+
+def test_host_route_passes_the_request_and_the_hosts_own_answer_untouched() -> None:
+    relay, ports, sent = session("host")
+    initialize(relay, {"elicitation": {"form": {}}})
+    asked = req(1, "elicitation/create", FORM)
+    relay.from_server(asked)
+    assert ports.host == [asked] and ports.cards[0].for_host
+    answer = resp(1, {"action": "accept", "content": {"name": 42}})  # the server judges it, as direct
+    relay.from_host(answer)
+    assert sent == [answer]
+    assert ports.cards[0].answered_by_host == ElicitationResult(action="accept", content={"name": 42})
+
+
+def test_host_route_for_a_mode_the_host_did_not_declare_goes_to_the_windows() -> None:
+    relay, ports, _ = session("host")
+    initialize(relay, {"elicitation": {"form": {}}})
+    relay.from_server(req(2, "elicitation/create", {"mode": "url", "url": "https://x.test/", "message": "m",
+                                                    "elicitationId": "e1"}))
+    assert ports.host == [] and not ports.cards[0].for_host
+
+
+def test_first_route_a_window_first_cancels_the_hosts_copy_and_drops_its_late_answer() -> None:
+    relay, ports, sent = session("first")
+    initialize(relay, {"elicitation": {"form": {}}})
+    relay.from_server(req(5, "elicitation/create", FORM))
+    assert len(ports.host) == 1
+    ports.cards[0].resolve(ElicitationResult(action="decline"))
+    assert decoded(sent) == [{"jsonrpc": "2.0", "id": 5, "result": {"action": "decline"}}]
+    assert decoded(ports.host[1:]) == [{"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                        "params": {"requestId": 5, "reason": "answered in Elicitron"}}]
+    relay.from_host(resp(5, {"action": "accept", "content": {"name": "late"}}))
+    assert len(sent) == 1
+
+
+def test_first_route_the_host_first_goes_to_the_server_and_closes_the_card() -> None:
+    relay, ports, sent = session("first")
+    initialize(relay, {"elicitation": {"form": {}}})
+    relay.from_server(req(5, "elicitation/create", FORM))
+    answer = resp(5, {"action": "accept", "content": {"name": "Bo"}})
+    relay.from_host(answer)
+    assert sent == [answer]
+    assert ports.cards[0].answered_by_host == ElicitationResult(action="accept", content={"name": "Bo"})
+
+
+# ---- 2026-07-28: input rounds -------------------------------------------------------------------
+
+
+def input_required(requests: dict[str, Any], state: str | None = "s-1") -> dict[str, Any]:
+    result: dict[str, Any] = {"resultType": "input_required", "inputRequests": requests}
+    if state is not None:
+        result["requestState"] = state
+    return result
+
+
+def test_a_modern_request_declares_elicitation_and_the_windows_answer_rounds_main_retries_itself() -> None:
+    relay, ports, sent = session("windows")
+    relay.from_host(req(11, "tools/call", {"name": "book", "arguments": {}, "_meta": MODERN}))
+    seen = decoded(sent)[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    assert seen == {"sampling": {}, "elicitation": {"form": {}, "url": {}}}
+    relay.from_server(resp(11, input_required({"k": {"method": "elicitation/create", "params": FORM}})))
+    assert ports.host == []  # the host waits on its call; the windows answer
+    ports.cards[0].resolve(ElicitationResult(action="accept", content={"name": "Ann"}))
+    retry = decoded(sent)[1]
+    assert retry["id"] == 11 and retry["method"] == "tools/call"
+    assert retry["params"]["inputResponses"] == {"k": {"action": "accept", "content": {"name": "Ann"}}}
+    assert retry["params"]["requestState"] == "s-1" and retry["params"]["name"] == "book"
+    assert ports.calls == 1
+    relay.from_server(resp(11, {"resultType": "complete", "content": []}))
+    assert decoded(ports.host) == [{"jsonrpc": "2.0", "id": 11, "result": {"resultType": "complete", "content": []}}]
+    assert ports.calls == 0
+
+
+def test_a_mixed_round_gives_the_host_its_keys_and_merges_the_windows_answers_into_its_retry() -> None:
+    relay, ports, sent = session("windows")
+    relay.from_host(req(1, "tools/call", {"name": "t", "arguments": {}, "_meta": MODERN}))
+    sampling = {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}
+    relay.from_server(resp(1, input_required({"s": sampling, "e": {"method": "elicitation/create", "params": FORM}})))
+    to_host = decoded(ports.host)[0]["result"]
+    assert to_host["inputRequests"] == {"s": sampling} and to_host["requestState"] == "s-1"
+    # The host retries before the window answered: held until it has.
+    relay.from_host(req(2, "tools/call", {"name": "t", "arguments": {}, "_meta": MODERN, "requestState": "s-1",
+                                          "inputResponses": {"s": {"role": "assistant"}}}))
+    assert len(sent) == 1
+    ports.cards[0].resolve(ElicitationResult(action="decline"))
+    retry = decoded(sent)[1]
+    assert retry["id"] == 2 and retry["params"]["inputResponses"] == {"s": {"role": "assistant"},
+                                                                      "e": {"action": "decline"}}
+    assert retry["params"]["requestState"] == "s-1"
+
+
+def test_a_round_that_is_all_the_hosts_passes_and_its_retry_is_not_decided_again() -> None:
+    relay, ports, sent = session("windows")
+    ports.decision = "hold"
+    relay.from_host(req(1, "tools/call", {"name": "t", "arguments": {}, "_meta": MODERN}))
+    ports.held[0][0]()  # allowed
+    round_result = resp(1, input_required({"r": {"method": "roots/list"}}, state="opaque"))
+    relay.from_server(round_result)
+    assert ports.host == [round_result]
+    relay.from_host(req(2, "tools/call", {"name": "t", "arguments": {}, "_meta": MODERN, "requestState": "opaque",
+                                          "inputResponses": {"r": {"roots": []}}}))
+    assert len(ports.held) == 1 and len(sent) == 2  # went on without a second approval
+
+
+def test_a_round_without_request_state_gets_one_for_the_host_that_the_server_never_sees() -> None:
+    relay, ports, sent = session("windows")
+    relay.from_host(req(1, "prompts/get", {"name": "p", "_meta": MODERN}))
+    relay.from_server(resp(1, input_required({"s": {"method": "sampling/createMessage", "params": {}},
+                                              "e": {"method": "elicitation/create", "params": FORM}}, state=None)))
+    token = decoded(ports.host)[0]["result"]["requestState"]
+    ports.cards[0].resolve(ElicitationResult(action="cancel"))
+    relay.from_host(req(2, "prompts/get", {"name": "p", "_meta": MODERN, "requestState": token,
+                                           "inputResponses": {"s": {"x": 1}}}))
+    retry = decoded(sent)[1]["params"]
+    assert "requestState" not in retry and retry["inputResponses"] == {"s": {"x": 1}, "e": {"action": "cancel"}}
+
+
+# ---- the end -----------------------------------------------------------------------------------
+
+
+def test_closing_withdraws_every_open_card_and_the_calls_in_flight() -> None:
+    relay, ports, _ = session("windows")
+    relay.from_host(req(1, "tools/call", {"name": "t", "arguments": {}}))
+    relay.from_server(req(1, "elicitation/create", FORM))
+    assert ports.calls == 1
+    relay.close()
+    assert ports.cards[0].withdrawn and ports.calls == 0
+    ports.cards[0].resolve(ElicitationResult(action="accept", content={"name": "x"}))  # too late: nothing sent
+    assert ports.host == []
+
+
+# ---- the gateway's pump ------------------------------------------------------------------------
+
+
+@dataclass
+class Pump:
+    main: list[bytes] = field(default_factory=list)
+    host: list[bytes] = field(default_factory=list)
+    refuse: str | None = None
+
+    def to_main(self, message: bytes) -> str | None:
+        if self.refuse is not None:
+            return self.refuse
+        self.main.append(message)
+        return None
+
+    def make(self) -> RelayPump:
+        return RelayPump(server="demo", session="s", to_main=self.to_main, to_host=self.host.append)
+
+
+def test_messages_wait_in_order_while_main_is_away_and_go_when_it_answers() -> None:
+    wire = Pump()
+    pump = wire.make()
+    pump.from_host(req(0, "initialize", {}))
+    pump.from_host(raw({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    assert wire.main == [] and pump.waiting == 2
+    pump.attached()
+    assert [json.loads(m).get("method") for m in wire.main] == ["initialize", "notifications/initialized"]
+
+
+def test_main_unreachable_answers_each_waiting_request_with_why() -> None:
+    wire = Pump()
+    pump = wire.make()
+    pump.from_host(req(1, "tools/list"))
+    pump.from_host(raw({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    pump.unreachable("Elicitron's main is not reachable: no main is running")
+    assert decoded(wire.host) == [{"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32000, "message": "Elicitron's main is not reachable: no main is running"}}]
+
+
+def test_a_lost_session_fails_open_requests_and_the_next_message_replays_the_handshake() -> None:
+    wire = Pump()
+    pump = wire.make()
+    pump.attached()
+    pump.from_host(req(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}))
+    pump.from_main(resp(0, {"protocolVersion": "2025-11-25"}))
+    pump.from_host(raw({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    pump.from_host(req(1, "tools/call", {"name": "slow"}))
+    pump.lost("server 'demo': the server exited (code 1)")
+    assert decoded(wire.host)[1] == {"jsonrpc": "2.0", "id": 1, "error": {
+        "code": -32000, "message": "tools/call to 'demo' was lost: server 'demo': the server exited (code 1)"}}
+    wire.main.clear()
+    pump.from_host(req(2, "tools/list"))
+    replay, initialized, listing = decoded(wire.main)
+    assert replay["method"] == "initialize" and replay["params"] == {"protocolVersion": "2025-11-25", "capabilities": {}}
+    assert initialized["method"] == "notifications/initialized" and listing["id"] == 2
+    pump.from_main(resp(replay["id"], {"protocolVersion": "2025-11-25"}))  # the replay's answer stays here
+    assert len(wire.host) == 2
+
+
+def test_a_message_main_cannot_take_is_answered_at_once() -> None:
+    wire = Pump()
+    pump = wire.make()
+    pump.attached()
+    wire.refuse = "Elicitron cannot pass this message on: it is 2,000,000 bytes, over the limit"
+    pump.from_host(req(4, "tools/call", {"name": "big"}))
+    assert decoded(wire.host)[0]["error"]["message"].startswith("Elicitron cannot pass")
