@@ -522,6 +522,11 @@ class Broker:
     def _on_host_info(self, peer: Peer, info: HostInfo) -> None:
         if peer.role != "host":
             raise ProtocolError(WireCode.BAD_BODY, "msgHostInfo is for peers with role \"host\"", channels.HOST_INFO)
+        self.note_host_info(peer, info)
+
+    def note_host_info(self, peer: Peer, info: HostInfo) -> None:
+        """Who the MCP host behind a host peer is: from its msgHostInfo, or from the `initialize`
+        (or 2026-07-28 envelope) of its relayed session."""
         changed = (peer.name, peer.form_elicitation, peer.url_elicitation) != (
             info.name, info.form_elicitation, info.url_elicitation)
         peer.name, peer.form_elicitation, peer.url_elicitation = info.name, info.form_elicitation, info.url_elicitation

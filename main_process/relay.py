@@ -42,10 +42,12 @@ from shared import channels, jsonrpc
 from shared.codec import encode
 from shared.errors import RpcCode, UndeliverableRequestError
 from shared.messages import (
+    MAX_ID_CHARS,
     CallError,
     ChannelReply,
     ElicitationRequest,
     ElicitationResult,
+    HostInfo,
     McpClose,
     McpRelay,
 )
@@ -61,6 +63,7 @@ _ELICITATION_CAPABILITY: Final[dict[str, dict[str, Any]]] = {"form": {}, "url": 
 _CANCELLED_REASON: Final = "answered in Elicitron"
 _PROTOCOL_KEY: Final = "io.modelcontextprotocol/protocolVersion"  # in a 2026-07-28 request's _meta
 _CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
+_CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
 _INPUT_REQUIRED: Final = b"input_required"
 _MAX_CONTINUATIONS: Final = 1000
 
@@ -90,6 +93,9 @@ class RelayPorts(Protocol):
     def calls_changed(self, session: "RelaySession", delta: int) -> None: ...
 
     def elicitation_complete(self, session: "RelaySession", elicitation_id: str) -> None: ...
+
+    def note_host(self, session: "RelaySession", client_info: Any, form: bool, url: bool) -> None:
+        """The host said who it is (`clientInfo`) and which elicitation modes it answers."""
 
 
 @dataclass(eq=False)
@@ -150,6 +156,7 @@ class RelaySession:
     _rounds: dict[str, _Round] = field(default_factory=dict)  # by the requestState the host got
     _round_tokens: "count[int]" = field(default_factory=count)
     _continuations: dict[str, None] = field(default_factory=dict)  # requestStates the host got (bounded)
+    _modern_host: tuple[Any, bool, bool] | None = None  # the last clientInfo and modes of an envelope
     closed: bool = False
 
     # ---- host -> server ----------------------------------------------------------------
@@ -209,6 +216,7 @@ class RelaySession:
         if message is None or not isinstance(params, dict):
             return raw
         self.host_form, self.host_url = _declare_elicitation(params, "capabilities")
+        self.ports.note_host(self, params.get("clientInfo"), self.host_form, self.host_url)
         return jsonrpc.encode(message)
 
     def _modern_request(self, raw: bytes, method: str) -> tuple[bytes, _Modern | None]:
@@ -221,6 +229,10 @@ class RelaySession:
                 or _PROTOCOL_KEY not in meta:
             return raw, None
         form, url = _declare_elicitation(meta, _CAPABILITIES_KEY)
+        info = meta.get(_CLIENT_INFO_KEY)
+        if (info, form, url) != self._modern_host:
+            self._modern_host = (info, form, url)
+            self.ports.note_host(self, info, form, url)
         return jsonrpc.encode(message), _Modern(method, params, form, url)
 
     def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None) -> None:
@@ -571,6 +583,8 @@ class RelayHost(Protocol):
 
     def publish_complete(self, server: str, elicitation_id: str) -> None: ...
 
+    def note_host_info(self, peer: Peer, info: HostInfo) -> None: ...
+
 
 @dataclass(eq=False)
 class _Open:
@@ -797,4 +811,12 @@ class _Ports:
 
     def elicitation_complete(self, session: RelaySession, elicitation_id: str) -> None:
         self._relay._host.publish_complete(session.server.name, elicitation_id)
+
+    def note_host(self, session: RelaySession, client_info: Any, form: bool, url: bool) -> None:
+        info = client_info if isinstance(client_info, dict) else {}
+        name = info.get("title") or info.get("name")
+        version = info.get("version")
+        self._relay._host.note_host_info(session.peer, HostInfo(
+            name=str(name)[:MAX_ID_CHARS] if name else "MCP host", form_elicitation=form, url_elicitation=url,
+            version=str(version)[:MAX_ID_CHARS] if version else None))
 
