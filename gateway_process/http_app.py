@@ -163,6 +163,8 @@ class HttpGateway:
                                headers={"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
         path = scope["path"].rstrip("/")
+        if path.count("/") == 3 and path.startswith("/mcp/") and path.endswith("/mcp"):
+            path = path[:-4]  # `/mcp/<server>/mcp` is `/mcp/<server>` (hosts that append /mcp to a URL)
         if path == "/mcp":
             key: str | None = None
         elif path.startswith("/mcp/") and "/" not in path[5:]:

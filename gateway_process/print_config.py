@@ -1,11 +1,16 @@
 """`elicitron serve --print-config [--http] [--server NAME]`: the exact entries to paste.
 
 Claude Desktop and Cursor read `{"mcpServers": {...}}`; VS Code reads `{"servers": {...}}` with a
-`type`. The stdio entry names this installation's `elicitron` by its absolute path (hosts do not
-see the venv's PATH); the HTTP entry needs main running with `--mcp-http` and carries its token.
+`type`; a Python agent gets a script for `mcp.Client`. The stdio entry names this installation's
+`elicitron` by its absolute path (hosts do not see the venv's PATH) and, in `env`, this session's
+display and runtime dir (hosts start servers with only HOME, LOGNAME, PATH, SHELL, TERM and USER:
+with these, a main that serve starts opens its windows on this display, and serve finds the main
+this desktop started at its default path). The HTTP entry needs main running with `--mcp-http` and
+carries its token.
 """
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -16,6 +21,23 @@ from shared.connection_file import read_connection_file
 from shared.errors import ConnectionFileError
 
 EXIT_FAILED = 1
+# What serve and the windows of a main it starts need from a desktop session, when set here.
+DESKTOP_ENV = ("DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY", "XDG_RUNTIME_DIR")
+
+PYTHON_AGENT = """import asyncio
+
+from mcp import Client, StdioServerParameters
+
+ELICITRON = StdioServerParameters({params})
+
+
+async def main() -> None:
+    async with Client(ELICITRON) as client:
+        listing = await client.list_tools()
+        print(", ".join(tool.name for tool in listing.tools))
+
+
+asyncio.run(main())"""
 
 
 def stdio_entry(exposure: Exposure, config: Path | None, connection: str | None) -> dict[str, Any]:
@@ -29,7 +51,14 @@ def stdio_entry(exposure: Exposure, config: Path | None, connection: str | None)
         args += ["--config", str(config.resolve())]
     if connection is not None:
         args += ["--connection", str(Path(connection).resolve())]
-    return {"command": command, "args": args}
+    env = {name: os.environ[name] for name in DESKTOP_ENV if os.environ.get(name)}
+    return {"command": command, "args": args, **({"env": env} if env else {})}
+
+
+def python_agent(entry: dict[str, Any]) -> str:
+    """A script for `mcp.Client` on the stdio entry (JSON strings, lists and objects are Python)."""
+    params = ", ".join(f"{key}={json.dumps(value)}" for key, value in entry.items())
+    return PYTHON_AGENT.format(params=params)
 
 
 def http_entry(connection: Path, exposure: Exposure) -> dict[str, Any]:
@@ -56,7 +85,10 @@ def print_config(connection: Path, exposure: Exposure, *, http: bool, config: Pa
     print()
     print("VS Code (servers in .vscode/mcp.json):")
     print(json.dumps({"servers": {name: vscode}}, indent=2))
-    if http:
-        print()
+    print()
+    if not http:
+        print("A Python agent (mcp.Client; save as agent.py, run it with a Python that has mcp):")
+        print(python_agent(entry))
+    else:
         print("The token is a secret: it lets any program on this machine use your servers.", file=sys.stderr)
     return 0

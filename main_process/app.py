@@ -32,7 +32,7 @@ from main_process.questions import QuestionDesk
 from main_process.relay import Relay
 from main_process.rule_store import RuleStore, path_beside
 from main_process.servers import ManagedServer, error_reply
-from shared import PROTOCOL_VERSION, channels
+from shared import PROTOCOL_VERSION, channels, locator
 from shared.codec import DEFAULT_MAX_BODY_BYTES
 from shared.connection_file import (
     ConnectionInfo,
@@ -324,6 +324,7 @@ class MainApp:
             remote_server_key=remote.curve_keypair[0].decode() if remote and remote.curve_keypair else None,
             mcp_http_token=load_or_create_token() if self.mcp_http else None)
         write_connection_file(self.connection_path, info)
+        locator.main_started(self.connection_path)  # found by hosts that strip XDG_RUNTIME_DIR
         logger.info("main %s listening on %s (config %s, %d servers, audit %s)", broker.session, broker.endpoint,
                     self.config.source, len(self.servers), self.audit_path)
         for server in self.servers.values():
@@ -336,6 +337,7 @@ class MainApp:
             if http_child is not None:
                 await http_child.stop()
             remove_connection_file(self.connection_path, token)
+            locator.main_stopped(self.connection_path)
             if self._relay is not None:
                 await self._relay.close()
             await asyncio.gather(*(server.stop() for server in self.servers.values()))

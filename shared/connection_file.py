@@ -48,11 +48,17 @@ def default_connection_path() -> Path:
 
 
 def resolve_connection_path(explicit: str | os.PathLike[str] | None = None) -> Path:
-    """--connection beats ELICITRON_CONNECTION beats the platform default."""
+    """--connection beats ELICITRON_CONNECTION beats the platform default; when no main runs on the
+    default path, the running main the locator names (shared/locator.py: a host may start us
+    without the desktop's XDG_RUNTIME_DIR)."""
     if explicit:
         return Path(explicit)
     from_env = os.environ.get(ENV_VAR)
-    return Path(from_env) if from_env else default_connection_path()
+    if from_env:
+        return Path(from_env)
+    from shared.locator import default_or_located  # it imports this module
+
+    return default_or_located(default_connection_path())
 
 
 def ensure_private_dir(directory: Path) -> None:

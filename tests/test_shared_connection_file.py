@@ -248,16 +248,18 @@ def test_env_beats_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     assert resolve_connection_path(None) == tmp_path / "env.json"
 
 
-def test_default_when_nothing_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_when_nothing_is_given(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv(ENV_VAR, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no locator (tests/test_stripped_env.py) names a main
     got = resolve_connection_path()
     assert got == default_connection_path()
     assert got.name == "connection.json"
     assert "elicitron" in str(got.parent)
 
 
-def test_an_empty_env_var_means_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_empty_env_var_means_the_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(ENV_VAR, "")
+    monkeypatch.setenv("HOME", str(tmp_path))
     assert resolve_connection_path() == default_connection_path()
 
 
