@@ -289,6 +289,9 @@ def through_elicitron(transport: str, mode: str, timeout_s: float = 60.0) -> Ite
                 wait_port(port, timeout_s)
                 with BearerProxy(port, info["mcpHttpToken"]) as proxy:
                     yield f"http://127.0.0.1:{proxy.port}/mcp/{SERVER_NAME}"
+                if main.proc.poll() is not None:  # the results stand, but say why they are what they are
+                    raise RuntimeError(f"main exited with {main.proc.returncode} during the run; its log:\n"
+                                       f"{main.stderr.tail()}")
             finally:
                 main.stop()
         finally:
@@ -315,7 +318,34 @@ def counts(checks: list[dict[str, Any]]) -> tuple[int, int]:
     return passed, passed + sum(c.get("status") == "FAILURE" for c in checks)
 
 
-def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
+Results = dict[str, dict[str, list[dict[str, Any]]]]  # target -> scenario -> the suite's checks
+
+
+def said(check: dict[str, Any]) -> str:
+    return " ".join(str(check.get("errorMessage") or check.get("description") or "").split())[:300]
+
+
+def downgraded(results: Results, target: str, scenario: str) -> list[tuple[str, str, str]]:
+    """Checks that passed on `direct` but are neither passed nor failed here: a WARNING, INFO or
+    SKIPPED, or not emitted at all (a scenario stops early). The suite counts none of them, so a
+    gateway can lose them silently; (check id, status, message)."""
+    baseline = results.get("direct", {}).get(scenario)
+    if target == "direct" or baseline is None:
+        return []
+    here = {c.get("id"): c for c in results[target].get(scenario, [])}
+    lost = []
+    for check in baseline:
+        if check.get("status") != "SUCCESS":
+            continue
+        mine = here.get(check.get("id"))
+        if mine is None:
+            lost.append((str(check.get("id")), "absent", "not emitted"))
+        elif mine.get("status") not in ("SUCCESS", "FAILURE"):
+            lost.append((str(check.get("id")), str(mine.get("status")), said(mine)))
+    return lost
+
+
+def table(results: Results) -> str:
     targets = list(results)
     scenarios = sorted({s for checks in results.values() for s in checks})
     rows = [["scenario", *targets]]
@@ -329,7 +359,8 @@ def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
             passed, total = counts(results[t][scenario])
             totals[t][0] += passed
             totals[t][1] += total
-            row.append(f"{passed}/{total}" + ("" if passed == total else " *"))
+            mark = " *" if passed < total else " ~" if downgraded(results, t, scenario) else ""
+            row.append(f"{passed}/{total}{mark}")
         rows.append(row)
     rows.append(["TOTAL", *(f"{p}/{n}" for p, n in totals.values())])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -340,15 +371,20 @@ def table(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
     return "\n".join(lines)
 
 
-def failures(results: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
-    out = []
+def failures(results: Results) -> str:
+    failed, lost = [], []
     for target, scenarios in results.items():
         for scenario, checks in scenarios.items():
-            for check in checks:
-                if check.get("status") == "FAILURE":
-                    said = check.get("errorMessage") or check.get("description") or ""
-                    message = " ".join(str(said).split())
-                    out.append(f"{target}  {scenario}  {check.get('id')}: {message[:300]}")
+            failed += [f"{target}  {scenario}  {c.get('id')}: {said(c)}" for c in checks
+                       if c.get("status") == "FAILURE"]
+            lost += [f"{target}  {scenario}  {check} ({status}): {message}"
+                     for check, status, message in downgraded(results, target, scenario)]
+    out = []
+    if failed:
+        out += ["Failing checks (target, scenario, check: what the suite saw):", *failed]
+    if lost:
+        title = "Checks passed on direct, neither passed nor failed here (~; the suite counts them nowhere):"
+        out += ["", title, *lost]
     return "\n".join(out)
 
 
@@ -375,7 +411,7 @@ def main() -> int:
     targets = selected(args.only, extras)
     node, entry = ensure_suite()
 
-    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    results: Results = {}
     broken: dict[str, str] = {}
     for name in targets:
         print(f"conformance: {name} ...", file=sys.stderr)
@@ -391,17 +427,19 @@ def main() -> int:
         print(f"conformance: {name}: {passed}/{total} in {time.monotonic() - started:.0f} s", file=sys.stderr)
 
     if args.json:
-        report = {t: {s: {"passed": counts(c)[0], "total": counts(c)[1], "checks": c}
+        report = {t: {s: {"passed": counts(c)[0], "total": counts(c)[1],
+                          "notPassedAsOnDirect": downgraded(results, t, s), "checks": c}
                       for s, c in scenarios.items()} for t, scenarios in results.items()}
         print(json.dumps({"suite": args.suite, "package": f"{SUITE_PACKAGE}@{SUITE_VERSION}",
                           "broken": broken, "targets": report}, indent=1))
     elif results:
         print(f"{SUITE_PACKAGE}@{SUITE_VERSION}, server mode, suite: {args.suite} (passed/total checks; "
-              "* = not all passed)\n")
+              "* = a check failed; ~ = a check passed on direct was only a warning or not run)\n")
         print(table(results))
-        if failed := failures(results):
-            print("\nFailing checks (target, scenario, check: what the suite saw):")
-            print(failed)
+        if report := failures(results):
+            print("\n" + report)
+    for name, why in broken.items():
+        print(f"\n{name}: not run, or not to the end: {why}")
     return 2 if broken else 0
 
 

@@ -3,11 +3,15 @@ call and check (`@modelcontextprotocol/conformance server`, default suite and `-
 
     python tests/conformance_server.py               # stdio (how Elicitron's main starts it)
     python tests/conformance_server.py --http PORT   # streamable HTTP on http://127.0.0.1:PORT/mcp
+                                                     # (PORT 0: any free one; prints `LISTENING <url>`)
 
 Both eras are served, as the SDK's runner does: the handshake era (2025-11-25 and earlier:
 initialize, sessions, server-to-client requests on the call's stream) and the 2026-07-28
 stateless era (per-request `_meta`, `server/discover`, multi-round-trip `InputRequiredResult`,
 `subscriptions/listen`, caching hints). The tasks extension (SEP-2663) is served on the 2026 wire.
+The sampling and elicitation tools work on both: on the call's stream in the handshake era, as an
+InputRequiredResult answered by the retry on 2026-07-28 (where a server cannot send requests), so a
+gateway that speaks 2026 to this server and 2025 to its host can still pass those scenarios.
 
 Fixtures (names, texts, schemas) follow what the suite's scenarios call and assert on, and the
 suite's reference TypeScript server where a scenario only needs "some" answer, so a run against
@@ -270,7 +274,7 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> dict[str, 
     try:
         return await handler(ctx, params, args)
     except NeedsInput as needs:
-        return input_required(needs.requests)
+        return input_required(needs.requests, needs.state)
 
 
 async def simple_text(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str, Any]:
@@ -336,28 +340,45 @@ async def reconnection(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str,
 
 
 class NeedsInput(Exception):
-    """Raised to answer the call with an InputRequiredResult (2026-07-28) instead of its result."""
+    """Raised to answer the request with an InputRequiredResult (2026-07-28) instead of its result."""
 
-    def __init__(self, requests: dict[str, Any]) -> None:
+    def __init__(self, requests: dict[str, Any], state: dict[str, Any] | None = None) -> None:
         super().__init__("input required")
-        self.requests = requests
+        self.requests, self.state = requests, state
+
+
+STREAM_REQUESTS: dict[str, tuple[Any, Any]] = {
+    "elicitation/create": (types.ElicitRequest, types.ElicitResult),
+    "sampling/createMessage": (types.CreateMessageRequest, types.CreateMessageResult),
+    "roots/list": (types.ListRootsRequest, types.ListRootsResult),
+}
+
+
+async def ask_all(ctx: Any, params: Any, requests: dict[str, Any],
+                  state: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The client's answers to `requests` (elicitation, sampling, roots/list), keyed as asked, so a
+    tool reads the same on both wires.
+
+    2026-07-28, where a server cannot send requests: from the retry's inputResponses; until every
+    key is answered (and, with `state`, the retry echoes a requestState carrying those fields), the
+    request is answered by an InputRequiredResult asking for them (NeedsInput). Handshake era: each
+    request is sent on this call's own stream, in order."""
+    if not ctx.session.can_send_request:
+        answers, echoed = input_responses(params), request_state(params) or {}
+        if not set(requests) <= set(answers) or any(echoed.get(k) != v for k, v in (state or {}).items()):
+            raise NeedsInput(requests, state)
+        return answers
+    answers = {}
+    for key, request in requests.items():
+        typed, result = STREAM_REQUESTS[request["method"]]
+        on_this_call = ServerMessageMetadata(related_request_id=ctx.request_id)
+        answer = await ctx.session.send_request(typed.model_validate(request), result, metadata=on_this_call)
+        answers[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return answers
 
 
 async def ask_client(ctx: Any, params: Any, request: dict[str, Any]) -> dict[str, Any]:
-    """The client's answer to a sampling or elicitation request. Handshake era: sent on this call's
-    own stream. 2026-07-28, where a server cannot send requests: asked through an InputRequiredResult
-    (NeedsInput) and read from the retry's inputResponses, so the tool behaves the same on both wires."""
-    if not ctx.session.can_send_request:
-        answers = input_responses(params)
-        if "ask" not in answers:
-            raise NeedsInput({"ask": request})
-        return answers["ask"]
-    typed: type[types.ElicitRequest | types.CreateMessageRequest]
-    typed, result = ((types.ElicitRequest, types.ElicitResult) if request["method"] == "elicitation/create"
-                     else (types.CreateMessageRequest, types.CreateMessageResult))
-    answer = await ctx.session.send_request(typed.model_validate(request), result,
-                                            metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
-    return answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return (await ask_all(ctx, params, {"ask": request}))["ask"]
 
 
 async def sampling_tool(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str, Any]:
@@ -431,80 +452,72 @@ def request_state(params: Any) -> dict[str, Any] | None:
 
 NAME_QUESTION = elicit_form("What is your name?", {"name": {"type": "string"}}, ["name"])
 CONFIRM = elicit_form("Please confirm", {"ok": {"type": "boolean"}}, ["ok"])
+ROOTS = {"method": "roots/list", "params": {}}
+
+
+def count(answer: dict[str, Any], field: str) -> int:
+    value = answer.get(field)
+    return len(value) if isinstance(value, list) else 0
+
+
+def sampled_text(answer: dict[str, Any], default: str) -> str:
+    content = answer.get("content")
+    value = content.get("text") if isinstance(content, dict) else None
+    return value if isinstance(value, str) else default
 
 
 async def mrtr_elicitation(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str, Any]:
-    answers = input_responses(params)
-    if "user_name" in answers:
-        return result_text(f"Hello, {answer_field(answers['user_name'], 'name')}!")
-    return input_required({"user_name": NAME_QUESTION})
+    answers = await ask_all(ctx, params, {"user_name": NAME_QUESTION})
+    return result_text(f"Hello, {answer_field(answers['user_name'], 'name')}!")
 
 
 async def mrtr_sampling(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str, Any]:
-    answers = input_responses(params)
-    if "sample_request" in answers:
-        content = answers["sample_request"].get("content")
-        reply = content.get("text") if isinstance(content, dict) else None
-        return result_text(f"Sampling result: {reply if isinstance(reply, str) else 'no response'}")
-    return input_required({"sample_request": sampling("What is the capital of France?", 100)})
+    answers = await ask_all(ctx, params, {"sample_request": sampling("What is the capital of France?", 100)})
+    return result_text(f"Sampling result: {sampled_text(answers['sample_request'], 'no response')}")
 
 
 async def mrtr_list_roots(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str, Any]:
-    answers = input_responses(params)
-    if "roots_request" in answers:
-        roots = answers["roots_request"].get("roots")
-        return result_text(f"Found {len(roots) if isinstance(roots, list) else 0} root(s)")
-    return input_required({"roots_request": {"method": "roots/list", "params": {}}})
+    answers = await ask_all(ctx, params, {"roots_request": ROOTS})
+    return result_text(f"Found {count(answers['roots_request'], 'roots')} root(s)")
 
 
 async def mrtr_request_state(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str, Any]:
-    answers, state = input_responses(params), request_state(params)
-    content = answers.get("confirm", {}).get("content")
+    # The retry must echo the requestState we minted (it names what was asked), with the answer.
+    answers = await ask_all(ctx, params, {"confirm": CONFIRM}, {"kind": "request-state"})
+    content = answers["confirm"].get("content")
     confirmed = isinstance(content, dict) and content.get("ok") is True
-    if state and state.get("kind") == "request-state" and confirmed:
-        return result_text("state-ok: requestState validated")
-    return input_required({"confirm": CONFIRM}, {"kind": "request-state"})
+    return result_text("state-ok: requestState validated" if confirmed else "state-ok: not confirmed")
 
 
 async def mrtr_multiple_inputs(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str, Any]:
-    answers, state = input_responses(params), request_state(params)
-    complete = {"user_name", "greeting", "client_roots"} <= set(answers)
-    if state and state.get("kind") == "multiple-inputs" and complete:
-        greeting = answers["greeting"].get("content")
-        greeting_text = greeting.get("text") if isinstance(greeting, dict) else None
-        roots = answers["client_roots"].get("roots")
-        greeting_text = greeting_text if isinstance(greeting_text, str) else "Hello there!"
-        return result_text(f"Name: {answer_field(answers['user_name'], 'name')}; Greeting: {greeting_text}; "
-                           f"Roots: {len(roots) if isinstance(roots, list) else 0}")
     requests = {"user_name": NAME_QUESTION, "greeting": sampling("Generate a greeting", 50),
-                "client_roots": {"method": "roots/list", "params": {}}}
-    return input_required(requests, {"kind": "multiple-inputs"})
+                "client_roots": ROOTS}
+    answers = await ask_all(ctx, params, requests, {"kind": "multiple-inputs"})
+    return result_text(f"Name: {answer_field(answers['user_name'], 'name')}; "
+                       f"Greeting: {sampled_text(answers['greeting'], 'Hello there!')}; "
+                       f"Roots: {count(answers['client_roots'], 'roots')}")
 
 
 async def mrtr_multi_round(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str, Any]:
-    answers, state = input_responses(params), request_state(params) or {}
+    # Two rounds: the name, then (with the name carried in the requestState) the colour. An
+    # out-of-order retry matches neither round's state and starts over.
     step1 = elicit_form("Step 1: What is your name?", {"name": {"type": "string"}}, ["name"])
-    if state.get("round") == 1 and "step1" in answers:
-        color = elicit_form("Step 2: What is your favorite color?", {"color": {"type": "string"}}, ["color"])
-        return input_required({"step2": color}, {"round": 2, "name": answer_field(answers["step1"], "name")})
-    if state.get("round") == 2 and "step2" in answers:
-        return result_text(f"Multi-round complete for {state.get('name', 'friend')} who likes "
-                           f"{answer_field(answers['step2'], 'color')}")
-    return input_required({"step1": step1}, {"round": 1})  # first round, or out of order: start over
+    step2 = elicit_form("Step 2: What is your favorite color?", {"color": {"type": "string"}}, ["color"])
+    state = request_state(params) or {}
+    name = state.get("name") if state.get("round") == 2 and not ctx.session.can_send_request else None
+    if not isinstance(name, str):
+        name = answer_field((await ask_all(ctx, params, {"step1": step1}, {"round": 1}))["step1"], "name")
+    answers = await ask_all(ctx, params, {"step2": step2}, {"round": 2, "name": name})
+    return result_text(f"Multi-round complete for {name} who likes {answer_field(answers['step2'], 'color')}")
 
 
 async def mrtr_tampered_state(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str, Any]:
-    state = request_state(params)
-    if state and state.get("kind") == "tamper-test" and "confirm" in input_responses(params):
-        return result_text("integrity-ok: state verified")
-    return input_required({"confirm": CONFIRM}, {"kind": "tamper-test"})
+    await ask_all(ctx, params, {"confirm": CONFIRM}, {"kind": "tamper-test"})
+    return result_text("integrity-ok: state verified")
 
 
 async def mrtr_capabilities(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str, Any]:
     # Ask only for what the client declared it can answer.
-    answers = input_responses(params)
-    if answers:
-        return result_text(f"capabilities-ok: received {','.join(answers)}")
     capabilities = ctx.session.client_capabilities
     requests: dict[str, Any] = {}
     if capabilities is not None and capabilities.elicitation is not None:
@@ -513,7 +526,8 @@ async def mrtr_capabilities(ctx: Any, params: Any, args: dict[str, Any]) -> dict
         requests["sample_input"] = sampling("Sample request", 50)
     if not requests:
         return result_text("No supported capabilities declared")
-    return input_required(requests, {"kind": "capabilities-test"})
+    answers = await ask_all(ctx, params, requests, {"kind": "capabilities-test"})
+    return result_text(f"capabilities-ok: received {','.join(answers)}")
 
 
 async def x_mcp_header(ctx: Any, params: Any, args: dict[str, Any]) -> dict[str, Any]:
@@ -547,10 +561,11 @@ async def trigger_prompt_change(ctx: Any, params: Any, args: dict[str, Any]) -> 
     return result_text("Mutation triggered")
 
 
-# ---- tasks extension (SEP-2663), 2026-07-28 wire -----------------------------------------------
-# A task lives in this process for its ttl. The tool's work runs as its own asyncio task, apart from
-# the request that created it (a stateless request ends with its CreateTaskResult); tasks/get shows
-# its state, tasks/update answers the questions it parked on, tasks/cancel stops it.
+# ---- tasks extension (SEP-2663), 2026-07-28 wire ---------------------------------------------
+# A task lives as long as this process (longer than its ttl). The tool's work runs as its own
+# asyncio task, apart from the request that created it (a stateless request ends with its
+# CreateTaskResult); tasks/get shows its state, tasks/update answers the questions it parked on,
+# tasks/cancel stops it.
 
 TASKS = "io.modelcontextprotocol/tasks"
 TASK_TTL_MS = 600_000
@@ -850,12 +865,14 @@ async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> dict[str
         return {"messages": [user({"type": "image", "data": IMAGE_PNG, "mimeType": "image/png"}),
                              user(text("Please analyze the image above."))]}
     if params.name == "test_input_required_result_prompt":  # SEP-2322 on a non-tool request
-        answers = input_responses(params)
-        if "user_context" in answers:
-            context = answer_field(answers["user_context"], "context")
-            return {"messages": [user(text(f"Prompt with context: {context}"))]}
-        return input_required({"user_context": elicit_form("What context should the prompt use?",
-                                                           {"context": {"type": "string"}}, ["context"])})
+        question = elicit_form("What context should the prompt use?", {"context": {"type": "string"}},
+                               ["context"])
+        try:
+            answers = await ask_all(ctx, params, {"user_context": question})
+        except NeedsInput as needs:
+            return input_required(needs.requests, needs.state)
+        context = answer_field(answers["user_context"], "context")
+        return {"messages": [user(text(f"Prompt with context: {context}"))]}
     raise MCPError(types.INVALID_PARAMS, f"Unknown prompt: {params.name}")
 
 
