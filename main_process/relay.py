@@ -32,12 +32,13 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 
-from main_process.config import StdioServerConfig
+from main_process.config import HttpServerConfig
 from main_process.hosts import Cancel
 from main_process.peers import Peer
 from main_process.pending import PendingRequest, PendingRequests
 from main_process.servers import ManagedServer
 from main_process.upstream import StdioUpstream, UpstreamError
+from main_process.upstream_http import HttpUpstream
 from shared import channels, jsonrpc
 from shared.codec import encode
 from shared.errors import RpcCode, UndeliverableRequestError
@@ -589,7 +590,7 @@ class RelayHost(Protocol):
 @dataclass(eq=False)
 class _Open:
     session: RelaySession
-    upstream: StdioUpstream | None = None
+    upstream: StdioUpstream | HttpUpstream | None = None
     backlog: list[bytes] = field(default_factory=list)  # from the host while the server starts
     starting: asyncio.Task[None] | None = None
 
@@ -669,9 +670,6 @@ class Relay:
         if server.status == "stopped" and not server.running:
             return RpcCode.SERVER_ERROR, (f"server {server.name!r} is stopped in Elicitron; start it with "
                                           f"`elicitron server start {server.name}`")
-        if not isinstance(server.config, StdioServerConfig):
-            return RpcCode.SERVER_ERROR, (f"server {server.name!r} is a URL server: hosts reach it through "
-                                          "Elicitron's full gateway (serve without --server), not a relayed session")
         if len(self._sessions) >= MAX_SESSIONS:
             return RpcCode.SERVER_ERROR, f"Elicitron already relays {MAX_SESSIONS} host sessions; close some first"
         if sum(1 for key in self._sessions if key[0] == peer.routing_id) >= MAX_SESSIONS_PER_PEER:
@@ -680,11 +678,16 @@ class Relay:
 
     async def _start(self, opened: _Open) -> None:
         session = opened.session
-        config = session.server.config
-        assert isinstance(config, StdioServerConfig)
+        server = session.server
+        config = server.config
         events = _Events(self, opened)
+        upstream: StdioUpstream | HttpUpstream
         try:
-            upstream = await StdioUpstream.start(config, session.server.stderr_log, events)
+            if isinstance(config, HttpServerConfig):
+                upstream = await HttpUpstream.start(
+                    config, events, auth=server.sign_in.provider if server.sign_in else None)
+            else:
+                upstream = await StdioUpstream.start(config, server.stderr_log, events)
         except UpstreamError as exc:
             for raw in opened.backlog:
                 envelope = jsonrpc.peek(raw)
@@ -697,8 +700,8 @@ class Relay:
             return
         opened.upstream = upstream
         session.to_server = upstream.send
-        logger.info("relaying %r's session %r with %s (pid %d)", session.peer.name, session.name,
-                    session.server.name, upstream.pid)
+        logger.info("relaying %r's session %r with %s (%s)", session.peer.name, session.name, server.name,
+                    upstream.url if isinstance(upstream, HttpUpstream) else f"pid {upstream.pid}")
         backlog, opened.backlog = opened.backlog, []
         for raw in backlog:
             session.from_host(raw)
