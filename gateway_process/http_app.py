@@ -6,8 +6,8 @@ main starts this process, reads the `LISTENING <url>` line it prints, and stops 
 this process ends by itself when main does. Every request is checked before any MCP code sees it:
 a foreign `Origin` or `Host` gets 403 (DNS-rebinding protection, the checks of
 `mcp.server.transport_security`), a missing or wrong `Authorization: Bearer <token>` gets 401 (the
-token is in main's 0600 connection file). `/mcp` serves every server with prefixed names,
-`/mcp/<server>` one server under its own names.
+token is in main's 0600 connection file). `/mcp` serves every server with prefixed names;
+`/mcp/<server>` is one server as itself: each host's own session with it, relayed (`http_relay.py`).
 
 Hosts: each handshake-era MCP session is one host peer of main; 2026-07-28 requests carry no
 session, so those of one client (its `clientInfo` name) share one host peer. A host peer goes when
@@ -34,6 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from gateway_process.http_relay import RelayedServer
 from gateway_process.link import MainLink
 from gateway_process.names import Exposure
 from gateway_process.proxy import GatewayServer
@@ -140,6 +141,7 @@ class HttpGateway:
         self._settings = security_settings(bind_host)
         self._directory = _Directory(connection)
         self._scopes: dict[str | None, _Scope] = {}
+        self._relayed: dict[str, RelayedServer] = {}
         self._group: anyio.abc.TaskGroup | None = None
 
     # ---- ASGI --------------------------------------------------------------------------------
@@ -176,6 +178,9 @@ class HttpGateway:
             await JSONResponse({"error": "not found: MCP is at /mcp and /mcp/<server>"},
                                status_code=404)(scope, receive, send)
             return
+        if key is not None:  # one server: the host's own session with it, relayed (http_relay.py)
+            await self._relayed_server(key).handle(scope, receive, send)
+            return
         target = await self._scope(key)
         await target.manager.handle_request(scope, receive, send)
         session_id = request.headers.get(_SESSION_HEADER)
@@ -203,6 +208,8 @@ class HttpGateway:
             for target in self._scopes.values():
                 for host in list(target.hosts):
                     self._end_host(target, host)
+            for relayed in self._relayed.values():
+                relayed.close()
             self._directory.link.close()
             group.cancel_scope.cancel()
         await send({"type": "lifespan.shutdown.complete"})
@@ -222,6 +229,13 @@ class HttpGateway:
         assert self._group is not None
         await self._group.start(_run_manager, manager)
         return target
+
+    def _relayed_server(self, server: str) -> RelayedServer:
+        relayed = self._relayed.get(server)
+        if relayed is None:
+            assert self._group is not None
+            relayed = self._relayed[server] = RelayedServer(self.connection, server, self._settings, self._group)
+        return relayed
 
     def _host_for(self, target: _Scope, ctx: ServerRequestContext[Any, Any]) -> HostSession:
         request = ctx.request
@@ -248,6 +262,8 @@ class HttpGateway:
         while True:
             await anyio.sleep(SWEEP_S)
             now = time.monotonic()
+            for relayed in self._relayed.values():
+                relayed.sweep(HOST_IDLE_S)
             for target in self._scopes.values():
                 for key, used in list(target.last_used.items()):
                     host = target.hosts.get(key)

@@ -25,16 +25,17 @@ from shared.errors import RpcCode
 logger = logging.getLogger(__name__)
 
 MAX_WAITING = 1000  # messages held while main is unreachable; past it requests are answered at once
+Headers = dict[str, str] | None
 
 
 @dataclass
 class RelayPump:
     server: str
     session: str
-    to_main: Callable[[bytes], str | None]  # one message for main; None, or why it could not go
+    to_main: Callable[[bytes, Headers], str | None]  # one message for main; None, or why it could not go
     to_host: Callable[[bytes], None]
     online: bool = False
-    _waiting: list[bytes] = field(default_factory=list)
+    _waiting: list[tuple[bytes, Headers]] = field(default_factory=list)
     _outstanding: dict[jsonrpc.Id, str] = field(default_factory=dict)  # host request id -> method
     _initialize: bytes | None = None
     _initialized: bytes | None = None
@@ -44,7 +45,8 @@ class RelayPump:
 
     # ---- from the host -------------------------------------------------------------------
 
-    def from_host(self, raw: bytes) -> None:
+    def from_host(self, raw: bytes, headers: Headers = None) -> None:
+        """`headers`: the HTTP routing headers the host sent with it (HTTP gateways only)."""
         envelope = jsonrpc.peek(raw)
         if envelope.kind == "request" and isinstance(envelope.id, (int, str)):
             method = envelope.method
@@ -64,21 +66,21 @@ class RelayPump:
             if len(self._waiting) >= MAX_WAITING:
                 self._refuse(envelope, "too many messages wait for Elicitron's main to come back")
                 return
-            self._waiting.append(raw)
+            self._waiting.append((raw, headers))
             return
-        self._send(raw)
+        self._send(raw, headers)
 
-    def _send(self, raw: bytes) -> None:
+    def _send(self, raw: bytes, headers: Headers = None) -> None:
         if self._replay:
             self._replay = False
             if self._initialize is not None:
                 replay_id = f"elicitron-replay-{next(self._ids)}"
                 self._replayed.add(replay_id)
                 message = jsonrpc.peek(self._initialize)
-                self.to_main(jsonrpc.request(replay_id, "initialize", message.params_dict()))
+                self.to_main(jsonrpc.request(replay_id, "initialize", message.params_dict()), None)
                 if self._initialized is not None:
-                    self.to_main(self._initialized)
-        problem = self.to_main(raw)
+                    self.to_main(self._initialized, None)
+        problem = self.to_main(raw, headers)
         if problem is not None:
             self._refuse(jsonrpc.peek(raw), problem)
 
@@ -99,8 +101,8 @@ class RelayPump:
         """main answers: what waited goes out, in order."""
         self.online = True
         waiting, self._waiting = self._waiting, []
-        for raw in waiting:
-            self._send(raw)
+        for raw, headers in waiting:
+            self._send(raw, headers)
 
     def lost(self, why: str) -> None:
         """The session ended (main went away, or the server's process ended): the host's open
@@ -119,7 +121,7 @@ class RelayPump:
     def unreachable(self, why: str) -> None:
         """main could not be reached for what waited: its requests are answered with `why`."""
         waiting, self._waiting = self._waiting, []
-        for raw in waiting:
+        for raw, _ in waiting:
             self._refuse(jsonrpc.peek(raw), why)
 
     def _refuse(self, envelope: jsonrpc.Envelope, why: str) -> None:

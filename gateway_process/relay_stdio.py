@@ -20,18 +20,9 @@ from pathlib import Path
 
 from gateway_process.attachment import MainAttachment
 from gateway_process.lines import MAX_LINE_BYTES, LineSplitter, Oversized, fd_writer, read_chunks
-from gateway_process.relay_pump import RelayPump
-from shared import channels, jsonrpc
-from shared.errors import ConfigError, MainUnreachableError, RpcCode, UndeliverableRequestError
-from shared.messages import (
-    ElicitationDismiss,
-    ElicitationInvoke,
-    ErrorNotice,
-    ListChanged,
-    McpClose,
-    McpRelay,
-    ServerInfo,
-)
+from gateway_process.relayed import RelayedSession
+from shared import jsonrpc
+from shared.errors import ConfigError, MainUnreachableError, RpcCode
 
 logger = logging.getLogger(__name__)
 
@@ -45,88 +36,6 @@ def run_relayed(connection: Path, server: str, config: Path | None) -> int:
         return 0
 
 
-class _Relayed:
-    """The adapter: stdin/stdout and the link to main around one RelayPump."""
-
-    def __init__(self, attachment: MainAttachment, server: str, out: "asyncio.Queue[bytes]") -> None:
-        self.attachment = attachment
-        self.link = attachment.link
-        self.pump = RelayPump(server=server, session="serve-" + channels.new_uuid7(), to_main=self._to_main,
-                              to_host=out.put_nowait)
-        self._connecting: asyncio.Task[None] | None = None
-        attachment.adopt(self)
-
-    def from_host(self, raw: bytes) -> None:
-        self.pump.from_host(raw)
-        if not self.pump.online:
-            self.connect()
-
-    def connect(self) -> None:
-        if self._connecting is None or self._connecting.done():
-            self._connecting = asyncio.ensure_future(self._connect())
-
-    async def _connect(self) -> None:
-        try:
-            await self.attachment.ready()
-        except (MainUnreachableError, ConfigError) as exc:
-            logger.warning("main is not reachable: %s", exc)
-            self.pump.unreachable(f"Elicitron's main is not reachable: {exc}")
-            return
-        if not self.pump.online:
-            self.pump.attached()
-
-    def _to_main(self, raw: bytes) -> str | None:
-        try:
-            self.link.send(channels.MCP_RELAY, McpRelay(session=self.pump.session, message=raw,
-                                                         server=self.pump.server))
-        except MainUnreachableError as exc:
-            return f"Elicitron's main went away: {exc}"
-        except UndeliverableRequestError as exc:
-            return f"Elicitron cannot pass this message on: {exc}"
-        return None
-
-    def close(self) -> None:
-        if self.link.attached:
-            try:
-                self.link.send(channels.MCP_CLOSE, McpClose(session=self.pump.session))
-            except MainUnreachableError:
-                pass
-        self.link.close()
-
-    # ---- LinkEvents ------------------------------------------------------------------------
-
-    def on_relay(self, message: McpRelay) -> None:
-        if message.session == self.pump.session:
-            self.pump.from_main(message.message)
-
-    def on_relay_closed(self, close: McpClose) -> None:
-        if close.session == self.pump.session:
-            logger.warning("the session with %s ended: %s", self.pump.server, close.reason)
-            self.pump.lost(close.reason or "the server's session ended")
-
-    def on_detached(self, why: str) -> None:
-        self.pump.detached(f"Elicitron's main went away ({why})")
-
-    def on_attached(self, servers: list[ServerInfo], again: bool) -> None:
-        if not self.pump.online:
-            self.pump.attached()
-
-    def on_servers(self, servers: list[ServerInfo]) -> None:
-        pass
-
-    def on_invoke(self, invoke: ElicitationInvoke) -> None:
-        pass  # a relayed session's requests come as the server's own messages
-
-    def on_dismiss(self, dismiss: ElicitationDismiss) -> None:
-        pass
-
-    def on_refused(self, notice: ErrorNotice) -> None:
-        pass
-
-    def on_list_changed(self, change: ListChanged) -> None:
-        pass  # the server tells its host itself
-
-
 async def _serve(connection: Path, server: str, config: Path | None) -> int:
     me = asyncio.current_task()
     assert me is not None
@@ -136,7 +45,7 @@ async def _serve(connection: Path, server: str, config: Path | None) -> int:
     out_fd = os.dup(1)
     os.dup2(2, 1)  # from here on fd 1 is stderr: a stray print never reaches the host's stream
     out: asyncio.Queue[bytes] = asyncio.Queue()
-    relayed = _Relayed(MainAttachment(connection, "elicitron serve", config=config), server, out)
+    relayed = RelayedSession(MainAttachment(connection, "elicitron serve", config=config), server, out.put_nowait)
     writer = asyncio.ensure_future(_write_lines(out_fd, out))
     try:
         try:
@@ -160,7 +69,7 @@ async def _serve(connection: Path, server: str, config: Path | None) -> int:
     return 0
 
 
-async def _read_lines(relayed: _Relayed, out: "asyncio.Queue[bytes]") -> None:
+async def _read_lines(relayed: RelayedSession, out: "asyncio.Queue[bytes]") -> None:
     splitter = LineSplitter(MAX_LINE_BYTES)
     async for chunk in read_chunks(0, b""):
         for line in splitter.feed(chunk):

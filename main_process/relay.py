@@ -67,6 +67,7 @@ _CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 _CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
 _INPUT_REQUIRED: Final = b"input_required"
 _MAX_CONTINUATIONS: Final = 1000
+Headers = dict[str, str] | None
 
 
 class RelayPorts(Protocol):
@@ -115,6 +116,7 @@ class _Modern:
     params: dict[str, Any]
     host_form: bool
     host_url: bool
+    headers: "Headers" = None  # the host's HTTP routing headers, which a retry carries too
 
 
 @dataclass(eq=False)
@@ -129,7 +131,7 @@ class _Round:
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> the windows' answer
     host_keys: set[str] = field(default_factory=set)
     host_audit: dict[str, PendingRequest] = field(default_factory=dict)  # "host"/"first" keys' audit rows
-    retry: tuple[jsonrpc.Id, dict[str, Any]] | None = None  # the host's retry, held for the windows
+    retry: tuple[jsonrpc.Id, dict[str, Any], "Headers"] | None = None  # the host's retry, held for the windows
     building: bool = True  # a rule may answer while the round is being set up: go on only after
 
     @property
@@ -145,7 +147,7 @@ class RelaySession:
     name: str  # the peer's name for the session
     server: ManagedServer
     ports: RelayPorts
-    to_server: Callable[[bytes], None] = lambda raw: None
+    to_server: Callable[[bytes, Headers], None] = lambda raw, headers: None
     host_form: bool = False  # what the host declared in its `initialize`
     host_url: bool = False
     _held: dict[jsonrpc.Id, Cancel | None] = field(default_factory=dict)  # tools/call awaiting consent
@@ -162,23 +164,24 @@ class RelaySession:
 
     # ---- host -> server ----------------------------------------------------------------
 
-    def from_host(self, raw: bytes) -> None:
+    def from_host(self, raw: bytes, headers: Headers = None) -> None:
+        """`headers`: the host's HTTP routing headers for this message (for a server over HTTP)."""
         if jsonrpc.is_batch(raw):
             items = jsonrpc.split_batch(raw)
             if items is not None and any(self._decides(jsonrpc.peek(item)) for item in items):
                 for item in items:  # consent is decided per call; the server gets them one by one
-                    self._from_host_one(item)
+                    self._from_host_one(item, None)
                 return
-            self.to_server(raw)
+            self.to_server(raw, None)
             return
-        self._from_host_one(raw)
+        self._from_host_one(raw, headers)
 
     @staticmethod
     def _decides(envelope: jsonrpc.Envelope) -> bool:
         return envelope.method in ("initialize", "tools/call") or envelope.kind == "response" \
             or envelope.kind == "request"
 
-    def _from_host_one(self, raw: bytes) -> None:
+    def _from_host_one(self, raw: bytes, headers: Headers) -> None:
         envelope = jsonrpc.peek(raw)
         kind = envelope.kind
         if kind == "request":
@@ -187,13 +190,13 @@ class RelaySession:
             assert isinstance(request_id, (int, str)) and isinstance(method, str)
             modern: _Modern | None = None
             if _PROTOCOL_KEY.encode() in raw:  # cheap first look; decided on the params below
-                raw, modern = self._modern_request(raw, method)
+                raw, modern = self._modern_request(raw, method, headers)
                 if modern is not None:
                     if self._resume(request_id, modern):
                         return
                     self._modern[request_id] = modern
             if method == "tools/call":
-                self._call(envelope, request_id, raw, modern)
+                self._call(envelope, request_id, raw, modern, headers)
                 return
             if method == "initialize":
                 raw = self._initialize(raw)
@@ -208,7 +211,7 @@ class RelaySession:
                 if cancel is not None:
                     cancel()
                 return
-        self.to_server(raw)
+        self.to_server(raw, headers)
 
     def _initialize(self, raw: bytes) -> bytes:
         """Note what the host can answer; tell the server its client answers elicitation."""
@@ -220,7 +223,7 @@ class RelaySession:
         self.ports.note_host(self, params.get("clientInfo"), self.host_form, self.host_url)
         return jsonrpc.encode(message)
 
-    def _modern_request(self, raw: bytes, method: str) -> tuple[bytes, _Modern | None]:
+    def _modern_request(self, raw: bytes, method: str, headers: Headers) -> tuple[bytes, _Modern | None]:
         """A 2026-07-28 request (its envelope names the protocol): the capabilities the server sees
         include elicitation, as for `initialize`; what the host declared is kept for its answer."""
         message = _decode_object(raw)
@@ -234,9 +237,10 @@ class RelaySession:
         if (info, form, url) != self._modern_host:
             self._modern_host = (info, form, url)
             self.ports.note_host(self, info, form, url)
-        return jsonrpc.encode(message), _Modern(method, params, form, url)
+        return jsonrpc.encode(message), _Modern(method, params, form, url, headers)
 
-    def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None) -> None:
+    def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None,
+              headers: Headers) -> None:
         params = modern.params if modern is not None else envelope.params_dict()
         tool = params.get("name")
         arguments = params.get("arguments")
@@ -245,13 +249,13 @@ class RelaySession:
                 or (isinstance(state, str) and state in self._continuations):
             # Malformed (the server answers it as it would direct), or the retry of a call that was
             # decided already (it continues after an input round).
-            self._send_on_call(request_id, raw)
+            self._send_on_call(request_id, raw, headers)
             return
 
         def send_on() -> None:
             if request_id in self._held:  # not taken back meanwhile
                 del self._held[request_id]
-                self._send_on_call(request_id, raw)
+                self._send_on_call(request_id, raw, headers)
 
         def reply(answer: ChannelReply) -> None:
             if request_id not in self._held:
@@ -270,13 +274,13 @@ class RelaySession:
         if request_id in self._held:
             self._held[request_id] = cancel
 
-    def _send_on_call(self, request_id: jsonrpc.Id, raw: bytes) -> None:
+    def _send_on_call(self, request_id: jsonrpc.Id, raw: bytes, headers: Headers) -> None:
         if self.closed:
             return
         if request_id not in self._calls:
             self._calls.add(request_id)
             self.ports.calls_changed(self, +1)
-        self.to_server(raw)
+        self.to_server(raw, headers)
 
     def _host_answered(self, envelope: jsonrpc.Envelope, raw: bytes) -> bool:
         """The host's response to a server request: True to pass it to the server."""
@@ -339,15 +343,16 @@ class RelaySession:
             return
         screened = self.server.screen_elicitation(params)
         if isinstance(screened, CallError):
-            self.to_server(jsonrpc.error_response(request_id, screened.code, screened.message))
+            self.to_server(jsonrpc.error_response(request_id, screened.code, screened.message), None)
             return
         if screened is not None:
-            self.to_server(jsonrpc.response(request_id, _result_json(screened)))
+            self.to_server(jsonrpc.response(request_id, _result_json(screened)), None)
             return
         try:
             pending = self.ports.ask_windows(self, params, lambda answer: self._windows_answered(request_id, answer))
         except UndeliverableRequestError as exc:
-            self.to_server(jsonrpc.error_response(request_id, RpcCode.INVALID_PARAMS, f"request not shown: {exc}"))
+            self.to_server(jsonrpc.error_response(request_id, RpcCode.INVALID_PARAMS, f"request not shown: {exc}"),
+                           None)
             return
         if pending is None:
             return  # a rule answered it
@@ -360,7 +365,7 @@ class RelaySession:
         self._windows.pop(request_id, None)
         if self.closed:
             return
-        self.to_server(jsonrpc.response(request_id, _result_json(answer)))
+        self.to_server(jsonrpc.response(request_id, _result_json(answer)), None)
         if self._host_asked.pop(request_id, None) is not None:
             self._answered_first.add(request_id)
             self.ports.to_host(self, jsonrpc.notification("notifications/cancelled", {
@@ -444,10 +449,10 @@ class RelaySession:
         if not round_.host_keys:
             self._retry_ourselves(round_)
         elif round_.retry is not None:
-            request_id, params = round_.retry
+            request_id, params, headers = round_.retry
             round_.retry = None
             self._forget(round_)
-            self._send_retry(round_, request_id, params)
+            self._send_retry(round_, request_id, params, headers)
 
     def _forget(self, round_: _Round) -> None:
         for token, known in list(self._rounds.items()):
@@ -463,7 +468,7 @@ class RelaySession:
             params["requestState"] = round_.state
         else:
             params.pop("requestState", None)
-        self._forward_modern(round_.request_id, round_.request, params)
+        self._forward_modern(round_.request_id, round_.request, params, round_.request.headers)
 
     def _resume(self, request_id: jsonrpc.Id, modern: _Modern) -> bool:
         """The host's retry of a request with a round here: the windows' answers join its own
@@ -482,12 +487,12 @@ class RelaySession:
         params = dict(modern.params)
         if round_.complete:
             self._forget(round_)
-            self._send_retry(round_, request_id, params)
+            self._send_retry(round_, request_id, params, modern.headers)
         else:
-            round_.retry = (request_id, params)  # the windows' answers are still to come
+            round_.retry = (request_id, params, modern.headers)  # the windows' answers are still to come
         return True
 
-    def _send_retry(self, round_: _Round, request_id: jsonrpc.Id, params: dict[str, Any]) -> None:
+    def _send_retry(self, round_: _Round, request_id: jsonrpc.Id, params: dict[str, Any], headers: Headers) -> None:
         responses = params.get("inputResponses")
         merged = {**(responses if isinstance(responses, dict) else {}), **round_.answers}
         params = {**params, "inputResponses": merged}
@@ -496,16 +501,17 @@ class RelaySession:
         else:
             params["requestState"] = round_.state
         self._forward_modern(request_id, _Modern(round_.request.method, params, round_.request.host_form,
-                                                 round_.request.host_url), params)
+                                                 round_.request.host_url), params, headers)
 
-    def _forward_modern(self, request_id: jsonrpc.Id, modern: _Modern, params: dict[str, Any]) -> None:
+    def _forward_modern(self, request_id: jsonrpc.Id, modern: _Modern, params: dict[str, Any],
+                        headers: Headers) -> None:
         if self.closed:
             return
-        self._modern[request_id] = _Modern(modern.method, params, modern.host_form, modern.host_url)
+        self._modern[request_id] = _Modern(modern.method, params, modern.host_form, modern.host_url, headers)
         if modern.method == "tools/call" and request_id not in self._calls:
             self._calls.add(request_id)
             self.ports.calls_changed(self, +1)
-        self.to_server(jsonrpc.request(request_id, modern.method, params))
+        self.to_server(jsonrpc.request(request_id, modern.method, params), headers)
 
     # ---- the end ---------------------------------------------------------------------
 
@@ -591,7 +597,7 @@ class RelayHost(Protocol):
 class _Open:
     session: RelaySession
     upstream: StdioUpstream | HttpUpstream | None = None
-    backlog: list[bytes] = field(default_factory=list)  # from the host while the server starts
+    backlog: list[tuple[bytes, Headers]] = field(default_factory=list)  # from the host while the server starts
     starting: asyncio.Task[None] | None = None
 
 
@@ -619,9 +625,9 @@ class Relay:
             if opened is None:
                 return
         if opened.upstream is None:
-            opened.backlog.append(body.message)
+            opened.backlog.append((body.message, body.headers))
         else:
-            opened.session.from_host(body.message)
+            opened.session.from_host(body.message, body.headers)
 
     def close_from_peer(self, peer: Peer, body: McpClose) -> None:
         opened = self._sessions.get((peer.routing_id, body.session))
@@ -689,7 +695,7 @@ class Relay:
             else:
                 upstream = await StdioUpstream.start(config, server.stderr_log, events)
         except UpstreamError as exc:
-            for raw in opened.backlog:
+            for raw, _ in opened.backlog:
                 envelope = jsonrpc.peek(raw)
                 if envelope.kind == "request":
                     self._to_host(session, jsonrpc.error_response(envelope.id, RpcCode.SERVER_ERROR, str(exc)))  # type: ignore[arg-type]
@@ -703,8 +709,8 @@ class Relay:
         logger.info("relaying %r's session %r with %s (%s)", session.peer.name, session.name, server.name,
                     upstream.url if isinstance(upstream, HttpUpstream) else f"pid {upstream.pid}")
         backlog, opened.backlog = opened.backlog, []
-        for raw in backlog:
-            session.from_host(raw)
+        for raw, headers in backlog:
+            session.from_host(raw, headers)
 
     # ---- closing ---------------------------------------------------------------------
 

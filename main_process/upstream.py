@@ -135,7 +135,8 @@ class StdioUpstream:
     def pid(self) -> int:
         return self._transport.get_pid()
 
-    def send(self, raw: bytes) -> None:
+    def send(self, raw: bytes, headers: dict[str, str] | None = None) -> None:
+        """One message for the server (`headers`, HTTP routing headers, mean nothing on stdio)."""
         if self._closing is None and not self._stdin.is_closing():
             self._stdin.writelines((jsonrpc.one_line(raw), b"\n"))
 

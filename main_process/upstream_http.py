@@ -107,7 +107,9 @@ class HttpUpstream:
 
     # ---- host -> server ----------------------------------------------------------------
 
-    def send(self, raw: bytes) -> None:
+    def send(self, raw: bytes, headers: dict[str, str] | None = None) -> None:
+        """One message for the server; `headers`: the host's own HTTP routing headers for it, sent
+        as the host sent them (what is derived from the message fills in what the host left out)."""
         if self._closing is not None or self._closed:
             return
         if jsonrpc.is_batch(raw):  # streamable HTTP takes one message per POST
@@ -116,17 +118,20 @@ class HttpUpstream:
                 logger.info("%s: dropped a batch that is not a JSON array of messages", self._config.name)
                 return
             for item in items:
-                self._send_one(item)
+                self._send_one(item, None)
             return
-        self._send_one(raw)
+        self._send_one(raw, headers)
 
-    def _send_one(self, raw: bytes) -> None:
+    def _send_one(self, raw: bytes, host_headers: dict[str, str] | None) -> None:
         try:
             message = mcp_types.jsonrpc_message_adapter.validate_json(raw)
         except ValidationError as exc:
             self._refuse(raw, exc)
             return
         headers = self._headers(message)
+        if host_headers:  # the host's own win; names compared case-blind, so none goes twice
+            given = {name.lower() for name in host_headers}
+            headers = {**{k: v for k, v in (headers or {}).items() if k.lower() not in given}, **host_headers}
         metadata = ClientMessageMetadata(headers=headers) if headers else None
         self._outbox.put_nowait(SessionMessage(message, metadata=metadata))
 

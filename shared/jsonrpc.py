@@ -40,18 +40,21 @@ class Envelope(msgspec.Struct):
 
     def params_dict(self) -> dict[str, Any]:
         """The params as JSON values ({} when absent or not an object)."""
-        if isinstance(self.params, msgspec.Raw):
-            params = msgspec.json.decode(self.params)
-            if isinstance(params, dict):
-                return params
-        return {}
+        return _object(self.params)
 
     def result_dict(self) -> dict[str, Any]:
-        if isinstance(self.result, msgspec.Raw):
-            result = msgspec.json.decode(self.result)
-            if isinstance(result, dict):
-                return result
-        return {}
+        return _object(self.result)
+
+    def error_dict(self) -> dict[str, Any]:
+        return _object(self.error)
+
+
+def _object(raw: msgspec.Raw | msgspec.UnsetType) -> dict[str, Any]:
+    if isinstance(raw, msgspec.Raw):
+        value = msgspec.json.decode(raw)
+        if isinstance(value, dict):
+            return value
+    return {}
 
 
 _ENVELOPE = msgspec.json.Decoder(Envelope)
@@ -79,6 +82,13 @@ def split_batch(raw: bytes) -> list[bytes] | None:
         return [bytes(item) for item in _BATCH.decode(raw)]
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
+
+
+def with_id(raw: bytes, request_id: Id) -> bytes:
+    """The same message under another id."""
+    message = msgspec.json.decode(raw)
+    message["id"] = request_id
+    return _encoder.encode(message)
 
 
 def one_line(raw: bytes) -> bytes:

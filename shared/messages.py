@@ -502,6 +502,9 @@ class McpRelay(Body):
     session: ShortText
     message: bytes
     server: str | None = None
+    # Peer -> main: the HTTP routing headers the host sent with this message (`mcp-*`, lower-case
+    # names), for a server main reaches over HTTP; main sends none.
+    headers: dict[str, str] | None = None
 
 
 class McpClose(Body):

@@ -115,7 +115,7 @@ def session(route: str = "windows") -> tuple[RelaySession, Ports, list[bytes]]:
     sent: list[bytes] = []
     relay = RelaySession(peer=Peer(b"r", "w1", "Claude", "host", 0.0), name="s1",
                          server=cast(ManagedServer, _Server(_Config(route))), ports=ports)
-    relay.to_server = sent.append
+    relay.to_server = lambda message, headers: sent.append(message)
     return relay, ports, sent
 
 
@@ -125,7 +125,8 @@ def decoded(messages: list[bytes]) -> list[dict[str, Any]]:
 
 def initialize(relay: RelaySession, capabilities: dict[str, Any]) -> dict[str, Any]:
     sent: list[bytes] = []
-    relay.to_server, before = sent.append, relay.to_server
+    before = relay.to_server
+    relay.to_server = lambda message, headers: sent.append(message)
     relay.from_host(req(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": capabilities,
                                           "clientInfo": {"name": "Claude", "version": "1"}}))
     relay.to_server = before
@@ -355,7 +356,7 @@ class Pump:
     host: list[bytes] = field(default_factory=list)
     refuse: str | None = None
 
-    def to_main(self, message: bytes) -> str | None:
+    def to_main(self, message: bytes, headers: dict[str, str] | None) -> str | None:
         if self.refuse is not None:
             return self.refuse
         self.main.append(message)
