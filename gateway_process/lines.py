@@ -109,3 +109,117 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
+
+
+class _Feed(asyncio.Protocol):
+    def __init__(self, feed: Callable[[bytes], None], done: "asyncio.Future[None]") -> None:
+        self._feed = feed
+        self._done = done
+
+    def data_received(self, data: bytes) -> None:
+        self._feed(data)
+
+    def eof_received(self) -> bool:
+        self._end()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end()
+
+    def _end(self) -> None:
+        if not self._done.done():
+            self._done.set_result(None)
+
+
+async def feed_chunks(fd: int, feed: Callable[[bytes], None]) -> None:
+    """Hand what arrives on `fd` to `feed` until EOF: in the loop's own callback when `fd` is a
+    pipe (no task switch per chunk), else from a thread's reads."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    try:
+        transport, _ = await loop.connect_read_pipe(lambda: _Feed(feed, done), os.fdopen(fd, "rb", closefd=False))
+    except (ValueError, OSError):  # a regular file or a terminal
+        while chunk := await asyncio.to_thread(os.read, fd, _CHUNK):
+            feed(chunk)
+        return
+    try:
+        await done
+    finally:
+        transport.close()
+
+
+class LineWriter:
+    """Lines to `fd`: written at once on a native pipe transport when it is a pipe (no task per
+    line), else in order on a thread. `closed` once the reader is gone."""
+
+    def __init__(self, fd: int) -> None:
+        self.closed = False
+        self._fd = fd
+        self._stream: asyncio.StreamWriter | None = None
+        self._outgoing: list[bytes] = []  # for the write at the end of this turn of the loop
+        self._queue: asyncio.Queue[bytes] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @classmethod
+    async def open(cls, fd: int) -> "LineWriter":
+        writer = cls(fd)
+        loop = asyncio.get_running_loop()
+        try:
+            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
+                                                                os.fdopen(fd, "wb", closefd=False))
+        except (ValueError, OSError):  # a regular file or a terminal
+            writer._queue = asyncio.Queue()
+            writer._task = asyncio.ensure_future(writer._write_on_thread())
+            return writer
+        writer._stream = asyncio.StreamWriter(transport, protocol, None, loop)
+        return writer
+
+    def write(self, data: bytes) -> None:
+        """Lines written in one turn of the loop leave in one write (each write wakes the reader)."""
+        if self.closed:
+            return
+        if self._stream is not None:
+            if not self._outgoing:
+                asyncio.get_running_loop().call_soon(self._flush)
+            self._outgoing.append(data)
+        elif self._queue is not None:
+            self._queue.put_nowait(data)
+
+    def _flush(self) -> None:
+        outgoing, self._outgoing = self._outgoing, []
+        if self._stream is None or not outgoing:
+            return
+        if self._stream.is_closing():
+            self.closed = True
+            return
+        self._stream.writelines(outgoing)
+
+    async def flush(self) -> None:
+        """Until what was written has left (or the reader went away)."""
+        if self._queue is not None:
+            await self._queue.join()
+        elif self._stream is not None and not self._stream.is_closing():
+            self._flush()
+            self._stream.transport.set_write_buffer_limits(high=0)  # drain() waits for an empty buffer
+            try:
+                await self._stream.drain()
+            except (ConnectionError, OSError):
+                self.closed = True
+
+    async def _write_on_thread(self) -> None:
+        assert self._queue is not None
+        while True:
+            data = await self._queue.get()
+            try:
+                if not self.closed:
+                    await asyncio.to_thread(write_all, self._fd, data)
+            except OSError:
+                self.closed = True
+            finally:
+                self._queue.task_done()
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        if self._stream is not None:
+            self._stream.close()

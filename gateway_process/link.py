@@ -132,6 +132,7 @@ class MainLink:
         self._attaching: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
         self._main_pid: int | None = None  # local mains only: a gone pid means main is gone
+        self._drain_soon = False
 
     # ---- attaching ------------------------------------------------------------------------
 
@@ -254,12 +255,14 @@ class MainLink:
             logger.warning("dropped a %r to main: its queue is full", frames[0][:40])
             return
         self._last_sent = time.monotonic()
-        if self._loop is not None:
+        if self._loop is not None and not self._drain_soon:
+            self._drain_soon = True  # one look after a burst of sends, not one per send
             self._loop.call_soon(self._drain)  # a send can consume the FD's edge
 
     # ---- receiving -------------------------------------------------------------------------
 
     def _drain(self) -> None:
+        self._drain_soon = False
         sock = self._sock
         while sock is not None and not sock.closed and cast(int, sock.getsockopt(_EVENTS)) & _POLLIN:
             try:

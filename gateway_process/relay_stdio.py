@@ -16,10 +16,11 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from gateway_process.attachment import MainAttachment
-from gateway_process.lines import MAX_LINE_BYTES, LineSplitter, Oversized, fd_writer, read_chunks
+from gateway_process.lines import MAX_LINE_BYTES, LineSplitter, LineWriter, Oversized, feed_chunks
 from gateway_process.relayed import RelayedSession
 from shared import jsonrpc
 from shared.errors import ConfigError, MainUnreachableError, RpcCode
@@ -44,9 +45,12 @@ async def _serve(connection: Path, server: str, config: Path | None) -> int:
         loop.add_signal_handler(signum, me.cancel)
     out_fd = os.dup(1)
     os.dup2(2, 1)  # from here on fd 1 is stderr: a stray print never reaches the host's stream
-    out: asyncio.Queue[bytes] = asyncio.Queue()
-    relayed = RelayedSession(MainAttachment(connection, "elicitron serve", config=config), server, out.put_nowait)
-    writer = asyncio.ensure_future(_write_lines(out_fd, out))
+    out = await LineWriter.open(out_fd)
+
+    def to_host(raw: bytes) -> None:
+        out.write(jsonrpc.one_line(raw) + b"\n")
+
+    relayed = RelayedSession(MainAttachment(connection, "elicitron serve", config=config), server, to_host)
     try:
         try:
             await relayed.attachment.ready()
@@ -56,48 +60,27 @@ async def _serve(connection: Path, server: str, config: Path | None) -> int:
             return EXIT_USAGE
         except MainUnreachableError as exc:
             logger.warning("no main yet (%s); trying again on the host's first message", exc)
-        await _read_lines(relayed, out)
-        await out.join()  # what the host is owed goes out before we leave
+        splitter = LineSplitter(MAX_LINE_BYTES)
+        await feed_chunks(0, lambda chunk: _lines(splitter, chunk, relayed, to_host))
+        await out.flush()  # what the host is owed goes out before we leave
     except asyncio.CancelledError:
         pass
     finally:
         relayed.close()
-        writer.cancel()
+        out.close()
         os.close(out_fd)
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
     return 0
 
 
-async def _read_lines(relayed: RelayedSession, out: "asyncio.Queue[bytes]") -> None:
-    splitter = LineSplitter(MAX_LINE_BYTES)
-    async for chunk in read_chunks(0, b""):
-        for line in splitter.feed(chunk):
-            if isinstance(line, Oversized):
-                logger.warning("refused a %d-byte message from the host (limit %d)", line.size, MAX_LINE_BYTES)
-                out.put_nowait(jsonrpc.error_response(
-                    line.request_id(), RpcCode.INVALID_REQUEST,
-                    f"message is over {MAX_LINE_BYTES:,} bytes (at least {line.size:,}); not read"))
-                continue
-            if line.strip():
-                relayed.from_host(line.strip())
-
-
-async def _write_lines(fd: int, out: "asyncio.Queue[bytes]") -> None:
-    write = await fd_writer(fd)
-    while True:
-        batch = [await out.get()]
-        while not out.empty():  # everything already waiting goes out in one write
-            batch.append(out.get_nowait())
-        try:
-            await write(b"".join(jsonrpc.one_line(raw) + b"\n" for raw in batch))
-        except (OSError, ConnectionError) as exc:  # the host closed its end: nothing more to say
-            logger.info("the host stopped reading: %s", exc)
-            for _ in batch:
-                out.task_done()
-            while not out.empty():
-                out.get_nowait()
-                out.task_done()
-            return
-        for _ in batch:
-            out.task_done()
+def _lines(splitter: LineSplitter, chunk: bytes, relayed: RelayedSession, to_host: Callable[[bytes], None]) -> None:
+    for line in splitter.feed(chunk):
+        if isinstance(line, Oversized):
+            logger.warning("refused a %d-byte message from the host (limit %d)", line.size, MAX_LINE_BYTES)
+            to_host(jsonrpc.error_response(line.request_id(), RpcCode.INVALID_REQUEST,
+                                           f"message is over {MAX_LINE_BYTES:,} bytes (at least {line.size:,}); not read"))
+            continue
+        line = line.strip()
+        if line:
+            relayed.from_host(line)

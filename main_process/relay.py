@@ -63,6 +63,7 @@ MAX_SESSIONS_PER_PEER: Final = 16
 _ELICITATION_CAPABILITY: Final[dict[str, dict[str, Any]]] = {"form": {}, "url": {}}
 _CANCELLED_REASON: Final = "answered in Elicitron"
 _PROTOCOL_KEY: Final = "io.modelcontextprotocol/protocolVersion"  # in a 2026-07-28 request's _meta
+_PROTOCOL_KEY_BYTES: Final = _PROTOCOL_KEY.encode()
 _CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 _CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
 _INPUT_REQUIRED: Final = b"input_required"
@@ -74,6 +75,9 @@ class RelayPorts(Protocol):
     """What a session needs from main."""
 
     def to_host(self, session: "RelaySession", raw: bytes) -> None: ...
+
+    def needs_decision(self, session: "RelaySession") -> bool:
+        """False when every tools/call of this server goes on without a look (no rule, no policy)."""
 
     def decide_call(self, session: "RelaySession", tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
                     reply: Callable[[ChannelReply], None]) -> Cancel | None:
@@ -189,7 +193,7 @@ class RelaySession:
             method = envelope.method
             assert isinstance(request_id, (int, str)) and isinstance(method, str)
             modern: _Modern | None = None
-            if _PROTOCOL_KEY.encode() in raw:  # cheap first look; decided on the params below
+            if _PROTOCOL_KEY_BYTES in raw:  # cheap first look; decided on the params below
                 raw, modern = self._modern_request(raw, method, headers)
                 if modern is not None:
                     if self._resume(request_id, modern):
@@ -241,6 +245,9 @@ class RelaySession:
 
     def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None,
               headers: Headers) -> None:
+        if not self.ports.needs_decision(self):  # the common case: nothing to decide, nothing to read
+            self._send_on_call(request_id, raw, headers)
+            return
         params = modern.params if modern is not None else envelope.params_dict()
         tool = params.get("name")
         arguments = params.get("arguments")
@@ -771,10 +778,14 @@ class _Ports:
     def to_host(self, session: RelaySession, raw: bytes) -> None:
         self._relay._to_host(session, raw)
 
+    def needs_decision(self, session: RelaySession) -> bool:
+        consent = self._relay._consent
+        return consent is not None and consent.needs_decision(session.server)
+
     def decide_call(self, session: RelaySession, tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
                     reply: Callable[[ChannelReply], None]) -> Cancel | None:
         consent = self._relay._consent
-        if consent is None or not consent.needs_decision(session.server):
+        if consent is None:
             send_on()
             return None
         return consent.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply)

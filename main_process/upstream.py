@@ -110,6 +110,7 @@ class StdioUpstream:
         self._pipes = pipes
         self._transport = transport
         self._stdin = stdin
+        self._outgoing: list[bytes] = []  # for the write at the end of this turn of the loop
         self._closing: asyncio.Task[None] | None = None
 
     @classmethod
@@ -136,9 +137,18 @@ class StdioUpstream:
         return self._transport.get_pid()
 
     def send(self, raw: bytes, headers: dict[str, str] | None = None) -> None:
-        """One message for the server (`headers`, HTTP routing headers, mean nothing on stdio)."""
+        """One message for the server (`headers`, HTTP routing headers, mean nothing on stdio).
+        What is sent in one turn of the loop goes out in one write: every write wakes the server,
+        and the wake-ups, not the bytes, are what a relayed message costs."""
         if self._closing is None and not self._stdin.is_closing():
-            self._stdin.writelines((jsonrpc.one_line(raw), b"\n"))
+            if not self._outgoing:
+                asyncio.get_running_loop().call_soon(self._flush)
+            self._outgoing += (jsonrpc.one_line(raw), b"\n")
+
+    def _flush(self) -> None:
+        outgoing, self._outgoing = self._outgoing, []
+        if outgoing and not self._stdin.is_closing():
+            self._stdin.writelines(outgoing)
 
     def close(self) -> "asyncio.Task[None]":
         """Stop the server (idempotent); the task ends once the process is gone."""
@@ -147,6 +157,7 @@ class StdioUpstream:
         return self._closing
 
     async def _stop(self) -> None:
+        self._flush()
         self._pipes.fail("the session was closed")
         if not self._stdin.is_closing():
             self._stdin.close()

@@ -60,7 +60,8 @@ def _object(raw: msgspec.Raw | msgspec.UnsetType) -> dict[str, Any]:
 _ENVELOPE = msgspec.json.Decoder(Envelope)
 _BATCH = msgspec.json.Decoder(list[msgspec.Raw])
 _encoder = msgspec.json.Encoder()
-NOT_JSON_RPC: Final = Envelope()  # what `peek` says of bytes it cannot read as one message
+NOT_JSON_RPC: Final = Envelope()
+_SPACE: Final = (b" ", b"\t", b"\r", b"\n")  # what `peek` says of bytes it cannot read as one message
 
 
 def peek(raw: bytes) -> Envelope:
@@ -73,7 +74,10 @@ def peek(raw: bytes) -> Envelope:
 
 
 def is_batch(raw: bytes) -> bool:
-    return raw.lstrip()[:1] == b"["
+    first = raw[:1]
+    if first in _SPACE:  # rare: only then look past leading whitespace (copying the message)
+        first = raw.lstrip()[:1]
+    return first == b"["
 
 
 def split_batch(raw: bytes) -> list[bytes] | None:

@@ -72,6 +72,9 @@ class Ports:
     def to_host(self, session: RelaySession, message: bytes) -> None:
         self.host.append(message)
 
+    def needs_decision(self, session: RelaySession) -> bool:
+        return self.decision != "allow"
+
     def decide_call(self, session: RelaySession, tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
                     reply: Callable[[ChannelReply], None]) -> Cancel | None:
         if self.decision == "allow":
