@@ -39,6 +39,8 @@ _PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.WITHDRAW: msgspec.msgpack.Decoder(messages.Withdraw),
     channels.HOST_INFO: msgspec.msgpack.Decoder(messages.HostInfo),
     channels.CANCEL_CALL: msgspec.msgpack.Decoder(messages.CancelCall),
+    channels.MCP_RELAY: msgspec.msgpack.Decoder(messages.McpRelay),
+    channels.MCP_CLOSE: msgspec.msgpack.Decoder(messages.McpClose),
 }
 _RESULT_DECODER = msgspec.msgpack.Decoder(messages.ElicitationResult)
 
@@ -55,6 +57,8 @@ _MAIN_DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {
     channels.RULES_UPDATE: msgspec.msgpack.Decoder(messages.RulesUpdate),
     channels.PROGRESS: msgspec.msgpack.Decoder(messages.Progress),
     channels.LIST_CHANGED: msgspec.msgpack.Decoder(messages.ListChanged),
+    channels.MCP_RELAY: msgspec.msgpack.Decoder(messages.McpRelay),
+    channels.MCP_CLOSE: msgspec.msgpack.Decoder(messages.McpClose),
 }
 _REPLY_DECODER = msgspec.msgpack.Decoder(messages.ChannelReply)
 

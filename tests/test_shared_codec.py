@@ -92,6 +92,11 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.HOST_INFO, m.HostInfo(name="Claude Desktop", version="1.2", form_elicitation=True)),
     (channels.HOST_INFO, m.HostInfo(name="cline")),
     (channels.CANCEL_CALL, m.CancelCall(response_channel="r3")),
+    # extension: relayed MCP sessions
+    (channels.MCP_RELAY, m.McpRelay(session="s1", server="demo",
+                                    message=b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}')),
+    (channels.MCP_RELAY, m.McpRelay(session="s1", message=b'{"jsonrpc":"2.0","method":"notifications/x"}')),
+    (channels.MCP_CLOSE, m.McpClose(session="s1")),
 ]
 
 RULES = [
@@ -104,6 +109,8 @@ RULES = [
 ]
 
 MAIN_MESSAGES: list[tuple[str, m.Body]] = [
+    (channels.MCP_RELAY, m.McpRelay(session="s1", message=b'{"jsonrpc":"2.0","id":1,"result":{}}')),
+    (channels.MCP_CLOSE, m.McpClose(session="s1", reason="server 'demo': the server exited (code 1)")),
     (
         channels.WELCOME,
         m.Welcome(session=WINDOW, window=WINDOW, servers=SERVERS, pending=[INVOKE, INVOKE_NULLS]),
