@@ -106,26 +106,32 @@ def ensure_suite() -> tuple[Path, Path]:
     return node_dir / "bin" / "node", suite_dir / "dist" / "index.js"
 
 
-def run_suite(node: Path, entry: Path, url: str, suite: str) -> dict[str, list[dict[str, Any]]]:
-    """The suite's checks per scenario, from the checks.json files it writes."""
-    with tempfile.TemporaryDirectory(prefix="eli-conformance-") as tmp:
+SUMMARY_LINE = re.compile(r"^[✓✗] (?P<scenario>\S+): \d+ passed, \d+ failed$", re.MULTILINE)
+
+
+def run_suite(node: Path, entry: Path, url: str, suite: str) -> tuple[dict[str, list[dict[str, Any]]], str]:
+    """The suite's checks per scenario, from the checks.json files it writes, and what went wrong
+    with the run itself ("" when nothing did)."""
+    with tempfile.TemporaryDirectory(prefix="conformance-results-") as tmp:
         out = Path(tmp) / "results"
         argv = [str(node), str(entry), "server", "--url", url, "--output-dir", str(out),
                 "--timeout", str(SCENARIO_TIMEOUT_MS)]
         if suite == "all":
             argv += ["--suite", "all"]
-        # It exits non-zero when a check fails: that is a result, not an error. Its log is kept in case
-        # it wrote no results at all.
+        # It exits non-zero when a check fails: that is a result, not an error.
         done = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, check=False, timeout=3600)
         checks: dict[str, list[dict[str, Any]]] = {}
         for path in sorted(out.glob("*/checks.json")):
             match = RESULT_DIR.match(path.parent.name)
             if match is not None:
                 checks[match["scenario"]] = json.loads(path.read_text())
-        if not checks:
-            raise RuntimeError(f"the suite wrote no results (exit {done.returncode}):\n{done.stdout[-2000:]}"
-                               f"{done.stderr[-2000:]}")
-        return checks
+    # Every scenario its summary names must have left its checks: a run that lost some is no result.
+    missing = [s for s in SUMMARY_LINE.findall(done.stdout) if s not in checks]
+    if not checks or missing:
+        what = f"no results for {', '.join(missing)}" if checks else "no results at all"
+        log = f"{done.stdout[-1500:]}{done.stderr[-1500:]}"
+        return checks, f"the suite wrote {what} (exit {done.returncode}):\n{log}"
+    return checks, ""
 
 
 # ---- a bearer-token forwarding proxy ---------------------------------------------------------
@@ -418,7 +424,9 @@ def main() -> int:
         started = time.monotonic()
         try:
             with target_url(name, extras) as url:
-                results[name] = run_suite(node, entry, url, args.suite)
+                results[name], trouble = run_suite(node, entry, url, args.suite)
+                if trouble:
+                    broken[name] = trouble
         except (RuntimeError, AssertionError, OSError, subprocess.SubprocessError) as failed:
             broken[name] = str(failed)
             print(f"conformance: {name} could not be run: {failed}", file=sys.stderr)
