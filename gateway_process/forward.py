@@ -68,6 +68,15 @@ def answer_of(result: types.ElicitResult) -> ElicitationResult:
 
 
 async def drive_legacy(ctx: ServerRequestContext[Any, Any], call: HostCall) -> dict[str, Any]:
+    # The answer is read after the task group: an MCPError raised inside it would reach the host
+    # wrapped in an exception group (the SDK's code 0 and "unhandled errors in a TaskGroup").
+    reply = await _drive_legacy_events(ctx, call)
+    if isinstance(reply, Lost):
+        raise _lost(reply)
+    return result_of(reply)
+
+
+async def _drive_legacy_events(ctx: ServerRequestContext[Any, Any], call: HostCall) -> ChannelReply | Lost:
     forwarding: dict[str, anyio.CancelScope] = {}
     dismissed: set[str] = set()
     async with anyio.create_task_group() as group:
@@ -76,7 +85,7 @@ async def drive_legacy(ctx: ServerRequestContext[Any, Any], call: HostCall) -> d
             match event:
                 case ChannelReply():
                     group.cancel_scope.cancel()
-                    return result_of(event)
+                    return event
                 case Progress():
                     await ctx.session.report_progress(event.progress, event.total, event.message)
                 case ElicitationInvoke():
@@ -91,8 +100,9 @@ async def drive_legacy(ctx: ServerRequestContext[Any, Any], call: HostCall) -> d
                     if asking is not None:
                         asking.cancel()  # the SDK tells the host its request is cancelled
                 case Lost():
-                    raise _lost(event)
-    raise AssertionError("unreachable: the loop above only returns or raises")
+                    group.cancel_scope.cancel()
+                    return event
+    raise AssertionError("unreachable: the loop above only returns")
 
 
 async def _ask_legacy_host(ctx: ServerRequestContext[Any, Any], session: HostSession, invoke: ElicitationInvoke,

@@ -6,6 +6,12 @@ tasks tied to their connection: when it ends, they end too, each with a clear er
 caller may cancel one (the server then gets MCP's cancellation). Whenever the server's tools,
 resources or prompts may have changed (it said so, its listing changed, it became ready or stopped),
 host peers hear of it (`publish_list_changed`).
+
+`protocolMode: "auto"` never fails what "legacy" would serve: a server that claims 2026-07-28 but
+answers it outside that schema (its `server/discover`, checked strictly once per connection, or any
+later result, e.g. a `tools/call` without `resultType`) is spoken to in the handshake era from then
+on, until its config changes: the connection is replaced (its other calls finish first, for up to
+ERA_DRAIN_S) and the request that showed the fault is sent once more on the new connection.
 """
 
 import asyncio
@@ -41,10 +47,13 @@ from mcp_types import (
     Tool,
     ToolListChangedNotification,
 )
+from mcp_types import methods as mcp_methods
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from main_process.broker import ProgressTo, ReplyTo
 from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig
+from main_process.consent_config import differs_beyond_approval
 from main_process.hosts import Cancel
 from main_process.oauth.sign_in import SignIn
 from main_process.oauth.token_store import shared_store
@@ -70,6 +79,7 @@ WATCH_TIMEOUT_S = 10.0
 RESTART_LIMIT = 5
 STABLE_START_S = 10.0  # a connection that lived this long resets the restart count
 STDERR_TAIL_LINES = 20
+ERA_DRAIN_S = 10.0  # a connection replaced for its era lets its other calls finish this long
 
 ALL_LISTS: list[ListName] = ["tools", "resources", "prompts"]
 _LIST_NOTIFICATIONS: dict[type, ListName] = {  # handshake era: notifications
@@ -140,6 +150,11 @@ class ManagedServer:
                                   publish_complete=lambda eid: host.publish_complete(self.name, eid))
         self._cancelled_by_caller: set[asyncio.Task[None]] = set()
         self._listing_digest = ""  # of the last tools listing, to notice a change
+        # Auto mode's era verdict: the config it holds for and why the handshake era is spoken instead.
+        self._legacy_verdict: tuple[ServerConfig, str] | None = None
+        self._modern_despite_faults = False  # the handshake era failed after a verdict: 2026-07-28 as it is
+        self._era_switch: asyncio.Event | None = None  # set: replace the current connection (era verdict)
+        self._switching_era = False  # the connection ends for a verdict: reconnect at once, no failure
 
     @property
     def stderr_log(self) -> Path:
@@ -216,6 +231,10 @@ class ManagedServer:
                 self._host.withdraw_server(self.name)
             if self._stopping.is_set():
                 break
+            if self._switching_era:  # not a failure: the same server, spoken to in the handshake era
+                self._switching_era = False
+                failures = 0
+                continue
             if self.sign_in is not None and self.sign_in.failure is not None:
                 await self._wait_for_sign_in(self.sign_in)  # no restart loop re-asking the user
                 failures = 0
@@ -238,18 +257,31 @@ class ManagedServer:
 
     async def _run_connection(self) -> None:
         self._connection_lost = False
+        mode = self._protocol_mode()
+        era_switch = self._era_switch = asyncio.Event()
         async with AsyncExitStack() as stack:
             client = Client(
                 await self._transport(stack),
                 elicitation_callback=self._on_elicit,
                 message_handler=self._on_message,
-                mode=self.config.protocol_mode,
+                mode=mode,
                 client_info=Implementation(name="elicitron", version="0.1.0"),
                 cache=None,  # tool listings double as a liveness probe, so never serve them from cache
             )
-            await stack.enter_async_context(client)
-            with anyio.fail_after(READY_TIMEOUT_S):
-                listing = await client.list_tools()
+            try:
+                await stack.enter_async_context(client)
+            except Exception as exc:
+                self._handshake_failed(mode, exc)
+                raise
+            if not await self._modern_era_sound(client):
+                return  # a verdict: run() reconnects in the handshake era
+            try:
+                with anyio.fail_after(READY_TIMEOUT_S):
+                    listing = await client.list_tools()
+            except Exception as exc:
+                if self._fall_back(client, exc, "tools/list"):
+                    return
+                raise
             async with anyio.create_task_group() as group:
                 calls: set[asyncio.Task[None]] = set()
                 self._client, self._call_group, self._calls = client, group, calls
@@ -264,6 +296,91 @@ class ManagedServer:
                 group.start_soon(self._watch, client, group)
                 group.start_soon(self._end_calls_with_connection, calls)
                 group.start_soon(self._listen_for_list_changes, client)
+                group.start_soon(self._replace_when_asked, era_switch, calls, group)
+
+    # ---- the protocol era (protocolMode "auto") ------------------------------------------
+
+    def _protocol_mode(self) -> str:
+        """The mode to connect in: the config's, or "legacy" while a verdict holds for this config."""
+        verdict = self._legacy_verdict
+        if verdict is not None and differs_beyond_approval(self.config, verdict[0]):
+            self._legacy_verdict = verdict = None
+            self._modern_despite_faults = False
+        return "legacy" if verdict is not None else self.config.protocol_mode
+
+    def _handshake_failed(self, mode: str, exc: Exception) -> None:
+        """A handshake-era connection made on a verdict was refused by the server (it speaks only
+        2026-07-28): drop the verdict and take 2026-07-28 as the server gives it, from now on."""
+        if mode != "legacy" or self._legacy_verdict is None or not isinstance(_leaf(exc), MCPError | RuntimeError):
+            return
+        logger.warning("server %s refused the handshake era too (%s); speaking 2026-07-28 to it as it is",
+                       self.name, _describe(exc))
+        self._legacy_verdict = None
+        self._modern_despite_faults = True
+
+    async def _modern_era_sound(self, client: Client) -> bool:
+        """Auto mode adopted 2026-07-28 on a leniently read `server/discover`; ask once more and
+        hold the raw answer to that version's schema. False: it fails, and a verdict was made."""
+        version = client.protocol_version
+        if self.config.protocol_mode != "auto" or version not in MODERN_PROTOCOL_VERSIONS \
+                or self._modern_despite_faults:
+            return True
+        try:
+            raw = await client.session.send_discover(version)
+            mcp_methods.validate_server_result("server/discover", version, raw)
+        except ValidationError as exc:
+            return not self._fall_back(client, exc, "server/discover")
+        except (MCPError, KeyError, ValueError) as exc:  # no evidence either way: the probe already passed
+            logger.info("server %s: a second server/discover gave no verdict (%s)", self.name, _describe(exc))
+        return True
+
+    def _fall_back(self, client: Client, exc: BaseException, what: str) -> bool:
+        """True when `exc`, from `what` on `client`, is a 2026-07-28 result outside that schema in
+        auto mode: this server is then spoken to in the handshake era until its config changes, the
+        connection is replaced (ERA_DRAIN_S for its other calls), and the caller may send `what`
+        once more on the next connection (`_reconnected`)."""
+        fault = _result_fault(exc)
+        if fault is None or self.config.protocol_mode != "auto" or self._modern_despite_faults \
+                or client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return False
+        if self._legacy_verdict is None:
+            reason = f"its {what} answer does not fit the {client.protocol_version} schema ({fault})"
+            self._legacy_verdict = (self.config, reason)
+            logger.warning("server %s: %s; it falls back to the handshake era (protocolMode auto)", self.name, reason)
+            self._host.publish_notice("info", f"{reason}; speaking the handshake era to it instead", self.name)
+            self._switching_era = True
+            self._ready.clear()  # calls from now on wait for the next connection
+            if self._era_switch is not None:
+                self._era_switch.set()
+        return True
+
+    async def _replace_when_asked(self, era_switch: asyncio.Event, calls: set[asyncio.Task[None]],
+                                  group: anyio.abc.TaskGroup) -> None:
+        """On a verdict, end this connection once its calls are done (at most ERA_DRAIN_S)."""
+        await era_switch.wait()
+        with anyio.move_on_after(ERA_DRAIN_S):
+            while calls:
+                await anyio.sleep(0.05)
+        group.cancel_scope.cancel()
+
+    async def _reconnected(self, old: Client) -> Client:
+        """The next connection, once ready (this task leaves `old`'s calls for its calls)."""
+        task: asyncio.Task[None] = asyncio.current_task()  # type: ignore[assignment]
+        if self._client is old and self._calls is not None:
+            self._calls.discard(task)  # so that `old` may end without cancelling this call
+        waits = [asyncio.ensure_future(self._ready.wait()), asyncio.ensure_future(self._stopping.wait())]
+        try:
+            await asyncio.wait(waits, timeout=READY_TIMEOUT_S + ERA_DRAIN_S, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
+        client, calls = self._client, self._calls
+        if not self._ready.is_set() or client is None or calls is None or client is old:
+            raise _NotReconnectedError(f"server {self.name!r} did not come back in the handshake era "
+                                       f"(status {self.status}{': ' + self.error if self.error else ''})")
+        calls.add(task)
+        task.add_done_callback(calls.discard)
+        return client
 
     async def _wait_for_sign_in(self, sign_in: SignIn) -> None:
         """Status needs-sign-in until someone asks to sign in (a call, `auth login`) or stop."""
@@ -309,7 +426,9 @@ class ManagedServer:
                     changed = _LIST_EVENTS.get(type(event))
                     if changed is not None:
                         self._list_changed(changed)
-        except (ListenNotSupportedError, SubscriptionLost, MCPError, TimeoutError) as exc:
+        except (ListenNotSupportedError, SubscriptionLost, MCPError, TimeoutError, ValidationError) as exc:
+            if self._fall_back(client, exc, "subscriptions/listen"):
+                return
             # Not fatal: the tool listing is still polled by _watch.
             logger.info("server %s: no list-change stream (%s)", self.name, _describe(exc))
 
@@ -328,8 +447,9 @@ class ManagedServer:
         try:
             async with asyncio.timeout(WATCH_TIMEOUT_S):
                 listing = await client.list_tools()
-        except (MCPError, TimeoutError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-            logger.info("server %s: listing its tools after a change failed: %s", self.name, _describe(exc))
+        except (MCPError, TimeoutError, ValidationError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
+            if not self._fall_back(client, exc, "tools/list"):
+                logger.info("server %s: listing its tools after a change failed: %s", self.name, _describe(exc))
         else:
             self._listing_digest = listing.model_dump_json()
             names = [tool.name for tool in listing.tools]
@@ -351,6 +471,11 @@ class ManagedServer:
             try:
                 with anyio.fail_after(WATCH_TIMEOUT_S):
                     listing = await client.list_tools()
+            except Exception as exc:
+                if self._fall_back(client, exc, "tools/list"):
+                    return  # the connection is being replaced
+                self._connection_lost = True
+                raise
             except BaseException:
                 # Set before the task group cancels the calls, so their requests read server-closed.
                 self._connection_lost = True
@@ -581,19 +706,22 @@ class ManagedServer:
         _call_channel.set(call.channel)
         inflight = (call.origin, call.channel)
         self._inflight.append(inflight)
-        tool, arguments = call.tool, call.arguments
+        tool = call.tool
         report = _progress_callback(call.progress)
         answer = error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} closed the connection during the call")
         try:
             async with asyncio.timeout(self.config.tool_timeout_s):  # ~10 us cheaper than anyio's fail_after
                 try:
-                    result = await client.call_tool(tool, arguments, progress_callback=report)
-                except MCPError as exc:
-                    if exc.error.code != URL_ELICITATION_REQUIRED or not await self._present_required_urls(
-                            exc, call.origin, call.channel):
+                    result = await self._call_tool(client, call, report)
+                except Exception as exc:
+                    if not self._fall_back(client, exc, "tools/call"):
                         raise
-                    result = await client.call_tool(tool, arguments, progress_callback=report)  # the one retry
+                    # The result was unreadable in 2026-07-28: the one retry, in the handshake era.
+                    client = await self._reconnected(client)
+                    result = await self._call_tool(client, call, report)
             answer = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        except _NotReconnectedError as exc:
+            answer = error_reply(RpcCode.SERVER_ERROR, f"{self.name}/{tool}: {exc}")
         except TimeoutError:
             answer = error_reply(RpcCode.TIMEOUT, f"{self.name}/{tool} gave no result within "
                                          f"{self.config.tool_timeout_s:.0f} s (toolTimeoutSeconds)")
@@ -609,11 +737,24 @@ class ManagedServer:
             raise
         # top-level handler of one call: transport faults become an error reply
         except Exception as exc:  # noqa: BLE001
-            logger.warning("call %s/%s failed: %s", self.name, tool, _describe(exc))
-            answer = error_reply(RpcCode.INTERNAL_ERROR, f"call failed: {_describe(exc)}")
+            leaf = _leaf(exc)
+            if isinstance(leaf, MCPError):  # raised inside a task group: the server's own error
+                answer = error_reply(leaf.error.code, leaf.error.message)
+            else:
+                logger.warning("call %s/%s failed: %s", self.name, tool, _describe(exc))
+                answer = error_reply(RpcCode.INTERNAL_ERROR, f"call failed: {_describe(exc)}")
         finally:
             self._inflight.remove(inflight)
             call.reply(answer)
+
+    async def _call_tool(self, client: Client, call: "_Call", report: ProgressFnT | None) -> Any:
+        try:
+            return await client.call_tool(call.tool, call.arguments, progress_callback=report)
+        except MCPError as exc:
+            if exc.error.code != URL_ELICITATION_REQUIRED or not await self._present_required_urls(
+                    exc, call.origin, call.channel):
+                raise
+            return await client.call_tool(call.tool, call.arguments, progress_callback=report)  # the one retry
 
     async def _present_required_urls(self, exc: MCPError, origin: str | None, call: str | None) -> bool:
         """-32042: show each required URL; True when all were accepted (and completed, or the
@@ -667,13 +808,26 @@ class ManagedServer:
                 answer = error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}")
                 return
             async with asyncio.timeout(self.config.tool_timeout_s):
-                result = await _MCP_METHODS[method](client, params)
+                try:
+                    result = await _MCP_METHODS[method](client, params)
+                except Exception as exc:
+                    if not self._fall_back(client, exc, method):
+                        raise
+                    client = await self._reconnected(client)  # the one retry, in the handshake era
+                    result = await _MCP_METHODS[method](client, params)
             answer = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        except _NotReconnectedError as exc:
+            answer = error_reply(RpcCode.SERVER_ERROR, f"{method}: {exc}")
         except TimeoutError:
             answer = error_reply(RpcCode.TIMEOUT, f"{self.name}: {method} gave no result in time (status {self.status})")
         except MCPError as exc:
             answer = error_reply(exc.error.code, exc.error.message)
-        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        except ValidationError as exc:
+            fault = _result_fault(exc)
+            answer = error_reply(RpcCode.INVALID_PARAMS, f"bad params for {method}: {_describe(exc)}") if fault is None \
+                else error_reply(RpcCode.INTERNAL_ERROR, f"server {self.name!r} answered {method} outside "
+                                                         f"the schema: {fault}")
+        except (KeyError, TypeError, ValueError) as exc:
             answer = error_reply(RpcCode.INVALID_PARAMS, f"bad params for {method}: {exc}")
         # top-level handler of one request: transport faults become an error reply
         except Exception as exc:  # noqa: BLE001
@@ -731,10 +885,42 @@ def error_reply(code: int, message: str) -> ChannelReply:
     return ChannelReply(error=CallError(code=code, message=message))
 
 
-def _describe(exc: BaseException) -> str:
-    """One line for a user, unwrapping the exception groups anyio produces."""
+class _NotReconnectedError(Exception):
+    """The connection replaced for an era verdict did not come back in time."""
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first exception inside the exception groups anyio wraps around it (`exc` if none)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _result_fault(exc: BaseException) -> str | None:
+    """What is wrong with a server result the SDK refused for its protocol version (the schema
+    check of `send_request`), in one line; None when `exc` is no such refusal."""
+    leaf = _leaf(exc)
+    if not isinstance(leaf, ValidationError) or "Result" not in leaf.title:
+        return None
+    return _validation_summary(leaf)
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False, include_input=False)
+    if not errors:
+        return exc.title
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(the object)"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{exc.title}: {where}: {first['msg']}{more}"
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for a user, unwrapping the exception groups anyio produces."""
+    exc = _leaf(exc)
+    if isinstance(exc, ValidationError):
+        return f"ValidationError: {_validation_summary(exc)}"
     text = str(exc) or type(exc).__name__
+    text = " ".join(text.split())  # one line
     return f"{type(exc).__name__}: {text}" if text != type(exc).__name__ else text
 
