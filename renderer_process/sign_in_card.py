@@ -3,7 +3,8 @@
 A sign-in is a URL-mode request with the invoke's `signIn` extension; any v1 window can answer it
 as a URL. Here it reads as what it is: the server that wants you signed in, the authorization
 server's host in bold (where you will type your password), the scopes it asks for, and warnings for
-an unencrypted (http) or international (punycode) address, from `url_safety`. The card stays an
+an unencrypted (http) or international (punycode) address, from `url_safety`, and one line when
+the server predates OAuth metadata (`signIn.legacyMetadata`). The card stays an
 `ElicitationCard` (answering, Esc, decline-all): `build_sign_in_body` only fills its layout.
 
 After Accept the browser opens on this machine, but it is sent back to main's loopback address
@@ -19,6 +20,9 @@ from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QLineEdit, QPushButt
 
 from renderer_process.url_safety import UrlReport, inspect_url
 from shared import messages
+
+LEGACY_METADATA_LINE = ("This server predates the OAuth metadata spec (it publishes none), so you sign in at "
+                        "the server's own address.")
 
 
 def is_sign_in(invoke: messages.ElicitationInvoke) -> bool:
@@ -51,6 +55,13 @@ def build_sign_in_body(card: QDialog, layout: QVBoxLayout, header: QLabel, invok
     scopes.setTextFormat(Qt.TextFormat.PlainText)
     scopes.setWordWrap(True)
     layout.addWidget(scopes)
+
+    if info.legacy_metadata:
+        legacy = QLabel(LEGACY_METADATA_LINE, card)
+        legacy.setObjectName("sign_in_legacy")
+        legacy.setTextFormat(Qt.TextFormat.PlainText)
+        legacy.setWordWrap(True)
+        layout.addWidget(legacy)
 
     warnings = QLabel("\n".join(f"⚠ {w}" for w in report.warnings), card)
     warnings.setObjectName("warnings")

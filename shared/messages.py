@@ -202,6 +202,9 @@ class SignInInfo(Body):
     # (`msgSignInRedirect`), since the browser there cannot reach main's 127.0.0.1.
     redirect_uri: str | None = None
     resource: str | None = None  # the MCP server the sign-in is for (RFC 8707 resource)
+    # The server publishes no OAuth metadata (it predates the metadata spec, 2025-03-26): the sign-in
+    # goes to its own /authorize, with PKCE S256.
+    legacy_metadata: bool = False
 
 
 class ElicitationInvoke(Body):

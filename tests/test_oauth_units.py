@@ -1,15 +1,23 @@
-"""Units of sign-in that need no network: the "oauth" config object and the token file."""
+"""Units of sign-in that need no network: the "oauth" config object, the token file, the PKCE
+check (and the metadata-less 2025-03-26 path), and the quiet SDK log."""
 
 import asyncio
 import json
+import logging
 import stat
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import pytest
+from mcp.client.auth import OAuthFlowError
+from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 
 from main_process.config import HttpServerConfig, parse_config
+from main_process.oauth.provider import SDK_FLOW_LOGGER, QuietFlowErrors, check_pkce
 from main_process.oauth.token_store import FileBackend, TokenStore
-from shared.errors import ConfigError
+from shared.errors import ConfigError, SignInError
+from shared.messages import SignInInfo
 
 
 def _server(entry: dict[str, object]) -> HttpServerConfig:
@@ -54,3 +62,106 @@ def test_the_token_file_is_0600_in_a_0700_dir_and_keeps_each_server(tmp_path: Pa
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert "tokens" not in json.loads(path.read_text())["a"]
     assert asyncio.run(store.load("b", "https://elsewhere/mcp")) == {}  # made for another URL: ignored
+
+
+def _metadata(**fields: Any) -> OAuthMetadata:
+    return OAuthMetadata.model_validate({"issuer": "https://as.example.com", "response_types_supported": ["code"],
+                                         "authorization_endpoint": "https://as.example.com/authorize",
+                                         "token_endpoint": "https://as.example.com/token", **fields})
+
+
+def test_no_metadata_at_all_is_the_2025_03_26_fallback_signed_in_with_s256() -> None:
+    assert check_pkce(None, None, None) is True  # legacy: the card says so, the SDK sends S256
+    assert check_pkce(_metadata(code_challenge_methods_supported=["plain", "S256"]), None, None) is False
+
+
+@pytest.mark.parametrize("methods, problem", [
+    (None, "lists no PKCE methods"),
+    ([], "lists no PKCE methods"),
+    (["plain"], "offers PKCE only with plain, not S256"),
+])
+def test_metadata_without_s256_is_refused_in_one_line(methods: list[str] | None, problem: str) -> None:
+    fields = {} if methods is None else {"code_challenge_methods_supported": methods}
+    with pytest.raises(SignInError, match=problem) as refused:
+        check_pkce(_metadata(**fields), None, "https://as.example.com")
+    assert "\n" not in str(refused.value) and "https://as.example.com" in str(refused.value)
+
+
+def test_an_authorization_server_named_by_resource_metadata_must_publish_its_own() -> None:
+    resource = ProtectedResourceMetadata.model_validate({"resource": "https://mcp.example.com/mcp",
+                                                         "authorization_servers": ["https://as.example.com"]})
+    with pytest.raises(SignInError, match="publishes no metadata"):
+        check_pkce(None, resource, "https://as.example.com")
+
+
+def test_the_sign_in_card_says_legacy_metadata_only_when_it_is() -> None:
+    plain = SignInInfo(authorization_server="localhost", scopes=[])
+    assert b"legacyMetadata" not in msgspec.json.encode(plain)
+    legacy = msgspec.json.decode(msgspec.json.encode(SignInInfo(authorization_server="localhost",
+                                                                legacy_metadata=True)), type=SignInInfo)
+    assert legacy.legacy_metadata is True
+
+
+def test_the_sdk_traceback_per_failed_attempt_is_dropped_or_rate_limited() -> None:
+    quiet = QuietFlowErrors()
+
+    def record(error: Exception) -> logging.LogRecord:
+        info = (type(error), error, None)
+        return logging.LogRecord(SDK_FLOW_LOGGER, logging.ERROR, __file__, 1, "OAuth flow error", None, info)
+
+    assert not quiet.filter(record(SignInError("no S256")))  # SignIn says it in one line
+    assert not quiet.filter(record(OAuthFlowError("token endpoint said no")))
+    assert quiet.filter(record(RuntimeError("a bug")))  # unexpected: the traceback, once
+    assert not quiet.filter(record(RuntimeError("a bug")))
+    assert quiet.filter(record(RuntimeError("another bug")))
+    assert quiet.filter(logging.LogRecord(SDK_FLOW_LOGGER, logging.INFO, __file__, 1, "other", None, None))
+
+
+class _Cards:
+    """PendingRequests as SignIn uses it: what it was asked to show."""
+
+    def __init__(self) -> None:
+        self.opened: list[dict[str, Any]] = []
+
+    def open(self, request: Any, **options: Any) -> Any:
+        self.opened.append({"request": request, **options})
+        return type("Pending", (), {"channel": "card-1"})()
+
+
+def test_a_metadata_less_sign_in_card_carries_legacy_metadata_and_says_so(tmp_path: Path) -> None:
+    from main_process.oauth.sign_in import LEGACY_NOTE, SignIn
+
+    async def run(legacy: bool) -> dict[str, Any]:
+        cards = _Cards()
+        sign_in = SignIn(_server({}), TokenStore(FileBackend(tmp_path / "tokens.json")), requests=lambda: cards,
+                         on_needed=lambda needed: None, publish_complete=lambda eid: None)
+        redirect = await sign_in._bind_listener()
+        sign_in.provider.legacy_metadata = legacy
+        try:
+            await sign_in._ask(f"https://example.com/authorize?state=s&redirect_uri={redirect}")
+        finally:
+            assert sign_in._listener is not None
+            sign_in._listener.close()
+        return cards.opened[0]
+
+    legacy = asyncio.run(run(True))
+    assert legacy["sign_in"].legacy_metadata is True
+    assert legacy["request"].params["message"].endswith(LEGACY_NOTE)
+    plain = asyncio.run(run(False))
+    assert plain["sign_in"].legacy_metadata is False and LEGACY_NOTE not in plain["request"].params["message"]
+
+
+def test_the_same_sign_in_failure_is_logged_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from main_process.oauth.sign_in import SignIn
+
+    async def run() -> None:
+        sign_in = SignIn(_server({}), TokenStore(FileBackend(tmp_path / "tokens.json")), requests=lambda: _Cards(),
+                         on_needed=lambda needed: None, publish_complete=lambda eid: None)
+        for _ in range(5):
+            sign_in._failed(SignInError("the authorization server offers PKCE only with plain, not S256"))
+        sign_in._failed(SignInError("something else"))
+
+    with caplog.at_level(logging.WARNING, logger="main_process.oauth.sign_in"):
+        asyncio.run(run())
+    lines = [r.getMessage() for r in caplog.records if r.name == "main_process.oauth.sign_in"]
+    assert len(lines) == 2 and "not S256" in lines[0] and "something else" in lines[1]

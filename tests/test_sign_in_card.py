@@ -49,6 +49,20 @@ def test_the_card_names_the_server_the_host_in_bold_and_the_scopes(qtbot: QtBot,
     grab_widget(card, screenshot_dir / "sign_in_card.png")
 
 
+def test_a_server_without_oauth_metadata_gets_one_line_saying_so(qtbot: QtBot) -> None:
+    invoke = sign_in_invoke("http://localhost:8080/authorize?state=x", "localhost", [])
+    assert invoke.sign_in is not None
+    invoke.sign_in.legacy_metadata = True
+    card = ElicitationCard(invoke, opener=lambda url: True)
+    qtbot.addWidget(card)
+    line = child(card, QLabel, "sign_in_legacy")
+    assert line.isVisibleTo(card) and "predates the OAuth metadata spec" in line.text()
+    plain = ElicitationCard(sign_in_invoke("https://github.com/authorize?state=x", "github.com", []),
+                            opener=lambda url: True)
+    qtbot.addWidget(plain)
+    assert plain.findChild(QLabel, "sign_in_legacy") is None
+
+
 def test_the_card_warns_about_http_and_punycode(qtbot: QtBot) -> None:
     card = ElicitationCard(sign_in_invoke("http://xn--gthub-n4a.com/authorize?state=x", "xn--gthub-n4a.com", []),
                            opener=lambda url: True)

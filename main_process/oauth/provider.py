@@ -5,8 +5,10 @@ URLs; RFC 8414 with the OpenID fallbacks), client identity (CIMD, a stored or pr
 client, DCR), PKCE S256, the `resource` parameter, scope selection, step-up on 403
 `insufficient_scope`, refresh, and the token endpoint auth methods. Added here:
 
-- refuse an authorization server that does not list PKCE S256 (the MCP spec's MUST; the SDK sends
-  S256 without checking);
+- refuse an authorization server whose metadata does not list PKCE S256 (the MCP spec's MUST; the
+  SDK sends S256 without checking); a server with no metadata at all (neither RFC 9728 nor RFC 8414:
+  it predates them, the 2025-03-26 spec's fallback) is signed in to at its origin's /authorize,
+  /token and /register with S256, and the card says so (`legacy_metadata`);
 - `oauth.scopes` from config replaces the discovered scopes (a step-up adds the challenged ones);
 - a 401 while a refresh token is held is first answered by refreshing (a server may end an access
   token before its `expires_in`), so the user sees a card only when the refresh fails too;
@@ -15,16 +17,23 @@ client, DCR), PKCE S256, the `resource` parameter, scope selection, step-up on 4
 - the redirect URI is main's loopback listener, bound when the authorization request is built;
 - a sign-in that fails (declined, expired, refused) does not tear the MCP connection down: the
   request goes out once more without a token, and its 401 fails that one request (the caller then
-  reads `SignIn.hold`/`failure` to say why).
+  reads `SignIn.hold`/`failure` to say why); such a failure is logged once, in one line, by
+  `SignIn`, not as the SDK's traceback per attempt.
 """
 
 import logging
+import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider, OAuthFlowError
 from mcp.client.auth.utils import extract_field_from_www_auth, union_scopes
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientMetadata,
+    OAuthMetadata,
+    ProtectedResourceMetadata,
+)
 from pydantic import AnyUrl
 
 from main_process.oauth.token_store import ServerTokens
@@ -33,6 +42,61 @@ from shared.errors import SignInError
 logger = logging.getLogger(__name__)
 
 PORTLESS_REDIRECT = "http://127.0.0.1/callback"  # registered; the port is chosen per sign-in (RFC 8252 §7.3)
+SDK_FLOW_LOGGER = "mcp.client.auth.oauth2"
+UNEXPECTED_REPEAT_S = 60.0  # an unexpected sign-in fault's traceback: at most once a minute
+
+
+class QuietFlowErrors(logging.Filter):
+    """The SDK logs a traceback ("OAuth flow error") for every failed sign-in attempt. A refusal
+    or flow error is the provider's `on_failure`, which `SignIn` reports in one line: drop its
+    traceback; anything else keeps it, once per UNEXPECTED_REPEAT_S for the same fault."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: dict[str, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is None or record.msg != "OAuth flow error":
+            return True
+        if isinstance(error, SignInError | OAuthFlowError):
+            return False
+        key, now = f"{type(error).__name__}: {error}", time.monotonic()
+        if now - self._last.get(key, float("-inf")) < UNEXPECTED_REPEAT_S:
+            return False
+        if len(self._last) > 1000:
+            self._last.clear()
+        self._last[key] = now
+        return True
+
+
+def quiet_sdk_flow_errors() -> None:
+    """Install `QuietFlowErrors` on the SDK's OAuth logger (once)."""
+    sdk = logging.getLogger(SDK_FLOW_LOGGER)
+    if not any(isinstance(f, QuietFlowErrors) for f in sdk.filters):
+        sdk.addFilter(QuietFlowErrors())
+
+
+def check_pkce(metadata: OAuthMetadata | None, resource_metadata: ProtectedResourceMetadata | None,
+               authorization_server: str | None) -> bool:
+    """Whether to sign in at all: raises SignInError for metadata without PKCE S256 (listing other
+    methods, or none), or for an authorization server named by RFC 9728 metadata that publishes no
+    RFC 8414 metadata. True: no metadata exists at all (a server from before the metadata spec, the
+    2025-03-26 fallback endpoints); False: metadata lists S256."""
+    if metadata is None:
+        if resource_metadata is not None:
+            raise SignInError(f"the authorization server {authorization_server or '(unnamed)'} publishes no metadata "
+                              "(RFC 8414), so PKCE S256 support is unknown; Elicitron will not sign in there")
+        return True
+    methods = metadata.code_challenge_methods_supported
+    if not methods:
+        raise SignInError(f"the authorization server {metadata.issuer} lists no PKCE methods "
+                          "(code_challenge_methods_supported), so it may not support PKCE; Elicitron will not "
+                          "sign in there")
+    if "S256" not in methods:
+        raise SignInError(f"the authorization server {metadata.issuer} offers PKCE only with "
+                          f"{', '.join(methods)}, not S256; Elicitron will not sign in there")
+    return False
 
 
 class ElicitronOAuthProvider(OAuthClientProvider):
@@ -59,6 +123,8 @@ class ElicitronOAuthProvider(OAuthClientProvider):
         self._on_tokens = on_tokens
         self._scope_override = " ".join(scopes) or None
         self._step_up = False
+        self.legacy_metadata = False  # this authorization request: no metadata exists (see check_pkce)
+        quiet_sdk_flow_errors()
 
     def forget(self) -> None:
         """Drop the tokens held in memory (after a logout), so the next request asks again."""
@@ -84,10 +150,12 @@ class ElicitronOAuthProvider(OAuthClientProvider):
     # ---- the authorization request -------------------------------------------------------
 
     async def _perform_authorization(self) -> httpx2.Request:
-        methods = self.context.oauth_metadata.code_challenge_methods_supported if self.context.oauth_metadata else None
-        if not methods or "S256" not in methods:
-            raise SignInError("the authorization server does not offer PKCE with S256 "
-                              f"(it lists {methods or 'no methods'}); Elicitron will not sign in there")
+        context = self.context
+        self.legacy_metadata = check_pkce(context.oauth_metadata, context.protected_resource_metadata,
+                                          context.auth_server_url)
+        if self.legacy_metadata:
+            logger.info("%s publishes no OAuth metadata (it predates the metadata spec): signing in at %s with "
+                        "PKCE S256", context.server_url, context.get_authorization_base_url(context.server_url))
         if self._scope_override:
             chosen = self.context.client_metadata.scope
             self.context.client_metadata.scope = (union_scopes(self._scope_override, chosen) if self._step_up

@@ -24,6 +24,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
 from pydantic import AnyUrl
 
 from main_process.config import HttpServerConfig
+from main_process.log_limiter import RateLimitedLog
 from main_process.oauth.loopback import RedirectListener
 from main_process.oauth.provider import PORTLESS_REDIRECT, ElicitronOAuthProvider
 from main_process.oauth.token_store import ServerTokens, TokenStore
@@ -36,6 +37,10 @@ logger = logging.getLogger(__name__)
 
 REVOKE_TIMEOUT_S = 10.0
 SIGNED_OUT = "you signed out"
+FAILURE_LOG_INTERVAL_S = 300.0  # the same failure of one server is logged once in this long
+LEGACY_NOTE = ("This server publishes no OAuth metadata (it predates the metadata spec): you sign in at "
+               "its own address.")
+_failures = RateLimitedLog(logger, FAILURE_LOG_INTERVAL_S)
 
 
 class SignIn:
@@ -104,8 +109,10 @@ class SignIn:
         scopes = query.get("scope", [""])[0].split()
         self._elicitation_id = f"sign-in-{channels.new_uuid7()}"
         asked = f" for {', '.join(scopes)}" if scopes else ""
+        legacy = self.provider.legacy_metadata
+        note = f" {LEGACY_NOTE}" if legacy else ""
         params = {"mode": "url", "elicitationId": self._elicitation_id, "url": authorization_url,
-                  "message": f"Sign in to {self.name} at {host}{asked}, so Elicitron can use it."}
+                  "message": f"Sign in to {self.name} at {host}{asked}, so Elicitron can use it.{note}"}
         timeout_s = self.config.elicitation_timeout_s
         self._deadline = time.monotonic() + timeout_s
         try:
@@ -113,7 +120,7 @@ class SignIn:
                 ElicitationRequest(server=self.name, params=params), origin=None, timeout_s=timeout_s,
                 resolve=self._answered, max_bytes=self.config.max_request_bytes, kind="sign-in",
                 sign_in=SignInInfo(authorization_server=host, scopes=scopes, redirect_uri=listener.redirect_uri,
-                                   resource=self.config.url))
+                                   resource=self.config.url, legacy_metadata=legacy))
         except UndeliverableRequestError as exc:
             listener.close()
             raise SignInError(f"the sign-in card could not be shown: {exc}") from None
@@ -150,7 +157,7 @@ class SignIn:
         if isinstance(error, SignInDeclinedError):
             self.hold = self.hold or str(error)
             self.held.set()
-        logger.warning("sign-in to %s did not complete: %s", self.name, error)
+        _failures.warning((self.name, self.failure), "sign-in to %s did not complete: %s", self.name, error)
         self._on_needed(False)
 
     def _signed_in(self) -> None:
