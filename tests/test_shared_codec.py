@@ -9,7 +9,7 @@ from kit.contract import CONTRACT_CODES
 
 from shared import channels, codec
 from shared import messages as m
-from shared.errors import ProtocolError
+from shared.errors import ProtocolError, UndeliverableRequestError
 
 WINDOW = "01a22b02-fba8-71af-9157-ee5ced2b0d0b"
 RESULT_CHANNEL = channels.RESULT_CHANNEL_PREFIX + "01a22b02-fba8-71af-9157-ee5ced2b0d0c"
@@ -122,6 +122,7 @@ MAIN_MESSAGES: list[tuple[str, m.Body]] = [
     ),
     (channels.WELCOME, m.Welcome(session=WINDOW, window="any-id", servers=[], pending=[])),
     (channels.HEARTBEAT, m.Heartbeat()),
+    (channels.BYE, m.Bye()),  # extension: main is stopping
     (channels.INVOKE, INVOKE),
     (channels.INVOKE, INVOKE_NULLS),
     (channels.DISMISS, m.ElicitationDismiss(response_channel=RESULT_CHANNEL, reason="answered", by=WINDOW)),
@@ -610,3 +611,246 @@ def test_every_protocol_error_carries_a_contract_code(decode: Any) -> None:
 def test_deeply_nested_bodies_are_bad_body_not_recursion_error(decode: Any) -> None:
     body = b"\x82\xa6action\xa6accept\xa7content\x81\xa1a" + b"\x91" * 5000 + b"\xc0"
     _refused(decode, [RESULT_CHANNEL.encode(), body], "bad-body")
+
+
+# ---- nesting depth ---------------------------------------------------------------------------
+
+# One level of each container kind: the bytes before the value it holds (a map's key included).
+_LEVELS = {
+    "fixarray": b"\x91",
+    "array16": b"\xdc\x00\x01",
+    "array32": b"\xdd\x00\x00\x00\x01",
+    "fixmap": b"\x81\xa1k",
+    "map16": b"\xde\x00\x01\xa1k",
+    "map32": b"\xdf\x00\x00\x00\x01\xa1k",
+}
+_RESULT_HEAD = b"\x82\xa6action\xa6accept\xa7content\x81\xa1k"  # {"action": "accept", "content": {"k": ...}}
+_REPLY_HEAD = b"\x81\xa6result\x81\xa1k"  # {"result": {"k": ...}}
+
+
+def _nested_body(head: bytes, depth: int, level: bytes = b"\x91") -> bytes:
+    """A body nested `depth` levels: the two maps of `head` (the body's own, one inside it), then
+    levels of one kind around a nil."""
+    return head + level * (depth - 2) + b"\xc0"
+
+
+def _depth(value: Any) -> int:
+    """The reference: levels of lists, tuples and dicts in a Python value (keys included)."""
+    if isinstance(value, list | tuple):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((max(_depth(k), _depth(v)) for k, v in value.items()), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("kind", list(_LEVELS))
+def test_a_body_from_a_peer_may_nest_to_the_limit_and_not_one_level_more(kind: str) -> None:
+    limit = codec.MAX_NESTING_DEPTH
+    at_limit = _nested_body(_RESULT_HEAD, limit, _LEVELS[kind])
+    _, body = codec.decode_from_peer([RESULT_CHANNEL.encode(), at_limit])
+    assert isinstance(body, m.ElicitationResult) and body.content is not None
+    assert 1 + _depth(body.content) == limit
+    err = _refused(codec.decode_from_peer, [RESULT_CHANNEL.encode(), _nested_body(_RESULT_HEAD, limit + 1,
+                                                                                    _LEVELS[kind])], "bad-body")
+    assert err.topic == RESULT_CHANNEL
+    assert f"nested deeper than {limit} levels" in err.message
+
+
+@pytest.mark.parametrize("kind", list(_LEVELS))
+def test_main_bodies_may_nest_deeper_than_peer_bodies_up_to_their_own_limit(kind: str) -> None:
+    limit = codec.MAIN_MAX_NESTING_DEPTH
+    _, body = codec.decode_from_main([b"reply-1", _nested_body(_REPLY_HEAD, limit, _LEVELS[kind])])
+    assert isinstance(body, m.ChannelReply) and 1 + _depth(body.result) == limit
+    err = _refused(codec.decode_from_main, [b"reply-1", _nested_body(_REPLY_HEAD, limit + 1, _LEVELS[kind])],
+                   "bad-body")
+    assert f"nested deeper than {limit} levels" in err.message
+    # What main reads from a peer has the tighter limit, for every topic it decodes.
+    for topic in (b"heartbeat", b"hello", b"msgMcpCallTool", RESULT_CHANNEL.encode()):
+        err = _refused(codec.decode_from_peer, [topic, _nested_body(_REPLY_HEAD, codec.MAX_NESTING_DEPTH + 1)],
+                       "bad-body")
+        assert "nested deeper" in err.message
+
+
+def test_split_then_decode_is_checked_like_decode_from_peer() -> None:
+    """main's own path: split first, decode the body later."""
+    topic, raw = codec.split_from_peer([b"heartbeat", _nested_body(_REPLY_HEAD, codec.MAX_NESTING_DEPTH + 1)])
+    with pytest.raises(ProtocolError, match="nested deeper") as info:
+        codec.decode_peer_body(topic, raw)
+    assert info.value.code == "bad-body" and info.value.topic == "heartbeat"
+    assert codec.decode_peer_body(topic, _nested_body(_REPLY_HEAD, codec.MAX_NESTING_DEPTH)) == m.Heartbeat()
+
+
+@pytest.mark.parametrize("decode", DECODERS, ids=DECODER_IDS)
+@pytest.mark.parametrize("depth", [5000, 100_000, codec.DEFAULT_MAX_BODY_BYTES - 100])
+def test_bodies_nested_far_past_the_limit_are_refused_by_the_limit(decode: Any, depth: int) -> None:
+    """Whatever msgspec's recursion would make of them on this Python (3.13 decodes 5,000 levels)."""
+    err = _refused(decode, [RESULT_CHANNEL.encode(), _nested_body(_RESULT_HEAD, depth)], "bad-body")
+    limit = codec.MAX_NESTING_DEPTH if decode is codec.decode_from_peer else codec.MAIN_MAX_NESTING_DEPTH
+    assert f"nested deeper than {limit} levels" in err.message
+
+
+def test_container_bytes_inside_strings_bins_and_exts_are_not_levels() -> None:
+    payload = b"\x91\xdc\xdd\xde\xdf\x81" * 2000
+    content = {
+        "fixstr": "\x91" * 15,  # UTF-8 c2 91: a container byte in every character
+        "str8": "\x91" * 100,
+        "str16": "\x91" * 20_000,
+        "str32": "\u07df" * 40_000,  # df 9f
+        "bin": payload,
+        "ext": msgspec.msgpack.Ext(5, payload),
+        "fixext": msgspec.msgpack.Ext(1, b"\x91" * 16),
+        "numbers": [0x9191, 0x91919191, 0x9191919191919191, -0x6e6e6e6f, 1.5e-300, 2.0**-1000],
+    }
+    raw = _raw({"action": "accept", "content": content})
+    assert len(raw) - len(raw.translate(None, codec._CONTAINER_BYTES)) > 100_000
+    assert not codec.nested_deeper_than(raw, 3)
+    assert codec.nested_deeper_than(raw, 2)  # the body, content, the numbers list
+    _, body = codec.decode_from_peer([RESULT_CHANNEL.encode(), raw])
+    assert isinstance(body, m.ElicitationResult) and body.content == content
+
+
+def test_every_body_in_the_round_trips_is_cleared_without_walking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path: an ordinary body costs one byte count, or less, never the walk."""
+
+    def walked(*args: Any) -> bool:
+        raise AssertionError("walked an ordinary body")
+
+    monkeypatch.setattr(codec, "_walk", walked)
+    for topic, body in PEER_MESSAGES + MAIN_MESSAGES:
+        frames = codec.encode(topic, body)
+        assert not codec.nested_deeper_than(frames[1], codec.MAX_NESTING_DEPTH)
+    call = next((topic, body) for topic, body in PEER_MESSAGES if isinstance(body, m.CallTool))
+    assert codec.decode_from_peer(codec.encode(*call)) == call
+
+
+def test_a_big_body_of_long_strings_is_read_by_its_headers_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    budgets: list[int] = []
+    walk = codec._walk
+
+    def recorded(raw: bytes, limit: int, max_values: int) -> bool | None:
+        budgets.append(max_values)
+        return walk(raw, limit, max_values)
+
+    monkeypatch.setattr(codec, "_walk", recorded)
+    text = "\u0091" * (codec.DEFAULT_MAX_BODY_BYTES // 2 - 100)  # every other byte a container byte
+    frames = codec.encode(channels.CALL_TOOL, m.CallTool(server="s", tool="write", response_channel="r",
+                                                         arguments={"path": "/x", "text": text}))
+    assert codec.decode_from_peer(frames)[1] == m.CallTool(server="s", tool="write", response_channel="r",
+                                                           arguments={"path": "/x", "text": text})
+    assert budgets == [len(frames[1]) >> 8]  # one walk on a budget, which sufficed
+    # Many small values: the budget runs out, the byte count decides, and here it is low.
+    budgets.clear()
+    flat = _raw({"server": "s", "tool": "t", "responseChannel": "r", "arguments": {"n": ["ab"] * 2000}})
+    assert not codec.nested_deeper_than(flat, codec.MAX_NESTING_DEPTH)
+    assert budgets == [len(flat) >> 8]
+
+
+def test_arrays_of_one_fixed_size_format_are_skipped_whole() -> None:
+    for items in ([1.5] * 1000, list(range(100)), [None, True, False, -3] * 100, [2**40 + i for i in range(500)],
+                  [300] * 70_000):
+        raw = _raw([[items], {"a": items}])
+        start = raw.index(b"\xdc") + 3 if len(items) < 65536 else raw.index(b"\xdd") + 5  # after the header
+        assert codec._scalar_run(raw, start, len(items))
+        assert codec.nested_deeper_than(raw, 2) and not codec.nested_deeper_than(raw, 3)
+    mixed = _raw([[1.5] * 99 + [[[[0]]]]])  # the run breaks at the last item, 3 levels deep
+    assert codec._scalar_run(mixed, 4, 100) == 0
+    assert codec.nested_deeper_than(mixed, 4) and not codec.nested_deeper_than(mixed, 5)
+
+
+def _random_value(rng: random.Random, depth: int) -> Any:
+    choice = rng.randrange(10)
+    if depth <= 0 or choice < 4:
+        return rng.choice([None, True, -1, 7, 200, 70_000, 2**40, -2**40, 0.25, "", "\x91" * rng.randrange(40),
+                           "a" * 300, b"\xdc" * rng.randrange(300),
+                           msgspec.msgpack.Ext(2, b"\x91" * rng.randrange(20))])
+    size = rng.choice([0, 1, 2, 3, 16, 17])
+    if choice < 7:
+        return [_random_value(rng, depth - 1 if i == 0 else min(depth - 1, 1)) for i in range(size)]
+    return {f"k{i}": _random_value(rng, depth - 1 if i == 0 else min(depth - 1, 1)) for i in range(size)}
+
+
+def test_the_depth_check_agrees_with_the_nesting_of_random_values() -> None:
+    rng = random.Random(7)
+    for _ in range(400):
+        value = _random_value(rng, rng.choice([3, 8, 40, 140]))
+        raw = _raw(value)
+        depth = _depth(value)
+        for limit in {0, 1, depth - 1, depth, depth + 1, codec.MAX_NESTING_DEPTH}:
+            if limit >= 0:
+                assert codec.nested_deeper_than(raw, limit) is (depth > limit), (depth, limit)
+
+
+@pytest.mark.parametrize("decode", DECODERS, ids=DECODER_IDS)
+def test_truncated_and_malformed_bodies_are_left_to_the_decoder(decode: Any) -> None:
+    valid = _raw({"action": "accept", "content": {"a": [[1, 2.5, "x" * 40]] * 30, "b": b"\x91" * 300}})
+    for cut in range(1, len(valid)):
+        err = _refused(decode, [RESULT_CHANNEL.encode(), valid[:cut]], "bad-body")
+        assert "nested deeper" not in err.message
+    for body in (b"\x82\xa6action\xa6accept\xa7content\xdd\xff\xff\xff\xff" + b"\x00" * 300,  # 4G items announced
+                 b"\x82\xa6action\xa6accept\xa7content\xdb\xff\xff\xff\xff" + b"\x91" * 300,  # a str past the end
+                 b"\x82\xa6action\xa6accept\xa7content\x81\xc1" + b"\x91" * 300):  # a never-used byte
+        assert not codec.nested_deeper_than(body, 8)
+        assert "nested deeper" not in _refused(decode, [RESULT_CHANNEL.encode(), body], "bad-body").message
+    # What was read before the body breaks off still counts.
+    assert codec.nested_deeper_than(b"\x91" * 300, codec.MAX_NESTING_DEPTH)
+    trailing = _raw({"action": "accept"}) + b"\x91" * 300  # a complete value, then bytes after it
+    assert not codec.nested_deeper_than(trailing, 3)
+    _refused(decode, [RESULT_CHANNEL.encode(), trailing], "bad-body")
+
+
+def test_a_decoder_that_runs_out_of_recursion_still_gives_bad_body() -> None:
+    class Exhausted:
+        def decode(self, raw: bytes) -> Any:
+            raise RecursionError
+
+    with pytest.raises(ProtocolError, match="nested too deeply") as info:
+        codec._decode_body(Exhausted(), "heartbeat", b"\x80", codec.MAX_NESTING_DEPTH)  # type: ignore[arg-type]
+    assert info.value.code == "bad-body"
+
+
+def _nested_arguments(depth: int) -> dict[str, Any]:
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return {"deep": value}
+
+
+def test_encode_request_refuses_what_main_would_refuse_from_a_peer() -> None:
+    # CallTool's map, its arguments' map, then the list levels: 2 + depth.
+    limit = codec.MAX_NESTING_DEPTH
+    ok = m.CallTool(server="s", tool="t", response_channel="r", arguments=_nested_arguments(limit - 2))
+    frames = codec.encode_request(channels.CALL_TOOL, ok, codec.DEFAULT_MAX_BODY_BYTES)
+    assert codec.decode_from_peer(frames) == (channels.CALL_TOOL, ok)
+    deep = m.CallTool(server="s", tool="t", response_channel="r", arguments=_nested_arguments(limit - 1))
+    with pytest.raises(UndeliverableRequestError, match=f"nested deeper than {limit} levels"):
+        codec.encode_request(channels.CALL_TOOL, deep, codec.DEFAULT_MAX_BODY_BYTES)
+    too_deep_to_encode = m.CallTool(server="s", tool="t", response_channel="r",
+                                    arguments=_nested_arguments(100_000))
+    with pytest.raises(UndeliverableRequestError, match="cannot carry"):
+        codec.encode_request(channels.CALL_TOOL, too_deep_to_encode, 64 * codec.DEFAULT_MAX_BODY_BYTES)
+
+
+def test_a_welcome_around_the_deepest_invoke_main_sends_is_within_what_peers_accept() -> None:
+    params = {"mode": "form", "message": "m", "requestedSchema": {"type": "object", "properties": {}},
+              "_meta": _nested_arguments(codec.MAX_NESTING_DEPTH - 4)}  # invoke, request, params, _meta: 4
+    invoke = m.ElicitationInvoke(request=m.ElicitationRequest(server="s", params=params),
+                                 response_channel=RESULT_CHANNEL, created_at=1, expires_at=None, origin=None)
+    encoded = codec.encode_request(channels.INVOKE, invoke, codec.DEFAULT_MAX_BODY_BYTES)[1]
+    assert codec.nested_deeper_than(encoded, codec.MAX_NESTING_DEPTH - 1)  # exactly at the limit
+    welcome = codec.encode_welcome(m.Welcome(session="s", window="w", servers=[], pending=[invoke]), [encoded])
+    assert codec.nested_deeper_than(welcome[1], codec.MAX_NESTING_DEPTH)  # the welcome adds its own levels
+    assert codec.decode_from_main(welcome)[1] == m.Welcome(session="s", window="w", servers=[], pending=[invoke])
+
+
+def test_server_json_that_main_relays_nests_less_than_what_peers_accept_from_main() -> None:
+    """main passes servers' results on as they come; the MCP SDK's JSON parser refuses a message
+    nested 200 levels or more, so a reply (`{result}`, as deep as the JSON-RPC response) fits."""
+    import mcp_types
+    import pydantic
+
+    def response(depth: int) -> bytes:  # the response's map, result's map, then lists
+        return b'{"jsonrpc": "2.0", "id": 1, "result": {"a": ' + b"[" * (depth - 2) + b"]" * (depth - 2) + b"}}"
+
+    mcp_types.jsonrpc_message_adapter.validate_json(response(150), by_name=False)
+    with pytest.raises(pydantic.ValidationError, match="recursion"):
+        mcp_types.jsonrpc_message_adapter.validate_json(response(codec.MAIN_MAX_NESTING_DEPTH - 1), by_name=False)

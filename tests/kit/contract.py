@@ -49,6 +49,7 @@ CONTRACT_CODES = frozenset({
 })
 MAX_ID_CHARS = 200  # hello's token, window and name (PROTOCOL.md section 3)
 MAX_BODY = 1 << 20  # main's default limit on a body: larger ones are refused with too-large
+MAX_NESTING_DEPTH = 128  # levels of maps and arrays in a body, its own map level 1 (PROTOCOL.md section 1)
 MCP_METHODS = ("tools/list", "resources/list", "resources/templates/list", "resources/read", "prompts/list",
                "prompts/get")
 

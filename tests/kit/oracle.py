@@ -22,7 +22,6 @@ from kit import contract
 ANY_TOPIC: Any = object()  # the error may name the frame's topic or none (frame not split into a topic)
 _DECODERS: dict[str, msgspec.msgpack.Decoder[Any]] = {topic: msgspec.msgpack.Decoder(shape) for topic, shape in contract.SHAPES.items()}
 _RESULT_DECODER = msgspec.msgpack.Decoder(contract.Result)
-_DEEP_BODY = 500  # bytes; a body this long may nest deeper than main decodes: bad-body allowed
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +45,29 @@ def _channel_codes(topic: str, answered: frozenset[str]) -> frozenset[str]:
     if topic in answered:
         return frozenset({"already-answered", "not-recipient"})
     return frozenset({"unknown-channel"})
+
+
+def _too_deep(body: bytes) -> bool:
+    """The body nests deeper than the contract allows (bad-body), counted on its decoded value;
+    a body too deep for msgpack to decode at all is."""
+    if len(body) <= contract.MAX_NESTING_DEPTH:
+        return False  # every level takes a byte
+    try:
+        stack = [(msgspec.msgpack.decode(body), 1)]
+    except (msgspec.DecodeError, RecursionError):
+        return True
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict):
+            children = [*value, *value.values()]
+        elif isinstance(value, list | tuple):
+            children = list(value)
+        else:
+            continue
+        if level > contract.MAX_NESTING_DEPTH:
+            return True
+        stack.extend((child, level + 1) for child in children)
+    return False
 
 
 def _decode(topic: str, body: bytes) -> Any:
@@ -82,7 +104,7 @@ def expectation(frames: Sequence[bytes], *, attached: bool, answered: frozenset[
     if decoded is None:
         looked_up = _channel_codes(topic, answered) if is_result else frozenset()
         return Expect(frozenset({"bad-body"}) | unwelcome | looked_up, topic, kind=kind)
-    deep = frozenset({"bad-body"}) if len(body) > _DEEP_BODY else frozenset()
+    deep = frozenset({"bad-body"}) if _too_deep(body) else frozenset()
     if isinstance(decoded, contract.Hello):
         # Refused (the token is never main's); a welcomed peer stays attached; repeats are throttled.
         code = "bad-protocol" if decoded.protocol != 1 else "bad-token"
