@@ -7,6 +7,7 @@ or hostile peer can never hand a server content its schema does not allow.
 import datetime
 import math
 import re
+import reprlib
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -22,6 +23,9 @@ _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S+$")
 # RFC 3339 shapes; fromisoformat alone also takes ISO 8601 forms such as week dates.
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+# A server's or a peer's value named in a message: a few levels and items of it, never a repr that
+# recurses as deep as the value goes.
+_shown = reprlib.Repr(maxlevel=3).repr
 
 
 def enum_options(prop: Mapping[str, Any]) -> list[tuple[Any, str]] | None:
@@ -70,8 +74,10 @@ class CheckedSchemas:
     def check(self, schema: Any) -> None:
         try:
             key = msgspec.msgpack.encode(schema)
-        except (TypeError, OverflowError, msgspec.EncodeError):
-            check_schema(schema)  # not encodable (e.g. an int past 64 bits): the check names the problem
+        except (TypeError, OverflowError, msgspec.EncodeError, RecursionError):
+            # Not encodable (an int past 64 bits, a key nested past msgspec's recursion): the check,
+            # which reads a fixed few levels, names the problem or lets it be refused on the wire.
+            check_schema(schema)
             return
         if key in self._accepted:
             return
@@ -113,7 +119,7 @@ def _check_property(name: str, prop: Any) -> None:
         raise UnsupportedSchemaError(f"property {name!r} uses $ref, which elicitation schemas do not allow")
     kind = prop.get("type")
     if not isinstance(kind, str) or kind not in _PRIMITIVE_TYPES | {"array"}:
-        raise UnsupportedSchemaError(f"property {name!r} has unsupported type {kind!r}")
+        raise UnsupportedSchemaError(f"property {name!r} has unsupported type {_shown(kind)}")
     for key in ("title", "description"):
         if key in prop and not isinstance(prop[key], str):
             raise UnsupportedSchemaError(f"property {name!r}: {key} must be a string")
@@ -122,7 +128,7 @@ def _check_property(name: str, prop: Any) -> None:
         return
     fmt = prop.get("format")
     if fmt is not None and (kind != "string" or not isinstance(fmt, str) or fmt not in _FORMATS):
-        raise UnsupportedSchemaError(f"property {name!r} has unsupported format {fmt!r}")
+        raise UnsupportedSchemaError(f"property {name!r} has unsupported format {_shown(fmt)}")
     _check_counts(name, prop, _LENGTH_KEYWORDS if kind == "string" else ())
     for key in ("minimum", "maximum"):
         if key in prop and (kind not in ("number", "integer") or not _is_number(prop[key])):
@@ -239,7 +245,7 @@ def property_problems(prop: Mapping[str, Any], value: Any) -> list[str]:
         return [] if isinstance(value, bool) else ["must be a boolean"]
     if kind == "array":
         return _array_problems(prop, value)
-    return [f"has unsupported type {kind!r}"]
+    return [f"has unsupported type {_shown(kind)}"]
 
 
 def _string_problems(prop: Mapping[str, Any], value: Any) -> list[str]:

@@ -451,3 +451,34 @@ def test_checked_schemas_refuses_a_bad_schema_every_time_and_remembers_only_good
     assert len(checked._accepted) == CheckedSchemas.MAX_REMEMBERED
     with pytest.raises(UnsupportedSchemaError):
         checked.check({"type": "object", "properties": {"a": {"type": "weird"}}})
+
+
+# ---- nesting: validation never recurses on a value without a bound ---------------------------
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_values_as_deep_as_a_body_from_main_can_hold_are_validated_like_any_other() -> None:
+    schema = obj({"tags": {"type": "array", "items": {"enum": ["a", "b"]}}})
+    assert problems(schema, {"tags": [_nested(256)]}) == ["'tags' has an item that is not one of the allowed values"]
+    assert property_problems({"type": "string"}, _nested(256)) == ["must be a string"]
+
+
+def test_a_value_nested_past_any_recursion_limit_is_invalid_content_not_a_crash() -> None:
+    schema = obj({"tags": {"type": "array", "items": {"enum": ["a", "b"]}}})
+    assert problems(schema, {"tags": [_nested(100_000)]})  # reported, whatever part of the check gave up
+
+
+def test_checked_schemas_takes_a_schema_too_deep_to_encode_without_remembering_it() -> None:
+    checked = CheckedSchemas()
+    deep = {"type": "object", "properties": {"a": {"type": "string"}}, "x-extra": _nested(100_000)}
+    checked.check(deep)  # check_schema reads a fixed few levels: accepted, the wire refuses it later
+    assert not checked._accepted
+    with pytest.raises(UnsupportedSchemaError, match="unsupported type") as refused:
+        checked.check({"type": "object", "properties": {"a": {"type": _nested(100_000)}}})
+    assert len(str(refused.value)) < 100  # the value is named by a few levels of it
