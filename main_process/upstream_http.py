@@ -62,6 +62,9 @@ from shared import jsonrpc
 
 logger = logging.getLogger(__name__)
 
+# The tasks extension (SEP-2663) names its task in `Mcp-Name` too, beside the SDK's own methods.
+_TASK_NAME_KEYS = {"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+
 CLOSE_GRACE_S: Final = 5.0  # after close(), for the DELETE that ends the server's session
 _MAX_WATCHED: Final = 256  # requests whose answers are read (initialize, tools/list), at most
 _HEADER_TOKEN: Final = re.compile(r"[\x21-\x7e]+")  # a version or method sent as it is (the server compares)
@@ -185,7 +188,7 @@ class HttpUpstream:
             headers[MCP_PROTOCOL_VERSION_HEADER] = version
         if _HEADER_TOKEN.fullmatch(method):
             headers[MCP_METHOD_HEADER] = method
-        key = NAME_BEARING_METHODS.get(method)
+        key = NAME_BEARING_METHODS.get(method) or _TASK_NAME_KEYS.get(method)
         name = params.get(key) if key is not None else None
         if isinstance(name, str):
             headers[MCP_NAME_HEADER] = encode_header_value(name)
