@@ -1,24 +1,27 @@
 """Elicitron's MCP gateway: `elicitron serve` (stdio) and main's `--mcp-http` child.
 
 An MCP host (Claude Desktop, Cursor, VS Code, a Python agent) talks MCP to this process; this
-process is one peer of main with role "host" and reaches every configured server through main, so
-the servers' elicitations land in Elicitron's windows and the servers outlive the host. It imports
-`shared/` and `mcp`, never `main_process`: it is written against shared/PROTOCOL.md alone.
+process is one peer of main with role "host", and main opens the host's own session with each
+server (PROTOCOL.md §14): the host's JSON-RPC is relayed, main decides only consent on the way. It
+imports `shared/` (and `mcp` only for HTTP), never `main_process`: it is written against
+shared/PROTOCOL.md alone.
 
-cli.py          the `serve` arguments (main's CLI adds them) and `python -m gateway_process`
-stdio.py        one host over stdio until it closes our stdin: attaches and answers `initialize`
-                (handshake.py) while the SDK loads on a thread; stdio_host.py then serves on the
-                SDK; stdio_wire.py the transport
-                (JSON-RPC errors for garbage and oversized lines)
-http_app.py     streamable HTTP for main's --mcp-http: bearer token, Origin/Host checks,
-                /mcp and /mcp/<server>, one host peer per MCP session
-proxy.py        GatewayServer: the low-level mcp Server whose handlers forward through main
-session.py      HostSession (one host = one peer of main) and HostCall (one tools/call)
-attachment.py   MainAttachment: the link to main attached on demand, the wait for starting servers
-forward.py      driving a call in the host's era: progress, elicitations to the host, results
-catalog.py      tools, resources, prompts of the exposed servers, every page, renamed
-names.py        `<server>__<tool>` naming and the combined instructions (pure)
-link.py         MainLink: the DEALER to main (hello, heartbeat, reattach, replies, pushes)
-starter.py      start main in the background when none runs (`launch --no-window`)
-print_config.py `serve --print-config`: entries for Claude Desktop, Cursor, VS Code
+cli.py           the `serve` arguments (main's CLI adds them) and `python -m gateway_process`
+relay_stdio.py   one host over stdio until it closes our stdin: `serve --server NAME` relays one
+                 server's session (RelayedSession), `serve` every server's, merged (MergedRelay)
+relay_pump.py    RelayPump: one relayed session, nothing lost while main is away (sans-IO)
+relayed.py       RelayedSession: a pump over a host peer's link to main
+merge.py         MergedSession: one host, every server: `<server>__<name>`, capabilities merged,
+                 requests routed, ids mapped both ways (sans-IO)
+merged_relay.py  MergedRelay: a MergedSession over one host peer's link, one RelayedSession per server
+http_app.py      streamable HTTP for main's --mcp-http: bearer token, Origin/Host checks,
+                 /mcp (every server) and /mcp/<server>
+http_relay.py    HTTP for relayed sessions: handshake-era sessions on the SDK's transport, 2026-07-28 POSTs
+handshake.py     Elicitron's serverInfo and handshake versions (pure)
+attachment.py    MainAttachment: the link to main attached on demand, the wait for starting servers
+names.py         `<server>__<tool>` naming and the combined instructions (pure)
+link.py          MainLink: the DEALER to main (hello, heartbeat, reattach, replies, pushes)
+lines.py         newline-delimited JSON-RPC on descriptors (stdio)
+starter.py       start main in the background when none runs (`launch --no-window`)
+print_config.py  `serve --print-config`: entries for Claude Desktop, Cursor, VS Code
 """

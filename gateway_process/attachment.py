@@ -1,10 +1,9 @@
 """MainAttachment: a gateway's MainLink, attached on demand, and the wait for servers still starting.
 
 `ready()` attaches, starting main first (`launch --no-window`) when none runs and the gateway may;
-`settle()` waits while a server is still starting, so what a host gets at its handshake (the
-servers' instructions) is complete. No `mcp` here: `elicitron serve` attaches and answers the
-host's `initialize` with it while the SDK is still loading (`stdio.py`), then hands it to the
-host's `HostSession`, which receives the link's events from then on (`adopt`).
+`settle()` waits while a server is still starting. No `mcp` here: `elicitron serve` attaches before
+it reads the host's first message, and the host's relayed session (`RelayedSession`, or
+`MergedRelay` for every server) receives the link's events from then on (`adopt`).
 """
 
 import asyncio

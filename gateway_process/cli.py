@@ -33,13 +33,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
         return print_config(connection, exposure, http=args.http, config=args.config,
                             explicit_connection=args.connection)
-    if args.server is not None:
-        from gateway_process.relay_stdio import run_relayed
+    from gateway_process.relay_stdio import run_relayed
 
-        return run_relayed(connection, args.server, args.config)
-    from gateway_process.stdio import run_stdio
-
-    return run_stdio(connection, exposure, args.config)
+    return run_relayed(connection, args.server, args.config)  # no --server: every server, merged
 
 
 def main(argv: list[str] | None = None) -> int:

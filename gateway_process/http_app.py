@@ -6,8 +6,9 @@ main starts this process, reads the `LISTENING <url>` line it prints, and stops 
 this process ends by itself when main does. Every request is checked before any MCP code sees it:
 a foreign `Origin` or `Host` gets 403 (DNS-rebinding protection, the checks of
 `mcp.server.transport_security`), a missing or wrong `Authorization: Bearer <token>` gets 401 (the
-token is in main's 0600 connection file). `/mcp` serves every server with prefixed names;
-`/mcp/<server>` is one server as itself: each host's own session with it, relayed (`http_relay.py`).
+token is in main's 0600 connection file). `/mcp/<server>` is one server as itself: each host's own
+session with it, relayed; `/mcp` every server at once, with prefixed names, each host's own
+sessions with all of them, merged (`http_relay.py`, `merged_relay.py`).
 
 Hosts: each handshake-era MCP session is one host peer of main; 2026-07-28 requests carry no
 session, so those of one client (its `clientInfo` name) share one host peer. A host peer goes when
@@ -19,16 +20,12 @@ import logging
 import os
 import socket
 import sys
-import time
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 import anyio
 import anyio.abc
 import uvicorn
-from mcp.server.context import ServerRequestContext
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -36,9 +33,6 @@ from starlette.types import Receive, Scope, Send
 
 from gateway_process.http_relay import RelayedServer
 from gateway_process.link import MainLink
-from gateway_process.names import Exposure
-from gateway_process.proxy import GatewayServer
-from gateway_process.session import HostSession
 from shared.connection_file import read_connection_file
 from shared.errors import ConnectionFileError, MainUnreachableError
 from shared.messages import (
@@ -58,7 +52,6 @@ SWEEP_S = 60.0
 PARENT_CHECK_S = 1.0
 EXIT_FAILED = 1
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
-_SESSION_HEADER = "mcp-session-id"
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -82,16 +75,11 @@ def security_settings(bind_host: str) -> TransportSecuritySettings:
 
 
 class _Directory:
-    """A controller-role link for what every scope needs before any host attaches: the servers
-    (for instructions and `/mcp/<server>` paths)."""
+    """A controller-role link for what the paths need before any host attaches: the servers (for
+    `/mcp/<server>`)."""
 
     def __init__(self, connection: Path) -> None:
         self.link = MainLink(connection, "elicitron http gateway", self, role="controller")
-        self.scopes: list[GatewayServer] = []
-
-    def refresh(self) -> None:
-        for gateway in self.scopes:
-            gateway.refresh_instructions(self.link.servers)
 
     def on_invoke(self, invoke: ElicitationInvoke) -> None:
         pass
@@ -106,10 +94,10 @@ class _Directory:
         pass
 
     def on_attached(self, servers: list[ServerInfo], again: bool) -> None:
-        self.refresh()
+        pass
 
     def on_servers(self, servers: list[ServerInfo]) -> None:
-        self.refresh()
+        pass
 
     def on_relay(self, message: McpRelay) -> None:
         pass
@@ -121,16 +109,6 @@ class _Directory:
         pass
 
 
-class _Scope:
-    """`/mcp` or `/mcp/<server>`: its MCP server, its session manager, its hosts."""
-
-    def __init__(self, gateway: GatewayServer, manager: StreamableHTTPSessionManager) -> None:
-        self.gateway = gateway
-        self.manager = manager
-        self.hosts: dict[tuple[str, str | None], HostSession] = {}
-        self.last_used: dict[tuple[str, str | None], float] = {}
-
-
 class HttpGateway:
     """The ASGI app."""
 
@@ -140,8 +118,7 @@ class HttpGateway:
         self._security = TransportSecurityMiddleware(security_settings(bind_host))
         self._settings = security_settings(bind_host)
         self._directory = _Directory(connection)
-        self._scopes: dict[str | None, _Scope] = {}
-        self._relayed: dict[str, RelayedServer] = {}
+        self._relayed: dict[str | None, RelayedServer] = {}  # by server; None: /mcp, every server
         self._group: anyio.abc.TaskGroup | None = None
 
     # ---- ASGI --------------------------------------------------------------------------------
@@ -178,14 +155,8 @@ class HttpGateway:
             await JSONResponse({"error": "not found: MCP is at /mcp and /mcp/<server>"},
                                status_code=404)(scope, receive, send)
             return
-        if key is not None:  # one server: the host's own session with it, relayed (http_relay.py)
-            await self._relayed_server(key).handle(scope, receive, send)
-            return
-        target = await self._scope(key)
-        await target.manager.handle_request(scope, receive, send)
-        session_id = request.headers.get(_SESSION_HEADER)
-        if request.method == "DELETE" and session_id:
-            self._end_host(target, ("session", session_id))
+        # the host's own session with that server (or with every server, merged), relayed (http_relay.py)
+        await self._relayed_server(key).handle(scope, receive, send)
 
     def _authorized(self, request: Request) -> bool:
         header = request.headers.get("authorization", "")
@@ -205,71 +176,26 @@ class HttpGateway:
             group.start_soon(self._exit_with_parent)
             await send({"type": "lifespan.startup.complete"})
             await receive()  # lifespan.shutdown
-            for target in self._scopes.values():
-                for host in list(target.hosts):
-                    self._end_host(target, host)
             for relayed in self._relayed.values():
                 relayed.close()
             self._directory.link.close()
             group.cancel_scope.cancel()
         await send({"type": "lifespan.shutdown.complete"})
 
-    # ---- scopes and hosts ---------------------------------------------------------------------
+    # ---- paths and hosts ----------------------------------------------------------------------
 
-    async def _scope(self, key: str | None) -> _Scope:
-        target = self._scopes.get(key)
-        if target is not None:
-            return target
-        holder: dict[str, _Scope] = {}
-        gateway = GatewayServer(Exposure(only=key), lambda ctx: self._host_for(holder["scope"], ctx))
-        gateway.refresh_instructions(self._directory.link.servers)
-        manager = StreamableHTTPSessionManager(app=gateway.server, security_settings=self._settings)
-        target = holder["scope"] = self._scopes[key] = _Scope(gateway, manager)
-        self._directory.scopes.append(gateway)
-        assert self._group is not None
-        await self._group.start(_run_manager, manager)
-        return target
-
-    def _relayed_server(self, server: str) -> RelayedServer:
+    def _relayed_server(self, server: str | None) -> RelayedServer:
         relayed = self._relayed.get(server)
         if relayed is None:
             assert self._group is not None
             relayed = self._relayed[server] = RelayedServer(self.connection, server, self._settings, self._group)
         return relayed
 
-    def _host_for(self, target: _Scope, ctx: ServerRequestContext[Any, Any]) -> HostSession:
-        request = ctx.request
-        session_id = request.headers.get(_SESSION_HEADER) if isinstance(request, Request) else None
-        if session_id:
-            key: tuple[str, str | None] = ("session", session_id)
-        else:
-            params = ctx.session.client_params
-            key = ("client", params.client_info.name if params is not None else None)
-        target.last_used[key] = time.monotonic()
-        host = target.hosts.get(key)
-        if host is None:
-            host = target.hosts[key] = HostSession(self.connection, target.gateway.exposure, start_main_if_needed=False)
-            logger.info("new host %s on %s", key, target.gateway.exposure.only or "/mcp")
-        return host
-
-    def _end_host(self, target: _Scope, key: tuple[str, str | None]) -> None:
-        host = target.hosts.pop(key, None)
-        target.last_used.pop(key, None)
-        if host is not None:
-            host.close()
-
     async def _sweep(self) -> None:
         while True:
             await anyio.sleep(SWEEP_S)
-            now = time.monotonic()
             for relayed in self._relayed.values():
                 relayed.sweep(HOST_IDLE_S)
-            for target in self._scopes.values():
-                for key, used in list(target.last_used.items()):
-                    host = target.hosts.get(key)
-                    if host is not None and now - used > HOST_IDLE_S and not host.busy:
-                        logger.info("host %s idle for %.0f s: detaching it", key, now - used)
-                        self._end_host(target, key)
 
     async def _exit_with_parent(self) -> None:
         parent = os.getppid()
@@ -277,13 +203,6 @@ class HttpGateway:
             await anyio.sleep(PARENT_CHECK_S)
         logger.warning("main (pid %d) is gone; stopping", parent)
         os._exit(0)  # main's child: nothing left to serve, and nothing to save
-
-
-async def _run_manager(manager: StreamableHTTPSessionManager, *,
-                       task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-    async with manager.run():
-        task_status.started()
-        await anyio.sleep_forever()
 
 
 def run_http(connection: Path, listen: str) -> int:

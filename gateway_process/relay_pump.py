@@ -28,6 +28,11 @@ MAX_WAITING = 1000  # messages held while main is unreachable; past it requests 
 Headers = dict[str, str] | None
 
 
+class Undeliverable(str):
+    """Why `to_main` could not take a message that is itself the problem (over main's size limit, a
+    value the wire cannot carry): its request is answered -32602, an error of the request's own."""
+
+
 @dataclass
 class RelayPump:
     server: str
@@ -127,7 +132,8 @@ class RelayPump:
     def _refuse(self, envelope: jsonrpc.Envelope, why: str) -> None:
         if envelope.kind == "request" and isinstance(envelope.id, (int, str)):
             self._outstanding.pop(envelope.id, None)
-            self.to_host(jsonrpc.error_response(envelope.id, RpcCode.SERVER_ERROR, why))
+            code = RpcCode.INVALID_PARAMS if isinstance(why, Undeliverable) else RpcCode.SERVER_ERROR
+            self.to_host(jsonrpc.error_response(envelope.id, code, str(why)))
 
     @property
     def waiting(self) -> int:

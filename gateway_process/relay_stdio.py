@@ -1,4 +1,5 @@
-"""`elicitron serve --server NAME`: the host's stdio, relayed to its own session with that server.
+"""`elicitron serve [--server NAME]`: the host's stdio, relayed to its own session with that server
+(or, without --server, with every server at once: `MergedRelay`, names `<server>__<name>`).
 
 No MCP SDK here (serve starts in the time Python and pyzmq take): lines from fd 0 go to main as
 they are (`msgMcpRelay`), main's come back out on fd 1, one per line. main starts this host's own
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from gateway_process.attachment import MainAttachment
 from gateway_process.lines import MAX_LINE_BYTES, LineSplitter, LineWriter, Oversized, feed_chunks
+from gateway_process.merged_relay import MergedRelay
 from gateway_process.relayed import RelayedSession
 from shared import jsonrpc
 from shared.errors import ConfigError, MainUnreachableError, RpcCode
@@ -30,14 +32,15 @@ logger = logging.getLogger(__name__)
 EXIT_USAGE = 2
 
 
-def run_relayed(connection: Path, server: str, config: Path | None) -> int:
+def run_relayed(connection: Path, server: str | None, config: Path | None) -> int:
+    """`server` None: every server at once."""
     try:
         return asyncio.run(_serve(connection, server, config))
     except KeyboardInterrupt:  # a signal before the loop could take it
         return 0
 
 
-async def _serve(connection: Path, server: str, config: Path | None) -> int:
+async def _serve(connection: Path, server: str | None, config: Path | None) -> int:
     me = asyncio.current_task()
     assert me is not None
     loop = asyncio.get_running_loop()
@@ -50,11 +53,11 @@ async def _serve(connection: Path, server: str, config: Path | None) -> int:
     def to_host(raw: bytes) -> None:
         out.write(jsonrpc.one_line(raw) + b"\n")
 
-    relayed = RelayedSession(MainAttachment(connection, "elicitron serve", config=config), server, to_host)
+    attachment = MainAttachment(connection, "elicitron serve", config=config)
+    relayed = RelayedSession(attachment, server, to_host) if server is not None else MergedRelay(attachment, to_host)
     try:
         try:
-            await relayed.attachment.ready()
-            relayed.pump.attached()
+            await relayed.attachment.ready()  # its on_attached lets what waits go
         except ConfigError as exc:
             print(f"elicitron serve: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -74,7 +77,8 @@ async def _serve(connection: Path, server: str, config: Path | None) -> int:
     return 0
 
 
-def _lines(splitter: LineSplitter, chunk: bytes, relayed: RelayedSession, to_host: Callable[[bytes], None]) -> None:
+def _lines(splitter: LineSplitter, chunk: bytes, relayed: RelayedSession | MergedRelay,
+           to_host: Callable[[bytes], None]) -> None:
     for line in splitter.feed(chunk):
         if isinstance(line, Oversized):
             logger.warning("refused a %d-byte message from the host (limit %d)", line.size, MAX_LINE_BYTES)

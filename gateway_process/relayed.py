@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 
 from gateway_process.attachment import MainAttachment
-from gateway_process.relay_pump import RelayPump
+from gateway_process.relay_pump import RelayPump, Undeliverable
 from shared import channels
 from shared.errors import ConfigError, MainUnreachableError, UndeliverableRequestError
 from shared.messages import (
@@ -29,15 +29,20 @@ logger = logging.getLogger(__name__)
 
 class RelayedSession:
     """One relayed session over one host peer's link: the link's events drive the pump, and the
-    pump's messages for main go out on the link. `to_host` gets each message for the host."""
+    pump's messages for main go out on the link. `to_host` gets each message for the host.
+    `shared`: the link is one of several sessions' (all servers at once, `merged_relay.py`), whose
+    owner passes this session its events and closes the link itself."""
 
-    def __init__(self, attachment: MainAttachment, server: str, to_host: Callable[[bytes], None]) -> None:
+    def __init__(self, attachment: MainAttachment, server: str, to_host: Callable[[bytes], None], *,
+                 shared: bool = False) -> None:
         self.attachment = attachment
         self.link = attachment.link
         self.pump = RelayPump(server=server, session="relay-" + channels.new_uuid7(), to_main=self._to_main,
                               to_host=to_host)
         self._connecting: asyncio.Task[None] | None = None
-        attachment.adopt(self)
+        self._shared = shared
+        if not shared:
+            attachment.adopt(self)
 
     def from_host(self, raw: bytes, headers: dict[str, str] | None = None) -> None:
         self.pump.from_host(raw, headers)
@@ -65,7 +70,7 @@ class RelayedSession:
         except MainUnreachableError as exc:
             return f"Elicitron's main went away: {exc}"
         except UndeliverableRequestError as exc:
-            return f"Elicitron cannot pass this message on: {exc}"
+            return Undeliverable(f"Elicitron cannot pass this message on: {exc}")
         return None
 
     def close(self) -> None:
@@ -74,7 +79,8 @@ class RelayedSession:
                 self.link.send(channels.MCP_CLOSE, McpClose(session=self.pump.session))
             except MainUnreachableError:
                 pass
-        self.link.close()
+        if not self._shared:
+            self.link.close()
 
     # ---- LinkEvents ------------------------------------------------------------------------
 

@@ -137,6 +137,7 @@ class _Round:
     host_audit: dict[str, PendingRequest] = field(default_factory=dict)  # "host"/"first" keys' audit rows
     retry: tuple[jsonrpc.Id, dict[str, Any], "Headers"] | None = None  # the host's retry, held for the windows
     building: bool = True  # a rule may answer while the round is being set up: go on only after
+    cancelled: bool = False  # the host cancelled the request main holds for the windows
 
     @property
     def complete(self) -> bool:
@@ -215,6 +216,8 @@ class RelaySession:
                 if cancel is not None:
                     cancel()
                 return
+            if isinstance(request_id, (int, str)):
+                self._cancel_round(request_id)
         self.to_server(raw, headers)
 
     def _initialize(self, raw: bytes) -> bytes:
@@ -323,6 +326,9 @@ class RelaySession:
         elif kind == "request" and envelope.method == "elicitation/create":
             self._elicit(envelope, raw)
             return
+        elif kind == "notification" and envelope.method == "notifications/cancelled":
+            if not self._server_cancelled(envelope):
+                return
         elif kind == "notification" and envelope.method == "notifications/elicitation/complete":
             elicitation_id = envelope.params_dict().get("elicitationId")
             if isinstance(elicitation_id, str):
@@ -368,6 +374,20 @@ class RelaySession:
             self._host_asked[request_id] = _HostAsked(pending, first=True)
             self.ports.to_host(self, raw)
 
+    def _server_cancelled(self, envelope: jsonrpc.Envelope) -> bool:
+        """The server withdrew one of its requests (its tool call was cancelled): its card goes too.
+        False: only the windows had it, so the host is not told."""
+        request_id = envelope.params_dict().get("requestId")
+        if not isinstance(request_id, (int, str)):
+            return True
+        pending = self._windows.pop(request_id, None)
+        if pending is not None:
+            self.ports.withdraw(pending)
+        asked = self._host_asked.pop(request_id, None)
+        if asked is not None and asked.pending is not None and asked.pending is not pending:
+            self.ports.withdraw(asked.pending)  # the audit row of a request the host had
+        return pending is None or asked is not None
+
     def _windows_answered(self, request_id: jsonrpc.Id, answer: ElicitationResult) -> None:
         self._windows.pop(request_id, None)
         if self.closed:
@@ -409,6 +429,9 @@ class RelaySession:
             return False
         if not round_.host_keys:
             self._rounds[f"main-{next(self._round_tokens)}"] = round_
+            if modern.method == "tools/call" and request_id not in self._calls:  # the host still waits on it
+                self._calls.add(request_id)
+                self.ports.calls_changed(self, +1)
             if round_.complete:
                 self._retry_ourselves(round_)
             return True
@@ -438,7 +461,7 @@ class RelaySession:
         def resolve(answer: ElicitationResult) -> None:
             round_.answers[key] = _result_json(answer)
             round_.windows[key] = None
-            if not self.closed and not round_.building and round_.complete:
+            if not self.closed and not round_.building and not round_.cancelled and round_.complete:
                 self._round_complete(round_)
 
         round_.windows[key] = None
@@ -460,6 +483,19 @@ class RelaySession:
             round_.retry = None
             self._forget(round_)
             self._send_retry(round_, request_id, params, headers)
+
+    def _cancel_round(self, request_id: jsonrpc.Id) -> None:
+        """The host cancelled a request main holds while the windows answer its round: the cards go."""
+        for token, round_ in list(self._rounds.items()):
+            if round_.request_id == request_id and not round_.host_keys:
+                del self._rounds[token]
+                round_.cancelled = True
+                for pending in [*(p for p in round_.windows.values() if p is not None), *round_.host_audit.values()]:
+                    self.ports.withdraw(pending)
+                self._modern.pop(request_id, None)
+                if request_id in self._calls:
+                    self._calls.discard(request_id)
+                    self.ports.calls_changed(self, -1)
 
     def _forget(self, round_: _Round) -> None:
         for token, known in list(self._rounds.items()):

@@ -9,6 +9,7 @@ import asyncio
 import concurrent.futures
 import sys
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -104,6 +105,23 @@ class Host:
 
     def tool_names(self, timeout: float = 30) -> list[str]:
         return [tool.name for tool in self.run(lambda c: c.list_tools(), timeout).tools]
+
+
+def open_beside(host: Host, main: RunningMain, timeout: float = 60) -> Host:
+    """Open `host` while `main`'s contract-only peers (a test's window) keep heartbeating: they
+    heartbeat only while the test reads them, and opening a host takes its servers' start-up (each
+    host has its own session, and process, per server), longer than main's 3 s of patience."""
+    opened = host.opening()
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            opened.result(0.2)
+            return host
+        except TimeoutError:
+            if time.monotonic() > deadline:
+                raise
+            for peer in main.peers:
+                peer.heartbeat_if_due()
 
 
 def text_of(result: types.CallToolResult) -> str:

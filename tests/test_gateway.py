@@ -15,7 +15,16 @@ from typing import Any
 
 import mcp_types as types
 import pytest
-from gateway_kit import PROBE_SERVER, Host, HostLoop, probe_entry, serve_params, status_json, text_of
+from gateway_kit import (
+    PROBE_SERVER,
+    Host,
+    HostLoop,
+    open_beside,
+    probe_entry,
+    serve_params,
+    status_json,
+    text_of,
+)
 from kit.demo import demo_stdio_entry
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
@@ -77,7 +86,7 @@ def find[T: QObject](parent: QObject, kind: type[T], name: str) -> T:
 
 
 def open_host(loop: HostLoop, main: RunningMain, name: str, *args: str, **options: Any) -> Host:
-    return Host(loop, serve_params(main.connection, *args), name, **options).open()
+    return open_beside(Host(loop, serve_params(main.connection, *args), name, **options), main)
 
 
 def accept_with(content: dict[str, Any], seen: list[types.ElicitRequestParams]) -> Any:
@@ -193,7 +202,6 @@ def test_the_hosts_cancellation_reaches_the_server_and_dismisses_its_card(
     gw_main: RunningMain, hosts: HostLoop, window: WirePeer, mode: str
 ) -> None:
     host = open_host(hosts, gw_main, f"canceller-{mode}", mode=mode)
-    other = open_host(hosts, gw_main, "witness")
     try:
         reached = threading.Event()
 
@@ -210,14 +218,14 @@ def test_the_hosts_cancellation_reaches_the_server_and_dismisses_its_card(
         assert invoke["via"] == f"canceller-{mode}"
         blocked.cancel()
         asking.cancel()
-        assert text_of(other.call("probe__was_cancelled", {"tag": f"cancel-{mode}"}, timeout=20)) == \
+        # the host's own probe process saw it (each host has its own session with each server)
+        assert text_of(host.call("probe__was_cancelled", {"tag": f"cancel-{mode}"}, timeout=20)) == \
             f"cancel-{mode} was cancelled"
         _, dismiss = window.expect(lambda t, b: t == "msgElicitationTransferDismiss"
                                    and b["responseChannel"] == invoke["responseChannel"], 20)
         assert dismiss["reason"] == "cancelled"
         assert text_of(host.call("demo__echo", {"text": "still here"})) == "still here"
     finally:
-        other.close()
         host.close()
 
 

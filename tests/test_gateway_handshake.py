@@ -1,92 +1,88 @@
-"""serve's early answer to `initialize` (gateway_process/handshake.py) says what the SDK says.
-
-The SDK's own answer comes from the real GatewayServer on the SDK's dual-era loop, in process over
-memory streams: no host, no main (the `initialize` handler needs neither).
-"""
+"""serve's handshake: the host's `initialize` goes to every server and the merged answer is one the
+SDK takes (gateway_process/merge.py); serve gets there without loading `mcp` (it starts in the
+time Python and pyzmq take, and answers as soon as the servers have)."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
-from mcp.server.runner import serve_dual_era_loop
-from mcp.shared.message import SessionMessage
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from gateway_process.handshake import HANDSHAKE_VERSIONS, early_reply, initialize_request
+from gateway_process.handshake import HANDSHAKE_VERSIONS, server_info
+from gateway_process.merge import MergedSession
 from gateway_process.names import Exposure
-from gateway_process.proxy import GatewayServer
-from gateway_process.stdio_wire import EarlyAnswer
 from shared.messages import ServerInfo
 
-SERVERS = {"demo": ServerInfo(name="demo", status="ready", tools=[], instructions="Books tables.")}
+
+class _Server:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def from_host(self, raw: bytes, headers: dict[str, str] | None = None) -> None:
+        self.sent.append(json.loads(raw))
+
+    def close(self) -> None:
+        pass
 
 
-def _initialize(version: str, request_id: int | str = 1) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "initialize",
-                       "params": {"protocolVersion": version, "capabilities": {"elicitation": {}},
-                                  "clientInfo": {"name": "a-host", "version": "1"}}}).encode()
+def _handshake(version: str, answers: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    got: list[dict[str, Any]] = []
+    servers: dict[str, _Server] = {}
 
+    def open_server(name: str) -> _Server:
+        servers[name] = _Server()
+        return servers[name]
 
-async def _sdk_answer(exposure: Exposure, line: bytes) -> dict[str, Any]:
-    gateway = GatewayServer(exposure, lambda _ctx: None)  # type: ignore[arg-type,return-value]
-    gateway.refresh_instructions(SERVERS)
-    to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](1)
-    server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](1)
-    message = SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    async with anyio.create_task_group() as group:
-        async def serve() -> None:
-            async with gateway.server.lifespan(gateway.server) as state:
-                await serve_dual_era_loop(gateway.server, server_reads, server_writes, lifespan_state=state)
-
-        group.start_soon(serve)
-        await to_server.send(message)
-        with anyio.fail_after(10):
-            reply = await from_server.receive()
-        await to_server.aclose()
-        group.cancel_scope.cancel()
-    return json.loads(reply.message.model_dump_json(by_alias=True, exclude_unset=True))
-
-
-@pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28", "1999-01-01"])
-@pytest.mark.parametrize("only", [None, "demo"])
-def test_the_early_answer_is_the_sdks_answer(version: str, only: str | None) -> None:
-    exposure = Exposure(only=only)
-    line = _initialize(version, request_id="first")
-    early = early_reply(line, exposure, SERVERS)
-    assert early is not None and early[0] == "first"
-    assert json.loads(early[1]) == anyio.run(_sdk_answer, exposure, line)
+    merged = MergedSession(lambda raw: got.append(json.loads(raw)), open_server, call_later=lambda _d, _f: None)  # type: ignore[arg-type,return-value]
+    merged.set_servers([ServerInfo(name=name, status="ready", tools=[]) for name in answers])
+    merged.from_host(json.dumps({"jsonrpc": "2.0", "id": "first", "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "a-host", "version": "1"}}}).encode())
+    for name, result in answers.items():
+        merged.from_server(name, json.dumps({"jsonrpc": "2.0", "id": servers[name].sent[0]["id"],
+                                             "result": result}).encode())
+    assert len(got) == 1 and got[0]["id"] == "first"
+    return got[0]["result"]  # type: ignore[no-any-return]
 
 
 def test_the_handshake_versions_are_the_sdks() -> None:
     assert HANDSHAKE_VERSIONS == HANDSHAKE_PROTOCOL_VERSIONS
 
 
-_HEAD = b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": '
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28", "1999-01-01"])
+def test_with_no_server_the_answer_is_what_an_sdk_server_would_say(version: str) -> None:
+    result = _handshake(version, {})
+    expected = version if version in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+    assert result["protocolVersion"] == expected
+    assert result["serverInfo"] == server_info(Exposure())
+    types.InitializeResult.model_validate(result)
 
 
-@pytest.mark.parametrize("line", [
-    b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
-    _HEAD.replace(b'"id": 1', b'"id": true') + b'{"protocolVersion": "2025-11-25", "capabilities": {}, '
-                                                b'"clientInfo": {"name": "h", "version": "1"}}}',
-    _HEAD + b'{"protocolVersion": "2025-11-25", "capabilities": {}}}',
-    _HEAD + b'{"protocolVersion": 20251125, "capabilities": {}, "clientInfo": {"name": "h", "version": "1"}}}',
-    b'{"jsonrpc": "2.0", "method": "initialize", "params": {}}',
-    b"not json",
-])
-def test_anything_but_a_well_formed_initialize_is_left_to_the_sdk(line: bytes) -> None:
-    assert initialize_request(line) is None
-    assert early_reply(line, Exposure(only=None), SERVERS) is None
+def test_the_merged_answer_is_one_the_sdk_takes() -> None:
+    result = _handshake("2025-11-25", {
+        "demo": {"protocolVersion": "2025-11-25", "instructions": "Books tables.",
+                 "capabilities": {"tools": {"listChanged": False}, "logging": {}},
+                 "serverInfo": {"name": "demo", "version": "1"}},
+        "files": {"protocolVersion": "2025-11-25",
+                  "capabilities": {"resources": {"subscribe": True}, "prompts": {}, "completions": {}},
+                  "serverInfo": {"name": "files", "version": "2"}},
+    })
+    parsed = types.InitializeResult.model_validate(result)
+    assert parsed.server_info.name == "elicitron" and parsed.protocol_version == "2025-11-25"
+    capabilities = parsed.capabilities
+    assert capabilities.logging is not None and capabilities.completions is not None
+    assert capabilities.resources is not None and capabilities.resources.subscribe is True
+    assert capabilities.tools is not None and capabilities.tools.list_changed is True
+    assert parsed.instructions is not None and "## demo\nBooks tables." in parsed.instructions
 
 
-def test_the_sdks_own_reply_to_the_answered_request_is_dropped_once() -> None:
-    line = _initialize("2025-11-25", request_id=5)
-    early = early_reply(line, Exposure(only=None), SERVERS)
-    assert early is not None
-    answered = EarlyAnswer(*early)
-    sdk_reply = types.JSONRPCResponse(jsonrpc="2.0", id=5, result=json.loads(early[1])["result"])
-    other = types.JSONRPCResponse(jsonrpc="2.0", id=6, result={})
-    assert not answered.drops(other)
-    assert answered.drops(sdk_reply)
-    assert not answered.drops(sdk_reply)  # a second reply with that id is the host's to see
+@pytest.mark.slow  # a fresh interpreter
+def test_serve_reaches_the_handshake_without_loading_mcp() -> None:
+    code = ("import sys, gateway_process.cli, gateway_process.relay_stdio, gateway_process.merge; "
+            "sys.exit(1 if any(m == 'mcp' or m.startswith(('mcp.', 'mcp_types')) for m in sys.modules) else 0)")
+    done = subprocess.run([sys.executable, "-c", code], check=False, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0

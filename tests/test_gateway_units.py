@@ -1,7 +1,6 @@
 """The gateway's pure parts, one unit each: naming, the stdio line reader, where a host's request
 goes, the host's calls in main, the config key, and the window's host texts."""
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,6 @@ import pytest
 from gateway_process.http_app import parse_listen, security_settings
 from gateway_process.lines import LineSplitter, Oversized
 from gateway_process.names import Exposure, combined_instructions
-from gateway_process.stdio_wire import classify
 from main_process.config import parse_config
 from main_process.hosts import PeerCalls, plan_delivery
 from main_process.http_gateway import check_listen, load_or_create_token
@@ -70,17 +68,6 @@ def test_the_stdio_reader_splits_lines_and_skips_an_oversized_one_unread() -> No
     assert splitter.feed(b'"}\n{"c":3}\n') == [b'{"c":3}']
     assert Oversized(size=11, head=b'{"jsonrpc": "2.0", "id": "r-1"').request_id() == "r-1"
     assert Oversized(size=11, head=b"garbage").request_id() is None
-
-
-def test_bad_lines_become_json_rpc_errors() -> None:
-    message, error = classify(b"not json")
-    assert message is None and error is not None
-    assert json.loads(error.message.model_dump_json(by_alias=True, exclude_unset=True))["error"]["code"] == -32700
-    message, error = classify(b'{"jsonrpc": "2.0", "id": 3, "method": 5}')
-    reply = json.loads(error.message.model_dump_json(by_alias=True, exclude_unset=True))  # type: ignore[union-attr]
-    assert (reply["id"], reply["error"]["code"]) == (3, -32600)
-    message, error = classify(b'{"jsonrpc": "2.0", "id": 4, "method": "tools/list"}')
-    assert error is None and message is not None
 
 
 def _host(form: bool = True, url: bool = False) -> Peer:
