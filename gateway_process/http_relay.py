@@ -1,4 +1,5 @@
-"""`/mcp/<server>` of main's `--mcp-http` child: each host's own session with that server, relayed.
+"""`/mcp/<server>` of main's `--mcp-http` child: each host's own session with that server, relayed
+(and `/mcp`: each host's session with every server at once, `MergedRelay`, names `<server>__<name>`).
 
 The host speaks streamable HTTP here as it would to the server; main opens the host's own
 connection to the server and relays every message (main_process/relay.py), so protocol version,
@@ -58,6 +59,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from gateway_process.attachment import MainAttachment
+from gateway_process.merged_relay import MergedRelay
 from gateway_process.relayed import RelayedSession
 from shared import jsonrpc
 
@@ -73,6 +75,12 @@ _SESSION_HEADER = "mcp-session-id"
 _PROTOCOL_HEADER = "mcp-protocol-version"
 _PROGRESS = "notifications/progress"
 _SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
+
+
+def _relayed(connection: Path, server: str | None, to_host: Any) -> RelayedSession | MergedRelay:
+    """One host's session with `server`, or with every server at once (`/mcp`: server None)."""
+    attachment = MainAttachment(connection, "MCP host over HTTP", start_main_if_needed=False)
+    return RelayedSession(attachment, server, to_host) if server is not None else MergedRelay(attachment, to_host)
 
 
 def _meta(envelope: jsonrpc.Envelope) -> dict[str, Any]:
@@ -109,11 +117,10 @@ class _Replay(EventStore):
 
 
 class _LegacySession:
-    def __init__(self, connection: Path, server: str, security: TransportSecuritySettings) -> None:
+    def __init__(self, connection: Path, server: str | None, security: TransportSecuritySettings) -> None:
         self.transport = StreamableHTTPServerTransport(mcp_session_id=uuid.uuid4().hex, security_settings=security,
                                                        event_store=_Replay(), retry_interval=RETRY_MS)
-        self.relayed = RelayedSession(MainAttachment(connection, "MCP host over HTTP", start_main_if_needed=False),
-                                      server, self._to_host)
+        self.relayed = _relayed(connection, server, self._to_host)
         self.last_used = time.monotonic()
         self.get_streams = 0
         self._open: dict[jsonrpc.Id, object] = {}  # host requests at the server -> their progress token
@@ -203,9 +210,8 @@ class _Post:
 class _ModernClient:
     """The relayed session of one 2026-07-28 client (by clientInfo name)."""
 
-    def __init__(self, connection: Path, server: str, schemas: dict[str, Any]) -> None:
-        self.relayed = RelayedSession(MainAttachment(connection, "MCP host over HTTP", start_main_if_needed=False),
-                                      server, self._to_host)
+    def __init__(self, connection: Path, server: str | None, schemas: dict[str, Any]) -> None:
+        self.relayed = _relayed(connection, server, self._to_host)
         self.posts: dict[jsonrpc.Id, _Post] = {}  # by the id the server sees
         self.last_used = time.monotonic()
         self._ids = count()
@@ -274,9 +280,9 @@ class _ModernClient:
 
 
 class RelayedServer:
-    """Every host of one server path."""
+    """Every host of one server path (`server` None: `/mcp`, every server at once)."""
 
-    def __init__(self, connection: Path, server: str, security: TransportSecuritySettings,
+    def __init__(self, connection: Path, server: str | None, security: TransportSecuritySettings,
                  group: anyio.abc.TaskGroup) -> None:
         self.connection = connection
         self.server = server
