@@ -1,7 +1,7 @@
-"""MainAttachment: a gateway's MainLink, attached on demand, and the wait for servers still starting.
+"""MainAttachment: a gateway's MainLink, attached on demand.
 
-`ready()` attaches, starting main first (`launch --no-window`) when none runs and the gateway may;
-`settle()` waits while a server is still starting. No `mcp` here: `elicitron serve` attaches before
+`ready()` attaches, starting main first (`launch --no-window`) when none runs and the gateway may.
+No `mcp` here: `elicitron serve` attaches before
 it reads the host's first message, and the host's relayed session (`RelayedSession`, or
 `MergedRelay` for every server) receives the link's events from then on (`adopt`).
 """
@@ -24,8 +24,7 @@ from shared.messages import (
 
 
 class MainAttachment:
-    """Also the link's LinkEvents: server changes wake `settle`, and every event goes on to the
-    adopted receiver (none before a host session exists: nothing else can concern a host that has
+    """Also the link's LinkEvents: every event goes on to the adopted receiver (none before a host session exists: nothing else can concern a host that has
     not sent a request yet)."""
 
     def __init__(self, connection: Path, name: str, *, config: Path | None = None,
@@ -33,7 +32,6 @@ class MainAttachment:
         self.connection = connection
         self.link = MainLink(connection, name, self)
         self._events: LinkEvents | None = None
-        self._servers_changed = asyncio.Event()
         self._config = config
         self._start_main = start_main_if_needed
         self._ready_lock = asyncio.Lock()
@@ -59,16 +57,6 @@ class MainAttachment:
             await asyncio.to_thread(start_main, self.connection, self._config)
             await self.link.attach()
 
-    async def settle(self, timeout_s: float) -> None:
-        """Wait (at most `timeout_s`) while some server is still starting."""
-        try:
-            async with asyncio.timeout(timeout_s):
-                while any(s.status in ("starting", "restarting") for s in self.link.servers.values()):
-                    self._servers_changed.clear()
-                    await self._servers_changed.wait()
-        except TimeoutError:
-            pass
-
     # ---- LinkEvents, passed on -----------------------------------------------------------------
 
     def on_invoke(self, invoke: ElicitationInvoke) -> None:
@@ -88,12 +76,10 @@ class MainAttachment:
             self._events.on_list_changed(change)
 
     def on_attached(self, servers: list[ServerInfo], again: bool) -> None:
-        self._servers_changed.set()
         if self._events is not None:
             self._events.on_attached(servers, again)
 
     def on_servers(self, servers: list[ServerInfo]) -> None:
-        self._servers_changed.set()
         if self._events is not None:
             self._events.on_servers(servers)
 

@@ -470,7 +470,10 @@ def _routing_headers(request: Request) -> dict[str, str]:
 
 
 def _decode_object(body: bytes) -> dict[str, Any]:
-    value = json.loads(body)
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):  # msgspec read it; json may still give up on its depth
+        return {}
     return value if isinstance(value, dict) else {}
 
 

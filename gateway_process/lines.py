@@ -2,7 +2,7 @@
 
 `LineSplitter` turns bytes into lines, with a size limit: a line over it comes out once as an
 `Oversized` (whose request id is read from its first bytes, since the host waits on that id) and
-the rest of it is skipped unread. `read_chunks` and `fd_writer` read and write a descriptor with a
+the rest of it is skipped unread. `feed_chunks` and `LineWriter` read and write a descriptor with a
 native pipe transport when it is a pipe, else on a thread (a regular file, a terminal).
 """
 
@@ -10,7 +10,8 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+import stat
+from collections.abc import Callable
 
 MAX_LINE_BYTES = 4 << 20  # the SDK's own HTTP body limit; main's message limit applies to calls after it
 _CHUNK = 1 << 16
@@ -69,41 +70,6 @@ class Oversized:
 
 
 
-async def read_chunks(fd: int, opening: bytes) -> AsyncIterator[bytes]:
-    """`opening`, then what arrives on `fd` until EOF: a native pipe reader when it is a pipe, else
-    a thread."""
-    if opening:
-        yield opening
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_CHUNK)
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", closefd=False))
-    except (ValueError, OSError):  # a regular file or a terminal
-        while chunk := await asyncio.to_thread(os.read, fd, _CHUNK):
-            yield chunk
-        return
-    while chunk := await reader.read(_CHUNK):
-        yield chunk
-
-
-
-async def fd_writer(fd: int) -> Callable[[bytes], Awaitable[None]]:
-    """How to write to `fd`: a native pipe writer when it is a pipe, else a thread."""
-    loop = asyncio.get_running_loop()
-    try:
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                            os.fdopen(fd, "wb", closefd=False))
-    except (ValueError, OSError):  # a regular file or a terminal
-        return lambda data: asyncio.to_thread(write_all, fd, data)
-    stream = asyncio.StreamWriter(transport, protocol, None, loop)
-
-    async def write(data: bytes) -> None:
-        stream.write(data)
-        await stream.drain()
-
-    return write
-
-
 def write_all(fd: int, data: bytes) -> None:
     """Blocking: all of `data` to `fd`."""
     view = memoryview(data)
@@ -133,10 +99,14 @@ class _Feed(asyncio.Protocol):
 
 async def feed_chunks(fd: int, feed: Callable[[bytes], None]) -> None:
     """Hand what arrives on `fd` to `feed` until EOF: in the loop's own callback when `fd` is a
-    pipe (no task switch per chunk), else from a thread's reads."""
+    pipe or a socket (no task switch per chunk), else from a thread's reads (a file, a terminal,
+    /dev/null: the loop's selector refuses some of them only once the transport is made)."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
     try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            raise ValueError("not a pipe")
         transport, _ = await loop.connect_read_pipe(lambda: _Feed(feed, done), os.fdopen(fd, "rb", closefd=False))
     except (ValueError, OSError):  # a regular file or a terminal
         while chunk := await asyncio.to_thread(os.read, fd, _CHUNK):

@@ -15,8 +15,7 @@
     ├── SignInError              signing in to a server did not complete (OAuth)
     │   └── SignInDeclinedError  the user declined the sign-in card (or the authorization server's page)
     ├── TokenStoreError          the OAuth token store cannot be read or written
-    ├── RuleStoreError           the rule store cannot be opened or read (readers only; main logs)
-    └── UnknownNameError         a host named a tool, prompt or resource no exposed server has
+    └── RuleStoreError           the rule store cannot be opened or read (readers only; main logs)
 
 Codes: `WireCode` names the string `code` of the wire's `error` topic (shared/PROTOCOL.md lists
 when each is sent); `RpcCode` names the JSON-RPC codes of `{error: {code, message}}` replies.
@@ -138,8 +137,3 @@ class TokenStoreError(ElicitronError):
 class RuleStoreError(ElicitronError):
     """The rule store (remembered answers and approvals) cannot be opened, read or changed by the
     CLI; main itself never raises it (a rule it cannot save still applies until main stops)."""
-
-
-class UnknownNameError(ElicitronError):
-    """A host named a tool, prompt or resource that none of the servers the gateway exposes has
-    (or a prefixed name whose server part is wrong); the message says what the names look like."""

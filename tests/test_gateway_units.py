@@ -17,7 +17,7 @@ from main_process.http_gateway import check_listen, load_or_create_token
 from main_process.peers import Peer
 from renderer_process.hosts import hosts_text, via_text
 from shared import messages
-from shared.errors import ConfigError, UnknownNameError
+from shared.errors import ConfigError
 
 SERVERS = {
     "demo": messages.ServerInfo(name="demo", status="ready", tools=["echo", "book_table"], instructions="Demo."),
@@ -26,30 +26,8 @@ SERVERS = {
 }
 
 
-def test_prefixed_names_resolve_to_their_server_and_bad_ones_say_what_names_look_like() -> None:
-    every = Exposure()
-    assert every.public("demo", "echo") == "demo__echo"
-    assert every.resolve("tool", "demo__book_table", SERVERS) == ("demo", "book_table")
-    assert every.resolve("tool", "demo__x__echo", SERVERS) == ("demo__x", "echo")  # the server that has it
-    assert every.resolve("tool", "slow__anything", SERVERS) == ("slow", "anything")  # starting: main waits
-    assert every.resolve("prompt", "demo__greet", SERVERS) == ("demo", "greet")
-    with pytest.raises(UnknownNameError, match=r"unknown tool 'echo': names here are <server>__<tool>, "
-                                               r"with <server> one of: demo, demo__x, slow"):
-        every.resolve("tool", "echo", SERVERS)
-    with pytest.raises(UnknownNameError, match=r"server 'demo' has no tool 'nope' \(its tools: demo__echo, "):
-        every.resolve("tool", "demo__nope", SERVERS)
-    with pytest.raises(UnknownNameError, match="unknown tool 'demo__'"):
-        every.resolve("tool", "demo__", SERVERS)
-
-
-def test_one_server_alone_keeps_its_names() -> None:
-    alone = Exposure(only="demo")
-    assert alone.public("demo", "echo") == "echo"
-    assert alone.servers(SERVERS) == ["demo"]
-    assert alone.resolve("tool", "echo", SERVERS) == ("demo", "echo")
-    with pytest.raises(UnknownNameError, match="server 'demo' has no tool 'demo__echo'"):
-        alone.resolve("tool", "demo__echo", SERVERS)
-    assert combined_instructions(alone, SERVERS) == "Demo."
+def test_one_server_alone_keeps_its_own_instructions() -> None:
+    assert combined_instructions(Exposure(only="demo"), SERVERS) == "Demo."
 
 
 def test_combined_instructions_name_each_server() -> None:
