@@ -58,8 +58,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MAX_SESSIONS: Final = 64  # server connections for hosts, all peers together (each is a process)
-MAX_SESSIONS_PER_PEER: Final = 16
+MAX_SESSIONS: Final = 128  # server connections for hosts, all peers together (each is a process, ~3 descriptors)
+MAX_SESSIONS_PER_PEER: Final = 32  # a host through `serve` holds one per configured server
 _ELICITATION_CAPABILITY: Final[dict[str, dict[str, Any]]] = {"form": {}, "url": {}}
 _CANCELLED_REASON: Final = "answered in Elicitron"
 _PROTOCOL_KEY: Final = "io.modelcontextprotocol/protocolVersion"  # in a 2026-07-28 request's _meta
