@@ -67,6 +67,10 @@ from shared.messages import (
 logger = logging.getLogger(__name__)
 
 AUTO_OPEN_QUIET_S = 15.0  # after opening a window, give it this long to attach before opening another
+# A main just started (e.g. by `ask --start` for its question) gives the windows that were waiting
+# for it this long to attach (they retry every second) before it opens one of its own.
+AUTO_OPEN_GRACE_S = 3.0
+AUTO_OPEN_GRACE_ENV = "ELICITRON_AUTO_OPEN_GRACE_S"
 
 
 class MainApp:
@@ -95,6 +99,9 @@ class MainApp:
         self.mcp_http = mcp_http
         self._stop = asyncio.Event()
         self._last_auto_open = float("-inf")
+        self._started_at = time.monotonic()  # again once the connection file is written
+        self.auto_open_grace_s = _auto_open_grace()
+        self._auto_open_timer: asyncio.TimerHandle | None = None
         self.servers: dict[str, ManagedServer] = {}
         self.broker: Broker | None = None
         # The consent layer (rules, remembered answers, tool approval); rules=False runs main
@@ -219,8 +226,29 @@ class MainApp:
         self._stop.set()
 
     def no_window_attached(self) -> None:
-        if not self.auto_open_window or time.monotonic() - self._last_auto_open < AUTO_OPEN_QUIET_S:
+        if not self.auto_open_window or self._auto_open_timer is not None:
             return
+        if time.monotonic() - self._last_auto_open < AUTO_OPEN_QUIET_S:
+            return
+        wait = self._started_at + self.auto_open_grace_s - time.monotonic()
+        if wait > 0:  # windows that were waiting for this main may be attaching right now
+            logger.info("an elicitation is waiting and no window is attached: opening one unless a window "
+                        "attaches within %.1f s", wait)
+            self._auto_open_timer = asyncio.get_running_loop().call_later(wait, self._auto_open_after_grace)
+            return
+        self._open_window()
+
+    def _auto_open_after_grace(self) -> None:
+        self._auto_open_timer = None
+        if self.broker is None or self.broker.renderers():
+            logger.info("auto-open: a window attached within the grace; opening none")
+            return
+        if not self.broker.pending.all():
+            logger.info("auto-open: nothing waits any more; opening no window")
+            return
+        self._open_window()
+
+    def _open_window(self) -> None:
         self._last_auto_open = time.monotonic()
         logger.info("an elicitation is waiting and no window is attached: opening one")
         # The renderer is a separate program; main only starts it and never imports Qt.
@@ -324,6 +352,7 @@ class MainApp:
             remote_server_key=remote.curve_keypair[0].decode() if remote and remote.curve_keypair else None,
             mcp_http_token=load_or_create_token() if self.mcp_http else None)
         write_connection_file(self.connection_path, info)
+        self._started_at = time.monotonic()  # windows waiting for a main can attach from now on
         locator.main_started(self.connection_path)  # found by hosts that strip XDG_RUNTIME_DIR
         logger.info("main %s listening on %s (config %s, %d servers, audit %s)", broker.session, broker.endpoint,
                     self.config.source, len(self.servers), self.audit_path)
@@ -334,6 +363,9 @@ class MainApp:
             await self._stop.wait()
             logger.info("stopping: %d servers", len(self.servers))
         finally:
+            broker.say_goodbye()  # windows show main as gone now, not once its servers have stopped
+            if self._auto_open_timer is not None:
+                self._auto_open_timer.cancel()
             if http_child is not None:
                 await http_child.stop()
             remove_connection_file(self.connection_path, token)
@@ -349,3 +381,18 @@ class MainApp:
             audit.close()
             logger.info("main stopped")
 
+
+def _auto_open_grace() -> float:
+    """AUTO_OPEN_GRACE_S, or the seconds ELICITRON_AUTO_OPEN_GRACE_S names (0: open at once)."""
+    raw = os.environ.get(AUTO_OPEN_GRACE_ENV, "").strip()
+    if not raw:
+        return AUTO_OPEN_GRACE_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= 3600:
+        logger.warning("%s=%r is not a number of seconds (0-3600); using %.0f s", AUTO_OPEN_GRACE_ENV, raw,
+                       AUTO_OPEN_GRACE_S)
+        return AUTO_OPEN_GRACE_S
+    return seconds

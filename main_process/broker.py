@@ -310,6 +310,11 @@ class Broker:
     def publish_servers(self) -> None:
         self._broadcast(self._peers_all(), encode(channels.SERVERS, ServersUpdate(servers=self._host.server_infos())))
 
+    def say_goodbye(self) -> None:
+        """main is stopping: every attached peer hears `bye` now, before the servers stop, so a
+        window shows main as gone at once rather than after its silence limit."""
+        self._broadcast(self._peers_all(), encode(channels.BYE, Bye()))
+
     def publish_complete(self, server: str, elicitation_id: str) -> None:
         self._broadcast(self._peers_all(), encode(channels.COMPLETE, ElicitationComplete(
             server=server, elicitation_id=elicitation_id)))

@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import select
+import stat
 import subprocess
 import sys
 import time
@@ -126,6 +127,8 @@ def _parser() -> argparse.ArgumentParser:
     p = with_connection(sub.add_parser("pair", help="allow a remote window and print its connection file"))
     p.add_argument("--name", default="remote", help="a name for the remote window's key")
     p.add_argument("--host", help="host name the remote machine uses to reach this one")
+    p.add_argument("--output", type=Path, metavar="FILE",
+                   help="write the connection file here, 0600 (default: print it)")
     p.set_defaults(func=cmd_pair)
 
     p = with_connection(sub.add_parser("window", help="attach one more window to the running main"))
@@ -243,7 +246,8 @@ def cmd_main(args: argparse.Namespace) -> int:
 
 
 def cmd_pair(args: argparse.Namespace) -> int:
-    """Print a connection file for a remote window; its key is allowed from now on."""
+    """Print (or with --output, write 0600) a connection file for a remote window; its key is
+    allowed from now on. A window refuses a connection file other users can read."""
     import msgspec
 
     from main_process.curve_keys import CurveKeys
@@ -257,12 +261,52 @@ def cmd_pair(args: argparse.Namespace) -> int:
     endpoint = local.remote_endpoint
     if args.host:
         endpoint = f"tcp://{args.host}:{endpoint.rsplit(':', 1)[1]}"
+    output = None
+    if args.output is not None:
+        try:  # opened before the key is allowed: a file that cannot be written allows nothing
+            output = _open_0600(args.output)
+        except OSError as exc:
+            print(f"elicitron: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_FAILED
     public, secret = CurveKeys().allow_new_client(args.name)
     remote = ConnectionInfo(protocol=local.protocol, endpoint=endpoint, token=local.token, pid=local.pid,
                             server_key=local.remote_server_key, client_public_key=public.decode(),
                             client_secret_key=secret.decode())
-    print(msgspec.json.encode(remote).decode())
+    text = msgspec.json.encode(remote).decode() + "\n"
+    if output is None:
+        _tighten_if_a_file(sys.stdout)  # `pair > laptop.json`: the shell made it 0644 (umask)
+        sys.stdout.write(text)
+        if sys.stdout.isatty():
+            print("elicitron: save it with `elicitron pair --output FILE` (0600); on the remote machine: "
+                  "elicitron window --connection FILE", file=sys.stderr)
+        return 0
+    with output:
+        output.write(text)
+    print(f"elicitron: wrote {args.output} (0600); copy it to the remote machine keeping it 0600 (scp -p), "
+          f"then: elicitron window --connection {args.output.name}", file=sys.stderr)
     return 0
+
+
+def _open_0600(path: Path) -> Any:
+    """`path` opened for writing, 0600 (an existing file is tightened), never through a symlink."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    except OSError:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "w", encoding="utf-8")
+
+
+def _tighten_if_a_file(stream: Any) -> None:
+    """A regular file of ours that stdout was redirected to is made 0600 (it holds secret keys)."""
+    try:
+        fd = stream.fileno()
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+            os.fchmod(fd, stat.S_IMODE(info.st_mode) & 0o700)
+    except (OSError, ValueError, AttributeError):
+        pass  # a pipe, a terminal, or a stream without a descriptor: nothing to tighten
 
 
 def cmd_launch(args: argparse.Namespace) -> int:
@@ -270,11 +314,12 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from main_process.event_loop import loop_factory
 
     connection = _connection(args)
-    # A window that cannot start (missing system libraries) says so in one line before main is
-    # started behind it; the check runs in the renderer's own interpreter setup, without Qt.
-    preflight = subprocess.run([sys.executable, "-m", "renderer_process", "--preflight"], check=False)
-    if preflight.returncode != 0:
-        return preflight.returncode
+    # A window that cannot start (no display, missing system libraries) says so in one line before
+    # main is started behind it; the check runs in the renderer's own interpreter setup, without Qt.
+    if not args.no_window:
+        preflight = subprocess.run([sys.executable, "-m", "renderer_process", "--preflight"], check=False)
+        if preflight.returncode != 0:
+            return preflight.returncode
     if not _main_is_running(connection):
         load_config(args.config)  # a bad config fails here, in the foreground, with its one-line error
         loop_factory()  # and so does a bad ELICITRON_LOOP (main's own stderr goes nowhere once it is started)

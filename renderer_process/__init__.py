@@ -23,7 +23,7 @@ tool_schema.py   which tool inputSchemas the form expresses, and the arguments i
 result_view.py   the last tool result: text, images, structured content as a tree
 reply_format.py  how replies read in the results log
 tray.py, icon.py the tray icon with the number waiting, desktop notifications; the drawn icon
-preflight.py     before Qt loads: missing system libraries as one line (never imports Qt)
+preflight.py     before Qt loads: no display or missing system libraries as one line (never imports Qt)
 screenshot.py    grab_widget(widget, path): save a widget as PNG
 app.py, __main__.py   `python -m renderer_process [--connection PATH] [--name NAME] [--preflight]`
 """

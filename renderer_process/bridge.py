@@ -9,7 +9,10 @@ the process was stopped with SIGSTOP longer than main's 5 s silence limit) says 
 on the same socket rather than waiting for its own silence timer.
 
 The bridge also says whether main is there at all: `main_missing(True)` when the connection file
-is gone (main was stopped, or never started), `main_missing(False)` once it is back.
+is gone (main was stopped, or never started), or at once when main says `bye` (it is stopping; its
+file counts as gone until it names another main), `main_missing(False)` once it is back. A
+connection file that is there but cannot be used (not 0600, malformed, another protocol) is
+`connection_problem(reason)`, with the fix in the reason; `connection_problem("")` once it can.
 
 A plain sync socket is watched with a QSocketNotifier on `zmq.FD`. That descriptor is
 edge-triggered, so the bridge drains whenever it fires, after every send, and on every liveness
@@ -61,6 +64,7 @@ class MainBridge(QObject):
     state_changed = Signal(str)  # CONNECTING | CONNECTED | RECONNECTING
     rules_changed = Signal(object)  # list[messages.RuleInfo] (extension `rules`, or a msgRules reply)
     main_missing = Signal(bool)  # True: no connection file (main stopped); False: it is back
+    connection_problem = Signal(str)  # why the connection file cannot be used; "" once it can
 
     def __init__(
         self,
@@ -92,6 +96,7 @@ class MainBridge(QObject):
         self._last_received = 0.0
         self._attempt_at = 0.0
         self._last_file_problem = ""
+        self._gone_token = ""  # the token of the main that said bye: its file is no main to attach to
         self._missing: bool | None = None
         self._draining = False
 
@@ -235,13 +240,23 @@ class MainBridge(QObject):
         try:
             info = read_connection_file(self._connection_path)
         except ConnectionFileError as exc:
+            exists = self._connection_path.exists()
             if str(exc) != self._last_file_problem:  # log each new problem once, not every second
                 logger.warning("cannot reach main yet: %s", exc)
                 self._last_file_problem = str(exc)
+                # A file that is there but unusable is ours to fix, and the window says how.
+                self.connection_problem.emit(str(exc) if exists else "")
             self._set_state(RECONNECTING)
-            self._set_missing(not self._connection_path.exists())
+            self._set_missing(not exists)
             return
-        self._last_file_problem = ""
+        if self._last_file_problem:
+            self._last_file_problem = ""
+            self.connection_problem.emit("")
+        if self._gone_token and info.token == self._gone_token:  # the main that said bye is still stopping
+            self._set_missing(True)
+            self._set_state(RECONNECTING)
+            return
+        self._gone_token = ""
         self._set_missing(False)
         try:
             self._open_socket(info)
@@ -329,6 +344,18 @@ class MainBridge(QObject):
         self._hello_timer.start()
         self._try_hello()
 
+    def _main_stopping(self) -> None:
+        """main said `bye`: it is stopping. It is gone now, not after the silence limit; the
+        retry timer looks for the next main."""
+        logger.info("main is stopping")
+        self._gone_token = self._token
+        self._welcomed = False
+        self._hello_sent = False
+        self._close_socket(linger_ms=0)
+        self._attempt_at = time.monotonic()
+        self._set_missing(True)
+        self._set_state(RECONNECTING)
+
     def _set_missing(self, missing: bool) -> None:
         if missing != self._missing:
             self._missing = missing
@@ -384,6 +411,8 @@ class MainBridge(QObject):
             self.welcomed.emit(body)
         elif isinstance(body, messages.Heartbeat):
             pass  # only liveness, already counted
+        elif isinstance(body, messages.Bye):  # extension: main is stopping
+            self._main_stopping()
         elif isinstance(body, messages.ElicitationInvoke):
             self.invoked.emit(body)
         elif isinstance(body, messages.ElicitationDismiss):

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QDialog,
@@ -52,6 +52,11 @@ URL = "url"
 NOTICE = "notice"
 
 ENTER_ARM_MS = 400
+_FORM_MAX_HEIGHT = 720  # the form scrolls beyond this, not the card
+# "Decline all from …": a link, in the palette's link colour, that follows light and dark.
+_LINK_STYLE = (
+    "QPushButton { color: palette(link); text-decoration: underline; border: none; padding: 2px 4px; }"
+)
 _MAX_PROBLEMS_SHOWN = 3
 _TICK_MS = 1000
 
@@ -87,6 +92,7 @@ class ElicitationCard(QDialog):
         self._finished = False
         self._enter_armed = False
         self.form: FormBody | None = None
+        self._scroll: QScrollArea | None = None  # around the form
         self._url = QUrl()
 
         params = invoke.request.params
@@ -142,10 +148,13 @@ class ElicitationCard(QDialog):
         self.cancel_button.clicked.connect(self.reject)
         self.copy_button.clicked.connect(self._copy_link)
         # A secondary, quieter action: stop a server that asks too often, for this main session.
-        self.decline_all_button = _button(
-            f"Decline all from {self.server} for this session", "decline_all", self
-        )
+        # Drawn as a link (a flat button read as plain text): still a button, reached with Tab.
+        decline_all_text = f"Decline all from {self.server} for this session"
+        self.decline_all_button = _button(decline_all_text, "decline_all", self)
         self.decline_all_button.setFlat(True)
+        self.decline_all_button.setStyleSheet(_LINK_STYLE)
+        self.decline_all_button.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.decline_all_button.setAccessibleName(decline_all_text)
         self.decline_all_button.setToolTip(
             f"Decline this request and every further one from {self.server} until main restarts. "
             "You can ask again from the Servers panel."
@@ -223,8 +232,12 @@ class ElicitationCard(QDialog):
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         scroll.setWidget(form)
-        # Show the whole form when it fits a screen; scroll only beyond that.
-        scroll.setMinimumHeight(min(form.sizeHint().height() + 4, 720))
+        self._scroll = scroll
+        # Show the whole form when it fits a screen; scroll only beyond that. Again whenever the
+        # form's layout changes (an error line appears under a field) or its width does: the card
+        # grows with it instead of hiding the last field behind a scroll bar.
+        self._fit_form()
+        form.installEventFilter(self)
         layout.addWidget(scroll, 1)
         form.validity_changed.connect(self._show_validity)
         self._show_validity(form.is_valid)
@@ -273,6 +286,22 @@ class ElicitationCard(QDialog):
         notice.setTextFormat(Qt.TextFormat.PlainText)
         notice.setWordWrap(True)
         layout.addWidget(notice)
+
+    def _fit_form(self) -> None:
+        form, scroll = self.form, self._scroll
+        if form is None or scroll is None:
+            return
+        width = scroll.viewport().width() if scroll.isVisible() else 0
+        needed = form.heightForWidth(width) if width > 0 and form.hasHeightForWidth() else -1
+        if needed < 0:
+            needed = form.sizeHint().height()
+        # Only ever taller: a card does not jump smaller under the pointer when an error line goes.
+        scroll.setMinimumHeight(max(scroll.minimumHeight(), min(needed + 4, _FORM_MAX_HEIGHT)))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.form and event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Resize):
+            self._fit_form()
+        return super().eventFilter(watched, event)
 
     # ---- state shown on the card ------------------------------------------------------------
 

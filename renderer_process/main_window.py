@@ -17,7 +17,8 @@ While no window of this program is active (another program has the focus, or the
 closed into the tray), a new request is announced with a desktop notification naming the server
 and its question; clicking it brings the window and the card forward. The title and the tray
 icon show how many requests wait here. When main is gone (stopped: its connection file is
-removed) a banner says so and what to do, and nothing offers to act on its servers.
+removed, or main said it is stopping) a banner says so and what to do, and nothing offers to act
+on its servers; a connection file this window cannot use (e.g. not 0600) is a banner with the fix.
 """
 
 import json
@@ -71,6 +72,7 @@ MAIN_GONE_TEXT = (
     "`elicitron launch` (or scripts/launch in a checkout); this window reconnects by itself."
 )
 MAIN_LOST_TEXT = "Lost contact with main; reconnecting… Nothing can be sent to it until it answers."
+FILE_PROBLEM_TEXT = "This window cannot use its connection file: {problem}. It tries again every second."
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,7 @@ class MainWindow(QMainWindow):
         self._notified: set[str] = set()  # channels a notification was shown for
         self._main_missing = False
         self._connected = False
+        self._file_problem = ""  # why the connection file cannot be used, if it cannot
         self._queue = CardQueue()
         self._card: Card | None = None
         self._sent: dict[str, messages.ElicitationInvoke] = {}  # answered, not yet dismissed
@@ -203,6 +206,7 @@ class MainWindow(QMainWindow):
         self._window_id = bridge.window_id
         bridge.state_changed.connect(self.on_state_changed)
         bridge.main_missing.connect(self.on_main_missing)
+        bridge.connection_problem.connect(self.on_connection_problem)
         bridge.welcomed.connect(self.on_welcomed)
         bridge.servers_changed.connect(self.on_servers_changed)
         bridge.peers_changed.connect(self.on_peers_changed)
@@ -265,9 +269,16 @@ class MainWindow(QMainWindow):
         self._main_missing = missing
         self._show_reachability()
 
+    def on_connection_problem(self, problem: str) -> None:
+        """The connection file is there but cannot be used (`problem` says why and how to fix it)."""
+        self._file_problem = problem
+        self._show_reachability()
+
     def _show_reachability(self) -> None:
         if self._connected:
             self.banner.say("")
+        elif self._file_problem:
+            self.banner.say(FILE_PROBLEM_TEXT.format(problem=self._file_problem.rstrip(".")))
         elif self._main_missing:
             self.banner.say(MAIN_GONE_TEXT)
         elif self._session:  # we were attached once: contact was lost
@@ -738,6 +749,7 @@ class _Banner(QFrame):
         self.label.setTextFormat(Qt.TextFormat.PlainText)
         self.label.setWordWrap(True)
         self.label.setStyleSheet("font-weight: bold;")
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # the fix, to copy
         layout = QHBoxLayout(self)
         layout.addWidget(self.label, 1)
         self.hide()

@@ -1,10 +1,20 @@
-"""Before Qt loads: are the system libraries it needs on this machine? Never imports Qt.
+"""Before Qt loads: is there a display, and are the system libraries Qt needs on this machine?
+Never imports Qt.
 
-Without them Qt aborts (exit 134) with a message about its "xcb" platform plugin that does not
-say what to install. This check runs first and, on Linux, names the missing libraries with the
-apt and dnf commands that install them, in one line, exit code 2. The libraries every Qt GUI
-needs are checked always; the X11 (xcb) ones when Qt is going to use xcb: QT_QPA_PLATFORM unset
-or starting with xcb, DISPLAY set, and not a Wayland session (there Qt picks wayland itself).
+Without a display (over SSH, a session without X or Wayland) Qt aborts with a message about a
+missing "xcb-cursor0" that sends people installing libraries they have. So first: when Qt is
+going to look for a display server (QT_QPA_PLATFORM unset: DISPLAY or WAYLAND_DISPLAY; `xcb`:
+DISPLAY), one must be set; platforms that need none (offscreen, minimal, vnc, eglfs, ...) and
+wayland (it has a default socket) are not checked. Without one, one line says so and how to go on
+without a window here (`elicitron main`, or a window paired from another machine: `elicitron
+pair`), exit code 2.
+
+Without the system libraries Qt aborts (exit 134) with a message about its "xcb" platform plugin
+that does not say what to install. This check comes next and, on Linux, names the missing
+libraries with the apt and dnf commands that install them, in one line, exit code 2. The
+libraries every Qt GUI needs are checked always; the X11 (xcb) ones when Qt is going to use xcb:
+QT_QPA_PLATFORM unset or starting with xcb, DISPLAY set, and not a Wayland session (there Qt
+picks wayland itself).
 
 For tests, `_ELICITRON_PREFLIGHT_SONAMES="libxcb-cursor.so.0=libnot-there.so.0,..."` makes the
 check look for another file name instead, so one library can be made to look missing.
@@ -17,6 +27,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 EXIT_MISSING = 2
+
+NO_DISPLAY = (
+    "elicitron: the window cannot start: there is no display (neither DISPLAY nor WAYLAND_DISPLAY is set; "
+    "over SSH?). Run main without a window: `elicitron main` (or `elicitron launch --no-window`); to answer "
+    "from a machine with a display, start main with --listen tcp://0.0.0.0:7777 and pair a window there: "
+    "`elicitron pair --output laptop.json`"
+)
 
 
 @dataclass(frozen=True)
@@ -56,10 +73,26 @@ XCB = (  # what Qt's xcb platform plugin (libqxcb.so, libQt6XcbQpa) loads
 )
 
 
+def _platform(env: Mapping[str, str]) -> str:
+    """The first platform QT_QPA_PLATFORM names ("" when unset), without its options."""
+    return env.get("QT_QPA_PLATFORM", "").split(";")[0].split(":")[0].strip()
+
+
+def lacks_display(env: Mapping[str, str]) -> bool:
+    """Whether Qt will look for a display server here and find none."""
+    if sys.platform in ("darwin", "win32"):
+        return False
+    platform = _platform(env)
+    if platform not in ("", "xcb"):  # offscreen, vnc, ... draw on their own; wayland has a default socket
+        return False
+    if platform == "xcb":
+        return not env.get("DISPLAY")
+    return not env.get("DISPLAY") and not env.get("WAYLAND_DISPLAY")
+
+
 def uses_xcb(env: Mapping[str, str]) -> bool:
     """Whether Qt is going to use its xcb (X11) platform plugin."""
-    platform = env.get("QT_QPA_PLATFORM", "")
-    first = platform.split(";")[0].split(":")[0].strip()
+    first = _platform(env)
     if first and first != "xcb":
         return False
     if not env.get("DISPLAY"):
@@ -91,7 +124,11 @@ def message(missing: list[Library]) -> str:
 
 def check(env: Mapping[str, str] | None = None) -> int:
     """0 if Qt can start here; else print the one line to stderr and return EXIT_MISSING."""
-    missing = missing_libraries(os.environ if env is None else env)
+    env = os.environ if env is None else env
+    if lacks_display(env):
+        print(NO_DISPLAY, file=sys.stderr, flush=True)
+        return EXIT_MISSING
+    missing = missing_libraries(env)
     if not missing:
         return 0
     print(message(missing), file=sys.stderr, flush=True)

@@ -2,6 +2,8 @@
 
 Rows: the server's name and status; for a failed or restarting server, its error (main sends the
 last lines of its stderr) as a line under the row and as the row's tooltip; then its tools. The
+selected server's error is also shown whole under the tree, wrapped and selectable (a tree row
+cuts a long sentence to what fits its column, e.g. "FileNotFoundError: [Errno 2] No suc…"). The
 buttons act on the selected server (Start / Stop / Restart, and "Ask again" after "Decline all
 from <server>"); "Reload config" asks main to re-read its config. The panel only emits signals;
 the window turns them into messages to main. While main is unreachable the buttons are disabled,
@@ -12,17 +14,19 @@ import logging
 from typing import Literal
 
 from PySide6.QtCore import QEvent, Qt, Signal
-from PySide6.QtGui import QBrush
+from PySide6.QtGui import QBrush, QResizeEvent
 from PySide6.QtWidgets import (
+    QFrame,
     QHBoxLayout,
     QPushButton,
+    QScrollArea,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from renderer_process.tones import tone_colour
+from renderer_process.tones import ToneLabel, tone_colour
 from shared import messages
 
 logger = logging.getLogger(__name__)
@@ -33,7 +37,8 @@ ERROR_ROW = "error"
 TOOL_ROW = "tool"
 _KIND_ROLE = Qt.ItemDataRole.UserRole
 _ERROR_SHOWN_FOR = ("failed", "restarting", "needs-sign-in")
-_ERROR_LINES = 3  # under the row; the tooltip holds everything main sent
+_ERROR_LINES = 3  # under the row; the tooltip and the label under the tree hold everything main sent
+_ERROR_BOX_LINES = 8  # the label under the tree scrolls beyond this
 _STARTABLE = ("stopped", "failed", "needs-sign-in")  # Start on needs-sign-in signs in
 DECLINING = "declining all"
 
@@ -57,6 +62,9 @@ class ServersPanel(QWidget):
         self.tree.setRootIsDecorated(True)
         self.tree.setUniformRowHeights(False)  # error rows may hold several lines
 
+        self.error_box = _ErrorBox(self)  # the selected server's whole error
+        self.error_label = self.error_box.label
+
         self.start_button = _button("Start", "server_start", self)
         self.stop_button = _button("Stop", "server_stop", self)
         self.restart_button = _button("Restart", "server_restart", self)
@@ -77,10 +85,12 @@ class ServersPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.tree, 1)
+        layout.addWidget(self.error_box)
         layout.addLayout(actions)
         layout.addLayout(more)
 
         self.tree.currentItemChanged.connect(lambda _now, _before: self._update_buttons())
+        self.tree.currentItemChanged.connect(lambda _now, _before: self._show_error())
         self.start_button.clicked.connect(lambda: self._control("start"))
         self.stop_button.clicked.connect(lambda: self._control("stop"))
         self.restart_button.clicked.connect(lambda: self._control("restart"))
@@ -116,6 +126,7 @@ class ServersPanel(QWidget):
         if keep is not None:
             self.tree.setCurrentItem(keep)
         self._update_buttons()
+        self._show_error()
 
     def set_declining(self, servers: set[str]) -> None:
         """Servers whose requests main declines for this session (the user chose "Decline all")."""
@@ -138,6 +149,7 @@ class ServersPanel(QWidget):
                     row.setText(1, self._status_text(server))
         self.reload_button.setEnabled(reachable)
         self._update_buttons()
+        self._show_error()
 
     def selected_server(self) -> str:
         item = self.tree.currentItem()
@@ -166,6 +178,13 @@ class ServersPanel(QWidget):
         item.setToolTip(0, error)
         item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsSelectable)
 
+    def _show_error(self) -> None:
+        """The selected server's error, all of it, under the tree (hidden when it has none)."""
+        server = self._servers.get(self.selected_server())
+        shown = server is not None and server.status in _ERROR_SHOWN_FOR and not self._gone_reason
+        error = server.error if shown and server is not None else None
+        self.error_box.show_error(server.name if server is not None else "", error or "")
+
     def _update_buttons(self) -> None:
         server = self._servers.get(self.selected_server()) if self._reachable else None
         self.start_button.setEnabled(server is not None and server.status in _STARTABLE)
@@ -187,6 +206,45 @@ class ServersPanel(QWidget):
         server = self.selected_server()
         if server:
             self.policy_requested.emit(server, False)
+
+
+class _ErrorBox(QScrollArea):
+    """A server's error in full: wrapped to the panel's width and selectable, as tall as the text
+    up to _ERROR_BOX_LINES lines, and scrolling beyond that (a long traceback)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("server_error_box")
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.label = ToneLabel("error", self)
+        self.label.setObjectName("server_error")
+        self.label.setTextFormat(Qt.TextFormat.PlainText)  # stderr is never markup
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.setWidget(self.label)
+        self.hide()
+
+    def show_error(self, server: str, error: str) -> None:
+        self.label.setText(error)
+        self.label.setAccessibleName(f"Error of server {server}" if server else "Server error")
+        self.setVisible(bool(error))
+        self._fit()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit()  # a new width wraps the text anew
+
+    def _fit(self) -> None:
+        width = self.viewport().width()
+        needed = self.label.heightForWidth(width) if width > 0 else self.label.sizeHint().height()
+        cap = self.label.fontMetrics().lineSpacing() * _ERROR_BOX_LINES
+        height = max(min(needed, cap), self.label.fontMetrics().lineSpacing())
+        if (height, height) != (self.minimumHeight(), self.maximumHeight()):
+            self.setFixedHeight(height)
 
 
 def _button(text: str, name: str, parent: QWidget) -> QPushButton:

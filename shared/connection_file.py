@@ -3,6 +3,7 @@
 import hashlib
 import logging
 import os
+import shlex
 import stat
 import tempfile
 import warnings
@@ -119,7 +120,8 @@ def read_connection_file(path: Path) -> ConnectionInfo:
     except OSError as exc:
         raise ConnectionFileError(f"cannot read connection file {path}: {exc}") from exc
     if mode & 0o077:
-        raise ConnectionFileError(f"connection file {path} is mode {mode:o}; it must be 0600")
+        raise ConnectionFileError(f"connection file {path} is mode {mode:o}, open to other users; it must be "
+                                  f"0600: chmod 600 {shlex.quote(str(path))}")
     try:
         info = msgspec.json.decode(raw, type=ConnectionInfo)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:

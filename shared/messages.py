@@ -527,6 +527,7 @@ PeerBody = (
 MainBody = (
     Welcome
     | Heartbeat
+    | Bye
     | ElicitationInvoke
     | ElicitationDismiss
     | ElicitationComplete

@@ -6,7 +6,16 @@ from pathlib import Path
 import pytest
 from kit.main import RunningMain
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QWidget,
+)
 from pytestqt.qtbot import QtBot
 
 from renderer_process.bridge import MainBridge
@@ -51,6 +60,12 @@ def test_card_from_a_real_server_is_edited_accepted_and_the_server_sees_the_edit
         qtbot.keyClicks(name, "Grace Hopper")
         accept = child(card, QPushButton, "accept")
         assert accept.isEnabled()
+        form = card.findChild(QScrollArea)
+        assert form is not None
+        # The picture after the card has laid itself out again (the cleared name's error line came
+        # and went): the whole form, no scroll bars.
+        qtbot.waitUntil(lambda: not form.verticalScrollBar().isVisible()
+                        and not form.horizontalScrollBar().isVisible(), timeout=5_000)
         grab_widget(card, screenshot_dir / "card.png")
         grab_widget(window, screenshot_dir / "window.png")
         qtbot.mouseClick(accept, Qt.MouseButton.LeftButton)

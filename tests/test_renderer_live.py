@@ -117,6 +117,7 @@ def test_after_elicitron_stop_the_window_says_main_is_gone_and_offers_nothing_of
     try:
         restart = child(window, QPushButton, "server_restart")
         tree = child(window, QTreeWidget, "servers")
+        qtbot.waitUntil(lambda: tree.topLevelItemCount() > 0, timeout=15_000)  # the window's welcome
         first = tree.topLevelItem(0)
         assert first is not None
         tree.setCurrentItem(first)

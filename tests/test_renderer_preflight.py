@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from renderer_process.preflight import XCB, missing_libraries, uses_xcb
+from renderer_process.preflight import NO_DISPLAY, XCB, lacks_display, missing_libraries, uses_xcb
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,3 +58,31 @@ def test_xcb_libraries_are_checked_only_when_qt_will_use_xcb(env: dict[str, str]
     everything_missing = ",".join(f"{lib.soname}=libnot-here-{i}.so" for i, lib in enumerate(XCB))
     missing = missing_libraries({**env, "_ELICITRON_PREFLIGHT_SONAMES": everything_missing})
     assert bool(missing) is xcb
+
+
+@pytest.mark.parametrize(
+    ("env", "lacks"),
+    [
+        ({}, True),  # over SSH: Qt would try xcb and abort about xcb-cursor0
+        ({"QT_QPA_PLATFORM": "xcb"}, True),
+        ({"QT_QPA_PLATFORM": "xcb", "WAYLAND_DISPLAY": "wayland-0"}, True),
+        ({"DISPLAY": ":0"}, False),
+        ({"WAYLAND_DISPLAY": "wayland-0"}, False),
+        ({"QT_QPA_PLATFORM": "offscreen"}, False),
+        ({"QT_QPA_PLATFORM": "minimal"}, False),
+        ({"QT_QPA_PLATFORM": "vnc:size=800x600"}, False),
+        ({"QT_QPA_PLATFORM": "wayland"}, False),  # wayland has a default socket
+    ],
+)
+def test_no_display_is_found_unless_the_platform_needs_none(env: dict[str, str], lacks: bool) -> None:
+    assert lacks_display(env) is lacks
+
+
+@pytest.mark.slow
+def test_no_display_is_one_line_with_what_to_do_and_exit_2(tmp_path: Path) -> None:
+    env = {k: v for k, v in x11_env().items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    done = subprocess.run([sys.executable, "-m", "renderer_process", "--preflight"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [NO_DISPLAY]
+    assert "`elicitron main`" in NO_DISPLAY and "`elicitron pair" in NO_DISPLAY
