@@ -28,7 +28,13 @@ import zmq.asyncio
 
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_from_main, encode, encode_request
-from shared.connection_file import ConnectionInfo, main_is_gone, read_connection_file, resolve_connection_path
+from shared.connection_file import (
+    ConnectionInfo,
+    main_is_gone,
+    read_connection_file,
+    resolve_connection_path,
+    set_curve_client,
+)
 from shared.errors import (
     ConnectionFileError,
     MainNotRunningError,
@@ -170,14 +176,11 @@ class AskerClient:
                                       f"pid {info.pid} is gone)")
         sock = zmq.asyncio.Context.instance().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, CLOSE_LINGER_MS)
-        if info.server_key:  # tcp: CURVE, with the keypair `elicitron pair` wrote into the file
-            if not (info.client_public_key and info.client_secret_key):
-                sock.close(linger=0)
-                raise MainNotRunningError(f"{self.connection_path} names a tcp endpoint without a client "
-                                          "keypair; make one with `elicitron pair` on main's machine")
-            sock.setsockopt(zmq.CURVE_SERVERKEY, info.server_key.encode("ascii"))
-            sock.setsockopt(zmq.CURVE_PUBLICKEY, info.client_public_key.encode("ascii"))
-            sock.setsockopt(zmq.CURVE_SECRETKEY, info.client_secret_key.encode("ascii"))
+        try:
+            set_curve_client(sock, info, self.connection_path)  # tcp: the keypair `elicitron pair` wrote
+        except ConnectionFileError as exc:
+            sock.close(linger=0)
+            raise MainNotRunningError(str(exc)) from None
         sock.connect(info.endpoint)
         self._sock, self._info = sock, info
         self._send(channels.HELLO, Hello(protocol=PROTOCOL_VERSION, token=info.token, window=self.window,

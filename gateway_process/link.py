@@ -9,7 +9,7 @@ Liveness as the contract says: a heartbeat after 1 s of sending nothing; main si
 sends a heartbeat every second) means main is gone: the link detaches, everything waiting on main
 hears `lost()`, and the link attaches again by itself once a main answers (re-reading the
 connection file: a restarted main has a new token). It never starts main; `attach` is awaited by
-whoever wants one (see `HostSession.ready`).
+whoever wants one (see `MainAttachment.ready`).
 """
 
 import asyncio
@@ -22,7 +22,7 @@ import zmq
 
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_from_main, encode, encode_request
-from shared.connection_file import main_is_gone, pid_alive, read_connection_file
+from shared.connection_file import main_is_gone, pid_alive, read_connection_file, set_curve_client
 from shared.errors import ConnectionFileError, MainUnreachableError, ProtocolError
 from shared.messages import (
     Body,
@@ -170,6 +170,11 @@ class MainLink:
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SNDHWM, 10_000)
         sock.setsockopt(zmq.RCVHWM, 10_000)
+        try:
+            set_curve_client(sock, info, self.connection_path)  # a paired tcp file: CURVE
+        except ConnectionFileError as exc:
+            sock.close(linger=0)
+            raise MainUnreachableError(str(exc)) from None
         sock.connect(info.endpoint)
         self._sock = sock
         loop.add_reader(_fd(sock), self._drain)

@@ -24,7 +24,7 @@ from main_process.consent import Consent
 from main_process.consent_config import differs_beyond_approval
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.hosts import Cancel
-from main_process.http_gateway import HttpGatewayChild, check_listen, load_or_create_token
+from main_process.http_gateway import HttpGatewayChild, check_listen, load_or_create_token, probe_listen
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
 from main_process.peers import Peer
@@ -171,10 +171,13 @@ class MainApp:
             server.start()
         return ChannelReply(control=ServerControlReport(server=request.server, status=server.status))
 
-    async def reload(self) -> ChannelReply:
-        """Re-read the config: start added servers, stop removed ones, restart changed ones."""
+    async def reload(self, config: str | None = None) -> ChannelReply:
+        """Re-read the config (or read `config`, an absolute path, which becomes main's): start added
+        servers, stop removed ones, restart changed ones."""
+        if config is not None and not Path(config).is_absolute():
+            return error_reply(RpcCode.INVALID_PARAMS, f"the config path must be absolute: {config!r}")
         try:
-            fresh = load_config(self.config.path)
+            fresh = load_config(Path(config) if config is not None else self.config.path)
         except ConfigError as exc:
             return error_reply(RpcCode.INVALID_PARAMS, str(exc))
         old = self.config.servers
@@ -302,6 +305,8 @@ class MainApp:
             write_connection_file(self.connection_path, msgspec.structs.replace(info, mcp_http_url=url))
 
         child = HttpGatewayChild(check_listen(self.mcp_http), self.connection_path, self.log_dir, publish)
+        if self.broker is not None:
+            self.broker.http_gateway_status = child.status
         child.start()
         return child
 
@@ -321,6 +326,8 @@ class MainApp:
             lock.release()
 
     async def _run_locked(self) -> None:
+        if self.mcp_http is not None:
+            probe_listen(check_listen(self.mcp_http))  # a port in use: one line before anything starts
         token = secrets.token_hex(32)
         audit = AuditLog(self.audit_path, record_values=self.config.audit_values, auto_checkpoint=False)
         remote, authenticator = self._remote_listener()

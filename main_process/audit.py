@@ -50,7 +50,7 @@ Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server
 OUTCOMES: Final[frozenset[str]] = frozenset(get_args(Outcome))
 PENDING: Final = "pending"  # the key `counts()` uses for rows without an outcome yet
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # 0 -> 1
     (
@@ -86,12 +86,17 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (
         "ALTER TABLE elicitations ADD COLUMN decision TEXT",  # allow-once | allow-session | allow-always | deny
     ),
+    # 3 -> 4: the answering window's name as it was then (`elicitron audit` shows it under BY)
+    (
+        "ALTER TABLE elicitations ADD COLUMN answer_window_name TEXT",
+    ),
 )
 assert len(_MIGRATIONS) == SCHEMA_VERSION
 
 _REQUEST_COLUMNS: Final = ("channel, server, mode, message, fields, url, origin_window, created_at, expires_at, "
                            "kind, via, tool, arguments")
-_COLUMNS: Final = _REQUEST_COLUMNS + ", outcome, answer_window, decided_at, content, rule_id, decision"
+_COLUMNS: Final = (_REQUEST_COLUMNS + ", outcome, answer_window, decided_at, content, rule_id, decision, "
+                   "answer_window_name")
 _ERROR_INTERVAL_S: Final = 60.0
 
 
@@ -113,7 +118,7 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     created_at: int
     expires_at: int | None
     outcome: str | None  # None while pending
-    window: str | None  # the window that answered
+    window: str | None  # the window that answered (its id)
     decided_at: int | None
     content: dict[str, Any] | None  # only when recorded with record_values=True
     kind: str | None = None  # None: a server's elicitation; else "approval", "question", "sign-in"
@@ -122,6 +127,7 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     arguments: dict[str, Any] | None = None  # approvals, only with record_values=True
     rule_id: str | None = None  # answered by this rule rather than by a window
     decision: str | None = None  # approvals: allow-once | allow-session | allow-always | deny
+    window_name: str | None = None  # the answering window's name when it answered
 
     @property
     def status(self) -> str:
@@ -176,7 +182,7 @@ class AuditLog:
         rows = [self._request_row(invoke) for invoke in invokes]
         full = [(*self._request_row(d.invoke), d.outcome, None, d.decided_at,
                  self._values_json(d.invoke.response_channel, d.content) if d.outcome == "accept" else None,
-                 d.rule_id, d.decision) for d in decided]
+                 d.rule_id, d.decision, None) for d in decided]
         with self._lock:
             try:
                 conn = self._writable()
@@ -206,12 +212,13 @@ class AuditLog:
 
     def record_outcome(self, channel: str, outcome: str, *, window: str | None = None,
                        content: dict[str, Any] | None = None, request: ElicitationInvoke | None = None,
-                       rule_id: str | None = None, decision: str | None = None) -> bool:
+                       rule_id: str | None = None, decision: str | None = None,
+                       window_name: str | None = None) -> bool:
         """Decide a row once; True only after the outcome is committed to disk.
 
         `outcome` is one of `OUTCOMES`. `content` is stored only for "accept" and only with
         `record_values=True`. `rule_id` names the rule that answered instead of a window;
-        `decision` is an approval's decision.
+        `decision` is an approval's decision; `window_name` the answering window's name.
         The first outcome of a channel wins: a later one returns False.
         With `request` (not yet recorded), request and outcome are written in one statement.
         A channel without a request row still gets a row (server and mode ''), so no decision is lost.
@@ -229,25 +236,29 @@ class AuditLog:
                         f"INSERT INTO elicitations ({_COLUMNS}) VALUES ({_marks(_COLUMNS)}) "
                         "ON CONFLICT (channel) DO UPDATE SET outcome = excluded.outcome, "
                         "answer_window = excluded.answer_window, decided_at = excluded.decided_at, "
-                        "content = excluded.content, rule_id = excluded.rule_id, decision = excluded.decision "
+                        "content = excluded.content, rule_id = excluded.rule_id, "
+                        "decision = excluded.decision, answer_window_name = excluded.answer_window_name "
                         "WHERE elicitations.outcome IS NULL",
-                        (*self._request_row(request), outcome, window, decided_at, stored, rule_id, decision),
+                        (*self._request_row(request), outcome, window, decided_at, stored, rule_id, decision,
+                         window_name),
                     ).rowcount
                 else:
                     updated = conn.execute(
                         "UPDATE elicitations SET outcome = ?, answer_window = ?, decided_at = ?, content = ?, "
-                        "rule_id = ?, decision = ? WHERE channel = ? AND outcome IS NULL",
-                        (outcome, window, decided_at, stored, rule_id, decision, channel),
+                        "rule_id = ?, decision = ?, answer_window_name = ? "
+                        "WHERE channel = ? AND outcome IS NULL",
+                        (outcome, window, decided_at, stored, rule_id, decision, window_name, channel),
                     ).rowcount
                 if updated == 0 and not self._insert_orphan_outcome(conn, channel, outcome, window,
-                                                                    decided_at, stored):
+                                                                    decided_at, stored, window_name):
                     return False
             except (sqlite3.Error, OSError, AuditLogError) as exc:
                 return self._failed("record outcome", exc)
             return self._succeeded()
 
     def _insert_orphan_outcome(self, conn: sqlite3.Connection, channel: str, outcome: str,
-                               window: str | None, decided_at: int, stored: str | None) -> bool:
+                               window: str | None, decided_at: int, stored: str | None,
+                               window_name: str | None = None) -> bool:
         """The UPDATE matched nothing: refuse a second outcome, or keep an outcome without a request."""
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -259,8 +270,9 @@ class AuditLog:
                 return False
             conn.execute(
                 "INSERT INTO elicitations (channel, server, mode, message, created_at, outcome, "
-                "answer_window, decided_at, content) VALUES (?, '', '', '', ?, ?, ?, ?, ?)",
-                (channel, decided_at, outcome, window, decided_at, stored),
+                "answer_window, decided_at, content, answer_window_name) "
+                "VALUES (?, '', '', '', ?, ?, ?, ?, ?, ?)",
+                (channel, decided_at, outcome, window, decided_at, stored, window_name),
             )
             conn.execute("COMMIT")
         except BaseException:
@@ -458,13 +470,14 @@ def _marks(columns: str) -> str:
 
 def _entry(row: tuple[Any, ...]) -> AuditEntry:
     (channel, server, mode, message, fields, url, origin, created_at, expires_at, kind, via, tool, arguments,
-     outcome, window, decided_at, content, rule_id, decision) = row
+     outcome, window, decided_at, content, rule_id, decision, window_name) = row
     return AuditEntry(
         channel=channel, server=server, mode=mode, message=message,
         fields=_decode(fields, list[str]), url=url, origin=origin, created_at=created_at,
         expires_at=expires_at, outcome=outcome, window=window, decided_at=decided_at,
         content=_decode(content, dict[str, Any]), kind=kind, via=via, tool=tool,
         arguments=_decode(arguments, dict[str, Any]), rule_id=rule_id, decision=decision,
+        window_name=window_name,
     )
 
 
@@ -490,7 +503,7 @@ def to_json(entries: Sequence[AuditEntry]) -> bytes:
     return msgspec.json.encode(list(entries))
 
 
-_WIDTHS: Final = {"SERVER": 20, "ASKED": 40, "BY": 9, "MESSAGE": 60}
+_WIDTHS: Final = {"SERVER": 20, "ASKED": 40, "BY": 24, "MESSAGE": 60}
 
 
 def format_entries(entries: Sequence[AuditEntry]) -> str:
@@ -507,7 +520,10 @@ def format_entries(entries: Sequence[AuditEntry]) -> str:
         asked = entry.url if entry.mode == "url" else ", ".join(entry.fields or [])
         if entry.tool is not None:
             asked = f"{entry.via or 'a host'} calls {entry.tool}"
-        by = "…" + entry.window[-8:] if entry.window and len(entry.window) > 9 else entry.window or ""
+        # The window's name as it was when it answered (its id is in --json); rows from before
+        # names were kept show the end of the id.
+        by = safe_cell(entry.window_name, _WIDTHS["BY"]) if entry.window_name else (
+            "…" + entry.window[-8:] if entry.window and len(entry.window) > 9 else entry.window or "")
         if entry.rule_id is not None:
             by = f"rule {entry.rule_id}"
         rows.append((

@@ -55,6 +55,7 @@ from shared.messages import (
     Heartbeat,
     Hello,
     HostInfo,
+    HttpGatewayStatus,
     ListChanged,
     ListName,
     McpClose,
@@ -128,7 +129,7 @@ class BrokerHost(Protocol):
 
     def control_server(self, request: ServerControl) -> Awaitable[ChannelReply]: ...
 
-    def reload(self) -> Awaitable[ChannelReply]: ...
+    def reload(self, config: str | None = None) -> Awaitable[ChannelReply]: ...
 
     def set_server_policy(self, policy: ServerPolicy, by: str) -> None: ...
 
@@ -210,6 +211,7 @@ class Broker:
         self._peers_publish: asyncio.TimerHandle | None = None
         self._peers_sent: dict[bytes, bytes] = {}  # the last `peers` body each peer got
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.http_gateway_status: Callable[[], HttpGatewayStatus] | None = None  # main --mcp-http
         self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
         # One ROUTER per listener (CURVE is per socket); a routing id inside the broker is the
         # socket's index byte + ZeroMQ's routing id, so ids from different sockets never clash.
@@ -247,7 +249,8 @@ class Broker:
         if self._audit_log is not None:
             self._audit = AuditWriter(self._audit_log, self._loop)
         self._pending = PendingRequests(self, self._loop, audit=self._audit, unseen=self._host.no_window_attached,
-                                        welcome_pending_bytes=self._welcome_pending_bytes)
+                                        welcome_pending_bytes=self._welcome_pending_bytes,
+                                        window_name=self._window_name)
         for sock in self._socks:
             self._loop.add_reader(sock.fileno(), self._drain)
         self._spawn(self._heartbeat_loop())
@@ -350,6 +353,10 @@ class Broker:
 
     def peer_by_window(self, window: str) -> Peer | None:
         return self._peers.by_window(window)
+
+    def _window_name(self, window: str) -> str | None:
+        peer = self._peers.by_window(window)
+        return peer.name if peer is not None else None
 
     def peers(self) -> list[PeerInfo]:
         return self._peers.infos()
@@ -471,7 +478,7 @@ class Broker:
                                               self._host.control_server(body)))
             case Reload():
                 self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
-                                              self._host.reload()))
+                                              self._host.reload(body.config)))
             case ServerPolicy():
                 self._host.set_server_policy(body, peer.name or peer.window)
             case AuthRequest():
@@ -691,7 +698,8 @@ class Broker:
         return StatusReport(session=self.session, pid=os.getpid(), endpoint=self.endpoint,
                             servers=self._host.server_infos(), peers=self._peers.infos(),
                             pending=self.pending.summaries(),
-                            event_loop=describe_loop(self._loop) if self._loop is not None else None)
+                            event_loop=describe_loop(self._loop) if self._loop is not None else None,
+                            mcp_http=None if self.http_gateway_status is None else self.http_gateway_status())
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)

@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import select
+import signal
 import stat
 import subprocess
 import sys
@@ -36,7 +37,7 @@ from main_process.paths import default_log_dir
 from shared.connection_file import resolve_connection_path
 
 if TYPE_CHECKING:
-    from shared.messages import ChannelReply
+    from shared.messages import ChannelReply, ServerInfo
 
 from shared.errors import (
     AlreadyRunningError,
@@ -51,11 +52,35 @@ logger = logging.getLogger(__name__)
 EXIT_FAILED = 1
 EXIT_USAGE = 2  # argparse's own code, also used for a bad config
 EXIT_NOT_RUNNING = 3
+EXIT_CLOSED_PIPE = 128 + 13  # as a process that SIGPIPE ended: the reader of our output went away
+SERVER_SETTLE_S = 10.0  # `server start|restart` waits this long for the server to be ready or fail
 MAIN_START_TIMEOUT_S = 60.0
 LOST_RACE_GRACE_S = 10.0
 
 
+class Interrupted(BaseException):
+    """A signal that ends a command the way Ctrl-C does (SIGTERM on `call`): exit 128 + signum, quietly."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        try:
+            code = _main(argv)
+        finally:
+            sys.stdout.flush()  # here (also after --help), so a reader that left shows up below
+    except BrokenPipeError:
+        # `elicitron status | head`: whoever read our output has gone; nothing more to say, and
+        # nothing for the interpreter to fail to flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ask = _ask_command(argv)
     if ask is not None:  # straight there: its start-up is part of every question's latency
@@ -66,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         log_file = getattr(args, "log_file", None)
         if log_file:
-            from main_process.private_files import open_private
+            from main_process.private_files import open_private_file
 
-            # 0600: tool output and server messages land in main's log.
-            logging.basicConfig(level=level, format=log_format, stream=open_private(Path(log_file), "a"))
+            # 0600: tool output and server messages land in main's log (its directory is the user's).
+            logging.basicConfig(level=level, format=log_format, stream=open_private_file(Path(log_file), "a"))
         else:
             logging.basicConfig(level=level, format=log_format)
     except (OSError, ConnectionFileError) as exc:
@@ -90,12 +115,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"elicitron: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
-        return 130
+        return 128 + signal.SIGINT
+    except Interrupted as exc:
+        return 128 + exc.signum
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="elicitron", description="Elicitron: a consent layer for MCP elicitation")
     parser.add_argument("--log-level", default="warning", help="debug, info, warning (default), error")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def with_connection(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -144,11 +172,16 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_stop)
 
     p = with_connection(sub.add_parser("reload", help="re-read the config: start added, stop removed servers"))
+    p.add_argument("--config", type=Path,
+                   help="read this mcpServers JSON instead (main keeps using it; a path on main's machine)")
     p.set_defaults(func=cmd_reload)
 
     p = with_connection(sub.add_parser("server", help="start, stop or restart one server"))
     p.add_argument("action", choices=["start", "stop", "restart"])
     p.add_argument("server")
+    p.add_argument("--wait", type=float, default=SERVER_SETTLE_S, metavar="SECONDS",
+                   help=f"start/restart: wait this long for the server to be ready or fail (default "
+                        f"{SERVER_SETTLE_S:.0f}; 0: do not wait)")
     p.set_defaults(func=cmd_server)
 
     p = sub.add_parser("audit", help="the audit log: every elicitation and its outcome")
@@ -193,6 +226,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Version(argparse.Action):
+    """--version, reading the installed version only when asked (importlib.metadata is not free)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 default: Any = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("elicitron")
+        except PackageNotFoundError:
+            number = "(not installed: run from a checkout)"
+        print(f"elicitron {number}")
+        parser.exit()
+
+
 def _ask_command(argv: list[str]) -> tuple[list[str], str | None] | None:
     """(arguments after `ask`, --log-level) when the command is `ask`, else None."""
     index, level = 0, None
@@ -225,12 +277,11 @@ def cmd_main(args: argparse.Namespace) -> int:
     from main_process.app import MainApp
     from main_process.config import load_config
     from main_process.event_loop import loop_factory
+    from main_process.http_gateway import ListenError, check_listen
 
     config = load_config(args.config)
     new_loop = loop_factory()  # a bad ELICITRON_LOOP fails here, before anything starts
     if args.mcp_http is not None:
-        from main_process.http_gateway import check_listen
-
         check_listen(args.mcp_http)  # a bad value fails here with its one-line error, exit 2
     if args.max_message_bytes < 1024:
         print("elicitron: --max-message-bytes must be at least 1024", file=sys.stderr)
@@ -242,6 +293,11 @@ def cmd_main(args: argparse.Namespace) -> int:
     except ConnectionFileError as exc:  # e.g. a runtime dir main cannot make private
         print(f"elicitron: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except ListenError as exc:  # --mcp-http on a port in use: main never started
+        print(f"elicitron: {exc}", file=sys.stderr)
+        if args.log_file:
+            logger.error("%s", exc)  # and in the log file, where the next look goes
+        return EXIT_USAGE
     return 0
 
 
@@ -332,14 +388,78 @@ def cmd_launch(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from gateway_process.cli import run_serve
 
+    if args.print_config:
+        refused = _print_config_refused(args)
+        if refused is not None:
+            return refused
+    else:
+        closed = _stdio_unusable()
+        if closed is not None:
+            print(f"elicitron serve: {closed}", file=sys.stderr)
+            return EXIT_USAGE
     return run_serve(args)
+
+
+def _stdio_unusable() -> str | None:
+    """Why serve cannot speak MCP on its stdin/stdout (closed, or stdin is /dev/null), or None."""
+    hint = ("serve is an MCP server: an MCP host starts it and talks to it over stdin and stdout "
+            "(`elicitron serve --print-config` prints the entry to give your host)")
+    for fd, name in ((0, "stdin"), (1, "stdout")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            return f"{name} is closed; {hint}"
+    try:
+        if os.path.samestat(os.fstat(0), os.stat(os.devnull)):
+            return f"stdin is {os.devnull}; {hint}"
+    except OSError:
+        pass
+    return None
+
+
+def _print_config_refused(args: argparse.Namespace) -> int | None:
+    """`serve --print-config`: the exit code of an entry that could not work (said on stderr), or None."""
+    from main_process.controller import Controller
+    from shared.connection_file import main_is_gone, read_connection_file
+
+    connection = _connection(args)
+    needs = "`serve --print-config --http` needs main running with `elicitron main --mcp-http [HOST:]PORT`"
+    if args.http:
+        try:
+            info = read_connection_file(connection)
+        except ConnectionFileError as exc:
+            raise MainUnreachableError(f"{exc}; {needs}") from None
+        if main_is_gone(info):
+            raise MainUnreachableError(f"no main is running (pid {info.pid} in {connection} is gone); "
+                                       f"{needs}")
+    if args.server is None:
+        return None
+    try:  # the servers of the main that runs, else of the config a main would start with
+        with Controller(connection, attach_timeout_s=2.0) as controller:
+            names = [server.name for server in controller.welcome.servers] if controller.welcome else []
+    except MainUnreachableError:
+        if args.http:
+            raise
+        from main_process.config import load_config
+
+        names = list(load_config(args.config).servers)
+    if args.server in names:
+        return None
+    print(f"elicitron: unknown server {args.server!r} (configured: {', '.join(names) or 'none'})",
+          file=sys.stderr)
+    return EXIT_USAGE
 
 
 def cmd_reload(args: argparse.Namespace) -> int:
     from main_process.controller import Controller
+    from shared.errors import RpcCode
 
+    config = str(args.config.expanduser().absolute()) if args.config is not None else None
     with Controller(_connection(args)) as controller:
-        reply = controller.reload()
+        reply = controller.reload(config=config)
+    if reply.error is not None and reply.error.code == RpcCode.INVALID_PARAMS:  # the config main read is bad
+        print(f"elicitron: config error: {reply.error.message}", file=sys.stderr)
+        return EXIT_USAGE
     done = _report(reply, reply.reload, "main sent no reload report")
     if done is None:
         return EXIT_FAILED
@@ -352,13 +472,41 @@ def cmd_reload(args: argparse.Namespace) -> int:
 def cmd_server(args: argparse.Namespace) -> int:
     from main_process.controller import Controller
 
+    def settled(server: "ServerInfo") -> bool:
+        return server.status in ("ready", "failed", "stopped", "needs-sign-in") or (
+            server.status == "restarting" and server.error is not None)
+
     with Controller(_connection(args)) as controller:
         reply = controller.control_server(args.server, args.action)
-    control = _report(reply, reply.control, "main sent no report")
-    if control is None:
+        control = _report(reply, reply.control, "main sent no report")
+        if control is None:
+            return EXIT_FAILED
+        if args.action == "stop" or args.wait <= 0:
+            what = "stopped" if args.action == "stop" else f"{args.action} asked, {control.status}"
+            print(f"{control.server}: {what}")
+            return 0
+        server = controller.wait_server(args.server, settled, args.wait)
+    done = "started" if args.action == "start" else "restarted"
+    if args.action == "start" and control.status == "ready":
+        done = "already running"
+    if server is None:
+        print(f"elicitron: {args.server}: {done}, but main no longer lists it", file=sys.stderr)
         return EXIT_FAILED
-    print(f"{control.server}: {control.status}")
-    return 0
+    if server.status == "ready":
+        tools = len(server.tools)
+        print(f"{server.name}: {done}, ready ({tools} tool{'s' if tools != 1 else ''})")
+        return 0
+    if server.status == "needs-sign-in":
+        print(f"{server.name}: {done}, needs sign-in ({server.error or 'a card is in the windows'}; "
+              f"or: elicitron auth login {server.name})")
+        return 0
+    if server.status in ("starting", "restarting") and server.error is None:
+        print(f"{server.name}: {done}, still starting after {args.wait:.0f} s "
+              "(`elicitron status` shows how it goes)")
+        return 0
+    error = (server.error or "no reason given").replace("\n", "\n    ")
+    print(f"elicitron: {server.name}: {done}, but it is {server.status}: {error}", file=sys.stderr)
+    return EXIT_FAILED
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -395,9 +543,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     loop = f" ({report.event_loop} loop)" if report.event_loop else ""
     print(f"main pid {report.pid}{loop}, session {report.session}, endpoint {report.endpoint}")
-    http_url = _mcp_http_url(_connection(args))
-    if http_url:
+    gateway = report.mcp_http
+    http_url = gateway.url if gateway is not None else _mcp_http_url(_connection(args))
+    if gateway is not None and gateway.state != "listening":
+        why = f": {gateway.error}" if gateway.error else ""
+        print(f"MCP hosts over HTTP ({gateway.address}): {gateway.state}{why}")
+    elif http_url:
         print(f"MCP hosts over HTTP: {http_url} (entries: elicitron serve --print-config --http)")
+        if gateway is not None and gateway.error:
+            print(f"  restarted after: {gateway.error}")
     print(f"servers ({len(report.servers)}):")
     for server in report.servers:
         print(f"  {server.name:20} {server.status:10} tools: {', '.join(server.tools) or '-'}")
@@ -451,7 +605,11 @@ def cmd_stop(args: argparse.Namespace) -> int:
     connection = _connection(args)
     with Controller(connection) as controller:
         pid = controller.pid
+        remote = controller.remote
         controller.shutdown()
+    if remote:  # its pid is on another machine: nothing here to wait on
+        print(f"asked main (pid {pid} on main's machine) to stop")
+        return 0
     if pid is not None and not _wait_for_exit(pid, args.timeout):
         print(f"elicitron: main (pid {pid}) did not stop within {args.timeout:.0f} s", file=sys.stderr)
         return EXIT_FAILED
@@ -470,6 +628,10 @@ def cmd_call(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from main_process.controller import Controller
 
+    def terminated(signum: int, _frame: object) -> None:
+        raise Interrupted(signum)  # like Ctrl-C: the call is withdrawn (Controller.call_tool), then 143
+
+    signal.signal(signal.SIGTERM, terminated)
     with Controller(_connection(args)) as controller:
         reply = controller.call_tool(args.server, args.tool, arguments, args.timeout)
     if reply.error is not None:
@@ -526,7 +688,15 @@ def _main_is_running(connection: Path) -> bool:
 
 
 def _start_main_in_background(connection: Path, config: Path | None, auto_open: bool) -> None:
-    from shared.connection_file import ensure_private_dir
+    from shared.connection_file import ensure_private_dir, read_connection_file
+
+    try:
+        remote = read_connection_file(connection).endpoint.startswith("tcp://")
+    except ConnectionFileError:
+        remote = False
+    if remote:  # a paired file: its main runs on another machine, and this file must stay as it is
+        raise MainUnreachableError(f"main named by {connection} (a remote main, over tcp) does not answer; "
+                                   "start it on its own machine")
 
     log_dir = default_log_dir()
     ensure_private_dir(log_dir)  # server output and tool results end up in main's log

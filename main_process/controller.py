@@ -2,6 +2,7 @@
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -10,11 +11,12 @@ import zmq
 
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import decode_from_main, encode
-from shared.connection_file import main_is_gone, read_connection_file
+from shared.connection_file import main_is_gone, read_connection_file, set_curve_client
 from shared.errors import ConnectionFileError, MainUnreachableError, ProtocolError
 from shared.messages import (
     Bye,
     CallTool,
+    CancelCall,
     ChannelReply,
     ErrorNotice,
     Heartbeat,
@@ -25,6 +27,8 @@ from shared.messages import (
     RuleInfo,
     RulesRequest,
     ServerControl,
+    ServerInfo,
+    ServersUpdate,
     Shutdown,
     StatusReport,
     StatusRequest,
@@ -46,6 +50,7 @@ class Controller:
         self.window = ""  # minted at attach: a CLI that finds no main never pays for a uuid7
         self.welcome: Welcome | None = None
         self.pid: int | None = None
+        self.remote = False
         self._sock: zmq.Socket[bytes] | None = None
         self._last_sent = 0.0
 
@@ -67,8 +72,14 @@ class Controller:
             raise MainUnreachableError(f"no main is running (stale connection file {self.connection_path}: "
                                        f"pid {info.pid} is gone)")
         self.pid = info.pid
+        self.remote = info.endpoint.startswith("tcp://")  # a paired file: `pid` is on main's machine
         sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 500)
+        try:
+            set_curve_client(sock, info, self.connection_path)  # tcp: CURVE, as windows and askers do
+        except ConnectionFileError as exc:
+            sock.close(linger=0)
+            raise MainUnreachableError(str(exc)) from None
         sock.connect(info.endpoint)
         self._sock = sock
         self.window = self.window or channels.new_uuid7()
@@ -97,10 +108,20 @@ class Controller:
         return reply.status
 
     def call_tool(self, server: str, tool: str, arguments: dict[str, Any], timeout_s: float) -> ChannelReply:
+        """The call's answer. Given up on (a signal, the timeout, main gone), the call is cancelled at
+        the server (msgCancelCall): its cards leave every window rather than wait for nobody."""
         channel = "call-" + channels.new_uuid7()
         self._send(channels.CALL_TOOL, CallTool(server=server, tool=tool, arguments=arguments,
                                                  response_channel=channel))
-        return self._wait_reply(channel, timeout_s)
+        try:
+            return self._wait_reply(channel, timeout_s)
+        except BaseException:
+            if self._sock is not None:
+                try:
+                    self._send(channels.CANCEL_CALL, CancelCall(response_channel=channel))
+                except zmq.ZMQError:
+                    pass
+            raise
 
     def control_server(self, server: str, action: str, timeout_s: float = 30.0) -> ChannelReply:
         channel = "control-" + channels.new_uuid7()
@@ -108,10 +129,28 @@ class Controller:
                                                           response_channel=channel))
         return self._wait_reply(channel, timeout_s)
 
-    def reload(self, timeout_s: float = 30.0) -> ChannelReply:
+    def reload(self, timeout_s: float = 30.0, config: str | None = None) -> ChannelReply:
+        """`config`: an absolute path for main to read instead of its own config (it becomes main's)."""
         channel = "reload-" + channels.new_uuid7()
-        self._send(channels.RELOAD, Reload(response_channel=channel))
+        self._send(channels.RELOAD, Reload(response_channel=channel, config=config))
         return self._wait_reply(channel, timeout_s)
+
+    def wait_server(self, name: str, settled: Callable[[ServerInfo], bool],
+                    timeout_s: float) -> ServerInfo | None:
+        """Server `name` as main reports it (its status reply, then its `servers` pushes) once
+        `settled(it)` holds, or as last reported when `timeout_s` runs out; None if main has no
+        such server."""
+        deadline = time.monotonic() + timeout_s
+        current = next((s for s in self.status().servers if s.name == name), None)
+        while current is not None and not settled(current) and (left := deadline - time.monotonic()) > 0:
+            try:
+                _, body = self._wait_for(lambda t, b: isinstance(b, ServersUpdate), left)
+            except MainUnreachableError:
+                if time.monotonic() < deadline:
+                    raise  # main went away
+                break
+            current = next((s for s in body.servers if s.name == name), current)
+        return current
 
     def rules(self, timeout_s: float = 5.0) -> list[RuleInfo]:
         channel = "rules-" + channels.new_uuid7()

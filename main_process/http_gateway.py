@@ -4,7 +4,10 @@ main does not grow an HTTP server: it runs `python -m gateway_process --listen-h
 same gateway `elicitron serve` is, speaking HTTP), reads the `LISTENING <url>` line it prints, puts
 the URL and the bearer token in the connection file, restarts it with backoff if it dies (five
 failures without a stable minute end that), and stops it with main. The child attaches to main like
-any other peer; each host it serves is a host peer.
+any other peer; each host it serves is a host peer. Why the child stopped (its last line on stderr,
+e.g. "cannot listen on 127.0.0.1:8765: Address already in use") goes to main's log and, with the
+gateway's state and address, into `elicitron status` (`StatusReport.mcpHttp`). A port already in use
+when main starts is refused before anything starts (`probe_listen`: one line, exit 2).
 
 The token lives in `<user config dir>/elicitron/mcp-http-token` (0600, made on first use) and is
 copied into the connection file (0600) for the child and for `elicitron serve --print-config --http`:
@@ -13,7 +16,9 @@ a host's pasted entry keeps working across main restarts.
 
 import asyncio
 import logging
+import os
 import secrets
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +28,7 @@ import platformdirs
 
 from main_process.private_files import open_private, write_private
 from shared.errors import ConfigError
+from shared.messages import HttpGatewayState, HttpGatewayStatus
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +65,24 @@ def check_listen(value: str) -> str:
     return value if host else f"127.0.0.1:{port}"
 
 
+class ListenError(ConfigError):
+    """--mcp-http names an address main cannot listen on (the port is in use, the host is not ours)."""
+
+
+def probe_listen(listen: str) -> None:
+    """Raise ListenError when `HOST:PORT` (checked) cannot be bound now, as the child would bind it."""
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, int(port)))
+    except OSError as exc:
+        raise ListenError(f"--mcp-http {listen}: cannot listen there ({exc.strerror or exc}); pick another "
+                          "port, or stop what listens on it") from None
+
+
 class HttpGatewayChild:
     """Runs and supervises the HTTP gateway process; `on_url(url)` once it listens (again)."""
 
@@ -67,6 +91,8 @@ class HttpGatewayChild:
         self.connection = connection
         self.log_path = log_dir / "mcp-http.stderr.log"
         self.url: str | None = None
+        self.state: HttpGatewayState = "starting"
+        self.error: str | None = None  # why the child last stopped
         self._on_url = on_url
         self._stopping = asyncio.Event()
         self._process: asyncio.subprocess.Process | None = None
@@ -74,6 +100,10 @@ class HttpGatewayChild:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._supervise(), name="mcp-http gateway")
+
+    def status(self) -> HttpGatewayStatus:
+        """For `elicitron status`: state, the address asked for, where hosts reach it, the last error."""
+        return HttpGatewayStatus(state=self.state, address=self.listen, url=self.url, error=self.error)
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -94,12 +124,18 @@ class HttpGatewayChild:
             started = time.monotonic()
             error = await self._run_once()
             if self._stopping.is_set():
+                self.state = "stopped"
                 return
+            self.error = error
             failures = 1 if time.monotonic() - started > STABLE_S else failures + 1
-            logger.warning("the MCP HTTP gateway stopped (%s); failure %d of %d", error, failures, RESTART_LIMIT)
+            logger.warning("the MCP HTTP gateway on %s stopped (%s); failure %d of %d", self.listen, error,
+                           failures, RESTART_LIMIT)
             if failures >= RESTART_LIMIT:
-                logger.error("not restarting the MCP HTTP gateway; see %s", self.log_path)
+                self.state = "failed"
+                logger.error("not restarting the MCP HTTP gateway on %s (%s); see %s", self.listen, error,
+                             self.log_path)
                 return
+            self.state = "restarting"
             try:
                 await asyncio.wait_for(self._stopping.wait(), min(0.5 * 2 ** (failures - 1), 8.0))
             except TimeoutError:
@@ -107,6 +143,7 @@ class HttpGatewayChild:
 
     async def _run_once(self) -> str:
         with open_private(self.log_path, "a") as log:  # 0600: requests may name what hosts do
+            logged_from = os.fstat(log.fileno()).st_size  # what this run adds to the log says why it stopped
             process = self._process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "gateway_process", "--listen-http", self.listen,
                 "--connection", str(self.connection), "--log-level", "info",
@@ -121,7 +158,20 @@ class HttpGatewayChild:
         text = line.decode(errors="replace").strip()
         if text.startswith("LISTENING "):
             self.url = text.split(" ", 1)[1]
+            self.state = "listening"
             self._on_url(self.url)
             logger.info("MCP hosts reach main at %s", self.url)
         code = await process.wait()
-        return f"exit code {code}" + ("" if text.startswith("LISTENING ") else f", said {text[:200]!r}")
+        said = self._last_logged_line(logged_from) or (text if not text.startswith("LISTENING ") else "")
+        return f"exit code {code}" + (f": {said[:300]}" if said else "")
+
+    def _last_logged_line(self, offset: int) -> str:
+        """The child's last line on stderr since `offset` (its own reason for stopping), unprefixed."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(offset)
+                tail = log.read()[-4096:]
+        except OSError:
+            return ""
+        lines = [line.strip() for line in tail.decode(errors="replace").splitlines() if line.strip()]
+        return lines[-1].removeprefix("elicitron http gateway: ") if lines else ""

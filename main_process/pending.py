@@ -120,8 +120,10 @@ class PendingRequests:
         unseen: Callable[[], None] = lambda: None,
         max_pending_bytes: int = MAX_PENDING_BYTES,
         welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
+        window_name: Callable[[str], str | None] = lambda _window: None,
     ) -> None:
         self._outbox = outbox
+        self._window_name = window_name  # an answering window's name, for the audit log
         self._loop = loop
         self._audit = audit
         self._unseen = unseen  # called when a request reached no window (auto-open hook)
@@ -337,7 +339,8 @@ class PendingRequests:
         if self._audit is not None:
             # Committed before the asker hears the answer: a SIGKILL of main loses no decided outcome.
             self._audit.outcome(pending.channel, outcome, window=by, content=answer.content, rule_id=rule_id,
-                                decision=_decision(pending.invoke, answer))
+                                decision=_decision(pending.invoke, answer),
+                                window_name=self._window_name(by) if by is not None else None)
         pending.resolve(answer)
 
     # ---- delivery to a window that attaches ---------------------------------------------

@@ -28,6 +28,13 @@ def safe_filename(name: str, limit: int = 64) -> str:
 def open_private(path: Path, mode: Literal["w", "a"] = "w") -> TextIO:
     """Open `path` for writing ("w") or appending ("a"), creating it 0600 in a 0700 directory."""
     ensure_private_dir(path.parent)
+    return open_private_file(path, mode)
+
+
+def open_private_file(path: Path, mode: Literal["w", "a"] = "w") -> TextIO:
+    """Open `path` like `open_private`, 0600, in a directory the user chose: one that is missing is
+    made 0700, one that exists is left as it is (`--log-file main.log` must not tighten the cwd)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_APPEND if mode == "a" else os.O_TRUNC)
     fd = os.open(path, flags, 0o600)
     os.fchmod(fd, 0o600)  # an older file may have been made looser

@@ -27,7 +27,7 @@ from typing import Any, Protocol, TextIO
 
 import anyio
 from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -59,6 +59,7 @@ from main_process.oauth.sign_in import SignIn
 from main_process.oauth.token_store import shared_store
 from main_process.pending import PendingRequests, Unanswered
 from main_process.private_files import open_private, safe_filename
+from main_process.upstream import spawn_error
 from shared.errors import RpcCode, UndeliverableRequestError, UnsupportedSchemaError
 from shared.messages import (
     CallError,
@@ -191,6 +192,7 @@ class ManagedServer:
         self._stopping = asyncio.Event()
         self.error = None
         self._task = asyncio.create_task(self.run(), name=f"server {self.name}")
+        self._set_status("starting", None)  # now, not once the task runs: a control reply says "starting"
 
     async def stop(self, timeout_s: float = 10.0) -> None:
         self._stopping.set()
@@ -222,7 +224,7 @@ class ManagedServer:
                 await self._run_connection()
             # top-level handler of one connection's life: it becomes a status
             except Exception as exc:  # noqa: BLE001
-                error = _describe(exc)
+                error = self._connection_error(exc)
             finally:
                 self._client = None
                 self._call_group = None
@@ -505,6 +507,18 @@ class ManagedServer:
         params = StdioServerParameters(command=config.command, args=config.args, env=config.env or None,
                                        cwd=config.cwd)
         return stdio_client(params, errlog=errlog)
+
+    def _connection_error(self, exc: BaseException) -> str:
+        """One line for a connection that ended with `exc`: a stdio command that would not start
+        says which command, where it was looked for and what fixes it (as relayed sessions do)."""
+        leaf, config = _leaf(exc), self.config
+        if (isinstance(config, StdioServerConfig) and isinstance(leaf, FileNotFoundError | PermissionError)
+                and self.status != "ready"):
+            if config.cwd and not Path(config.cwd).is_dir():
+                return (f"the cwd {config.cwd!r} of server {config.name!r} is not a directory; "
+                        "fix \"cwd\" in the config")
+            return spawn_error(config, leaf, (get_default_environment() | config.env).get("PATH"))
+        return _describe(exc)
 
     def _stderr_tail(self) -> str:
         if isinstance(self.config, HttpServerConfig):

@@ -8,12 +8,16 @@ import stat
 import tempfile
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import platformdirs
 
 from shared import PROTOCOL_VERSION
 from shared.errors import ConnectionFileError
+
+if TYPE_CHECKING:
+    import zmq
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +157,22 @@ def pid_alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True  # no /proc here: kill(0) said it runs
+
+
+def set_curve_client(sock: "zmq.Socket[Any]", info: ConnectionInfo, path: str | os.PathLike[str]) -> None:
+    """Before `sock` connects: a tcp file's CURVE keys (main's `serverKey` and the keypair `elicitron
+    pair` wrote into the file) on `sock`; nothing for an ipc file. Raises ConnectionFileError for a
+    file that names main's key but holds no client keypair (main would never answer it)."""
+    if not info.server_key:
+        return
+    if not (info.client_public_key and info.client_secret_key):
+        raise ConnectionFileError(f"{path} names a tcp endpoint without a client keypair; make one with "
+                                  "`elicitron pair` on main's machine")
+    import zmq  # only peers that connect need it
+
+    sock.setsockopt(zmq.CURVE_SERVERKEY, info.server_key.encode("ascii"))
+    sock.setsockopt(zmq.CURVE_PUBLICKEY, info.client_public_key.encode("ascii"))
+    sock.setsockopt(zmq.CURVE_SECRETKEY, info.client_secret_key.encode("ascii"))
 
 
 def main_is_gone(info: ConnectionInfo) -> bool:

@@ -101,6 +101,7 @@ class Reload(Body):
     """Extension `msgReload`: re-read the config; answered with `ChannelReply.reload` (or `error`)."""
 
     response_channel: ShortText
+    config: str | None = None  # an absolute path on main's machine to read instead (then main's config)
 
 
 class ServerPolicy(Body):
@@ -306,6 +307,19 @@ class PendingSummary(Body):
     sent_to: int  # how many windows have it
 
 
+HttpGatewayState = Literal["starting", "listening", "restarting", "failed", "stopped"]
+
+
+class HttpGatewayStatus(Body):
+    """Extension (`main --mcp-http`): the HTTP gateway's state, the address it was given, where
+    hosts reach it once it listens, and why it last stopped."""
+
+    state: HttpGatewayState
+    address: str
+    url: str | None = None
+    error: str | None = None
+
+
 class StatusReport(Body):
     session: str
     pid: int
@@ -314,6 +328,7 @@ class StatusReport(Body):
     peers: list[PeerInfo]
     pending: list[PendingSummary]
     event_loop: str | None = None  # extension: "uvloop 0.23.0" or "asyncio", what main runs on
+    mcp_http: HttpGatewayStatus | None = None  # extension: only with `main --mcp-http`
 
 
 class ServerControlReport(Body):

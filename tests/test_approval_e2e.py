@@ -202,7 +202,7 @@ def test_a_rule_revoked_while_a_call_waits_for_its_server_is_not_applied(consent
     assert text_of(host.result(first)) == "allowed"
     rule_id = main.rules()[0]["id"]
 
-    restart = main.cli("server", "restart", "gated")
+    restart = main.cli("server", "restart", "gated", "--wait", "0")
     assert restart.returncode == 0, restart.stderr  # restarted: the new start waits at the gate
     queued = host.call("gated", "echo", {"text": "queued"})  # waits for the server to be ready
     assert main.cli("rules", "revoke", rule_id).returncode == 0

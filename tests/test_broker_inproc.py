@@ -57,7 +57,7 @@ class FakeHost:
     async def control_server(self, request: ServerControl) -> ChannelReply:
         return ChannelReply()
 
-    async def reload(self) -> ChannelReply:
+    async def reload(self, config: str | None = None) -> ChannelReply:
         return ChannelReply()
 
     def set_server_policy(self, policy: ServerPolicy, by: str) -> None:

@@ -99,7 +99,7 @@ def test_reload_starts_added_stops_removed_and_leaves_unchanged_alone(
     assert len(still_running) == 2 and len(set(demo_pid) & set(still_running)) == 1
     config_path.write_text("{ broken")
     broken = main.cli("reload")
-    assert broken.returncode == 1 and "not valid JSON" in broken.stderr
+    assert broken.returncode == 2 and "not valid JSON" in broken.stderr  # a config error, as for `main`
 
 
 def test_a_dropped_http_server_is_reconnected(main_factory: Callable[..., RunningMain]) -> None:
