@@ -444,8 +444,8 @@ def main() -> int:
         print(f"{SUITE_PACKAGE}@{SUITE_VERSION}, server mode, suite: {args.suite} (passed/total checks; "
               "* = a check failed; ~ = a check passed on direct was only a warning or not run)\n")
         print(table(results))
-        if report := failures(results):
-            print("\n" + report)
+        if failing := failures(results):
+            print("\n" + failing)
     for name, why in broken.items():
         print(f"\n{name}: not run, or not to the end: {why}")
     return 2 if broken else 0

@@ -20,6 +20,7 @@ from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.paths import ROOT
 from mcp import Client
+from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -69,16 +70,17 @@ class Seen:
 
 
 def host(main: RunningMain, transport: str, mode: str, seen: Seen) -> Client:
-    async def sampling(_context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    async def sampling(context: ClientRequestContext,
+                       params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         seen.sampled.append(params)
         return types.CreateMessageResult(role="assistant", model="merged-test",
                                          content=types.TextContent(type="text", text="hello from the host"))
 
-    async def roots(_context: Any) -> types.ListRootsResult:
+    async def roots(context: ClientRequestContext) -> types.ListRootsResult:
         seen.roots_asked += 1
-        return types.ListRootsResult(roots=[types.Root(uri=ROOT_URI, name="work")])
+        return types.ListRootsResult.model_validate({"roots": [{"uri": ROOT_URI, "name": "work"}]})
 
-    async def elicit(_context: Any, params: Any) -> types.ElicitResult:
+    async def elicit(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
         seen.elicited.append(params)
         return types.ElicitResult(action="accept", content={"response": "from the host"})
 

@@ -6,7 +6,7 @@ import json
 import logging
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -16,6 +16,7 @@ from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 from main_process.config import HttpServerConfig, parse_config
 from main_process.oauth.provider import SDK_FLOW_LOGGER, QuietFlowErrors, check_pkce
 from main_process.oauth.token_store import FileBackend, TokenStore
+from main_process.pending import PendingRequests
 from shared.errors import ConfigError, SignInError
 from shared.messages import SignInInfo
 
@@ -133,7 +134,8 @@ def test_a_metadata_less_sign_in_card_carries_legacy_metadata_and_says_so(tmp_pa
 
     async def run(legacy: bool) -> dict[str, Any]:
         cards = _Cards()
-        sign_in = SignIn(_server({}), TokenStore(FileBackend(tmp_path / "tokens.json")), requests=lambda: cards,
+        sign_in = SignIn(_server({}), TokenStore(FileBackend(tmp_path / "tokens.json")),
+                         requests=lambda: cast(PendingRequests, cards),
                          on_needed=lambda needed: None, publish_complete=lambda eid: None)
         redirect = await sign_in._bind_listener()
         sign_in.provider.legacy_metadata = legacy
@@ -155,7 +157,8 @@ def test_the_same_sign_in_failure_is_logged_once(tmp_path: Path, caplog: pytest.
     from main_process.oauth.sign_in import SignIn
 
     async def run() -> None:
-        sign_in = SignIn(_server({}), TokenStore(FileBackend(tmp_path / "tokens.json")), requests=lambda: _Cards(),
+        sign_in = SignIn(_server({}), TokenStore(FileBackend(tmp_path / "tokens.json")),
+                         requests=lambda: cast(PendingRequests, _Cards()),
                          on_needed=lambda needed: None, publish_complete=lambda eid: None)
         for _ in range(5):
             sign_in._failed(SignInError("the authorization server offers PKCE only with plain, not S256"))
