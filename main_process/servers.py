@@ -291,10 +291,11 @@ class ManagedServer:
                 self.listed = {tool.name: tool for tool in listing.tools}
                 self._listing_digest = listing.model_dump_json()
                 self.instructions = client.instructions
-                self._set_status("ready", None)
-                self._ready.set()
+                # Logged before anyone is told: a reader of the log who saw `ready` finds the line.
                 logger.info("server %s ready (protocol %s, %d tools)", self.name, client.protocol_version,
                             len(self.tools))
+                self._set_status("ready", None)
+                self._ready.set()
                 group.start_soon(self._watch, client, group)
                 group.start_soon(self._end_calls_with_connection, calls)
                 group.start_soon(self._listen_for_list_changes, client)
