@@ -608,7 +608,7 @@ class Newcomer:
     def step_status(self) -> str:
         self.r.cli_row("elicitron status", "servers (status, tools, whole errors)", "attached windows",
                        "pending elicitations")
-        self.r.says("`elicitron status` names the loop")
+        self.r.search(r"`elicitron status` names [^.;]*loop", "that `elicitron status` names main's loop")
         tools = self.r.demo_tools()
         main_pid = self.main_pid()
         done = self.run(["elicitron", "status"])
@@ -749,7 +749,8 @@ class Newcomer:
                 raise StepFailed(f"`{shlex.join(command)}` answered {'Yes' if yes else 'No'} exited {code} "
                                  f"printing {job.lines}, not {codes[action]} printing [{printed!r}]")
             me = Path(__file__).name
-            if Path(sys.argv[0]).name == me and invoke["asker"]["name"] != me:  # "the program that ran it"
+            run_as_script = len(sys.orig_argv) > 1 and Path(sys.orig_argv[1]).name == me
+            if run_as_script and invoke["asker"]["name"] != me:  # "the program that ran `elicitron ask`"
                 raise StepFailed(f"run from {me}, the card names {invoke['asker']['name']!r}")
         entries = json.loads(self.run(["elicitron", "audit", "--json", "--limit", "10"]).stdout)
         outcomes = sorted(e.get("outcome") or "" for e in entries if e.get("message") == question)
