@@ -26,6 +26,7 @@ from gateway_process.merged_relay import MergedRelay
 from gateway_process.relayed import RelayedSession
 from shared import jsonrpc
 from shared.errors import ConfigError, MainUnreachableError, RpcCode
+from shared.event_loop import loop_factory
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,12 @@ EXIT_USAGE = 2
 def run_relayed(connection: Path, server: str | None, config: Path | None) -> int:
     """`server` None: every server at once."""
     try:
-        return asyncio.run(_serve(connection, server, config))
+        factory = loop_factory()
+    except ConfigError as exc:
+        print(f"elicitron serve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return asyncio.run(_serve(connection, server, config), loop_factory=factory)
     except KeyboardInterrupt:  # a signal before the loop could take it
         return 0
 

@@ -9,7 +9,6 @@ config.py        the mcpServers config (Claude Desktop format) and Elicitron's o
 audit.py         AuditLog: SQLite rows of every request and its outcome; audit_writer.py: when
 controller.py    Controller: the CLI's peer (attach, ask main something, wait for the answer)
 cli.py           the `elicitron` command; each subcommand imports only what it needs
-event_loop.py    which asyncio loop main runs on (uvloop where installed; ELICITRON_LOOP)
 lock.py          InstanceLock: one main per connection file
 curve_keys.py    CURVE keypair and allow-list for remote windows
 private_files.py 0600 files in 0700 dirs, safe file names; paths.py: default locations

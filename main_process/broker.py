@@ -32,7 +32,6 @@ import zmq
 
 from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
-from main_process.event_loop import describe as describe_loop
 from main_process.hosts import Cancel, PeerCalls, plan_delivery
 from main_process.log_limiter import RateLimitedLog, cut
 from main_process.peers import DEFAULT_MAX_PEERS, Peer, PeerTable, RateLimiter
@@ -40,6 +39,7 @@ from main_process.pending import DEFAULT_MAX_REQUEST_BYTES, WELCOME_PENDING_BYTE
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_peer_body, encode, encode_welcome, split_from_peer
 from shared.errors import ProtocolError, RpcCode, WireCode
+from shared.event_loop import describe as describe_loop
 from shared.messages import (
     Ask,
     AuthRequest,

@@ -276,8 +276,8 @@ def cmd_main(args: argparse.Namespace) -> int:
 
     from main_process.app import MainApp
     from main_process.config import load_config
-    from main_process.event_loop import loop_factory
     from main_process.http_gateway import ListenError, check_listen
+    from shared.event_loop import loop_factory
 
     config = load_config(args.config)
     new_loop = loop_factory()  # a bad ELICITRON_LOOP fails here, before anything starts
@@ -367,7 +367,7 @@ def _tighten_if_a_file(stream: Any) -> None:
 
 def cmd_launch(args: argparse.Namespace) -> int:
     from main_process.config import load_config
-    from main_process.event_loop import loop_factory
+    from shared.event_loop import loop_factory
 
     connection = _connection(args)
     # A window that cannot start (no display, missing system libraries) says so in one line before

@@ -1,4 +1,4 @@
-"""Which event loop main picks (`main_process.event_loop`): uvloop by default, ELICITRON_LOOP to choose."""
+"""Which event loop main and serve pick (`shared.event_loop`): uvloop by default, ELICITRON_LOOP to choose."""
 
 import asyncio
 import sys
@@ -6,8 +6,8 @@ import sys
 import pytest
 import uvloop
 
-from main_process.event_loop import describe, loop_factory
 from shared.errors import ConfigError
+from shared.event_loop import describe, loop_factory
 
 
 @pytest.mark.parametrize("value", [None, "", "uvloop", " UVLOOP "])

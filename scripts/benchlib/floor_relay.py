@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from kit import contract  # the kit lives in tests/
 from kit.paths import DEMO_SERVER, PYTHON
 
-from main_process.event_loop import loop_factory
+from shared.event_loop import loop_factory
 
 CALL_TOPIC = b"msgMcpCallTool"
 INVOKE_TOPIC = contract.INVOKE.encode("ascii")

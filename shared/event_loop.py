@@ -1,10 +1,10 @@
-"""Which asyncio event loop main runs on.
+"""Which asyncio event loop main and `elicitron serve` run on.
 
-main runs on uvloop (libuv's loop, written in Cython) wherever it is installed, which is every
-platform but Windows: main's work per call is mostly event-loop work (the server's pipes, task
-wake-ups, timers), and uvloop does it with less CPU per call than the standard library's loop
-(`scripts/bench --only e2e` compares main and the bare relay on each). Behaviour is the same;
-`elicitron status` names the loop main runs on.
+They run on uvloop (libuv's loop, written in Cython) wherever it is installed, which is every
+platform but Windows: their work per message is mostly event-loop work (pipes, task wake-ups,
+timers), and uvloop does it with less CPU and latency per message than the standard library's loop
+(`scripts/bench --only e2e` compares main and the bare relay on each; `--only gateway` a relayed
+host's calls). Behaviour is the same; `elicitron status` names the loop main runs on.
 
 `ELICITRON_LOOP=asyncio` picks the standard library's loop instead, e.g. to rule uvloop out when
 reporting a bug; `ELICITRON_LOOP=uvloop` insists on uvloop. Any other value is a config error, said
