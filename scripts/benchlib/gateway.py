@@ -4,8 +4,10 @@
 - via: the same Client on `python -m main_process serve --server demo`, the drop-in entry: its own
   session with the demo server (spawned by main the same way), relayed through a real main:
   host -> serve -> main -> server, every message passed as it is (PROTOCOL.md §14);
-- all: the same Client on `serve` (every server, `demo__echo`), which answers as one MCP server
-  itself (an SDK server in serve, main's own Client for the demo server), for comparison.
+- all: the same Client on `serve` (every server, `demo__echo`): its own session with every server,
+  merged under one name space (the demo server alone here), for comparison;
+- floor: the same topology with nothing in it but bytes (benchlib/gateway_floor.py): what two more
+  processes across a ZeroMQ boundary cost, which no relay code can remove.
 
 The tool is `echo` (no elicitation and no approval), so every side does the same MCP work and the
 difference is Elicitron's hops and processes. Sides run in alternating blocks, so drift hits each
@@ -17,6 +19,7 @@ against what its own host sent (zero cross-talk is the target).
 
 import asyncio
 import os
+import subprocess
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -110,7 +113,8 @@ async def _sequential(client: Any, tool: str, count: int, out: list[int]) -> Non
         out.append(now_ns() - t0)
 
 
-SIDES = ("direct", "via", "all")
+SIDES = ("direct", "via", "all", "floor")
+FLOOR = Path(__file__).with_name("gateway_floor.py")
 
 
 async def _alternate(blocks: int, run: Callable[[str], Awaitable[None]], sides: tuple[str, ...] = SIDES) -> None:
@@ -119,7 +123,8 @@ async def _alternate(blocks: int, run: Callable[[str], Awaitable[None]], sides: 
             await run(side)
 
 
-async def _measure(connection: str, main_pid: int, env: dict[str, str], quick: bool) -> dict[str, Any]:
+async def _measure(connection: str, main_pid: int, env: dict[str, str], quick: bool,
+                   floor_endpoint: str, floor_pid: int) -> dict[str, Any]:
     blocks = 4 if quick else 10
     per_block = 100 if quick else 400
     sequential = 50 if quick else 200
@@ -127,22 +132,26 @@ async def _measure(connection: str, main_pid: int, env: dict[str, str], quick: b
     direct = _client([str(DEMO_SERVER)], env, "bench-direct")
     via = _client(["-m", "main_process", "serve", "--connection", connection, "--server", "demo"], env, "bench-host")
     every = _client(["-m", "main_process", "serve", "--connection", connection], env, "bench-all")
-    tools = {"direct": "echo", "via": "echo", "all": "demo__echo"}
+    floor = _client([str(FLOOR), "serve", floor_endpoint], env, "bench-floor")
+    tools = {"direct": "echo", "via": "echo", "all": "demo__echo", "floor": "echo"}
     seconds = dict.fromkeys(SIDES, 0.0)
     latencies: dict[str, list[int]] = {side: [] for side in SIDES}
-    async with direct, via, every:
-        clients = {"direct": direct, "via": via, "all": every}
+    async with direct, via, every, floor:
+        clients = {"direct": direct, "via": via, "all": every, "floor": floor}
         for side, client in clients.items():  # warm up: first calls pay imports and caches
             await _concurrent(client, tools[side], 50)
         mine = _children(os.getpid())
         gateway = next(pid for pid, cmd in mine.items() if " serve " in cmd and "--server" in cmd)
         gateway_all = next(pid for pid, cmd in mine.items() if " serve " in cmd and "--server" not in cmd)
+        floor_serve = next(pid for pid, cmd in mine.items() if str(FLOOR) in cmd)
+        floor_server = next(pid for pid, cmd in _children(floor_pid).items() if str(DEMO_SERVER) in cmd)
         server = next(pid for pid, cmd in mine.items() if str(DEMO_SERVER) in cmd)
         relayed = next(pid for pid, cmd in _children(main_pid).items() if str(DEMO_SERVER) in cmd
                        and pid not in main_own)
         cpu = {"direct": _Cpu({"host": 0, "server": server}),
                "via": _Cpu({"host": 0, "gateway": gateway, "main": main_pid, "server": relayed}),
-               "all": _Cpu({"host": 0, "gateway": gateway_all, "main": main_pid, "server": next(iter(main_own))})}
+               "all": _Cpu({"host": 0, "gateway": gateway_all, "main": main_pid, "server": next(iter(main_own))}),
+               "floor": _Cpu({"host": 0, "gateway": floor_serve, "main": floor_pid, "server": floor_server})}
 
         async def throughput(side: str) -> None:
             cpu[side].begin()
@@ -191,7 +200,14 @@ def run(quick: bool) -> list[Figure]:
         main.wait_server_ready("demo")
         env = child_env(main.runtime)
         connection = str(main.connection)
-        measured = asyncio.run(_measure(connection, main.pid, env, quick))
+        endpoint = f"ipc://{main.runtime}/floor.sock"
+        floor = subprocess.Popen([PYTHON, str(FLOOR), "main", endpoint], stdout=subprocess.PIPE, env=env, cwd=ROOT)
+        try:
+            assert floor.stdout is not None and floor.stdout.readline().strip() == b"ready"
+            measured = asyncio.run(_measure(connection, main.pid, env, quick, endpoint, floor.pid))
+        finally:
+            floor.terminate()
+            floor.wait(timeout=10)
         crowd = asyncio.run(_crowd(connection, env, quick))
     rate, lat, cpu = measured["calls_per_s"], measured["latency"], measured["cpu_ms_per_call"]
     cpu_text = ", ".join(f"{name} {ms:.2f}" for name, ms in cpu["via"].items())
@@ -200,6 +216,9 @@ def run(quick: bool) -> list[Figure]:
     added = lat["via"]["p50_us"] - lat["direct"]["p50_us"]
     added_all = lat["all"]["p50_us"] - lat["direct"]["p50_us"]
     ours = cpu["via"]["gateway"] + cpu["via"]["main"]
+    floor_cpu = cpu["floor"]["gateway"] + cpu["floor"]["main"]
+    ratio_floor = rate["floor"] / rate["direct"]
+    added_floor = lat["floor"]["p50_us"] - lat["direct"]["p50_us"]
     ours_all = cpu["all"]["gateway"] + cpu["all"]["main"]
     crowd_rate = crowd["calls"] / crowd["seconds"]
     return [
@@ -208,7 +227,7 @@ def run(quick: bool) -> list[Figure]:
             passed=ratio >= 0.85,
             absolute=f"{rate['via']:.0f} vs {rate['direct']:.0f} calls/s; CPU ms/call via: {cpu_text} "
                      f"(direct: host {cpu['direct']['host']:.2f}, server {cpu['direct']['server']:.2f}); "
-                     f"every server at once (serve): {ratio_all:.2f}x",
+                     f"every server at once (serve): {ratio_all:.2f}x; floor: {ratio_floor:.2f}x",
             how=f"echo, {CONCURRENCY} in flight: host mcp.Client -> elicitron serve --server demo -> main -> "
                 "demo server, against the same Client on the same server directly (stdio), alternating blocks",
             data=measured,
@@ -218,7 +237,7 @@ def run(quick: bool) -> list[Figure]:
             passed=added <= 400,
             absolute=f"p50 {fmt_us(lat['via']['p50_us'])} vs {fmt_us(lat['direct']['p50_us'])} direct; "
                      f"p99 {fmt_us(lat['via']['p99_us'])} vs {fmt_us(lat['direct']['p99_us'])}; "
-                     f"every server at once: +{fmt_us(added_all)}",
+                     f"every server at once: +{fmt_us(added_all)}; floor: +{fmt_us(added_floor)}",
             how="one echo call at a time, same pairs; the relay adds two stdio/ZeroMQ hops each way",
             data=lat,
         ),
@@ -226,7 +245,8 @@ def run(quick: bool) -> list[Figure]:
             name="gateway", title="gateway, serve + main CPU per call", value=f"{ours:.2f} ms", target="<= 0.3 ms",
             passed=ours <= 0.3,
             absolute=f"serve {cpu['via']['gateway']:.2f} + main {cpu['via']['main']:.2f} ms; every server at "
-                     f"once: {ours_all:.2f} ms (serve {cpu['all']['gateway']:.2f} + main {cpu['all']['main']:.2f})",
+                     f"once: {ours_all:.2f} ms (serve {cpu['all']['gateway']:.2f} + main {cpu['all']['main']:.2f}); "
+                     f"floor: {floor_cpu:.2f} ms",
             how="CPU time of the serve and main processes (/proc) over the calls/s blocks, per call",
             data=cpu,
         ),
