@@ -201,8 +201,9 @@ class Tasks(ClientExtension):
         while time.monotonic() < deadline:
             state = await send_raw(ctx.session, TaskRequest(method="tasks/get",
                                                             params={"taskId": created.task_id}))
-            if self.seen[-1].get("get", {}).get("status") != state.get("status"):  # each state once
-                self.seen.append({"get": state})
+            last = self.seen[-1].get("get") or self.seen[-1].get("created") or {}
+            if last.get("status") != state.get("status"):  # each state once: how many polls a state
+                self.seen.append({"get": state})  # lasts is timing, not what the server did
             if state["status"] == "input_required":
                 responses = {key: self.answers[key] for key in state["inputRequests"]}
                 self.seen.append({"update": await send_raw(ctx.session, TaskRequest(
