@@ -379,10 +379,27 @@ def cmd_launch(args: argparse.Namespace) -> int:
     if not _main_is_running(connection):
         load_config(args.config)  # a bad config fails here, in the foreground, with its one-line error
         loop_factory()  # and so does a bad ELICITRON_LOOP (main's own stderr goes nowhere once it is started)
-        _start_main_in_background(connection, args.config, auto_open=not args.no_auto_open)
+        if args.no_window:
+            _start_main_in_background(connection, args.config, auto_open=not args.no_auto_open)
+        else:
+            started = _start_main_from_a_launcher(connection, args.config, auto_open=not args.no_auto_open)
+            if started != 0:
+                return started
     if args.no_window:
         return 0
     return cmd_window(args)
+
+
+def _start_main_from_a_launcher(connection: Path, config: Path | None, auto_open: bool) -> int:
+    """`launch --no-window` in a short-lived child: main is that child's child, so once the child
+    exits main belongs to init, not to the window this process becomes (which never reaps it: a
+    main stopped while the window stays open would linger as a zombie)."""
+    argv = [sys.executable, "-m", "main_process", "launch", "--no-window", "--connection", str(connection)]
+    if config is not None:
+        argv += ["--config", str(config.resolve())]
+    if not auto_open:
+        argv.append("--no-auto-open")
+    return subprocess.run(argv, stdin=subprocess.DEVNULL, check=False).returncode
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

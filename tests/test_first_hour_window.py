@@ -22,7 +22,7 @@ from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.output import ChildOutput
 from kit.paths import ROOT
-from kit.procs import descendants
+from kit.procs import descendants, end_process
 from kit.window import start_window
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QLineEdit, QPushButton, QScrollArea, QTreeWidget, QWidget
@@ -410,6 +410,49 @@ def test_without_a_display_launch_no_window_still_starts_main_headless() -> None
         assert done.returncode == 0 and "starting main in the background" in done.stderr, done.stderr
         assert connection.exists()
     finally:
+        if connection.exists():
+            subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+                           capture_output=True, timeout=60, env=env, cwd=ROOT, check=False)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+# ---- `elicitron launch` starts main so that the window it becomes is not main's parent -----------
+
+
+def parent_pid(pid: int) -> int:
+    # /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces, so split after its ')'.
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.slow
+def test_launch_leaves_main_no_child_of_its_window_so_a_stopped_main_does_not_linger() -> None:
+    home = short_tmp_dir("eli-launch-")
+    connection = home / "run" / "connection.json"
+    env = child_env(home, QT_QPA_PLATFORM="offscreen")
+    tail, main_log = follow(home / "state" / "elicitron" / "log" / "main.log")
+    launcher = subprocess.Popen([sys.executable, "-m", "main_process", "launch", "--connection", str(connection),
+                                 "--name", "launched"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+    try:
+        wait_line(main_log, lambda line: "attached renderer 'launched'" in line, "the launched window attaching",
+                  timeout_s=90)
+        status = subprocess.run([sys.executable, "-m", "main_process", "status", "--json", "--connection",
+                                 str(connection)], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT,
+                                check=True)
+        main_pid = json.loads(status.stdout)["pid"]
+        # The window is `launcher` itself (launch execs into it); before the fix main was its child,
+        # so stopping main while the window stayed open left a zombie nobody reaped.
+        assert parent_pid(main_pid) != launcher.pid
+        assert main_pid not in descendants(launcher.pid)
+        stopped = subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+                                 capture_output=True, text=True, timeout=60, env=env, cwd=ROOT, check=False)
+        assert stopped.returncode == 0, stopped.stderr
+        assert launcher.poll() is None  # the window stays, saying main is not running
+        assert main_pid not in descendants(launcher.pid)
+    finally:
+        end_process(launcher)
+        end_process(tail)
+        main_log.close()
         if connection.exists():
             subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
                            capture_output=True, timeout=60, env=env, cwd=ROOT, check=False)
