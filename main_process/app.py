@@ -31,6 +31,7 @@ from main_process.peers import Peer
 from main_process.questions import QuestionDesk
 from main_process.relay import Relay
 from main_process.rule_store import RuleStore, path_beside
+from main_process.server_identity import identities
 from main_process.servers import ManagedServer, error_reply
 from shared import PROTOCOL_VERSION, channels, locator
 from shared.codec import DEFAULT_MAX_BODY_BYTES
@@ -187,7 +188,7 @@ class MainApp:
         unchanged = [n for n in fresh.servers if n in old and n not in changed]
         self.config = fresh
         if self.consent is not None:
-            self.consent.set_config_rules(fresh.rules)
+            self.consent.set_config_rules(fresh.rules, identities(fresh.servers))
         for name in unchanged:  # a new toolApproval takes effect without a restart
             self.servers[name].config = fresh.servers[name]
         for name in removed + changed:
@@ -272,11 +273,12 @@ class MainApp:
     def answer_question_by_rule(self, asker: AskerInfo, params: dict[str, Any]) -> ElicitationResult | None:
         """The one place a rule or a remembered answer may answer a program's form question
         before it opens (url-mode questions never come here), audited with the rule's id. The
-        asker's name stands where a server's would. None: ask the windows."""
+        asker's name stands where a server's would (its rules are the asker's own, never a
+        server's). None: ask the windows."""
         if self.consent is None or self.broker is None:
             return None
         request = ElicitationRequest(server=asker.name, params=params)
-        found = self.consent.answer_for(request)
+        found = self.consent.answer_asker(asker.name, params)
         if found is None:
             return None
         rule_id, answer = found
@@ -349,7 +351,8 @@ class MainApp:
             self.servers[name] = ManagedServer(server_config, broker, self.log_dir)
         broker.start()
         if self.rules_path is not None:
-            self.consent = Consent(broker, RuleStore(self.rules_path), self.config.rules, loop)
+            self.consent = Consent(broker, RuleStore(self.rules_path), self.config.rules, loop,
+                                   identities(self.config.servers))
             broker.pending.rules = self.consent
         self.questions = QuestionDesk(broker.pending, rule=self.answer_question_by_rule)
         self._relay = Relay(broker, self.servers.get, self.consent)

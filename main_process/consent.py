@@ -3,7 +3,14 @@
 - **Remembered answers.** A window's answer that carries `remember` (form mode, accept or decline)
   becomes a user rule: "this session" in memory, "always" and "until a date" also in the store.
   The next time the same server asks the same question (`rules.question_key`), `answer_for`
-  answers it at once: no request opens, no window is needed, the audit row names the rule.
+  answers it at once: no request opens, no window is needed, the audit row names the rule. A
+  program's question (`elicitron ask`) is remembered for that asker (`answer_asker`), never for a
+  server of the same name, and the other way round.
+- **Bound to whom it was given to** (rules.py): a server's rules to its program (`identities`,
+  from the config: command and arguments, or URL), so a replaced program is asked again; "Allow
+  for this session" to the host whose card it was. Rules stored before rules were bound are bound
+  at load: to the program configured under their name now, or, for an answer rule of a name no
+  server has, to the asker of that name (what it could only have answered since).
 - **Tool-call approval** (`call_from_host`): a call from a peer with role "host" (the `elicitron
   serve` gateway) goes through config rules, then the server's `toolApproval` policy, then user
   rules, and otherwise becomes an approval request (`approvals`) a window answers; calls from
@@ -18,10 +25,11 @@ URL-mode requests and sign-ins never have a question key, so no rule ever answer
 """
 
 import asyncio
+import dataclasses
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from main_process import approvals
@@ -30,7 +38,7 @@ from main_process.hosts import Cancel
 from main_process.peers import Peer
 from main_process.pending import PendingRequests
 from main_process.rule_store import RuleStore
-from main_process.rules import Rule, RuleBook, question_key, schema_fields
+from main_process.rules import Party, Rule, RuleBook, question_key, schema_fields
 from main_process.servers import READY_TIMEOUT_S, ManagedServer, cancelled_reply, error_reply
 from shared.errors import (
     InvalidContentError,
@@ -62,6 +70,10 @@ logger = logging.getLogger(__name__)
 # answered by a remembered answer; approvals and sign-ins never are.
 _REMEMBERED_KINDS: frozenset[str | None] = frozenset({None, "question"})
 
+
+def _party_of(invoke: ElicitationInvoke) -> Party:
+    return "asker" if invoke.kind == "question" else "server"
+
 _MAX_TIMER_S = 24 * 3600.0  # expiry timers further out are re-armed; loop timers dislike huge delays
 
 
@@ -84,10 +96,11 @@ def _now_ms() -> int:
 
 class Consent:
     def __init__(self, host: ConsentHost, store: RuleStore | None, config_rules: Iterable[Rule],
-                 loop: asyncio.AbstractEventLoop) -> None:
+                 loop: asyncio.AbstractEventLoop, identities: Mapping[str, str] | None = None) -> None:
         self._host = host
         self._store = store
         self._loop = loop
+        self._identities = dict(identities or {})  # server name -> server_identity of its entry now
         self.book = RuleBook()
         self.book.set_config(config_rules)
         self._expiry: asyncio.TimerHandle | None = None
@@ -96,7 +109,7 @@ class Consent:
         if store is not None:
             try:
                 for rule in store.load(_now_ms()):
-                    self.book.add(rule)
+                    self.book.add(self._bound(rule))
             except RuleStoreError as exc:  # main runs on; remembered rules are just not applied
                 logger.error("%s; remembered answers and approvals will not be applied", exc)
                 host.publish_notice("error", f"{exc}; remembered answers and approvals are not applied", None)
@@ -116,7 +129,8 @@ class Consent:
 
     def infos(self) -> list[RuleInfo]:
         now = _now_ms()
-        return [rule.info() for rule in self.book.all() if not rule.expired(now)]
+        return [rule.info(applies=rule.applies_to(self._identities.get(rule.server)))
+                for rule in self.book.all() if not rule.expired(now)]
 
     def rules_report(self) -> ChannelReply:
         return ChannelReply(rules=self.infos())
@@ -128,7 +142,8 @@ class Consent:
         targets: dict[str, Rule] = {}
         refused: list[str] = []
         if revoke_all:
-            targets = {r.id: r for r in self.book.user_rules() if server is None or r.server == server}
+            targets = {r.id: r for r in self.book.user_rules()
+                       if server is None or (r.server == server and r.party == "server")}
         for rule_id in ids:
             rule = self.book.get(rule_id)
             if rule is None:
@@ -149,26 +164,62 @@ class Consent:
             self._publish()
         return RevokeReport(revoked=list(targets), refused=refused)
 
-    def set_config_rules(self, rules: Iterable[Rule]) -> None:
-        """After a reload: the config's rules replace the old ones."""
+    def set_config_rules(self, rules: Iterable[Rule], identities: Mapping[str, str] | None = None) -> None:
+        """After a reload: the config's rules replace the old ones, and `identities` (the servers'
+        programs) the old ones: a rule given to a program no longer configured stops applying."""
         self.book.set_config(rules)
+        if identities is not None:
+            self._identities = dict(identities)
+            for rule in self.book.user_rules():
+                if rule.party == "server" and rule.identity is None:  # unbound until its server came
+                    self.book.add(self._bound(rule))
         self._misfits.clear()
         self._publish()
+
+    def _bound(self, rule: Rule) -> Rule:
+        """A rule stored before rules were bound (schema 1: no party, no identity), bound now: to the
+        program configured under its name, or (an answer rule of a name no server has) to the
+        asker of that name. A tool rule of a server not configured stays unbound (it applies to
+        nothing) until a server of that name is. The binding is stored."""
+        if rule.source != "user" or rule.party != "server" or rule.identity is not None:
+            return rule
+        identity = self._identities.get(rule.server)
+        if identity is not None:
+            bound = dataclasses.replace(rule, identity=identity)
+        elif rule.kind == "answer":
+            bound = dataclasses.replace(rule, party="asker")
+        else:
+            return rule
+        if self._store is not None and not self._store.add(bound):
+            logger.warning("rule %s: bound for this session only (the rule store could not be changed)", rule.id)
+        logger.info("rule %s, stored before rules were bound, is bound to %s %s", rule.id,
+                    "the program configured as server" if bound.party == "server" else "the asker", rule.server)
+        return bound
 
     # ---- RuleHook: elicitations -------------------------------------------------------
 
     def answer_for(self, request: ElicitationRequest) -> tuple[str, ElicitationResult] | None:
+        """A server's form request answered by a rule given to that server's program, or None."""
         if not self.book.has_answer_rules(request.server):
             return None  # the common case: one set lookup
-        params = request.params
+        return self._answer(request.server, "server", request.params)
+
+    def answer_asker(self, asker: str, params: dict[str, Any]) -> tuple[str, ElicitationResult] | None:
+        """A program's form question answered by a rule given to that asker (never a server's), or None."""
+        if not self.book.has_answer_rules(asker, "asker"):
+            return None
+        return self._answer(asker, "asker", params)
+
+    def _answer(self, name: str, party: Party, params: dict[str, Any]) -> tuple[str, ElicitationResult] | None:
         now = _now_ms()
-        for rule in self.book.answer_candidates(request.server, params):
+        identity = self._identities.get(name) if party == "server" else None
+        for rule in self.book.answer_candidates(name, params, party=party, identity=identity):
             if rule.expired(now):
                 self._drop_expired()
                 continue
-            answer = self._replay(rule, request.server, params)
+            answer = self._replay(rule, name, params)
             if answer is not None:
-                logger.debug("rule %s answered %s's request with %s", rule.id, request.server, answer.action)
+                logger.debug("rule %s answered %s's request with %s", rule.id, name, answer.action)
                 return rule.id, answer
         return None
 
@@ -213,21 +264,37 @@ class Consent:
 
     def answered(self, invoke: ElicitationInvoke, answer: ElicitationResult, remember: Remember | None,
                  routing_id: bytes, window: str) -> None:
+        server = invoke.request.server
         if invoke.kind == "approval":
             decision = approvals.decision_of(answer)
             if decision in ("allow-session", "allow-always") and invoke.approval is not None:
-                self._add(self._new_rule(
-                    invoke.request.server, self._who(routing_id, window),
-                    "session" if decision == "allow-session" else "always", None,
-                    tool=invoke.approval.tool, decision="allow"))
+                session = decision == "allow-session"  # covers the host whose card it was (its link id)
+                self._add_for_server(server, self._new_rule(
+                    server, self._who(routing_id, window), "session" if session else "always", None,
+                    tool=invoke.approval.tool, decision="allow", host=invoke.origin if session else None,
+                    host_name=(invoke.via or invoke.origin) if session else None))
             return
         if remember is None:
             return
         params = invoke.request.params
-        self._add(self._new_rule(
-            invoke.request.server, self._who(routing_id, window), remember.scope, remember.until,
+        rule = self._new_rule(
+            server, self._who(routing_id, window), remember.scope, remember.until,
             answer=answer, question=question_key(params), message=str(params.get("message", "")),
-            fields=schema_fields(params)))
+            fields=schema_fields(params), party=_party_of(invoke))
+        if rule.party == "asker":
+            self._add(rule)
+        else:
+            self._add_for_server(server, rule)
+
+    def _add_for_server(self, server: str, rule: Rule) -> None:
+        """Add a server's rule bound to its program now; none if no server of that name is configured
+        any more (a request answered after its server was removed in a reload)."""
+        identity = self._identities.get(server)
+        if identity is None:
+            logger.warning("rule not made: server %r is no longer configured", server)
+            self._host.publish_notice("warning", "not remembered: this server is no longer configured", server)
+            return
+        self._add(dataclasses.replace(rule, identity=identity))
 
     # ---- tool-call approval -----------------------------------------------------------
 
@@ -293,10 +360,11 @@ class Consent:
     def _decide(self, call: "_HostCall") -> None:
         server, host, reply = call.server, call.host, call.reply
         tool = call.tool
-        rule = self.book.tool_rule(server.name, tool)
+        identity = self._identities.get(server.name)
+        rule = self.book.tool_rule(server.name, tool, host=host.window, identity=identity)
         if rule is not None and rule.expired(_now_ms()):
             self._drop_expired()
-            rule = self.book.tool_rule(server.name, tool)
+            rule = self.book.tool_rule(server.name, tool, host=host.window, identity=identity)
         if rule is not None and rule.source == "config":
             self._by_rule(call, rule)
             return
@@ -406,13 +474,13 @@ class Consent:
             invoke = item.invoke
             if item.server != rule.server:
                 continue
-            if rule.kind == "answer" and invoke.kind in _REMEMBERED_KINDS \
+            if rule.kind == "answer" and invoke.kind in _REMEMBERED_KINDS and _party_of(invoke) == rule.party \
                     and question_key(invoke.request.params) == rule.question:
                 answer = self._replay(rule, rule.server, invoke.request.params)
                 if answer is not None:
                     pending.close_by_rule(item, answer, rule.id)
             elif rule.kind == "tool" and invoke.kind == "approval" and invoke.approval is not None \
-                    and invoke.approval.tool == rule.tool:
+                    and invoke.approval.tool == rule.tool and rule.host in (None, invoke.origin):
                 decision = _rule_decision(rule)
                 pending.close_by_rule(item, ElicitationResult(action="accept", content={DECISION_PROPERTY: decision}),
                                       rule.id)

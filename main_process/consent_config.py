@@ -13,7 +13,9 @@ Top level, `"elicitron": {"rules": [...]}`, each rule one of:
 - `{"server": S, "message": GLOB?, "answer": {"action": "accept", "content": {...}} | {"action":
   "decline"}}` — a server's form requests whose message matches (no `message`: any). The content
   is checked against each request's schema when it is used; one that does not fit is skipped with
-  a notice and the request is asked in the windows.
+  a notice and the request is asked in the windows. `"asker": NAME` in place of `"server"`: the
+  same for the questions of a program that asks as NAME (`elicitron ask`); a `"server"` rule never
+  answers an asker, whatever it calls itself.
 Config rules get the ids `config-1`, `config-2`, … in file order.
 """
 
@@ -33,6 +35,7 @@ TOOL_POLICIES: Final = ("allow", "ask", "ask-destructive", "deny")
 OVERRIDE_POLICIES: Final = ("allow", "ask", "deny")
 _TOOL_RULE_KEYS: Final = {"server", "tool", "decision"}
 _ANSWER_RULE_KEYS: Final = {"server", "message", "answer"}
+_ASKER_RULE_KEYS: Final = {"asker", "message", "answer"}
 
 
 def parse_tool_approval(where: str, entry: dict[str, Any]) -> tuple[ToolPolicy, tuple[tuple[str, str], ...]]:
@@ -69,11 +72,12 @@ def parse_rules(value: Any, source: str) -> tuple[Rule, ...]:
 def _parse_rule(where: str, index: int, item: Any, source: str, loaded_at: int) -> Rule:
     if not isinstance(item, dict):
         raise ConfigError(f"{where}: must be an object")
-    server = item.get("server")
+    asker = "asker" in item
+    server = item.get("asker" if asker else "server")
     if not isinstance(server, str) or not server:
-        raise ConfigError(f"{where}: needs \"server\" (a configured server's name)")
+        raise ConfigError(f"{where}: needs \"server\" (a configured server's name) or \"asker\" (a program's name)")
     common = {"id": f"{CONFIG_ID_PREFIX}{index + 1}", "source": "config", "server": server,
-              "created_at": loaded_at, "created_by": f"config {source}"}
+              "created_at": loaded_at, "created_by": f"config {source}", "party": "asker" if asker else "server"}
     if "tool" in item:
         _only(where, item, _TOOL_RULE_KEYS)
         tool, decision = item["tool"], item.get("decision")
@@ -83,7 +87,7 @@ def _parse_rule(where: str, index: int, item: Any, source: str, loaded_at: int) 
             raise ConfigError(f"{where}: a tool rule needs \"decision\": \"allow\" or \"deny\"")
         return Rule(tool=tool, decision=decision, **common)  # type: ignore[arg-type]
     if "answer" in item:
-        _only(where, item, _ANSWER_RULE_KEYS)
+        _only(where, item, _ASKER_RULE_KEYS if asker else _ANSWER_RULE_KEYS)
         message = item.get("message")
         if message is not None and not isinstance(message, str):
             raise ConfigError(f"{where}: \"message\" must be a glob string")

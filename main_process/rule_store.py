@@ -3,6 +3,8 @@
 `<user data dir>/elicitron/rules.sqlite3`, beside the audit log, one row per rule: what it matches,
 what it decides, who made it, when, its scope and expiry. Only rules meant to outlive main are
 here (scope "always" and "until"); "this session" rules live in main's memory and end with it.
+Each row also says whose question it answers (`party`) and which program a server's rule was given
+to (`identity`, a digest: rules.py); rows of schema 1 have neither and are bound by main at load.
 
 Durability like the audit log: WAL with synchronous=NORMAL and one transaction per change, so a
 rule is in the WAL file once `add` returns True and survives SIGKILL of main. The directory is
@@ -31,7 +33,7 @@ from shared.messages import ElicitationResult
 logger = logging.getLogger(__name__)
 
 FILENAME: Final = "rules.sqlite3"
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 _SCHEMA: Final = (
     """
     CREATE TABLE rules (
@@ -47,13 +49,17 @@ _SCHEMA: Final = (
         scope       TEXT NOT NULL,     -- 'always' | 'until'
         expires_at  INTEGER,           -- epoch ms, scope 'until'
         created_at  INTEGER NOT NULL,  -- epoch ms
-        created_by  TEXT NOT NULL      -- the window that made it ("name (window id)")
+        created_by  TEXT NOT NULL,     -- the window that made it ("name (window id)")
+        party       TEXT,              -- 'server' | 'asker' (whose question); NULL: stored by schema 1
+        identity    TEXT               -- a server's rule: server_identity when made; NULL: not bound
     )
     """,
     "CREATE INDEX rules_by_server ON rules (server)",
 )
+# Schema 1 had no party and no identity: its rules are bound by main at its first load (consent.py).
+_FROM_1: Final = ("ALTER TABLE rules ADD COLUMN party TEXT", "ALTER TABLE rules ADD COLUMN identity TEXT")
 _COLUMNS: Final = ("id, server, tool, decision, question, message, fields, action, content, scope, expires_at, "
-                   "created_at, created_by")
+                   "created_at, created_by, party, identity")
 
 
 def path_beside(audit_path: Path) -> Path:
@@ -95,7 +101,7 @@ class RuleStore:
         if rule.scope == "session" or rule.source != "user":
             raise ValueError("only user rules that outlive main are stored")
         return self._write("save a rule", [(
-            f"INSERT OR REPLACE INTO rules ({_COLUMNS}) VALUES ({', '.join('?' * 13)})", _row(rule))])
+            f"INSERT OR REPLACE INTO rules ({_COLUMNS}) VALUES ({', '.join('?' * 15)})", _row(rule))])
 
     def remove(self, rule_ids: Iterable[str]) -> bool:
         ids = [(rule_id,) for rule_id in rule_ids]
@@ -153,8 +159,8 @@ class RuleStore:
                 if version > SCHEMA_VERSION:
                     raise RuleStoreError(f"the rule store {self.path} has schema version {version}, newer than "
                                          f"this elicitron's {SCHEMA_VERSION}")
-                if version == 0:
-                    for statement in _SCHEMA:
+                if version < SCHEMA_VERSION:
+                    for statement in _SCHEMA if version == 0 else _FROM_1:
                         conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 conn.execute("COMMIT")
@@ -174,14 +180,16 @@ def _row(rule: Rule) -> tuple[Any, ...]:
     fields = msgspec.json.encode(list(rule.fields)).decode() if rule.fields else None
     return (rule.id, rule.server, rule.tool, rule.decision, rule.question, rule.message, fields,
             answer.action if answer is not None else None, content, rule.scope, rule.expires_at,
-            rule.created_at, rule.created_by)
+            rule.created_at, rule.created_by, rule.party, rule.identity)
 
 
 def _rule(row: tuple[Any, ...]) -> Rule:
     (rule_id, server, tool, decision, question, message, fields, action, content, scope, expires_at,
-     created_at, created_by) = row
+     created_at, created_by, party, identity) = row
     if scope not in ("always", "until") or (tool is None) == (question is None):
         raise ValueError("neither a tool rule nor an answer rule")
+    if party not in (None, "server", "asker") or (party == "asker" and tool is not None):
+        raise ValueError(f"unknown party {party!r}")
     answer = None
     if question is not None:
         if action not in ("accept", "decline"):
@@ -193,4 +201,5 @@ def _rule(row: tuple[Any, ...]) -> Rule:
     return Rule(id=rule_id, source="user", server=server, created_at=created_at, created_by=created_by,
                 scope=scope, expires_at=expires_at, tool=tool, decision=decision, answer=answer,
                 question=question, message=message,
-                fields=tuple(msgspec.json.decode(fields, type=list[str])) if fields else ())
+                fields=tuple(msgspec.json.decode(fields, type=list[str])) if fields else (),
+                party=party or "server", identity=identity)  # schema 1: a server's, not bound (unbound)

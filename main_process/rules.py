@@ -8,8 +8,20 @@ Rules come from two places. **User rules** are made in a window ("Remember my an
 for this session", "Always allow") and match exactly. **Config rules** come from the config's
 `"elicitron": {"rules": [...]}` and match by glob (`tool`, `message`); they are read-only here.
 
-"The same question" (user answer rules): the same server, the same message and the same requested
-schema, compared after normalising, so nothing a server varies from one request to the next
+Consent is bound to whom it was given to:
+- **who asks** (`party`): a configured server, or a program asking through `elicitron ask`
+  ("asker"). The two are separate namespaces: an asker that calls itself "demo" gets none of the
+  server demo's remembered answers, and an answer remembered on its card never answers the server;
+- **which program** (`identity`, user rules of servers): `server_identity` of the server's entry
+  (command and arguments, or URL) when the rule was made. A rule applies only while the server of
+  that name is that program: a replaced entry is asked again (its old rules are listed as not
+  applying, and apply again if the old program comes back). Config rules are not bound: they live
+  in the config beside the entry they are about;
+- **which host** (`host`, "Allow for this session"): the host's link id; such a rule covers that
+  host's calls only. "Always allow" covers every host.
+
+"The same question" (user answer rules): the same asker (party and name), the same message and the
+same requested schema, compared after normalising, so nothing a server varies from one request to the next
 changes it:
 - the message: Unicode NFC, whitespace runs collapsed to one space, trimmed;
 - the schema: compared as canonical JSON (keys sorted) with every `default` removed: a default
@@ -35,6 +47,7 @@ from shared.messages import ElicitationResult, RuleInfo
 
 Scope = Literal["session", "always", "until"]
 Decision = Literal["allow", "deny"]
+Party = Literal["server", "asker"]
 
 CONFIG_ID_PREFIX: Final = "config-"
 
@@ -56,6 +69,11 @@ class Rule:
     question: str | None = None
     message: str | None = None
     fields: tuple[str, ...] = ()
+    # who it was given to (see the module's docstring)
+    party: Party = "server"
+    identity: str | None = None  # user rules of servers: server_identity when made; None = not bound
+    host: str | None = None  # a session approval: the host's link id (Peer.window); None = every host
+    host_name: str | None = None  # that host's name, to show
 
     @property
     def kind(self) -> Literal["answer", "tool"]:
@@ -64,14 +82,20 @@ class Rule:
     def expired(self, now_ms: int) -> bool:
         return self.expires_at is not None and self.expires_at <= now_ms
 
-    def info(self) -> RuleInfo:
-        """What windows and the CLI see: never the remembered values."""
+    def applies_to(self, identity: str | None) -> bool:
+        """Whether this rule may decide for the server of its name when that server is `identity`
+        (the current program; None: no such server configured). Askers' and config rules always."""
+        return self.party == "asker" or self.source == "config" or self.identity == identity
+
+    def info(self, applies: bool = True) -> RuleInfo:
+        """What windows and the CLI see: never the remembered values (nor the program's identity)."""
         action = self.answer.action if self.answer is not None else None
         return RuleInfo(
             id=self.id, source=self.source, kind=self.kind, server=self.server, scope=self.scope,
             created_at=self.created_at, created_by=self.created_by, expires_at=self.expires_at, tool=self.tool,
             decision=self.decision, message=self.message, fields=list(self.fields) if self.fields else None,
-            action=action if action in ("accept", "decline") else None,
+            action=action if action in ("accept", "decline") else None, party=self.party, host=self.host_name,
+            applies=applies,
         )
 
 
@@ -141,10 +165,10 @@ class RuleBook:
     def __init__(self) -> None:
         self._config: list[Rule] = []
         self._config_globs: dict[str, tuple[Glob | None, Glob | None]] = {}  # id -> (tool, message)
-        self._answers: dict[tuple[str, str], Rule] = {}  # (server, question key) -> user rule
-        self._tools: dict[tuple[str, str], Rule] = {}  # (server, tool) -> user rule
+        self._answers: dict[tuple[Party, str, str], Rule] = {}  # (party, name, question key) -> user rule
+        self._tools: dict[tuple[str, str, str | None], Rule] = {}  # (server, tool, host) -> user rule
         self._by_id: dict[str, Rule] = {}
-        self._answer_servers: set[str] = set()
+        self._answer_askers: set[tuple[Party, str]] = set()
         self._tool_servers: set[str] = set()
 
     # ---- changing ----------------------------------------------------------------------
@@ -163,16 +187,23 @@ class RuleBook:
         self._reindex_servers()
 
     def add(self, rule: Rule) -> Rule | None:
-        """Add a user rule; returns the user rule it replaces (same server and question or tool)."""
-        key = (rule.server, rule.tool if rule.tool is not None else rule.question or "")
-        index = self._tools if rule.tool is not None else self._answers
-        replaced = index.get(key)
+        """Add a user rule; returns the user rule it replaces (the same asker and question, or the
+        same server, tool and host), whichever program that one was given to."""
+        replaced = self._index_get(rule)
         if replaced is not None:
             self._by_id.pop(replaced.id, None)
-        index[key] = rule
+        if rule.tool is not None:
+            self._tools[(rule.server, rule.tool, rule.host)] = rule
+        else:
+            self._answers[(rule.party, rule.server, rule.question or "")] = rule
         self._by_id[rule.id] = rule
         self._reindex_servers()
         return replaced
+
+    def _index_get(self, rule: Rule) -> Rule | None:
+        if rule.tool is not None:
+            return self._tools.get((rule.server, rule.tool, rule.host))
+        return self._answers.get((rule.party, rule.server, rule.question or ""))
 
     def remove(self, rule_id: str) -> Rule | None:
         """Forget a user rule; None if there is no such user rule."""
@@ -180,17 +211,18 @@ class RuleBook:
         if rule is None or rule.source != "user":
             return None
         del self._by_id[rule_id]
-        index = self._tools if rule.tool is not None else self._answers
-        key = (rule.server, rule.tool if rule.tool is not None else rule.question or "")
-        if index.get(key) is rule:
-            del index[key]
+        if self._index_get(rule) is rule:
+            if rule.tool is not None:
+                del self._tools[(rule.server, rule.tool, rule.host)]
+            else:
+                del self._answers[(rule.party, rule.server, rule.question or "")]
         self._reindex_servers()
         return rule
 
     def _reindex_servers(self) -> None:
-        self._answer_servers = {server for server, _ in self._answers}
-        self._answer_servers |= {rule.server for rule in self._config if rule.answer is not None}
-        self._tool_servers = {server for server, _ in self._tools}
+        self._answer_askers = {(party, name) for party, name, _ in self._answers}
+        self._answer_askers |= {(rule.party, rule.server) for rule in self._config if rule.answer is not None}
+        self._tool_servers = {server for server, _, _ in self._tools}
         self._tool_servers |= {rule.server for rule in self._config if rule.tool is not None}
 
     # ---- reading -----------------------------------------------------------------------
@@ -206,16 +238,18 @@ class RuleBook:
     def user_rules(self) -> list[Rule]:
         return [rule for rule in self.all() if rule.source == "user"]
 
-    def has_answer_rules(self, server: str) -> bool:
-        return server in self._answer_servers
+    def has_answer_rules(self, server: str, party: Party = "server") -> bool:
+        return (party, server) in self._answer_askers
 
     def has_tool_rules(self, server: str) -> bool:
         return server in self._tool_servers
 
-    def answer_candidates(self, server: str, params: Mapping[str, Any]) -> list[Rule]:
-        """Answer rules that match this request, in the order they apply (config, then user).
-        Empty for anything but form mode. Expiry is the caller's to check."""
-        if server not in self._answer_servers:
+    def answer_candidates(self, server: str, params: Mapping[str, Any], *, party: Party = "server",
+                          identity: str | None = None) -> list[Rule]:
+        """Answer rules that match this request of `server` (an asker's name with party "asker"),
+        in the order they apply (config, then user); a server's user rule only if it was given to
+        the program `identity`. Empty for anything but form mode. Expiry is the caller's to check."""
+        if (party, server) not in self._answer_askers:
             return []
         key = question_key(params)
         if key is None:
@@ -223,22 +257,28 @@ class RuleBook:
         message = normalise_message(str(params.get("message", "")))
         found = [
             rule for rule in self._config
-            if rule.answer is not None and rule.server == server
+            if rule.answer is not None and rule.server == server and rule.party == party
             and _glob_ok(self._config_globs[rule.id][1], message)
         ]
-        user = self._answers.get((server, key))
-        if user is not None:
+        user = self._answers.get((party, server, key))
+        if user is not None and user.applies_to(identity):
             found.append(user)
         return found
 
-    def tool_rule(self, server: str, tool: str) -> Rule | None:
-        """The first tool rule for this call (config, then user). Expiry is the caller's to check."""
+    def tool_rule(self, server: str, tool: str, *, host: str | None = None, identity: str | None = None) -> Rule | None:
+        """The first tool rule for this call of `host` (its link id): config rules, then this host's
+        session approval, then one for every host; user rules only if given to the program
+        `identity`. Expiry is the caller's to check."""
         if server not in self._tool_servers:
             return None
         for rule in self._config:
             if rule.tool is not None and rule.server == server and _glob_ok(self._config_globs[rule.id][0], tool):
                 return rule
-        return self._tools.get((server, tool))
+        for key in ((server, tool, host), (server, tool, None)) if host is not None else ((server, tool, None),):
+            user = self._tools.get(key)
+            if user is not None and user.applies_to(identity):
+                return user
+        return None
 
     def expired(self, now_ms: int) -> list[Rule]:
         return [rule for rule in self._by_id.values() if rule.expired(now_ms)]

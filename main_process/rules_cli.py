@@ -19,7 +19,7 @@ from main_process.rule_store import RuleStore, path_beside
 from main_process.rules import CONFIG_ID_PREFIX
 from shared.connection_file import main_is_gone, read_connection_file
 from shared.messages import RevokeReport, RuleInfo
-from shared.rule_text import describe, scope_text, when
+from shared.rule_text import describe, scope_text, when, who
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -57,7 +57,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
             return _print_rules([rule.info() for rule in rules], args.json, note=note)
         known = {rule.id: rule for rule in rules}
         if args.all:
-            targets = [rule_id for rule_id, rule in known.items() if args.server is None or rule.server == args.server]
+            targets = [rule_id for rule_id, rule in known.items()
+                       if args.server is None or (rule.server == args.server and rule.party == "server")]
             refused = []
         else:
             targets = [rule_id for rule_id in args.ids if rule_id in known]
@@ -105,10 +106,10 @@ def format_rules(rules: list[RuleInfo]) -> str:
     """A plain-text table, one line per rule (text from servers made safe for a terminal)."""
     if not rules:
         return "no rules: every request is asked in a window"
-    header = ("ID", "SERVER", "RULE", "SCOPE", "MADE BY", "MADE")
+    header = ("ID", "FROM", "RULE", "SCOPE", "MADE BY", "MADE")
     rows = [header]
     for rule in rules:
-        rows.append((rule.id, safe_cell(rule.server, 20), safe_cell(describe(rule), 70), scope_text(rule),
+        rows.append((rule.id, safe_cell(who(rule), 28), safe_cell(describe(rule), 110), scope_text(rule),
                      safe_cell(rule.created_by, 40), when(rule.created_at)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()

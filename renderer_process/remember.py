@@ -28,14 +28,17 @@ DEFAULT_UNTIL_DAYS: Final = 7
 
 
 class RememberBox(QWidget):
-    def __init__(self, server: str, parent: QWidget | None = None) -> None:
+    def __init__(self, server: str, parent: QWidget | None = None, *, asker: bool = False) -> None:
+        """`server`: who asks; `asker`: a program (`elicitron ask`), whose remembered answers are
+        its own and never answer a server of that name."""
         super().__init__(parent)
         self.setObjectName("remember")
         self.scope = QComboBox(self)
         self.scope.setObjectName("remember_scope")
         for text, scope in _CHOICES:
             self.scope.addItem(text, scope)
-        self.scope.setToolTip(f"Next time {server} asks exactly this, answer the same way without asking. "
+        who = f"the program {server}" if asker else f"the server {server}"
+        self.scope.setToolTip(f"Next time {who} asks exactly this, answer the same way without asking. "
                               "Revoke it any time in the Remembered panel.")
         self.until = QDateEdit(self)
         self.until.setObjectName("remember_until")
@@ -43,7 +46,8 @@ class RememberBox(QWidget):
         self.until.setMinimumDate(QDate.currentDate())
         self.until.setDate(QDate.currentDate().addDays(DEFAULT_UNTIL_DAYS))
         self.until.hide()
-        label = QLabel("Remember my answer:", self)
+        label = QLabel(f"Remember my answer to {who}:", self)
+        label.setObjectName("remember_label")
         label.setTextFormat(Qt.TextFormat.PlainText)
         row = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
@@ -72,7 +76,9 @@ def end_of_day_ms(day: datetime.date) -> int:
 
 def add_to_card(card: QDialog) -> RememberBox:
     """Put a RememberBox just above the card's answer buttons (or at its end if they can't be found)."""
-    box = RememberBox(getattr(card, "server", ""), card)
+    invoke = getattr(card, "invoke", None)
+    asker = isinstance(invoke, messages.ElicitationInvoke) and invoke.kind == "question"
+    box = RememberBox(getattr(card, "server", ""), card, asker=asker)
     layout = card.layout()
     accept = getattr(card, "accept_button", None)
     if isinstance(layout, QVBoxLayout):

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from shared import messages
-from shared.rule_text import describe, scope_text, when
+from shared.rule_text import describe, scope_text, when, who
 
 logger = logging.getLogger(__name__)
 
@@ -77,11 +77,12 @@ class RememberedPanel(QWidget):
         self.list.blockSignals(True)
         self.list.clear()
         for rule in rules:
-            row = QListWidgetItem(f"{rule.server}: {describe(rule)} · {scope_text(rule)}", self.list)
+            row = QListWidgetItem(f"{who(rule)}: {describe(rule)} · {scope_text(rule)}", self.list)
             row.setData(_ID_ROLE, rule.id)
             tip = f"{rule.id}: {describe(rule)}\nmade by {rule.created_by}, {when(rule.created_at)}"
             if rule.source == "config":
                 tip += f"\n{_READ_ONLY}"
+            if rule.source == "config" or not rule.applies:
                 row.setForeground(QBrush(QColor("#666666")))
             row.setToolTip(tip)
             if rule.id == selected:

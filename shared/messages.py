@@ -368,7 +368,10 @@ class RuleInfo(Body):
     `source` "user" (made in a window: `scope` session / always / until) or "config" (read-only,
     from the config file). `kind` "answer" (answers a server's form request: `message`, `fields`,
     `action`) or "tool" (decides a host's tool call: `tool`, `decision`). Config rules' `tool` and
-    `message` are globs."""
+    `message` are globs. Who it was given to: `party` "server" (`server` is a configured server's
+    name) or "asker" (`server` is the name of a program asking with `elicitron ask`); `host`, a
+    session approval's host (absent: every host); `applies` false for a rule given to another
+    program than the one now configured under that name (it is not applied)."""
 
     id: str
     source: Literal["user", "config"]
@@ -383,6 +386,9 @@ class RuleInfo(Body):
     message: str | None = None
     fields: list[str] | None = None
     action: Literal["accept", "decline"] | None = None
+    party: Literal["server", "asker"] = "server"
+    host: str | None = None
+    applies: bool = True
 
 
 class RulesUpdate(Body):

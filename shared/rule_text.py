@@ -5,8 +5,19 @@ import time
 from shared.messages import RuleInfo
 
 
+def who(rule: RuleInfo) -> str:
+    """Whose requests it decides: the server's name, or "program deploy.sh" for an asker's."""
+    return f"program {rule.server}" if rule.party == "asker" else rule.server
+
+
 def describe(rule: RuleInfo) -> str:
-    """ "tool read_* → allow", "“Book a table?” → accept (name, party_size)"."""
+    """ "tool read_* → allow", "“Book a table?” → accept (name, party_size)", with "(Claude only)"
+    for a host's session approval and "[not applying: …]" for a rule given to another program."""
+    return _what(rule) + (f" ({rule.host} only)" if rule.host is not None else "") + (
+        "" if rule.applies else f" [not applying: {rule.server} is another program now; asked again]")
+
+
+def _what(rule: RuleInfo) -> str:
     if rule.kind == "tool":
         return f"tool {rule.tool} → {rule.decision}"
     if rule.message is None:

@@ -146,6 +146,18 @@ class WirePeer:
             self._unclaimed.append((topic, body))
         raise AssertionError(f"{self.name}: nothing wanted arrived within {timeout_s} s; got {self.received[-5:]}")
 
+    def keep_alive_until(self, done: Callable[[], bool], timeout_s: float = 30.0) -> None:
+        """Heartbeat main (and keep what arrives for later expect() calls) until `done()` holds:
+        for a test waiting on something else, e.g. a CLI process, while this peer stays attached."""
+        deadline = time.monotonic() + timeout_s
+        while not done():
+            assert time.monotonic() < deadline, f"{self.name}: what was waited for did not happen in {timeout_s} s"
+            self.heartbeat_if_due()
+            if self.sock.poll(100):
+                topic, body = self._read()
+                if topic != contract.HEARTBEAT:
+                    self._unclaimed.append((topic, body))
+
     def expect_topic(self, topic: str, timeout_s: float = 15.0) -> Any:
         return self.expect(lambda t, b: t == topic, timeout_s)[1]
 
