@@ -33,6 +33,7 @@ from main_process.relay import Relay
 from main_process.rule_store import RuleStore, path_beside
 from main_process.server_identity import identities
 from main_process.servers import ManagedServer, error_reply
+from main_process.store_owner import StoreLock
 from shared import PROTOCOL_VERSION, channels, locator
 from shared.codec import DEFAULT_MAX_BODY_BYTES
 from shared.connection_file import (
@@ -42,7 +43,7 @@ from shared.connection_file import (
     remove_connection_file,
     write_connection_file,
 )
-from shared.errors import ConfigError, RpcCode
+from shared.errors import ConfigError, RpcCode, RuleStoreError
 from shared.messages import (
     Ask,
     AskerInfo,
@@ -350,6 +351,12 @@ class MainApp:
         for name, server_config in self.config.servers.items():
             self.servers[name] = ManagedServer(server_config, broker, self.log_dir)
         broker.start()
+        store_lock = StoreLock(self.rules_path) if self.rules_path is not None else None
+        if store_lock is not None:
+            try:  # the CLI then changes the rules through this main, never behind its back
+                await store_lock.claim(self.connection_path)
+            except RuleStoreError as exc:
+                logger.error("%s; `elicitron rules revoke` with another connection file will not find this main", exc)
         if self.rules_path is not None:
             self.consent = Consent(broker, RuleStore(self.rules_path), self.config.rules, loop,
                                    identities(self.config.servers))
@@ -386,6 +393,8 @@ class MainApp:
             await broker.close()
             if self.consent is not None:
                 self.consent.close()
+            if store_lock is not None:
+                store_lock.release()
             if authenticator is not None:
                 authenticator.stop()
             audit.close()

@@ -1,9 +1,13 @@
 """`elicitron rules [--json]` and `elicitron rules revoke ID... | --all [--server S]`.
 
 Through the running main when there is one (it knows this session's rules and the config's, and a
-revoke there takes effect before the next request and shows in every window at once). With no
-main running, the store is read and changed directly: only remembered rules live there, and the
-next main starts from what is left.
+revoke there takes effect before the next request and shows in every window at once). main owns
+the rule store while it runs (store_owner.py): when this shell's connection file names no running
+main but another main owns the store, the command goes through that one (and says so), or fails
+with exit 1 and the connection file to use; it never changes the store behind a running main's
+back, which would print "revoked" while that main went on applying the rule. With no main running
+at all, the store is read and changed directly (it says so): only remembered rules live there,
+and the next main starts from what is left.
 """
 
 import argparse
@@ -17,7 +21,9 @@ from main_process.audit import default_path as default_audit_path
 from main_process.audit import safe_cell
 from main_process.rule_store import RuleStore, path_beside
 from main_process.rules import CONFIG_ID_PREFIX
+from main_process.store_owner import Owner, StoreLock, hold_or_owner
 from shared.connection_file import main_is_gone, read_connection_file
+from shared.errors import ConnectionFileError, MainUnreachableError
 from shared.messages import RevokeReport, RuleInfo
 from shared.rule_text import describe, scope_text, when, who
 
@@ -39,15 +45,44 @@ def cmd_rules(args: argparse.Namespace) -> int:
         if args.server and not args.all:
             print("elicitron: --server goes with --all", file=sys.stderr)
             return EXIT_USAGE
-    from main_process.controller import Controller
-
     connection = _connection(args)
     if _main_may_run(connection):  # then only main may change the store: it holds the rules in memory
-        with Controller(connection) as controller:
-            if args.action == "list":
-                return _print_rules(controller.rules(), args.json, note=None)
-            return _print_revoked(controller.revoke_rules(args.ids, args.all, args.server), args.json)
+        return _through_main(connection, args)
     store_path = path_beside(default_audit_path())
+    lock = StoreLock(store_path)
+    owner = hold_or_owner(lock)
+    if owner is not None:
+        return _through_owner(owner, connection, store_path, args)
+    try:
+        return _in_store(store_path, args)
+    finally:
+        lock.release()
+
+
+def _through_main(connection: Path, args: argparse.Namespace) -> int:
+    from main_process.controller import Controller
+
+    with Controller(connection) as controller:
+        if args.action == "list":
+            return _print_rules(controller.rules(), args.json, note=None)
+        return _print_revoked(controller.revoke_rules(args.ids, args.all, args.server), args.json)
+
+
+def _through_owner(owner: Owner, connection: Path, store_path: Path, args: argparse.Namespace) -> int:
+    """No main for this shell's connection file, but one owns the rule store: go through it."""
+    print(f"elicitron: no main runs for {connection}, but main (pid {owner.pid}) uses the rule store "
+          f"{store_path}: going through it ({owner.connection})", file=sys.stderr)
+    try:
+        return _through_main(owner.connection, args)
+    except (MainUnreachableError, ConnectionFileError) as exc:
+        print(f"elicitron: nothing {'revoked' if args.action == 'revoke' else 'listed'}: main (pid {owner.pid}) "
+              f"holds the rule store but does not answer ({exc}); try `elicitron rules --connection "
+              f"{owner.connection}`", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _in_store(store_path: Path, args: argparse.Namespace) -> int:
+    """No main running at all: read and change the store itself (the CLI holds its lock meanwhile)."""
     with RuleStore(store_path) as store:
         now = time.time_ns() // 1_000_000
         rules = store.load(now)
@@ -67,6 +102,9 @@ def cmd_rules(args: argparse.Namespace) -> int:
         if targets and not store.remove(targets):
             refused.append(f"{', '.join(targets)}: the rule store {store_path} could not be changed")
             targets = []
+        if targets:
+            print(f"elicitron: main is not running: removed from the rule store {store_path}; the next main "
+                  "starts without them", file=sys.stderr)
         return _print_revoked(RevokeReport(revoked=targets, refused=refused), args.json)
 
 

@@ -7,10 +7,13 @@ processes: a real main and demo server, `elicitron ask` as a process, real MCP h
 - "Allow for this session" covers the host whose card it was given on, no other;
 - rules are bound to the server's program (command and arguments, or URL): a replaced program is
   asked again, and its old rules show as not applying;
+- `rules revoke` from a shell whose connection file is another reaches the main that holds the
+  rule store, so a rule it says is revoked is never applied again.
 """
 
 import concurrent.futures
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -233,6 +236,48 @@ def test_a_replaced_program_under_the_same_name_is_asked_again_and_its_old_rules
     host = WireHost(main, name="Host")
     assert text_of(host.result(host.call("demo", "echo", {"text": "3"}))) == "3"
     assert all(rule.get("applies", True) for rule in rules_of(main, window))
+
+
+# ---- finding 11: `rules revoke` acts through the running main -------------------------------
+
+
+def test_rules_revoke_from_a_shell_with_another_connection_file_reaches_the_running_main(
+        consent_mains: ConsentMains, tmp_path: Path) -> None:
+    main = consent_mains({"demo": demo()})
+    window = main.peer(name="window")
+    call = window.call_tool("demo", "ask", {"message": QUESTION, "schema": SCHEMA})
+    remember(window, invoke_of(window), "accept", {"ok": True})
+    answered_call(window, call)
+    session = window.call_tool("demo", "ask", {"message": "Just now?", "schema": SCHEMA})
+    remember(window, invoke_of(window), "accept", {"ok": True}, scope="session")
+    answered_call(window, session)
+    ids = {rule["message"]: rule["id"] for rule in rules_of(main, window)}
+
+    elsewhere = tmp_path / "elsewhere" / "connection.json"  # this shell's connection file: no main
+    listed = cli(main, window, "rules", "--json", "--connection", str(elsewhere), plain=True)
+    assert listed.returncode == 0, listed.stderr
+    assert {rule["id"] for rule in json.loads(listed.stdout)} == set(ids.values())  # main's, session rule too
+    assert str(main.connection) in listed.stderr
+
+    done = cli(main, window, "rules", "revoke", ids[QUESTION], "--connection", str(elsewhere), plain=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"revoked {ids[QUESTION]}"
+    assert str(main.connection) in done.stderr  # it says which main it went through
+    window.expect(lambda t, b: t == "rules" and [r["id"] for r in b["rules"]] == [ids["Just now?"]])
+    asked = window.call_tool("demo", "ask", {"message": QUESTION, "schema": SCHEMA})
+    invoke = invoke_of(window)  # the running main applies it no more
+    window.answer(invoke, "decline")
+    assert answered_call(window, asked)["action"] == "decline"
+
+    # A main that holds the store but does not answer (stopped): nothing is changed, exit 1.
+    main.proc.send_signal(signal.SIGSTOP)
+    try:
+        stuck = main.cli_plain("rules", "revoke", ids["Just now?"], "--connection", str(elsewhere))
+    finally:
+        main.proc.send_signal(signal.SIGCONT)
+    assert stuck.returncode == 1 and stuck.stdout == "", stuck
+    assert "nothing revoked" in stuck.stderr and f"--connection {main.connection}" in stuck.stderr
+    assert [rule["id"] for rule in main.rules()] == [ids["Just now?"]]
 
 
 # ---- finding 10, continued: rules stored before they were bound keep working ----------------
