@@ -159,3 +159,35 @@ def test_the_remembered_panel_revokes_user_rules_and_shows_config_rules_read_onl
     assert not find(panel, QPushButton, "rule_revoke_all").isEnabled()
     panel.set_rules([])
     assert find(panel, QLabel, "remembered_empty").isVisible()
+
+
+def test_remember_says_whose_question_it_is_and_the_panel_shows_askers_hosts_and_rules_not_applying(
+        qtbot: QtBot, window: MainWindow) -> None:
+    window.on_invoked(form("c-server"))
+    card = window.current_card()
+    assert isinstance(card, ElicitationCard)
+    assert find(card, QLabel, "remember_label").text() == "Remember my answer to the server demo:"
+    asked = messages.ElicitationInvoke(
+        request=messages.ElicitationRequest(server="demo", params=form().request.params), response_channel="c-ask",
+        created_at=3, expires_at=None, origin=None, kind="question", asker=messages.AskerInfo(name="demo", pid=7))
+    question = ElicitationCard(asked)
+    from renderer_process import remember
+
+    remember.add_to_card(question)
+    qtbot.addWidget(question)
+    assert find(question, QLabel, "remember_label").text() == "Remember my answer to the program demo:"
+
+    panel = RememberedPanel()
+    qtbot.addWidget(panel)
+    panel.set_rules([
+        messages.RuleInfo(id="r-1", source="user", kind="answer", server="deploy.sh", scope="always", created_at=1,
+                          created_by="w", message="Tag?", fields=["tag"], action="accept", party="asker"),
+        messages.RuleInfo(id="r-2", source="user", kind="tool", server="files", scope="session", created_at=2,
+                          created_by="w", tool="write_file", decision="allow", host="Claude Desktop"),
+        messages.RuleInfo(id="r-3", source="user", kind="tool", server="files", scope="always", created_at=3,
+                          created_by="w", tool="read_file", decision="allow", applies=False),
+    ])
+    assert panel.rows() == [
+        "program deploy.sh: “Tag?” → accept (tag) · always",
+        "files: tool write_file → allow (Claude Desktop only) · this session",
+        "files: tool read_file → allow [not applying: files is another program now; asked again] · always"]
