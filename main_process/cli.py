@@ -206,11 +206,12 @@ def _parser() -> argparse.ArgumentParser:
     p = with_connection(sub.add_parser(
         "rules", help="remembered answers, tool approvals and config rules; revoke them",
         description="List the rules main applies before asking a window, or revoke some: "
-                    "`elicitron rules revoke ID...` or `elicitron rules revoke --all [--server S]`."))
+                    "`elicitron rules revoke ID...` or `elicitron rules revoke --all [--server S | --asker NAME]`."))
     p.add_argument("action", nargs="?", choices=["list", "revoke"], default="list")
     p.add_argument("ids", nargs="*", metavar="ID", help="rule ids to revoke (see `elicitron rules`)")
     p.add_argument("--all", action="store_true", help="revoke every remembered rule (config rules stay)")
     p.add_argument("--server", help="with --all: only this server's rules")
+    p.add_argument("--asker", help="with --all: only the rules of this asking program (`elicitron ask`)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_rules)
     # Listed for --help; `main` hands `elicitron [--log-level L] ask ...` to asker_process before parsing.

@@ -136,14 +136,15 @@ class Consent:
         return ChannelReply(rules=self.infos())
 
     def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
-        return ChannelReply(revoked=self.revoke(request.ids, request.revoke_all, request.server, by))
+        return ChannelReply(revoked=self.revoke(request.ids, request.revoke_all, request.server, by,
+                                                asker=request.asker))
 
-    def revoke(self, ids: Iterable[str], revoke_all: bool, server: str | None, by: str) -> RevokeReport:
+    def revoke(self, ids: Iterable[str], revoke_all: bool, server: str | None, by: str, *,
+               asker: str | None = None) -> RevokeReport:
         targets: dict[str, Rule] = {}
         refused: list[str] = []
         if revoke_all:
-            targets = {r.id: r for r in self.book.user_rules()
-                       if server is None or (r.server == server and r.party == "server")}
+            targets = {r.id: r for r in self.book.user_rules() if r.of(server, asker)}
         for rule_id in ids:
             rule = self.book.get(rule_id)
             if rule is None:

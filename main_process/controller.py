@@ -160,11 +160,11 @@ class Controller:
             raise MainUnreachableError("main sent no rules")
         return reply.rules
 
-    def revoke_rules(self, ids: list[str], revoke_all: bool, server: str | None,
+    def revoke_rules(self, ids: list[str], revoke_all: bool, server: str | None, asker: str | None = None,
                      timeout_s: float = 5.0) -> RevokeReport:
         channel = "revoke-" + channels.new_uuid7()
         self._send(channels.REVOKE_RULES, RevokeRules(response_channel=channel, ids=ids, revoke_all=revoke_all,
-                                                      server=server))
+                                                      server=server, asker=asker))
         reply = self._wait_reply(channel, timeout_s)
         if reply.revoked is None:
             raise MainUnreachableError("main sent no revoke report")

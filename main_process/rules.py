@@ -87,6 +87,13 @@ class Rule:
         (the current program; None: no such server configured). Askers' and config rules always."""
         return self.party == "asker" or self.source == "config" or self.identity == identity
 
+    def of(self, server: str | None, asker: str | None) -> bool:
+        """Whether it is the server `server`'s rule, or the asker `asker`'s (neither given: any), as
+        `revoke --all --server S` / `--asker NAME` take them."""
+        if server is not None:
+            return self.party == "server" and self.server == server
+        return asker is None or (self.party == "asker" and self.server == asker)
+
     def info(self, applies: bool = True) -> RuleInfo:
         """What windows and the CLI see: never the remembered values (nor the program's identity)."""
         action = self.answer.action if self.answer is not None else None

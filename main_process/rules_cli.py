@@ -1,4 +1,4 @@
-"""`elicitron rules [--json]` and `elicitron rules revoke ID... | --all [--server S]`.
+"""`elicitron rules [--json]` and `elicitron rules revoke ID... | --all [--server S | --asker NAME]`.
 
 Through the running main when there is one (it knows this session's rules and the config's, and a
 revoke there takes effect before the next request and shows in every window at once). main owns
@@ -34,16 +34,20 @@ EXIT_USAGE = 2
 def cmd_rules(args: argparse.Namespace) -> int:
     from main_process.cli import _connection
 
-    if args.action == "list" and (args.ids or args.all or args.server):
-        print("elicitron: IDs, --all and --server go with `elicitron rules revoke`", file=sys.stderr)
+    if args.action == "list" and (args.ids or args.all or args.server or args.asker):
+        print("elicitron: IDs, --all, --server and --asker go with `elicitron rules revoke`", file=sys.stderr)
         return EXIT_USAGE
     if args.action == "revoke":
         if bool(args.ids) == bool(args.all):
-            print("elicitron: say which rules: `elicitron rules revoke ID...` or `--all [--server S]`",
+            print("elicitron: say which rules: `elicitron rules revoke ID...` or `--all [--server S | --asker NAME]`",
                   file=sys.stderr)
             return EXIT_USAGE
-        if args.server and not args.all:
-            print("elicitron: --server goes with --all", file=sys.stderr)
+        if (args.server or args.asker) and not args.all:
+            print("elicitron: --server and --asker go with --all", file=sys.stderr)
+            return EXIT_USAGE
+        if args.server and args.asker:
+            print("elicitron: --server or --asker, not both (a server and a program are not the same)",
+                  file=sys.stderr)
             return EXIT_USAGE
     connection = _connection(args)
     if _main_may_run(connection):  # then only main may change the store: it holds the rules in memory
@@ -65,7 +69,7 @@ def _through_main(connection: Path, args: argparse.Namespace) -> int:
     with Controller(connection) as controller:
         if args.action == "list":
             return _print_rules(controller.rules(), args.json, note=None)
-        return _print_revoked(controller.revoke_rules(args.ids, args.all, args.server), args.json)
+        return _print_revoked(controller.revoke_rules(args.ids, args.all, args.server, args.asker), args.json)
 
 
 def _through_owner(owner: Owner, connection: Path, store_path: Path, args: argparse.Namespace) -> int:
@@ -92,8 +96,7 @@ def _in_store(store_path: Path, args: argparse.Namespace) -> int:
             return _print_rules([rule.info() for rule in rules], args.json, note=note)
         known = {rule.id: rule for rule in rules}
         if args.all:
-            targets = [rule_id for rule_id, rule in known.items()
-                       if args.server is None or (rule.server == args.server and rule.party == "server")]
+            targets = [rule_id for rule_id, rule in known.items() if rule.of(args.server, args.asker)]
             refused = []
         else:
             targets = [rule_id for rule_id in args.ids if rule_id in known]

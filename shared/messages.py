@@ -432,12 +432,13 @@ class Withdraw(Body):
 
 class RevokeRules(Body):
     """Extension `msgRevokeRules`: revoke user rules by id, or every one (`revokeAll`, optionally
-    only `server`'s). Answered with `ChannelReply.revoked`."""
+    only the server `server`'s, or only the asker `asker`'s). Answered with `ChannelReply.revoked`."""
 
     response_channel: ShortText
     ids: list[ShortText] = []
     revoke_all: bool = False
     server: str | None = None
+    asker: str | None = None
 
 
 class RevokeReport(Body):

@@ -159,6 +159,12 @@ def test_remember_on_an_askers_card_answers_that_asker_and_never_the_server_of_t
     code, out, err = finished(again, window)
     assert (code, json.loads(out)) == (0, {"ok": True}), err
 
+    # Revoking the server's rules leaves the asker's; `--asker` takes them.
+    kept = cli(main, window, "rules", "revoke", "--all", "--server", "demo")
+    assert (kept.returncode, kept.stdout.strip()) == (0, "no rules to revoke"), kept.stderr
+    gone = cli(main, window, "rules", "revoke", "--all", "--asker", "demo")
+    assert (gone.returncode, gone.stdout.strip()) == (0, f"revoked {rule['id']}"), gone.stderr
+
 
 # ---- finding 9: a host's session approval covers that host only -----------------------------
 
