@@ -222,6 +222,51 @@ def test_an_unreadable_row_is_skipped_and_a_newer_store_is_refused(tmp_path: Pat
         store.load(now_ms=0)
 
 
+def test_askers_and_servers_are_apart_and_a_servers_rule_applies_only_to_its_program() -> None:
+    book = RuleBook()
+    key = question_key(form("Q?"))
+    book.add(user_rule("r-server", answer=ElicitationResult(action="decline"), question=key, identity="prog-1"))
+    book.add(user_rule("r-asker", answer=ElicitationResult(action="decline"), question=key, party="asker"))
+    assert [r.id for r in book.answer_candidates("demo", form("Q?"), identity="prog-1")] == ["r-server"]
+    assert book.answer_candidates("demo", form("Q?"), identity="prog-2") == []  # another program: asked
+    assert [r.id for r in book.answer_candidates("demo", form("Q?"), party="asker")] == ["r-asker"]
+    assert book.has_answer_rules("demo", "asker") and book.remove("r-asker") is not None
+    assert not book.has_answer_rules("demo", "asker") and book.has_answer_rules("demo")
+
+
+def test_a_session_approval_covers_its_host_and_always_allow_every_host() -> None:
+    book = RuleBook()
+    book.add(user_rule("r-a", tool="echo", decision="allow", scope="session", host="host-a", identity="p"))
+    assert book.tool_rule("demo", "echo", host="host-a", identity="p").id == "r-a"  # type: ignore[union-attr]
+    assert book.tool_rule("demo", "echo", host="host-b", identity="p") is None
+    book.add(user_rule("r-all", tool="echo", decision="allow", identity="p"))
+    assert book.tool_rule("demo", "echo", host="host-a", identity="p").id == "r-a"  # type: ignore[union-attr]
+    assert book.tool_rule("demo", "echo", host="host-b", identity="p").id == "r-all"  # type: ignore[union-attr]
+    assert book.tool_rule("demo", "echo", host="host-b", identity="other") is None
+
+
+def test_a_schema_1_store_is_upgraded_in_place_and_its_rules_come_unbound(tmp_path: Path) -> None:
+    path = tmp_path / "rules.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE rules (id TEXT PRIMARY KEY, server TEXT NOT NULL, tool TEXT, decision TEXT, "
+                     "question TEXT, message TEXT, fields TEXT, action TEXT, content TEXT, scope TEXT NOT NULL, "
+                     "expires_at INTEGER, created_at INTEGER NOT NULL, created_by TEXT NOT NULL)")
+        conn.execute("INSERT INTO rules VALUES ('r-1', 'demo', 'echo', 'allow', NULL, NULL, NULL, NULL, NULL, "
+                     "'always', NULL, 1, 'w')")
+        conn.execute("PRAGMA user_version = 1")
+    path.chmod(0o600)
+    with RuleStore(path) as store:
+        [old] = store.load(now_ms=0)
+        assert (old.party, old.identity, old.tool) == ("server", None, "echo")
+        assert store.add(user_rule("r-2", answer=ElicitationResult(action="decline"), question="k", party="asker"))
+        assert store.add(user_rule("r-1", tool="echo", decision="allow", identity="prog"))  # bound, written back
+    with RuleStore(path) as again:
+        loaded = {r.id: (r.party, r.identity) for r in again.load(now_ms=0)}
+    assert loaded == {"r-1": ("server", "prog"), "r-2": ("asker", None)}
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
 def test_a_store_that_cannot_be_written_says_so_and_does_not_raise(tmp_path: Path) -> None:
     blocked = tmp_path / "not-a-dir"
     blocked.write_text("a file where the directory should be")
@@ -271,3 +316,22 @@ def test_rows_decided_by_a_rule_are_written_with_the_next_batch(tmp_path: Path, 
     assert row.decided_at is not None
     assert (row.content, row.arguments) == (({"decision": "allow-always"}, {"text": "x"}) if record_values
                                             else (None, None))
+
+
+def test_the_store_lock_names_the_main_that_owns_it_and_a_cli_takes_it_only_when_free(tmp_path: Path) -> None:
+    import asyncio
+    import os
+
+    from main_process.store_owner import Owner, StoreLock, hold_or_owner
+
+    store = tmp_path / "rules.sqlite3"
+    main_lock = StoreLock(store)
+    assert asyncio.run(main_lock.claim(tmp_path / "connection.json"))
+    assert stat.S_IMODE(main_lock.path.stat().st_mode) == 0o600
+    cli = StoreLock(store)
+    assert hold_or_owner(cli) == Owner(os.getpid(), tmp_path / "connection.json")
+    assert not asyncio.run(StoreLock(store).claim(tmp_path / "other.json"))  # a second main: not the owner
+    main_lock.release()
+    assert hold_or_owner(cli) is None  # free: the CLI holds it for its change
+    assert StoreLock(store).try_hold() == Owner(0, Path("?"))  # held, by no main: a CLI's change
+    cli.release()
