@@ -154,6 +154,11 @@ class ApprovalCard(QDialog):
             button.clicked.connect(lambda _checked=False, d=decision: self._finish("accept", {"decision": d}))
             buttons.addWidget(button)
             self.buttons[decision] = button
+        tool = f"{info.server}/{info.tool}"
+        self.buttons["allow-session"].setToolTip(f"Run {tool} now and whenever {host} calls it again until main "
+                                                 "stops; another host is still asked")
+        self.buttons["allow-always"].setToolTip(f"Run {tool} now and whenever any host calls it, until you "
+                                                "revoke it in the Remembered panel")
         layout.addLayout(buttons)
 
     @property

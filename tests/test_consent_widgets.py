@@ -69,6 +69,9 @@ def test_an_approval_shows_who_calls_what_with_warnings_and_folded_arguments(qtb
     qtbot.mouseClick(find(card, QToolButton, "unfold:text"), Qt.MouseButton.LeftButton)
     assert folded.text() == text
     assert not find(card, QToolButton, "unfold:path").isVisibleTo(card)
+    assert find(card, QPushButton, "approve_session").toolTip() == (
+        "Run files/write_file now and whenever Claude Desktop calls it again until main stops; another host is "
+        "still asked")
     with qtbot.waitSignal(card.answered) as answered:
         qtbot.mouseClick(find(card, QPushButton, "approve_session"), Qt.MouseButton.LeftButton)
     assert answered.args == ["accept", {"decision": "allow-session"}]
