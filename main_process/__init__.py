@@ -10,6 +10,8 @@ audit.py         AuditLog: SQLite rows of every request and its outcome; audit_w
 controller.py    Controller: the CLI's peer (attach, ask main something, wait for the answer)
 cli.py           the `elicitron` command; each subcommand imports only what it needs
 lock.py          InstanceLock: one main per connection file
+store_owner.py   StoreLock: the running main that owns the rule store (the CLI goes through it)
+server_identity.py which program a configured server is (what its rules are bound to)
 curve_keys.py    CURVE keypair and allow-list for remote windows
 private_files.py 0600 files in 0700 dirs, safe file names; paths.py: default locations
 log_limiter.py   RateLimitedLog and cut(): logs a peer cannot flood or forge
