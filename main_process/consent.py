@@ -338,6 +338,7 @@ class Consent:
         task = asyncio.create_task(self._decide_when_ready(call))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda done: _answer_if_cancelled_unstarted(call, done))
         call.stage(task.cancel)
         return call.cancel
 
@@ -529,16 +530,29 @@ def _rule_decision(rule: Rule) -> ApprovalDecision:
     return "allow-session" if rule.scope == "session" else "allow-always"
 
 
+def _answer_if_cancelled_unstarted(call: "_HostCall", task: "asyncio.Task[None]") -> None:
+    """The host cancelled before the waiting task's first step: its own handler never ran, so
+    the call is answered here (once: a task that ran returns normally after answering)."""
+    if task.cancelled() and call.cancelled and not call.replied:
+        call.reply(cancelled_reply())
+
+
 class _HostCall:
     """One host's call on its way through the consent layer: what runs it, and how the host may
     cancel it at whichever stage it is (waiting for its server, for an approval, running)."""
 
     def __init__(self, server: ManagedServer, tool: str, arguments: dict[str, Any], host: Peer, reply: ReplyTo,
                  runner: Callable[[], Cancel | None]) -> None:
-        self.server, self.tool, self.arguments, self.host, self.reply = server, tool, arguments, host, reply
+        self.server, self.tool, self.arguments, self.host = server, tool, arguments, host
+        self._reply = reply
+        self.replied = False
         self._runner = runner
         self.cancelled = False
         self._cancel_stage: Callable[[], object] | None = None
+
+    def reply(self, answer: ChannelReply) -> None:
+        self.replied = True
+        self._reply(answer)
 
     def stage(self, cancel: Callable[[], object] | None) -> None:
         """`cancel` ends the current stage; what it returns is ignored (e.g. Task.cancel's bool)."""

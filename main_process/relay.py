@@ -218,6 +218,7 @@ class RelaySession:
                 return
             if isinstance(request_id, (int, str)):
                 self._cancel_round(request_id)
+                self._call_cancelled(request_id)
         self.to_server(raw, headers)
 
     def _initialize(self, raw: bytes) -> bytes:
@@ -496,6 +497,15 @@ class RelaySession:
                 if request_id in self._calls:
                     self._calls.discard(request_id)
                     self.ports.calls_changed(self, -1)
+
+    def _call_cancelled(self, request_id: jsonrpc.Id) -> None:
+        """The host cancelled a call at the server: it is no longer in flight. The server never
+        answers it (MCP: no response to a cancelled request), so its answer cannot end the count;
+        one that comes anyway still reaches the host, which ignores it."""
+        if request_id in self._calls:
+            self._calls.discard(request_id)
+            self._modern.pop(request_id, None)
+            self.ports.calls_changed(self, -1)
 
     def _forget(self, round_: _Round) -> None:
         for token, known in list(self._rounds.items()):

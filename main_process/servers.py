@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, TextIO
 
@@ -647,6 +648,7 @@ class ManagedServer:
             waiting = asyncio.create_task(self._call_when_ready(call))
             self._waiting_calls.add(waiting)
             waiting.add_done_callback(self._waiting_calls.discard)
+            waiting.add_done_callback(partial(self._answer_if_never_run, call))
             return self._canceller(waiting)
         return self._start_call(call)
 
@@ -658,6 +660,15 @@ class ManagedServer:
                 task.cancel()
 
         return cancel
+
+    def _answer_if_never_run(self, call: "_Call", task: "asyncio.Task[None]") -> None:
+        """A call's task cancelled before its first step never ran the code that answers it (its
+        caller cancelled at once, or the server stopped): answered here, or its caller would wait,
+        and count it in flight, forever. (Runs before _canceller's own done callback.)"""
+        if call.replied or not task.cancelled():
+            return
+        call.answer(cancelled_reply() if task in self._cancelled_by_caller else error_reply(
+            RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}: the call was not started"))
 
     def _was_cancelled_by_caller(self) -> bool:
         task = asyncio.current_task()
@@ -681,21 +692,21 @@ class ManagedServer:
         except asyncio.CancelledError:
             if not self._was_cancelled_by_caller():
                 raise
-            call.reply(cancelled_reply())
+            call.answer(cancelled_reply())
             return
         finally:
             for wait in waits:
                 wait.cancel()
         if not self._ready.is_set():
             if sign_in is not None and sign_in.hold is not None:
-                call.reply(self._sign_in_refused(sign_in))
+                call.answer(self._sign_in_refused(sign_in))
                 return
-            call.reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} did not become ready within "
+            call.answer(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} did not become ready within "
                                                          f"{limit:.0f} s (status {self.status})"))
             return
         client, calls = self._client, self._calls
         if client is None or calls is None:
-            call.reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}"))
+            call.answer(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}"))
             return
         task: asyncio.Task[None] = asyncio.current_task()  # type: ignore[assignment]
         calls.add(task)  # from here on the call ends with its connection, like any other
@@ -707,13 +718,14 @@ class ManagedServer:
     def _start_call(self, call: "_Call") -> Cancel | None:
         client, calls = self._client, self._calls
         if client is None or calls is None:
-            call.reply(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}"))
+            call.answer(error_reply(RpcCode.SERVER_ERROR, f"server {self.name!r} is {self.status}"))
             return None
         # A plain asyncio task, not the task group's start_soon: ~20 us less per call, and
         # _end_calls_with_connection still ends it with the connection.
         task = asyncio.create_task(self._do_call(client, call))
         calls.add(task)
         task.add_done_callback(calls.discard)
+        task.add_done_callback(partial(self._answer_if_never_run, call))
         return self._canceller(task)
 
     async def _do_call(self, client: Client, call: "_Call") -> None:
@@ -760,7 +772,7 @@ class ManagedServer:
                 answer = error_reply(RpcCode.INTERNAL_ERROR, f"call failed: {_describe(exc)}")
         finally:
             self._inflight.remove(inflight)
-            call.reply(answer)
+            call.answer(answer)
 
     async def _call_tool(self, client: Client, call: "_Call", report: ProgressFnT | None) -> Any:
         try:
@@ -868,7 +880,7 @@ _MCP_METHODS: dict[str, Callable[[Client, dict[str, Any]], Awaitable[Any]]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class _Call:
     """One msgMcpCallTool as the server runs it."""
 
@@ -878,6 +890,13 @@ class _Call:
     channel: str | None
     reply: ReplyTo
     progress: ProgressTo | None
+    replied: bool = False
+
+    def answer(self, answer: ChannelReply) -> None:
+        """`reply`, once: a task cancelled before its first step is answered by its done callback."""
+        if not self.replied:
+            self.replied = True
+            self.reply(answer)
 
 
 def _progress_callback(send: ProgressTo | None) -> ProgressFnT | None:
