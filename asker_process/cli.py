@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from shared.terminal_text import for_terminal, json_for_terminal
+
 EXIT_ACCEPT: Final = 0
 EXIT_DECLINE: Final = 1
 EXIT_USAGE: Final = 2
@@ -171,7 +173,9 @@ def _report(answer: Any, *, yes_no: bool, timeout: float | None) -> int:
             print("true" if yes else "false", flush=True)
             return EXIT_ACCEPT if yes else EXIT_DECLINE
         if content is not None:
-            print(json.dumps(content, ensure_ascii=False), flush=True)
+            # JSON whose decoded value is the answer exactly; what a terminal would act on (an
+            # escape sequence typed or pasted in a window) is a \u escape, so printing it is safe.
+            print(json_for_terminal(json.dumps(content, ensure_ascii=False)), flush=True)
         return EXIT_ACCEPT
     if answer.outcome == "decline":
         if yes_no:
@@ -185,5 +189,5 @@ def _report(answer: Any, *, yes_no: bool, timeout: float | None) -> int:
 
 
 def _fail(code: int, message: str) -> int:
-    print(f"elicitron: {message}", file=sys.stderr, flush=True)
+    print(f"elicitron: {for_terminal(message)}", file=sys.stderr, flush=True)
     return code

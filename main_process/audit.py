@@ -30,7 +30,6 @@ import logging
 import sqlite3
 import threading
 import time
-import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -43,6 +42,7 @@ from main_process.log_limiter import RateLimitedLog
 from main_process.private_files import open_private_sqlite
 from shared.errors import AuditLogError
 from shared.messages import ElicitationInvoke
+from shared.terminal_text import table_cell
 
 logger = logging.getLogger(__name__)
 
@@ -509,8 +509,8 @@ _WIDTHS: Final = {"SERVER": 20, "ASKED": 40, "BY": 24, "MESSAGE": 60}
 def format_entries(entries: Sequence[AuditEntry]) -> str:
     """A plain-text table, one line per entry, in the order given (no trailing newline).
 
-    Text from servers is made safe for a terminal: control characters become spaces and format
-    characters (bidi overrides and the like) are dropped.
+    Text from servers is made safe for a terminal (shared.terminal_text): control and format
+    characters (bidi overrides and the like) are shown as escapes, never acted on.
     """
     if not entries:
         return "no elicitations recorded"
@@ -522,30 +522,20 @@ def format_entries(entries: Sequence[AuditEntry]) -> str:
             asked = f"{entry.via or 'a host'} calls {entry.tool}"
         # The window's name as it was when it answered (its id is in --json); rows from before
         # names were kept show the end of the id.
-        by = safe_cell(entry.window_name, _WIDTHS["BY"]) if entry.window_name else (
+        by = table_cell(entry.window_name, _WIDTHS["BY"]) if entry.window_name else (
             "…" + entry.window[-8:] if entry.window and len(entry.window) > 9 else entry.window or "")
         if entry.rule_id is not None:
             by = f"rule {entry.rule_id}"
         rows.append((
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.created_at / 1000)),
-            safe_cell(entry.server or "?", _WIDTHS["SERVER"]),
+            table_cell(entry.server or "?", _WIDTHS["SERVER"]),
             entry.mode or "?",
             entry.decision or entry.status,
             by,
-            safe_cell(asked or "", _WIDTHS["ASKED"]),
-            safe_cell(entry.message, _WIDTHS["MESSAGE"]),
+            table_cell(asked or "", _WIDTHS["ASKED"]),
+            table_cell(entry.message, _WIDTHS["MESSAGE"]),
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
     )
-
-
-def safe_cell(text: str, width: int) -> str:
-    """`text` on one terminal line of at most `width` characters (control and format characters out)."""
-    safe = "".join(
-        " " if unicodedata.category(ch) == "Cc" else "" if unicodedata.category(ch) == "Cf" else ch
-        for ch in text
-    )
-    safe = " ".join(safe.split())
-    return safe if len(safe) <= width else safe[: width - 1] + "…"

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from main_process.paths import default_log_dir
 from shared.connection_file import resolve_connection_path
+from shared.terminal_text import for_terminal, json_for_terminal
 
 if TYPE_CHECKING:
     from shared.messages import ChannelReply, ServerInfo
@@ -103,16 +104,16 @@ def _main(argv: list[str] | None) -> int:
     try:
         return int(args.func(args) or 0)
     except ConfigError as exc:
-        print(f"elicitron: config error: {exc}", file=sys.stderr)
+        print(f"elicitron: config error: {for_terminal(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except AlreadyRunningError as exc:
-        print(f"elicitron: {exc}", file=sys.stderr)
+        print(f"elicitron: {for_terminal(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
     except (MainUnreachableError, ConnectionFileError) as exc:
-        print(f"elicitron: {exc}", file=sys.stderr)
+        print(f"elicitron: {for_terminal(str(exc))}", file=sys.stderr)
         return EXIT_NOT_RUNNING
-    except ElicitronError as exc:
-        print(f"elicitron: {exc}", file=sys.stderr)
+    except ElicitronError as exc:  # main's messages carry servers' and peers' text
+        print(f"elicitron: {for_terminal(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 128 + signal.SIGINT
@@ -463,7 +464,7 @@ def _print_config_refused(args: argparse.Namespace) -> int | None:
         names = list(load_config(args.config).servers)
     if args.server in names:
         return None
-    print(f"elicitron: unknown server {args.server!r} (configured: {', '.join(names) or 'none'})",
+    print(for_terminal(f"elicitron: unknown server {args.server!r} (configured: {', '.join(names) or 'none'})"),
           file=sys.stderr)
     return EXIT_USAGE
 
@@ -476,14 +477,14 @@ def cmd_reload(args: argparse.Namespace) -> int:
     with Controller(_connection(args)) as controller:
         reply = controller.reload(config=config)
     if reply.error is not None and reply.error.code == RpcCode.INVALID_PARAMS:  # the config main read is bad
-        print(f"elicitron: config error: {reply.error.message}", file=sys.stderr)
+        print(f"elicitron: config error: {for_terminal(reply.error.message)}", file=sys.stderr)
         return EXIT_USAGE
     done = _report(reply, reply.reload, "main sent no reload report")
     if done is None:
         return EXIT_FAILED
     for key, names in (("added", done.added), ("removed", done.removed), ("changed", done.changed),
                        ("unchanged", done.unchanged)):
-        print(f"{key:10} {', '.join(names) or '-'}")
+        print(f"{key:10} {for_terminal(', '.join(names)) or '-'}")
     return 0
 
 
@@ -501,29 +502,30 @@ def cmd_server(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         if args.action == "stop" or args.wait <= 0:
             what = "stopped" if args.action == "stop" else f"{args.action} asked, {control.status}"
-            print(f"{control.server}: {what}")
+            print(f"{for_terminal(control.server)}: {for_terminal(what)}")
             return 0
         server = controller.wait_server(args.server, settled, args.wait)
     done = "started" if args.action == "start" else "restarted"
     if args.action == "start" and control.status == "ready":
         done = "already running"
     if server is None:
-        print(f"elicitron: {args.server}: {done}, but main no longer lists it", file=sys.stderr)
+        print(f"elicitron: {for_terminal(args.server)}: {done}, but main no longer lists it", file=sys.stderr)
         return EXIT_FAILED
+    name = for_terminal(server.name)
     if server.status == "ready":
         tools = len(server.tools)
-        print(f"{server.name}: {done}, ready ({tools} tool{'s' if tools != 1 else ''})")
+        print(f"{name}: {done}, ready ({tools} tool{'s' if tools != 1 else ''})")
         return 0
     if server.status == "needs-sign-in":
-        print(f"{server.name}: {done}, needs sign-in ({server.error or 'a card is in the windows'}; "
-              f"or: elicitron auth login {server.name})")
+        print(f"{name}: {done}, needs sign-in ({for_terminal(server.error or 'a card is in the windows')}; "
+              f"or: elicitron auth login {name})")
         return 0
     if server.status in ("starting", "restarting") and server.error is None:
-        print(f"{server.name}: {done}, still starting after {args.wait:.0f} s "
+        print(f"{name}: {done}, still starting after {args.wait:.0f} s "
               "(`elicitron status` shows how it goes)")
         return 0
-    error = (server.error or "no reason given").replace("\n", "\n    ")
-    print(f"elicitron: {server.name}: {done}, but it is {server.status}: {error}", file=sys.stderr)
+    error = for_terminal(server.error or "no reason given", lines=True).replace("\n", "\n    ")
+    print(f"elicitron: {name}: {done}, but it is {for_terminal(server.status)}: {error}", file=sys.stderr)
     return EXIT_FAILED
 
 
@@ -536,7 +538,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         entries = log.entries(limit=args.limit, server=args.server)
     finally:
         log.close()
-    print(to_json(entries).decode() if args.json else format_entries(entries))
+    print(json_for_terminal(to_json(entries).decode()) if args.json else format_entries(entries))
     return 0
 
 
@@ -557,36 +559,42 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         import msgspec
 
-        print(msgspec.json.encode(report).decode())
+        print(json_for_terminal(msgspec.json.encode(report).decode()))
         return 0
-    loop = f" ({report.event_loop} loop)" if report.event_loop else ""
-    print(f"main pid {report.pid}{loop}, session {report.session}, endpoint {report.endpoint}")
+    # Every text here came from main, its servers or its peers (a server's tool names and errors,
+    # a window's or host's name, a question): shown escaped, so none of it acts on the terminal.
+    loop = f" ({for_terminal(report.event_loop)} loop)" if report.event_loop else ""
+    print(f"main pid {report.pid}{loop}, session {for_terminal(report.session)}, "
+          f"endpoint {for_terminal(report.endpoint)}")
     gateway = report.mcp_http
     http_url = gateway.url if gateway is not None else _mcp_http_url(_connection(args))
     if gateway is not None and gateway.state != "listening":
-        why = f": {gateway.error}" if gateway.error else ""
-        print(f"MCP hosts over HTTP ({gateway.address}): {gateway.state}{why}")
+        why = f": {for_terminal(gateway.error)}" if gateway.error else ""
+        print(f"MCP hosts over HTTP ({for_terminal(gateway.address)}): {for_terminal(gateway.state)}{why}")
     elif http_url:
-        print(f"MCP hosts over HTTP: {http_url} (entries: elicitron serve --print-config --http)")
+        print(f"MCP hosts over HTTP: {for_terminal(http_url)} (entries: elicitron serve --print-config --http)")
         if gateway is not None and gateway.error:
-            print(f"  restarted after: {gateway.error}")
+            print(f"  restarted after: {for_terminal(gateway.error)}")
     print(f"servers ({len(report.servers)}):")
     for server in report.servers:
-        print(f"  {server.name:20} {server.status:10} tools: {', '.join(server.tools) or '-'}")
+        tools = ", ".join(for_terminal(tool) for tool in server.tools) or "-"
+        print(f"  {for_terminal(server.name):20} {for_terminal(server.status):10} tools: {tools}")
         if server.error:
-            print("    " + server.error.replace("\n", "\n    "))
+            print("    " + for_terminal(server.error, lines=True).replace("\n", "\n    "))
     windows = [p for p in report.peers if p.role == "renderer"]
     print(f"windows ({len(windows)}):")
     for peer in windows:
-        print(f"  {peer.name or '-':20} {peer.window}")
+        print(f"  {for_terminal(peer.name or '-'):20} {for_terminal(peer.window)}")
     hosts = [p for p in report.peers if p.role == "host"]
     print(f"hosts ({len(hosts)}):")
     for peer in hosts:
         calls = peer.calls or 0
-        print(f"  {peer.name or '-':20} {calls} call{'s' if calls != 1 else ''} in flight  {peer.window}")
+        print(f"  {for_terminal(peer.name or '-'):20} {calls} call{'s' if calls != 1 else ''} in flight  "
+              f"{for_terminal(peer.window)}")
     print(f"pending requests ({len(report.pending)}):")
     for pending in report.pending:
-        print(f"  {pending.server:20} {pending.response_channel}  {pending.message[:60]}")
+        print(f"  {for_terminal(pending.server):20} {for_terminal(pending.response_channel)}  "
+              f"{for_terminal(pending.message[:60])}")
     return 0
 
 
@@ -601,19 +609,19 @@ def cmd_auth(args: argparse.Namespace) -> int:
     if args.json:
         import msgspec
 
-        print(msgspec.json.encode(report).decode())
+        print(json_for_terminal(msgspec.json.encode(report).decode()))
         return 0
     state = f"signed in ({report.store})" if report.signed_in else "not signed in"
-    print(f"{report.server}: {report.status}, {state}")
-    if report.authorization_server:
-        print(f"  authorization server: {report.authorization_server}")
+    print(f"{for_terminal(report.server)}: {for_terminal(report.status)}, {for_terminal(state)}")
+    if report.authorization_server:  # from the server's metadata, like the scopes and the message
+        print(f"  authorization server: {for_terminal(report.authorization_server)}")
     if report.scopes:
-        print(f"  scopes: {' '.join(report.scopes)}")
+        print(f"  scopes: {for_terminal(' '.join(report.scopes))}")
     if report.expires_at:
         expires = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(report.expires_at / 1000))
         print(f"  access token expires: {expires} (refreshed without asking when it can be)")
     if report.message:
-        print(f"  {report.message}")
+        print(f"  {for_terminal(report.message)}")
     return 0
 
 
@@ -653,14 +661,15 @@ def cmd_call(args: argparse.Namespace) -> int:
     with Controller(_connection(args)) as controller:
         reply = controller.call_tool(args.server, args.tool, arguments, args.timeout)
     if reply.error is not None:
-        print(f"elicitron: error {reply.error.code}: {reply.error.message}", file=sys.stderr)
+        print(f"elicitron: error {reply.error.code}: {for_terminal(reply.error.message)}", file=sys.stderr)
         return EXIT_FAILED
     result: dict[str, Any] = reply.result or {}
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
+    if args.json:  # the exact result, for programs (JSON escapes what a terminal would act on)
+        print(json_for_terminal(json.dumps(result, indent=2)))
+    else:  # the server's text, its lines kept, anything a terminal would act on shown escaped
         for item in result.get("content", []):
-            print(item.get("text") if item.get("type") == "text" else json.dumps(item))
+            text = item.get("text") if item.get("type") == "text" else None
+            print(for_terminal(text, lines=True) if isinstance(text, str) else json_for_terminal(json.dumps(item)))
     return EXIT_FAILED if result.get("isError") else 0
 
 
@@ -682,7 +691,7 @@ def _report[R](reply: "ChannelReply", report: R | None, missing: str) -> R | Non
     or `missing` when main answered without the report)."""
     if reply.error is None and report is not None:
         return report
-    print(f"elicitron: {reply.error.message if reply.error else missing}", file=sys.stderr)
+    print(f"elicitron: {for_terminal(reply.error.message) if reply.error else missing}", file=sys.stderr)
     return None
 
 

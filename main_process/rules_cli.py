@@ -18,7 +18,6 @@ from pathlib import Path
 import msgspec
 
 from main_process.audit import default_path as default_audit_path
-from main_process.audit import safe_cell
 from main_process.rule_store import RuleStore, path_beside
 from main_process.rules import CONFIG_ID_PREFIX
 from main_process.store_owner import Owner, StoreLock, hold_or_owner
@@ -26,6 +25,7 @@ from shared.connection_file import main_is_gone, read_connection_file
 from shared.errors import ConnectionFileError, MainUnreachableError
 from shared.messages import RevokeReport, RuleInfo
 from shared.rule_text import describe, scope_text, when, who
+from shared.terminal_text import for_terminal, json_for_terminal, table_cell
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -124,7 +124,7 @@ def _print_rules(rules: list[RuleInfo], as_json: bool, note: str | None) -> int:
     if note is not None:
         print(f"elicitron: {note}", file=sys.stderr)
     if as_json:
-        print(msgspec.json.encode(rules).decode())
+        print(json_for_terminal(msgspec.json.encode(rules).decode()))
     else:
         print(format_rules(rules))
     return 0
@@ -132,14 +132,14 @@ def _print_rules(rules: list[RuleInfo], as_json: bool, note: str | None) -> int:
 
 def _print_revoked(report: RevokeReport, as_json: bool) -> int:
     if as_json:
-        print(msgspec.json.encode(report).decode())
+        print(json_for_terminal(msgspec.json.encode(report).decode()))
     else:
         for rule_id in report.revoked:
-            print(f"revoked {rule_id}")
+            print(f"revoked {for_terminal(rule_id)}")
         if not report.revoked and not report.refused:
             print("no rules to revoke")
     for problem in report.refused:
-        print(f"elicitron: not revoked: {problem}", file=sys.stderr)
+        print(f"elicitron: not revoked: {for_terminal(problem)}", file=sys.stderr)
     return EXIT_FAILED if report.refused else 0
 
 
@@ -150,8 +150,8 @@ def format_rules(rules: list[RuleInfo]) -> str:
     header = ("ID", "FROM", "RULE", "SCOPE", "MADE BY", "MADE")
     rows = [header]
     for rule in rules:
-        rows.append((rule.id, safe_cell(who(rule), 28), safe_cell(describe(rule), 110), scope_text(rule),
-                     safe_cell(rule.created_by, 40), when(rule.created_at)))
+        rows.append((table_cell(rule.id, 40), table_cell(who(rule), 28), table_cell(describe(rule), 110),
+                     table_cell(scope_text(rule), 40), table_cell(rule.created_by, 40), when(rule.created_at)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
                      for row in rows)
