@@ -904,6 +904,13 @@ class MergedSession:
         owner = self._uris.get(uri)
         if owner in active:
             return active[owner]
+        offering = [member for member in active.values() if member.offers("resources")]
+        if not refreshed and not (self._fresh_listing("resources/list", offering)
+                                  and self._fresh_listing("resources/templates/list", offering)):
+            # Templates only from every server's current lists: a server that lists the URI wins
+            # over any template (else a catch-all elsewhere answers a read meant for it), and a
+            # template added since the host last listed may be the more specific one.
+            return None
         best: _Template | None = None
         for template in self._templates:
             if template.server not in active:
@@ -914,10 +921,6 @@ class MergedSession:
                 best = template
         if best is not None:
             return active[best.server]
-        offering = [member for member in active.values() if member.offers("resources")]
-        if not refreshed and not (self._fresh_listing("resources/list", offering)
-                                  and self._fresh_listing("resources/templates/list", offering)):
-            return None
         return f"unknown resource {uri!r}: no server lists it or a template matching it"
 
     def _complete(self, host_id: Id, raw: bytes, params: dict[str, Any], headers: Headers, *,
