@@ -14,10 +14,13 @@ What goes where, as a transparent aggregating proxy does it (MetaMCP, mcp-proxy)
   it and reaches every server);
 - lists: every page of every server, one page for the host, names `<server>__<name>` (tools,
   prompts, resources' `name`; URIs unchanged). A name two servers would both produce (server `a`'s
-  `b__c`, server `a__b`'s `c`) is left out, with a warning: never routed to the wrong one;
+  `b__c`, server `a__b`'s `c`) is left out, with a warning in the log and to the host (a log
+  message, at listing time, where the host takes warnings): never routed to the wrong one;
 - requests with a name (`tools/call`, `prompts/get`, a prompt's completion) go to the server the
   prefix names, without it; by URI (`resources/read`, `subscribe`, `unsubscribe`, a resource's
-  completion) to the server that listed it, else whose template matches it most specifically; by
+  completion) to the server that listed it, else whose template matches it most specifically
+  (templates are looked at only with every server's lists current, so a catch-all never takes a
+  URI another server lists); by
   task id (`tasks/*`) to the server that created the task; `logging/setLevel` to every server;
   `ping` is answered here; anything else by its `name` when it has a prefixed one, else by every
   server, the first result winning;
@@ -49,7 +52,7 @@ from typing import Any, Final, Literal, Protocol
 import msgspec
 
 from gateway_process.handshake import HANDSHAKE_VERSIONS, negotiated_version, server_info
-from gateway_process.names import SEPARATOR, Exposure, combined_instructions
+from gateway_process.names import SEPARATOR, Exposure, clash_notice, combined_instructions
 from shared import jsonrpc
 from shared.errors import RpcCode
 from shared.messages import ServerInfo
@@ -69,6 +72,8 @@ MODERN_VERSIONS: Final = ("2026-07-28",)  # mcp_types.version.MODERN_PROTOCOL_VE
 PROTOCOL_KEY: Final = "io.modelcontextprotocol/protocolVersion"
 SUBSCRIPTION_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
+LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
+_LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 UNSUPPORTED_VERSION: Final = -32022
 LEFT_OUT_STATUSES: Final = ("failed", "stopped")
 
@@ -300,6 +305,8 @@ class MergedSession:
         self._tasks: dict[str, str] = {}
         self._refreshing: dict[str, list[Callable[[], None]]] = {}
         self._warned: set[tuple[str, str]] = set()
+        self._notices: list[str] = []  # for the host: names left out since it last heard
+        self._log_level: str | None = None  # the host's logging/setLevel (handshake era)
 
     # ---- the servers ---------------------------------------------------------------------------
 
@@ -440,6 +447,8 @@ class MergedSession:
         elif method == "completion/complete":
             self._complete(host_id, raw, params, headers)
         elif method == "logging/setLevel":
+            level = params.get("level")
+            self._log_level = level if isinstance(level, str) else None
             self._everyone(host_id, method, params, headers, modern, capability="logging")
         elif method == "subscriptions/listen":
             self._listen(host_id, params, headers)
@@ -756,6 +765,7 @@ class MergedSession:
                 member.listings.pop(method, None)
                 logger.info("%s of %s left out: %s", method, name, fan.errors[name].get("message"))
         items = self._rebuild(method)
+        self._tell_notices(fan.params, modern)
         for waiter in self._refreshing.pop(method, []) if fan.host_id is None else ():
             waiter()
         if fan.host_id is not None:
@@ -785,7 +795,9 @@ class MergedSession:
                 clashes[public] = owners
                 if (method, public) not in self._warned:
                     self._warned.add((method, public))
-                    logger.warning("%s %r is left out: %s", kind.kind, public, _clash_text(public, entries))
+                    notice = clash_notice(kind.kind, public, [(server, own) for server, own, _ in entries])
+                    logger.warning("%s", notice)
+                    self._notices.append(notice)
                 continue
             for server, own, item in entries:
                 items.append({**item, "name": public})
@@ -809,6 +821,22 @@ class MergedSession:
                                          _specificity(item["uriTemplate"]))
                                for item in items if isinstance(item.get("uriTemplate"), str) and item.get("name") in routes]
         return items
+
+    def _tell_notices(self, params: dict[str, Any], modern: bool) -> None:
+        """What the merger left out, as a warning log message for the host, where the host takes
+        warnings: in 2026-07-28 when the listing's request opted in to that level (as servers
+        must), before it unless its logging/setLevel is above warning."""
+        notices, self._notices = self._notices, []
+        if modern:
+            meta = params.get("_meta")
+            level = meta.get(LOG_LEVEL_KEY) if isinstance(meta, dict) else None
+        else:
+            level = self._log_level or "warning"
+        if level not in _LOG_LEVELS or _LOG_LEVELS.index(level) > _LOG_LEVELS.index("warning"):
+            return
+        for notice in notices:
+            self.to_host(jsonrpc.notification("notifications/message",
+                                              {"level": "warning", "logger": "elicitron", "data": notice}))
 
     def _refresh(self, methods: Sequence[str], then: Callable[[], None]) -> None:
         """List again (the merger's own requests), then `then`."""
@@ -1415,11 +1443,6 @@ def _deep_merge(into: dict[str, Any], other: dict[str, Any]) -> None:
             into[key] = bool(mine) or value
         elif key not in into:
             into[key] = value
-
-
-def _clash_text(public: str, entries: list[tuple[str, str, dict[str, Any]]]) -> str:
-    named = " and ".join(f"{own!r} of server {server!r}" for server, own, _ in entries)
-    return f"{public} would name both {named}"
 
 
 def _with_params(raw: bytes, params: dict[str, Any]) -> bytes:

@@ -29,3 +29,26 @@ def combined_instructions(exposure: Exposure, known: dict[str, ServerInfo]) -> s
     header = (f"Tools and prompts of {len(known)} MCP servers through Elicitron, each named "
               f"<server>{SEPARATOR}<name>; servers: {', '.join(known) or 'none'}.")
     return "\n\n".join([header, *parts])
+
+
+def merged_name(server: str, own: str) -> str:
+    """What a host of every server at once calls `own` of `server`."""
+    return f"{server}{SEPARATOR}{own}"
+
+
+def name_clashes(names: dict[str, list[str]]) -> dict[str, list[tuple[str, str]]]:
+    """The merged names more than one server would produce (`a`'s `b__c` and `a__b`'s `c` are both
+    `a__b__c`), each with its (server, own name) pairs in the order given; `names`: each server's."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    for server, owned in names.items():
+        for own in dict.fromkeys(owned):
+            found.setdefault(merged_name(server, own), []).append((server, own))
+    return {public: owners for public, owners in found.items() if len({server for server, _ in owners}) > 1}
+
+
+def clash_notice(kind: str, public: str, owners: list[tuple[str, str]]) -> str:
+    """Why `public` is left out of the merged list, and how to reach each of its owners."""
+    named = " and ".join(f"{kind} {own!r} of server {server!r}" for server, own in owners)
+    reach = " or ".join(f"`elicitron serve --server {server}`" for server in dict.fromkeys(s for s, _ in owners))
+    return (f"{public!r} would name both {named}: Elicitron leaves it out (a call to it is refused); rename "
+            f"one of the servers in the config, or reach them one at a time with {reach}")

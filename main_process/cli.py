@@ -581,6 +581,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  {for_terminal(server.name):20} {for_terminal(server.status):10} tools: {tools}")
         if server.error:
             print("    " + for_terminal(server.error, lines=True).replace("\n", "\n    "))
+    _print_name_clashes(report.servers)
     windows = [p for p in report.peers if p.role == "renderer"]
     print(f"windows ({len(windows)}):")
     for peer in windows:
@@ -596,6 +597,18 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"  {for_terminal(pending.server):20} {for_terminal(pending.response_channel)}  "
               f"{for_terminal(pending.message[:60])}")
     return 0
+
+
+def _print_name_clashes(servers: "list[ServerInfo]") -> None:
+    """The tools hosts of every server at once (`serve`, /mcp) cannot call: two servers' tools
+    with one `<server>__<tool>` name are left out there (gateway_process/merge.py)."""
+    from gateway_process.names import clash_notice, name_clashes
+
+    clashes = name_clashes({server.name: server.tools for server in servers})
+    if clashes:
+        print(f"tools left out for hosts of every server at once ({len(clashes)}):")
+    for public, owners in clashes.items():
+        print(f"  {for_terminal(clash_notice('tool', public, owners))}")
 
 
 def cmd_auth(args: argparse.Namespace) -> int:

@@ -273,14 +273,43 @@ def test_only_servers_that_offer_a_list_are_asked_and_a_failing_one_is_left_out(
 def test_a_name_two_servers_would_share_is_left_out_and_never_routed(caplog: pytest.LogCaptureFixture) -> None:
     rig = Rig("a", "a__b")
     rig.handshake()
+    servers = {"a": [{"name": "b__c"}, {"name": "d"}], "a__b": [{"name": "c"}]}
     with caplog.at_level(logging.WARNING):
-        listed = rig.listing("tools/list", "tools", {"a": [{"name": "b__c"}, {"name": "d"}], "a__b": [{"name": "c"}]})
-    assert [t["name"] for t in listed["result"]["tools"]] == ["a__d"]
-    assert "a__b__c" in caplog.text and "left out" in caplog.text
+        rig.request(1, "tools/list")
+        for name, listed in servers.items():
+            rig.answer(name, {"tools": listed}, "tools/list")
+        notice, listing = rig.got()
+    assert [t["name"] for t in listing["result"]["tools"]] == ["a__d"]
+    assert "a__b__c" in caplog.text and "leaves it out" in caplog.text
+    assert notice["method"] == "notifications/message" and notice["params"]["level"] == "warning"
+    assert "'b__c' of server 'a'" in notice["params"]["data"] and "--server a__b" in notice["params"]["data"]
     rig.request(2, "tools/call", {"name": "a__b__c", "arguments": {}})
     error = rig.one()["error"]
     assert error["code"] == -32602 and "ambiguous" in error["message"]
     assert "tools/call" not in rig.servers["a"].methods() + rig.servers["a__b"].methods()
+    rig.request(3, "tools/list")  # told once a session
+    for name, listed in servers.items():
+        rig.answer(name, {"tools": listed}, "tools/list")
+    assert "result" in rig.one()
+
+
+def test_shared_names_are_found_whatever_the_order_of_the_servers() -> None:
+    from gateway_process.names import name_clashes
+
+    names = {"a": ["b__c", "d"], "a__b": ["c"], "x": ["y"]}
+    assert name_clashes(names) == {"a__b__c": [("a", "b__c"), ("a__b", "c")]}
+    assert name_clashes(dict(reversed(names.items()))) == {"a__b__c": [("a__b", "c"), ("a", "b__c")]}
+
+
+def test_a_host_that_asked_for_errors_only_is_not_told_of_a_shared_name() -> None:
+    rig = Rig("a", "a__b")
+    rig.handshake({"a": {"tools": {}, "logging": {}}, "a__b": {"tools": {}, "logging": {}}})
+    rig.request(1, "logging/setLevel", {"level": "error"})
+    for name in rig.servers:
+        rig.answer(name, {}, "logging/setLevel")
+    rig.got()
+    listed = rig.listing("tools/list", "tools", {"a": [{"name": "b__c"}], "a__b": [{"name": "c"}]}, 2)
+    assert listed["result"]["tools"] == []
 
 
 def test_a_page_limit_stops_a_server_that_pages_forever() -> None:

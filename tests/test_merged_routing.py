@@ -17,11 +17,13 @@ from kit.env import short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.paths import ROOT
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 pytestmark = [pytest.mark.slow,  # a real main, gateways, servers and hosts
               pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")]
 
 PROBE = ROOT / "tests" / "merge_probe_server.py"
+CLASH = "a__b__c"  # server a's tool b__c, and server a__b's tool c
 
 
 def probe(role: str) -> dict[str, Any]:
@@ -100,3 +102,47 @@ def test_a_read_with_nothing_listed_yet_goes_to_the_server_that_lists_the_uri(
         return text(await client.read_resource("note://files/readme"))
 
     assert session(hosts, routing_main, "legacy", body) == "files read note://files/readme"
+
+
+# ---- finding 15: names two servers would share --------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_name_two_servers_would_share_is_refused_with_a_notice_the_host_gets(
+    routing_main: RunningMain, hosts: HostLoop, mode: str
+) -> None:
+    logs: list[str] = []
+
+    async def body(client: Client) -> tuple[list[str], str]:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool(CLASH, {})
+        return names, refused.value.error.message
+
+    names, refusal = session(hosts, routing_main, mode, body, logs)
+    assert "a__d" in names and CLASH not in names
+    assert "ambiguous" in refusal and "'a'" in refusal and "'a__b'" in refusal
+    notice = [line for line in logs if CLASH in line]
+    assert len(notice) == 1, logs  # once, at listing time
+    assert "'b__c' of server 'a'" in notice[0] and "'c' of server 'a__b'" in notice[0]
+    assert "--server" in notice[0]  # and how to reach each of them
+
+
+def test_a_shared_name_is_refused_the_same_way_when_called_before_any_listing(
+    routing_main: RunningMain, hosts: HostLoop
+) -> None:
+    async def body(client: Client) -> str:
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool(CLASH, {})
+        return refused.value.error.message
+
+    for _ in range(2):  # a fresh session each time: no listing was ever seen
+        assert "ambiguous" in session(hosts, routing_main, "legacy", body)
+
+
+def test_status_names_the_names_merged_hosts_cannot_call(routing_main: RunningMain) -> None:
+    shown = routing_main.cli("status")
+    assert shown.returncode == 0, shown.stderr
+    lines = [line for line in shown.stdout.splitlines() if CLASH in line]
+    assert len(lines) == 1, shown.stdout
+    assert "'b__c' of server 'a'" in lines[0] and "'c' of server 'a__b'" in lines[0]
