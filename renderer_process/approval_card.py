@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QLabel,
+    QPlainTextEdit,
     QPushButton,
     QScrollArea,
     QToolButton,
@@ -28,6 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from renderer_process.long_text import LongText, full_text_box, preview
 from shared import messages, tool_hints
 
 logger = logging.getLogger(__name__)
@@ -77,15 +79,29 @@ class FoldedValue(QWidget):
         self.toggle.setText("Show all")
         self.toggle.setVisible(folded)
         self.toggle.clicked.connect(self._flip)
-        row = QHBoxLayout(self)
+        self._box: QPlainTextEdit | None = None  # the whole of a very long value, made when unfolded
+        row = self._rows = QHBoxLayout(self)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.label, 1)
         row.addWidget(self.toggle, 0, Qt.AlignmentFlag.AlignTop)
 
     def _flip(self) -> None:
+        if preview(self._full)[1]:  # too long for a label to lay out at once: the capped box
+            self._flip_box()
+            return
         unfolded = self.label.text() == self._full
         self.label.setText(self._short if unfolded else self._full)
         self.toggle.setText("Show all" if unfolded else "Fold")
+
+    def _flip_box(self) -> None:
+        if self._box is None:
+            self._box = full_text_box(self._full, f"{self.label.objectName()}_full", self)
+            self._rows.insertWidget(1, self._box, 1)
+            self._box.hide()
+        unfolding = not self._box.isVisible()
+        self._box.setVisible(unfolding)
+        self.label.setVisible(not unfolding)
+        self.toggle.setText("Fold" if unfolding else "Show all")
 
 
 class ApprovalCard(QDialog):
@@ -114,8 +130,8 @@ class ApprovalCard(QDialog):
         header.setWordWrap(True)
         layout.addWidget(header)
         about = "\n".join(part for part in (info.title, info.description) if part)
-        if about:
-            layout.addWidget(_plain(about, "about", self))
+        if about:  # the server's words: bounded, like a card's message
+            layout.addWidget(LongText(about, "about", self))
         warnings = _plain("\n".join(f"⚠ {w}" for w in tool_hints.warnings(info.annotations)), "warnings", self)
         warnings.setStyleSheet("color: #8a4b00;")
         layout.addWidget(warnings)

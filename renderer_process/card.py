@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 
 from renderer_process.form_body import FormBody
 from renderer_process.hosts import via_label
+from renderer_process.long_text import LongText
 from renderer_process.question_card import adapt_question_card, who_asks
 from renderer_process.sign_in_card import build_sign_in_body, is_sign_in
 from renderer_process.time_left import SOON_S, now_ms, seconds_left, time_left_text
@@ -109,13 +110,9 @@ class ElicitationCard(QDialog):
         layout.addWidget(self._header)
         if (via := via_label(invoke, self)) is not None:  # "via Claude Desktop": the host whose call asks
             layout.addWidget(via)
-        message = QLabel(str(params.get("message", "")), self)
-        message.setObjectName("message")
-        message.setTextFormat(Qt.TextFormat.PlainText)  # server text is never markup
-        message.setWordWrap(True)
-        message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        message.setAccessibleName("Message")
-        layout.addWidget(message)
+        # Server text, never markup; bounded (long_text): a huge message cannot stall the window.
+        self.message = LongText(str(params.get("message", "")), "message", self, accessible_name="Message")
+        layout.addWidget(self.message)
 
         self.expiry = QLabel(self)  # "Expires in 4:05", kept current by a one-second tick
         self.expiry.setObjectName("expires")

@@ -10,6 +10,7 @@ import logging
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from renderer_process.long_text import preview
 from shared import messages
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ class ElsewhereList(QFrame):
         label.setObjectName("elsewhere_item")
         label.setTextFormat(Qt.TextFormat.PlainText)  # server text is never markup
         label.setWordWrap(True)
-        label.setToolTip(str(invoke.request.params.get("message", "")))
+        label.setToolTip(preview(str(invoke.request.params.get("message", "")))[0])  # a tooltip lays it all out
         button = QPushButton("Answer here", row)
         button.setObjectName("answer_here")
         button.setToolTip("Show this request in this window instead")

@@ -51,6 +51,7 @@ from renderer_process.consent_cards import Card, card_for, remember_choice
 from renderer_process.elsewhere import ElsewhereList
 from renderer_process.hosts import HostsLabel
 from renderer_process.icon import app_icon
+from renderer_process.long_text import preview
 from renderer_process.remembered_panel import RememberedPanel
 from renderer_process.reply_format import format_admin_reply, format_reply
 from renderer_process.result_view import ResultView
@@ -562,7 +563,7 @@ class MainWindow(QMainWindow):
         if len(new) == 1:
             what = "you to open a link" if first.request.params.get("mode") == URL else "for input"
             title = f"{first.request.server} asks {what}"
-            message = str(first.request.params.get("message", "")) or "A request is waiting."
+            message = preview(str(first.request.params.get("message", "")))[0] or "A request is waiting."
         else:
             servers = sorted({item.request.server for item in new})
             title = f"{len(new)} requests waiting"
@@ -723,7 +724,8 @@ class _BrowserWait(QFrame):
 
     def set_waits(self, items: list[messages.ElicitationInvoke]) -> None:
         lines = [
-            f"Waiting for the browser: {item.request.server} — {item.request.params.get('message', '')}"
+            f"Waiting for the browser: {item.request.server} — "
+            f"{preview(str(item.request.params.get('message', '')), 1, 200)[0]}"
             for item in items
         ]
         self.label.setText("\n".join(lines))
