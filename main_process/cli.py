@@ -633,6 +633,9 @@ def cmd_auth(args: argparse.Namespace) -> int:
     if report.expires_at:
         expires = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(report.expires_at / 1000))
         print(f"  access token expires: {expires} (refreshed without asking when it can be)")
+    if report.listener_refused or report.forged_redirects:
+        print(f"  sign-in listener turned away: {report.listener_refused} connections (over its cap, or silent), "
+              f"{report.forged_redirects} redirects of no sign-in (wrong state)")
     if report.message:
         print(f"  {for_terminal(report.message)}")
     return 0

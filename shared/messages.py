@@ -358,6 +358,11 @@ class AuthReport(Body):
     scopes: list[str] = []
     expires_at: int | None = None  # epoch ms of the access token's expiry, when known
     message: str | None = None  # what was done, or why not
+    # Extension: what this server's sign-in redirect listeners turned away since main started:
+    # connections over their cap or silent past the header timeout, and redirects (or pasted
+    # addresses) whose state matched no sign-in.
+    listener_refused: int = 0
+    forged_redirects: int = 0
 # ---- consent memory (issue 11), continued ------------------------------------------------
 
 

@@ -2,7 +2,10 @@
 data dir (so its token file is the test's), and the test browser."""
 
 import json
+import os
+import resource
 import select
+import socket
 import subprocess
 import sys
 import tempfile
@@ -91,15 +94,19 @@ class OAuthMain:
         return self.data_home / "elicitron" / "audit.sqlite3"
 
 
-def start_oauth_main(config: Path, data_home: Path, runtime: Path | None = None) -> OAuthMain:
+def start_oauth_main(config: Path, data_home: Path, runtime: Path | None = None, *,
+                     open_files: int | None = None) -> OAuthMain:
     """main (log level debug, to stderr) whose data dir, and so token file, is `data_home`.
-    No keyring backend: the file is the store, as on CI."""
+    No keyring backend: the file is the store, as on CI. `open_files`: main runs as under
+    `ulimit -n open_files` (soft and hard limit both, so main cannot raise it)."""
     runtime = runtime or short_tmp_dir()
     connection = runtime / "connection.json"
     argv = [sys.executable, "-m", "main_process", "--log-level", "debug", "main", "--connection", str(connection),
             "--config", str(config)]
     env = child_env(XDG_DATA_HOME=str(data_home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
     env.pop("ELICITRON_TOKEN_STORE", None)
+    if open_files is not None:  # the shell's ulimit, then exec: the pid is main's
+        argv = ["sh", "-c", f'ulimit -n {int(open_files)} && exec "$@"', "sh", *argv]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env=env, cwd=ROOT)
     assert proc.stderr is not None
@@ -146,3 +153,68 @@ def expect_sign_in_card(peer: Any, timeout_s: float = 30.0) -> dict[str, Any]:
 
 def reply_on(peer: Any, channel: str, timeout_s: float = 30.0) -> dict[str, Any]:
     return peer.expect(lambda t, b: t == channel, timeout_s)[1]
+
+
+def open_files_of(pid: int) -> int:
+    """How many descriptors process `pid` holds now."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except FileNotFoundError:  # it is gone
+        return 0
+
+
+CONNECT_TIMEOUT_S = 5.0
+
+
+class IdleFlood:
+    """`count` TCP connections to 127.0.0.1:`port` that send nothing, opened one after another as
+    a local attacker would. `closed_by_peer()` tells how many the listener has closed."""
+
+    def __init__(self, port: int, count: int) -> None:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = count + 512
+        if soft < wanted:  # this test process holds them all
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, hard), hard))
+        self.open: list[socket.socket] = []
+        self.closed = 0
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.settimeout(CONNECT_TIMEOUT_S)
+            try:
+                sock.connect(("127.0.0.1", port))
+            except TimeoutError:
+                pass  # the listener's queue is full: it stays a half-open attempt
+            except OSError:  # refused outright
+                sock.close()
+                self.closed += 1
+                continue
+            sock.setblocking(False)
+            self.open.append(sock)
+
+    def closed_by_peer(self, wait_s: float = 0.0) -> int:
+        """Read every connection still open (waiting up to `wait_s` for one to have something);
+        those the listener closed (EOF, reset, or an answer and then EOF) are counted and let go.
+        The running total."""
+        poller = select.poll()
+        by_fd = {sock.fileno(): sock for sock in self.open}
+        for fd in by_fd:
+            poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        for fd, _ in poller.poll(int(wait_s * 1000)):
+            sock = by_fd[fd]
+            try:
+                data = sock.recv(65536)
+            except BlockingIOError:
+                continue
+            except OSError:  # reset, or the connect was refused
+                data = b""
+            if data:
+                continue  # an answer; its EOF comes next
+            sock.close()
+            self.open.remove(sock)
+            self.closed += 1
+        return self.closed
+
+    def close(self) -> None:
+        for sock in self.open:
+            sock.close()
+        self.open.clear()

@@ -4,6 +4,9 @@ browser named in BROWSER (tests/oauth_browser.py)."""
 
 import json
 import stat
+import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,11 +17,13 @@ import pytest
 from kit.peer import WirePeer
 from oauth_kit import (
     Browser,
+    IdleFlood,
     OAuthMain,
     OAuthServers,
     expect_sign_in_card,
     oauth_config,
     oauth_servers,
+    open_files_of,
     reply_on,
     server_status,
     start_oauth_main,
@@ -241,3 +246,84 @@ def test_the_token_file_is_private_and_no_token_reaches_the_log_the_audit_or_a_w
         assert secret not in log
         assert secret.encode() not in audit
         assert secret not in seen_by_window
+
+
+OPEN_FILES = 1024  # the usual desktop soft limit, as the probe of issue 24 ran main
+FLOOD = 1_100
+
+
+def test_a_flood_of_idle_connections_to_the_redirect_listener_neither_kills_main_nor_stops_the_sign_in(
+        servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
+    main = start_oauth_main(oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data", open_files=OPEN_FILES)
+    mains.append(main)
+    window = main.running.peer("sign-in window")
+    invoke = expect_sign_in_card(window)
+    port = urlsplit(invoke["signIn"]["redirectUri"]).port
+    assert port is not None
+    pid = main.running.proc.pid
+
+    flood = IdleFlood(port, FLOOD)
+    try:
+        # Until main took in what it will of the flood: it closed most of it at once, or it holds
+        # nearly every descriptor it may have (today's listener: held, each for 10 s), or it died.
+        deadline = time.monotonic() + 60
+        while flood.closed_by_peer(wait_s=0.1) < FLOOD - 200 and open_files_of(pid) < OPEN_FILES - 40 \
+                and main.running.proc.poll() is None:
+            assert time.monotonic() < deadline, (flood.closed, open_files_of(pid))
+        try:
+            late = main.running.peer("window after the flood")  # a new connection to main's ROUTER
+        finally:
+            assert main.running.proc.poll() is None, \
+                f"main died ({main.running.proc.returncode}): {main.running.stderr.tail()[-300:]}"
+        assert late.status()["pid"] == pid
+        assert open_files_of(pid) < 200  # the listener holds a few of the flood, not main's descriptors
+        # The ones it held are closed after its short header timeout, while the attacker keeps them.
+        deadline = time.monotonic() + 30
+        while flood.closed_by_peer(wait_s=0.1) < FLOOD:
+            assert time.monotonic() < deadline, f"{len(flood.open)} idle connections still held"
+    finally:
+        flood.close()
+
+    status = main.running.cli("auth", "status", "remote", "--json")
+    report = json.loads(status.stdout)
+    assert report["listenerRefused"] >= FLOOD - 200, report  # counted, for `elicitron auth status`
+    window.answer(invoke, "accept")
+    browser.open(invoke["request"]["params"]["url"])
+    assert browser.steps()[-1]["status"] == 200
+    server_status(main.running.peer("window after the sign-in"), "remote", "ready")
+    assert main.running.proc.poll() is None
+
+
+FORGED = 1_000
+
+
+def test_a_thousand_forged_redirects_add_a_line_or_two_to_the_log_and_are_counted(
+        servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
+    main, window = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    invoke = expect_sign_in_card(window)
+    redirect_uri = invoke["signIn"]["redirectUri"]
+    before = main.running.stderr.text().splitlines()
+
+    for n in range(FORGED):
+        status, body = _get(f"{redirect_uri}?code=stolen-{n}&state=forged-{n}")
+        assert status == 400 and "does not match" in body
+    grown = main.running.stderr.text().splitlines()[len(before):]
+    assert len(grown) <= 3, f"{len(grown)} lines, e.g. {grown[:3]}"
+
+    report = json.loads(main.running.cli("auth", "status", "remote", "--json").stdout)
+    assert report["forgedRedirects"] == FORGED
+    status_text = main.running.cli("auth", "status", "remote").stdout
+    assert f"{FORGED} redirects of no sign-in" in status_text
+    window.answer(invoke, "accept")  # and the real redirect still signs in
+    browser.open(invoke["request"]["params"]["url"])
+    server_status(window, "remote", "ready")
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()

@@ -6,35 +6,61 @@ keeps waiting for the real one (a stray or forged request must not end the sign-
 check applies to an address a user pastes from a browser on another machine (`deliver`). The
 first redirect with the right state ends it: its `code` (or the authorization server's `error`)
 becomes the result, and the socket closes. Nothing here logs a code or a state.
+
+Any local user can reach 127.0.0.1, so the listener is bounded: at most MAX_CONNECTIONS at once
+and MAX_PER_SOURCE from one address (a connection over either is reset at once, before anything
+is read), and a connection that has not sent its request head within HEADER_TIMEOUT_S is closed
+(a browser sends it at once). That keeps a flood from taking main's descriptors (libzmq aborts
+main when an accept of its own gets EMFILE). Refusals and forged redirects are counted
+(`ListenerCounts`, in `elicitron auth status`) and logged at most once a minute.
 """
 
 import asyncio
 import html
 import logging
 import secrets
+from dataclasses import dataclass
+from typing import Final, cast
 from urllib.parse import parse_qs, urlsplit
 
 from mcp.shared.auth import AuthorizationCodeResult
 
+from main_process.log_limiter import RateLimitedLog
 from shared.errors import SignInDeclinedError, SignInError
 
 logger = logging.getLogger(__name__)
 
-CALLBACK_PATH = "/callback"
-_MAX_REQUEST_BYTES = 16 * 1024
-_READ_TIMEOUT_S = 10.0
+CALLBACK_PATH: Final = "/callback"
+MAX_CONNECTIONS: Final = 16  # a browser uses one or two (a speculative preconnect)
+MAX_PER_SOURCE: Final = 8
+HEADER_TIMEOUT_S: Final = 5.0
+COMPLAINT_INTERVAL_S: Final = 60.0
+_MAX_REQUEST_BYTES: Final = 16 * 1024
+_REASONS: Final = {200: "OK", 400: "Bad Request", 404: "Not Found", 410: "Gone"}
+_complaints = RateLimitedLog(logger, COMPLAINT_INTERVAL_S)
+
+
+@dataclass
+class ListenerCounts:
+    """What one server's redirect listeners turned away, over every sign-in since main started."""
+
+    refused_connections: int = 0  # over a cap (reset at once), or silent past the header timeout
+    forged_redirects: int = 0  # a redirect (or a pasted address) whose state does not match
 
 
 class RedirectListener:
-    def __init__(self) -> None:
+    def __init__(self, counts: ListenerCounts | None = None) -> None:
         self._server: asyncio.Server | None = None
         self._port = 0
         self._state: str | None = None
         self._result: asyncio.Future[AuthorizationCodeResult] = asyncio.get_running_loop().create_future()
-        self.refused = 0  # redirects refused for a wrong state (for status and tests)
+        self.counts = counts if counts is not None else ListenerCounts()
+        self._held: set[_Connection] = set()
+        self._per_source: dict[str, int] = {}
 
     async def start(self) -> str:
-        self._server = await asyncio.start_server(self._on_connection, "127.0.0.1", 0)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Connection(self), "127.0.0.1", 0)
         self._port = self._server.sockets[0].getsockname()[1]
         return self.redirect_uri
 
@@ -45,6 +71,11 @@ class RedirectListener:
     @property
     def listening(self) -> bool:
         return self._server is not None
+
+    @property
+    def held(self) -> int:
+        """Connections open now."""
+        return len(self._held)
 
     def expect(self, state: str) -> None:
         """The `state` of the authorization request now in flight."""
@@ -64,9 +95,12 @@ class RedirectListener:
         self.close()
 
     def close(self) -> None:
+        """Stop listening, and drop connections still waiting to send a request."""
         if self._server is not None:
             self._server.close()
             self._server = None
+        for connection in list(self._held):
+            connection.drop_if_idle()
 
     def deliver(self, url: str) -> tuple[int, str]:
         """Take one redirect (a request's target, or a pasted address); (HTTP status, text for
@@ -82,9 +116,10 @@ class RedirectListener:
         query = parse_qs(parts.query)
         state = query.get("state", [""])[0]
         if self._state is None or not secrets.compare_digest(state.encode(), self._state.encode()):
-            self.refused += 1
-            logger.warning("refused a sign-in redirect whose state does not match (%d so far); still waiting",
-                           self.refused)
+            self.counts.forged_redirects += 1
+            _complaints.warning(("sign-in redirect", "state"),
+                                "refused a sign-in redirect whose state does not match (%d so far); still waiting",
+                                self.counts.forged_redirects)
             return 400, ("This sign-in answer does not belong to the sign-in Elicitron is waiting for "
                          "(its state does not match). It was ignored.")
         error = query.get("error", [""])[0]
@@ -100,27 +135,104 @@ class RedirectListener:
         self.close()
         return 200, "Signed in. You can close this tab and go back to Elicitron."
 
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        status, text = 400, "Bad request."
-        try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), _READ_TIMEOUT_S)
-            if len(head) <= _MAX_REQUEST_BYTES:
-                method, _, rest = head.split(b"\r\n", 1)[0].decode("latin-1").partition(" ")
-                target = rest.rpartition(" ")[0]
-                if method == "GET" and target.startswith("/"):
-                    status, text = self.deliver(f"http://127.0.0.1:{self._port}{target}")
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+    # ---- connections ----------------------------------------------------------------------
+
+    def _admit(self, connection: "_Connection") -> bool:
+        source = connection.source
+        if len(self._held) >= MAX_CONNECTIONS or self._per_source.get(source, 0) >= MAX_PER_SOURCE:
+            self._refused("over its cap")
+            return False
+        self._held.add(connection)
+        self._per_source[source] = self._per_source.get(source, 0) + 1
+        return True
+
+    def _release(self, connection: "_Connection") -> None:
+        if connection not in self._held:
             return
-        finally:
-            if not writer.is_closing():
-                body = (f"<!doctype html><meta charset=utf-8><title>Elicitron sign-in</title>"
-                        f"<p>{html.escape(text)}</p>").encode()
-                reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 410: "Gone"}.get(status, "Error")
-                writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
-                             f"Content-Length: {len(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"
-                             .encode() + body)
-                try:
-                    await writer.drain()
-                except ConnectionError:
-                    pass
-                writer.close()
+        self._held.discard(connection)
+        left = self._per_source.get(connection.source, 1) - 1
+        if left > 0:
+            self._per_source[connection.source] = left
+        else:
+            self._per_source.pop(connection.source, None)
+
+    def _refused(self, why: str) -> None:
+        self.counts.refused_connections += 1
+        _complaints.warning(("sign-in listener", why),
+                            "the sign-in listener closed a connection %s (at most %d at once, %d from one "
+                            "address, %.0f s to send a request; %d closed so far)", why, MAX_CONNECTIONS,
+                            MAX_PER_SOURCE, HEADER_TIMEOUT_S, self.counts.refused_connections)
+
+    def _target_url(self, target: str) -> str:
+        return f"http://127.0.0.1:{self._port}{target}"
+
+
+class _Connection(asyncio.Protocol):
+    """One HTTP/1.1 request to the listener: its head, one answer, closed. Protocol callbacks,
+    no task per connection, so one refused costs nothing but its accept."""
+
+    def __init__(self, listener: RedirectListener) -> None:
+        self._listener = listener
+        self._transport: asyncio.Transport | None = None
+        self._head = bytearray()
+        self._timer: asyncio.TimerHandle | None = None
+        self._answered = False
+        self.source = "?"
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass, only alike
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        self.source = str(peer[0]) if isinstance(peer, tuple) and peer else "?"
+        if not self._listener._admit(self):
+            transport.abort()  # a reset, at once: nothing read, nothing kept
+            return
+        self._timer = asyncio.get_running_loop().call_later(HEADER_TIMEOUT_S, self._timed_out)
+
+    def data_received(self, data: bytes) -> None:
+        if self._answered:
+            return
+        self._head += data
+        end = self._head.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self._head) > _MAX_REQUEST_BYTES:
+                self._answer(400, "Bad request.")
+            return
+        self._answered = True  # before `deliver`, whose success closes the idle connections
+        status, text = 400, "Bad request."
+        if end <= _MAX_REQUEST_BYTES:
+            line = bytes(self._head[:end]).split(b"\r\n", 1)[0].decode("latin-1")
+            method, _, rest = line.partition(" ")
+            target = rest.rpartition(" ")[0]
+            if method == "GET" and target.startswith("/"):
+                status, text = self._listener.deliver(self._listener._target_url(target))
+        self._answer(status, text)
+
+    def eof_received(self) -> bool:
+        return False  # the peer is done sending: close (an answer already written still goes)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._listener._release(self)
+
+    def drop_if_idle(self) -> None:
+        if not self._answered and self._transport is not None:
+            self._transport.abort()
+
+    def _timed_out(self) -> None:
+        if not self._answered and self._transport is not None:
+            self._listener._refused("that sent no request in time")
+            self._transport.abort()
+
+    def _answer(self, status: int, text: str) -> None:
+        self._answered = True
+        if self._timer is not None:
+            self._timer.cancel()
+        assert self._transport is not None
+        body = (f"<!doctype html><meta charset=utf-8><title>Elicitron sign-in</title>"
+                f"<p>{html.escape(text)}</p>").encode()
+        self._transport.write(
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\nContent-Type: text/html; charset=utf-8\r\n"
+            f"Content-Length: {len(body)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n".encode() + body)
+        self._transport.close()  # after what was written is sent

@@ -25,7 +25,7 @@ from pydantic import AnyUrl
 
 from main_process.config import HttpServerConfig
 from main_process.log_limiter import RateLimitedLog
-from main_process.oauth.loopback import RedirectListener
+from main_process.oauth.loopback import ListenerCounts, RedirectListener
 from main_process.oauth.provider import PORTLESS_REDIRECT, ElicitronOAuthProvider
 from main_process.oauth.token_store import ServerTokens, TokenStore
 from main_process.pending import PendingRequest, PendingRequests
@@ -80,6 +80,7 @@ class SignIn:
         self.held = asyncio.Event()  # set while `hold` is: waiting calls fail at once
         self.login_requested = asyncio.Event()
         self._listener: RedirectListener | None = None
+        self.listener_counts = ListenerCounts()  # what every sign-in's listener turned away
         self._pending: PendingRequest | None = None
         self._elicitation_id: str | None = None
         self._deadline = 0.0
@@ -96,7 +97,7 @@ class SignIn:
             raise SignInDeclinedError(f"{self.hold}; sign in again with `elicitron auth login {self.name}`")
         if self._listener is not None:
             self._listener.close()
-        self._listener = RedirectListener()
+        self._listener = RedirectListener(self.listener_counts)
         return await self._listener.start()
 
     async def _ask(self, authorization_url: str) -> None:
@@ -192,11 +193,12 @@ class SignIn:
         return self._listener.deliver(url)
 
     async def report(self, status: ServerStatus, message: str | None = None) -> AuthReport:
+        refused, forged = self.listener_counts.refused_connections, self.listener_counts.forged_redirects
         try:
             record = await self.tokens.record()
         except TokenStoreError as exc:
             return AuthReport(server=self.name, status=status, signed_in=False, store=self.store.kind,
-                              message=str(exc))
+                              message=str(exc), listener_refused=refused, forged_redirects=forged)
         tokens = record.get("tokens") or {}
         issuer = (record.get("authorization_server") or {}).get("issuer")
         expires_at = None
@@ -205,7 +207,8 @@ class SignIn:
         return AuthReport(server=self.name, status=status, signed_in=bool(tokens.get("access_token")),
                           store=self.store.kind, authorization_server=issuer,
                           scopes=str(tokens.get("scope") or "").split(), expires_at=expires_at,
-                          message=message or self.hold or self.failure)
+                          message=message or self.hold or self.failure,
+                          listener_refused=refused, forged_redirects=forged)
 
     async def _revoke(self) -> None:
         context = self.provider.context
