@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
 from main_process.audit_writer import AuditWriter
+from main_process.oauth.hosts import allowance
 from shared import channels
 from shared.codec import decode_peer_body, encode, encode_request
 from shared.errors import InvalidContentError, ProtocolError, UndeliverableRequestError, WireCode
 from shared.messages import (
     DECISION_PROPERTY,
+    SIGN_IN_ALLOW_PROPERTY,
     ApprovalInfo,
     AskerInfo,
     DismissReason,
@@ -256,6 +258,11 @@ class PendingRequests:
                 validate_content(pending.invoke.request.params.get("requestedSchema", {}), content)
             except InvalidContentError as exc:
                 raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
+        elif result.action == "accept" and pending.invoke.kind == "sign-in":
+            try:  # the other hosts the user allowed on the card (main_process/oauth/hosts.py)
+                content = allowance(result.content)
+            except InvalidContentError as exc:
+                raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
         if result.remember is not None and self.rules is not None:
             self.rules.check_remember(pending.invoke, result)
         answer = ElicitationResult(action=result.action, content=content)
@@ -391,7 +398,11 @@ class PendingRequests:
 
 
 def _decision(invoke: ElicitationInvoke, answer: ElicitationResult) -> str | None:
-    """An approval's decision for the audit log (anything but an accepted allow-* is a deny)."""
+    """An approval's decision for the audit log (anything but an accepted allow-* is a deny); for a
+    sign-in, the other hosts the user allowed ("allow-hosts <origin> ..")."""
+    if invoke.kind == "sign-in":
+        allowed = answer.content.get(SIGN_IN_ALLOW_PROPERTY) if answer.content else None
+        return f"allow-hosts {' '.join(allowed)}" if allowed else None
     if invoke.kind != "approval":
         return None
     decision = answer.content.get(DECISION_PROPERTY) if answer.action == "accept" and answer.content else None

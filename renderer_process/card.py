@@ -36,7 +36,7 @@ from renderer_process.form_body import FormBody
 from renderer_process.hosts import via_label
 from renderer_process.long_text import LongText
 from renderer_process.question_card import adapt_question_card, who_asks
-from renderer_process.sign_in_card import build_sign_in_body, is_sign_in
+from renderer_process.sign_in_card import build_sign_in_body, is_sign_in, sign_in_answer, sign_in_ready
 from renderer_process.time_left import SOON_S, now_ms, seconds_left, time_left_text
 from renderer_process.tones import ToneLabel
 from renderer_process.url_safety import inspect_url
@@ -202,7 +202,7 @@ class ElicitationCard(QDialog):
             report = build_sign_in_body(self, layout, self._header, self.invoke, self.accept_button)
             strict = QUrl(report.url, QUrl.ParsingMode.StrictMode)
             self._url = strict if report.openable and strict.isValid() else QUrl()
-            self.accept_button.setEnabled(self._url.isValid())
+            self.accept_button.setEnabled(self._url.isValid() and sign_in_ready(self))
             self.decline_all_button.hide()  # main never answers a sign-in by policy
             return URL
         if mode == URL:
@@ -377,7 +377,7 @@ class ElicitationCard(QDialog):
                 self.copy_button.show()
                 self.accept_button.setText("Try again")
                 return
-            self._finish("accept", None)
+            self._finish("accept", sign_in_answer(self) if is_sign_in(self.invoke) else None)
 
     def _copy_link(self) -> None:
         QGuiApplication.clipboard().setText(self._url.toString())

@@ -2,7 +2,9 @@
 
 A sign-in is a URL-mode request with the invoke's `signIn` extension; any v1 window can answer it
 as a URL. Here it reads as what it is: the server that wants you signed in, the authorization
-server's host in bold (where you will type your password), the scopes it asks for, and warnings for
+server's host in bold (where you will type your password), the scopes it asks for, every host the
+flow talks to (`signIn.hosts`: a token or registration endpoint on another origin than the
+authorization server's gets an unticked "Allow" box, and Accept waits for it), and warnings for
 an unencrypted (http) or international (punycode) address, from `url_safety`, and one line when
 the server predates OAuth metadata (`signIn.legacyMetadata`). The card stays an
 `ElicitationCard` (answering, Esc, decline-all): `build_sign_in_body` only fills its layout.
@@ -16,11 +18,22 @@ its listener would (`msgSignInRedirect`).
 import html
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from renderer_process.url_safety import UrlReport, inspect_url
 from shared import messages
 
+ROLE_NAMES = {"authorization": "Sign-in page", "token": "Tokens (gets the sign-in code)",
+              "registration": "Client registration", "resource": "The server"}
 LEGACY_METADATA_LINE = ("This server predates the OAuth metadata spec (it publishes none), so you sign in at "
                         "the server's own address.")
 
@@ -56,6 +69,9 @@ def build_sign_in_body(card: QDialog, layout: QVBoxLayout, header: QLabel, invok
     scopes.setWordWrap(True)
     layout.addWidget(scopes)
 
+    if info.hosts:
+        _add_hosts(card, layout, info, accept, report)
+
     if info.legacy_metadata:
         legacy = QLabel(LEGACY_METADATA_LINE, card)
         legacy.setObjectName("sign_in_legacy")
@@ -82,6 +98,45 @@ def build_sign_in_body(card: QDialog, layout: QVBoxLayout, header: QLabel, invok
     accept.setText("Sign in with browser")
     accept.setEnabled(report.openable)
     return report
+
+
+def _add_hosts(card: QDialog, layout: QVBoxLayout, info: messages.SignInInfo, accept: QPushButton,
+               report: UrlReport) -> None:
+    """Every host the sign-in talks to; for a token or registration endpoint elsewhere, a box to
+    allow it, unticked: Accept stays off until every one is ticked."""
+    lines = [f"{ROLE_NAMES[h.role]}: <b>{html.escape(h.origin)}</b>"
+             + (" <span style='color:#b00020'>(another host than the authorization server)</span>"
+                if h.elsewhere else "") for h in info.hosts]
+    hosts = QLabel("Elicitron will talk to:<br>" + "<br>".join(lines), card)
+    hosts.setObjectName("sign_in_hosts")
+    hosts.setTextFormat(Qt.TextFormat.RichText)
+    hosts.setWordWrap(True)
+    layout.addWidget(hosts)
+    boxes: list[QCheckBox] = []
+    for origin in dict.fromkeys(h.origin for h in info.hosts if h.elsewhere):
+        box = QCheckBox(f"Allow {origin} to receive the sign-in code, the PKCE verifier and any client secret", card)
+        box.setObjectName("sign_in_allow")
+        box.setProperty("origin", origin)
+        layout.addWidget(box)
+        boxes.append(box)
+
+    def refresh() -> None:
+        accept.setEnabled(report.openable and all(b.isChecked() for b in boxes))
+
+    for box in boxes:
+        box.toggled.connect(refresh)
+
+
+def sign_in_ready(card: QDialog) -> bool:
+    """Every other host on the card is allowed (or there is none)."""
+    return all(box.isChecked() for box in card.findChildren(QCheckBox, "sign_in_allow"))
+
+
+def sign_in_answer(card: QDialog) -> dict[str, list[str]] | None:
+    """The accept's content: the other hosts the user allowed (`allowHosts`), or None."""
+    allowed = [str(box.property("origin")) for box in card.findChildren(QCheckBox, "sign_in_allow")
+               if box.isChecked()]
+    return {messages.SIGN_IN_ALLOW_PROPERTY: allowed} if allowed else None
 
 
 class SignInFinishDialog(QDialog):

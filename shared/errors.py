@@ -130,6 +130,12 @@ class SignInDeclinedError(SignInError):
     """The user declined the sign-in (on the card, or on the authorization server's own page)."""
 
 
+class SignInRefusedError(SignInDeclinedError):
+    """Elicitron refused the sign-in itself: the metadata sends the code, a token or the client
+    secret to another origin than the issuer, and the card did not allow it. Held like a decline
+    (asking again would meet the same metadata) until `elicitron auth login`."""
+
+
 class TokenStoreError(ElicitronError):
     """The OAuth token store (keyring or the 0600 file) cannot be read or written."""
 

@@ -193,6 +193,23 @@ class ApprovalInfo(Body):
     annotations: dict[str, Any] | None = None
 
 
+SignInRole = Literal["authorization", "token", "registration", "resource"]
+SIGN_IN_ALLOW_PROPERTY = "allowHosts"  # accept content of a sign-in: the `elsewhere` origins the user allowed
+MAX_SIGN_IN_HOSTS = 8
+
+
+class SignInHost(Body):
+    """One place a sign-in talks to: the authorization endpoint (the browser), the token endpoint
+    (the code, the PKCE verifier and any client secret go there), the registration endpoint, the
+    MCP server (the resource)."""
+
+    role: SignInRole
+    origin: str  # scheme://host[:port]
+    # A token or registration endpoint on another origin than the authorization server's issuer:
+    # main sends nothing there unless the accept's content lists this origin in `allowHosts`.
+    elsewhere: bool = False
+
+
 class SignInInfo(Body):
     """What a sign-in (OAuth) URL request is about; the URL itself is in `params.url`."""
 
@@ -206,6 +223,7 @@ class SignInInfo(Body):
     # The server publishes no OAuth metadata (it predates the metadata spec, 2025-03-26): the sign-in
     # goes to its own /authorize, with PKCE S256.
     legacy_metadata: bool = False
+    hosts: list[SignInHost] = []  # every origin the flow talks to, by role
 
 
 class ElicitationInvoke(Body):

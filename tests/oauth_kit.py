@@ -30,6 +30,7 @@ class OAuthServers:
     proc: subprocess.Popen[bytes]
     mcp: str
     issuer: str
+    elsewhere: str | None = None  # with --token-elsewhere: the token endpoint's origin
 
     def post(self, path: str) -> dict[str, Any]:
         request = urllib.request.Request(self.issuer + path, data=b"", method="POST")
@@ -51,7 +52,7 @@ def oauth_servers(*args: str) -> Iterator[OAuthServers]:
         line = proc.stdout.readline().decode() if ready else ""
         assert line.startswith("READY "), f"the test OAuth servers did not start: {line!r}"
         urls = json.loads(line.removeprefix("READY "))
-        yield OAuthServers(proc=proc, mcp=urls["mcp"], issuer=urls["issuer"])
+        yield OAuthServers(proc=proc, mcp=urls["mcp"], issuer=urls["issuer"], elsewhere=urls.get("elsewhere"))
     finally:
         proc.terminate()
         proc.wait(timeout=10)

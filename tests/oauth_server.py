@@ -1,6 +1,7 @@
 """A test OAuth authorization server and an MCP server it protects, built from `mcp.server.auth`.
 
     python tests/oauth_server.py [--client-id ID --client-secret SECRET --auth-method METHOD]
+                                 [--token-elsewhere] [--registration-elsewhere]
 
 Two origins in one process, both on 127.0.0.1 with ports the OS picks: the authorization server
 (RFC 8414 metadata, /authorize that approves at once, /token with refresh tokens, /register for
@@ -10,6 +11,11 @@ and /mcp behind a bearer gate). The first stdout line is `READY {"mcp": …, "is
 - Scopes: `mcp:read` lets a client in (the 401 challenge names it); the tool `write_note` needs
   `mcp:write` too and answers 403 `insufficient_scope` without it (step-up).
 - Redirect URIs on 127.0.0.1 match any port (RFC 8252 §7.3), as a native-app AS must.
+- `--token-elsewhere`: a third origin serves the token endpoint (the same one, so a sign-in that
+  uses it works), and the authorization server's metadata names it there; its requests are counted
+  (`elsewhereTokenRequests`, and `elsewhereCodes` for those that carried an authorization code).
+  The first line then also has `"elsewhere"`. `--registration-elsewhere`: the same for the
+  registration endpoint (`elsewhereRegistrations`).
 - Test-only endpoints on the authorization server: POST /test/expire-access (every access token
   stops working, as if it had expired), POST /test/revoke-refresh (every refresh token is
   revoked), GET /test/stats (what was asked of the server, counts only).
@@ -35,7 +41,7 @@ from mcp.server.auth.provider import (
     TokenError,
     construct_redirect_uri,
 )
-from mcp.server.auth.routes import create_auth_routes, create_protected_resource_routes
+from mcp.server.auth.routes import build_metadata, create_auth_routes, create_protected_resource_routes
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.auth import InvalidRedirectUriError, InvalidScopeError, OAuthClientInformationFull, OAuthToken
@@ -86,7 +92,8 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         self.refresh: dict[str, RefreshToken] = {}
         self.stats: dict[str, Any] = {"registrations": 0, "authorizations": 0, "codeExchanges": 0,
                                       "refreshes": 0, "revocations": 0, "authorizeParams": [],
-                                      "tokenClientAuth": []}
+                                      "tokenClientAuth": [], "elsewhereTokenRequests": 0, "elsewhereCodes": 0,
+                                      "elsewhereRegistrations": 0}
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         client = self.clients.get(client_id)
@@ -228,12 +235,28 @@ def build_mcp(provider: Provider) -> MCPServer:
     return mcp
 
 
-def build_apps(provider: Provider, issuer: str, mcp_url: str) -> tuple[Starlette, ASGIApp]:
-    routes = create_auth_routes(
-        provider, AnyHttpUrl(issuer),
-        client_registration_options=ClientRegistrationOptions(enabled=True, valid_scopes=[READ, WRITE],
-                                                              default_scopes=[READ]),
-        revocation_options=RevocationOptions(enabled=True))
+def build_apps(provider: Provider, issuer: str, mcp_url: str, elsewhere_url: str | None = None,
+               moved: tuple[str, ...] = ()) -> tuple[Starlette, ASGIApp, ASGIApp | None]:
+    """`moved` ("/token", "/register"): endpoints served at `elsewhere_url` and named there."""
+    registration = ClientRegistrationOptions(enabled=True, valid_scopes=[READ, WRITE], default_scopes=[READ])
+    revocation = RevocationOptions(enabled=True)
+    routes = create_auth_routes(provider, AnyHttpUrl(issuer), client_registration_options=registration,
+                                revocation_options=revocation)
+    elsewhere: ASGIApp | None = None
+    if elsewhere_url is not None and moved:
+        served = [r for r in routes if isinstance(r, Route) and r.path in moved]
+        elsewhere = _CountTokenRequests(Starlette(routes=served), provider)
+        metadata = build_metadata(AnyHttpUrl(issuer), None, registration, revocation)
+        if "/token" in moved:
+            metadata.token_endpoint = AnyHttpUrl(f"{elsewhere_url}/token")
+        if "/register" in moved:
+            metadata.registration_endpoint = AnyHttpUrl(f"{elsewhere_url}/register")
+        published = metadata.model_dump(mode="json", exclude_none=True)
+
+        async def metadata_elsewhere(request: Request) -> Response:
+            return JSONResponse(published)
+
+        routes.insert(0, Route("/.well-known/oauth-authorization-server", metadata_elsewhere, methods=["GET"]))
 
     async def expire_access(request: Request) -> Response:
         for token in provider.access.values():
@@ -260,7 +283,42 @@ def build_apps(provider: Provider, issuer: str, mcp_url: str) -> tuple[Starlette
                                            resource_name="protected test server")
     mcp_app.router.routes.extend(prm)
     metadata_url = f"{_origin(mcp_url)}/.well-known/oauth-protected-resource{urlsplit(mcp_url).path}"
-    return authorization_server, BearerGate(mcp_app, provider, metadata_url)
+    return authorization_server, BearerGate(mcp_app, provider, metadata_url), elsewhere
+
+
+class _CountTokenRequests:
+    """The token (or registration) endpoint on another origin: counts what reaches it (never the values)."""
+
+    def __init__(self, app: ASGIApp, provider: Provider) -> None:
+        self.app = app
+        self.provider = provider
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        more = True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        if scope["path"] == "/register":
+            self.provider.stats["elsewhereRegistrations"] += 1
+        else:
+            self.provider.stats["elsewhereTokenRequests"] += 1
+        if b"code=" in body and b"grant_type=authorization_code" in body:
+            self.provider.stats["elsewhereCodes"] += 1
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
 
 
 class _RecordClientAuth:
@@ -308,17 +366,24 @@ async def serve(args: argparse.Namespace) -> None:
     as_sock, mcp_sock = _bound(), _bound()
     issuer = f"http://127.0.0.1:{as_sock.getsockname()[1]}"
     mcp_url = f"http://127.0.0.1:{mcp_sock.getsockname()[1]}/mcp"
+    moved = (("/token",) if args.token_elsewhere else ()) + (("/register",) if args.registration_elsewhere else ())
+    elsewhere_sock = _bound() if moved else None
+    elsewhere_url = f"http://127.0.0.1:{elsewhere_sock.getsockname()[1]}" if elsewhere_sock else None
     provider = Provider()
     if args.client_id:
         provider.clients[args.client_id] = OAuthClientInformationFull(
             client_id=args.client_id, client_secret=args.client_secret or None,
             token_endpoint_auth_method=args.auth_method, redirect_uris=[AnyUrl("http://127.0.0.1/callback")],
             grant_types=["authorization_code", "refresh_token"], scope=f"{READ} {WRITE}")
-    authorization_server, mcp_app = build_apps(provider, issuer, mcp_url)
-    servers = [uvicorn.Server(uvicorn.Config(authorization_server, log_level="warning")),
-               uvicorn.Server(uvicorn.Config(mcp_app, log_level="warning"))]
-    print("READY " + json.dumps({"mcp": mcp_url, "issuer": issuer}), flush=True)
-    await asyncio.gather(servers[0].serve([as_sock]), servers[1].serve([mcp_sock]))
+    authorization_server, mcp_app, elsewhere = build_apps(provider, issuer, mcp_url, elsewhere_url, moved)
+    serving = [uvicorn.Server(uvicorn.Config(authorization_server, log_level="warning")).serve([as_sock]),
+               uvicorn.Server(uvicorn.Config(mcp_app, log_level="warning")).serve([mcp_sock])]
+    urls = {"mcp": mcp_url, "issuer": issuer}
+    if elsewhere is not None and elsewhere_sock is not None and elsewhere_url is not None:
+        serving.append(uvicorn.Server(uvicorn.Config(elsewhere, log_level="warning")).serve([elsewhere_sock]))
+        urls["elsewhere"] = elsewhere_url
+    print("READY " + json.dumps(urls), flush=True)
+    await asyncio.gather(*serving)
 
 
 def main() -> int:
@@ -327,6 +392,10 @@ def main() -> int:
     parser.add_argument("--client-secret", default="")
     parser.add_argument("--auth-method", default="client_secret_basic",
                         choices=["client_secret_basic", "client_secret_post", "none"])
+    parser.add_argument("--token-elsewhere", action="store_true",
+                        help="serve the token endpoint on a third origin and name it there in the metadata")
+    parser.add_argument("--registration-elsewhere", action="store_true",
+                        help="the same for the registration endpoint")
     asyncio.run(serve(parser.parse_args()))
     return 0
 

@@ -4,6 +4,8 @@ browser named in BROWSER (tests/oauth_browser.py)."""
 
 import json
 import stat
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -14,6 +16,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from kit.env import child_env
+from kit.paths import ROOT
 from kit.peer import WirePeer
 from oauth_kit import (
     Browser,
@@ -327,3 +331,50 @@ def _get(url: str) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
+
+
+def test_a_token_endpoint_on_another_origin_is_named_on_the_card_and_gets_nothing_unless_allowed(
+        mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
+    with oauth_servers("--token-elsewhere") as servers:
+        assert servers.elsewhere is not None
+        main, window = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+        invoke = expect_sign_in_card(window)
+        hosts = {(h["role"], h["origin"], h.get("elsewhere", False)) for h in invoke["signIn"]["hosts"]}
+        assert ("authorization", servers.issuer, False) in hosts
+        assert ("token", servers.elsewhere, True) in hosts
+        assert ("resource", urlsplit(servers.mcp)._replace(path="").geturl(), False) in hosts
+        assert servers.elsewhere in invoke["request"]["params"]["message"]  # for windows that ignore `hosts`
+
+        # A plain accept (a v1 window, or the box left unticked) allows nothing: refused, nothing sent.
+        window.answer(invoke, "accept")
+        server_status(window, "remote", "needs-sign-in", error_has="did not allow")
+        assert servers.stats()["elsewhereTokenRequests"] == 0
+
+        # The code goes there only once the card allowed that origin; the audit says so.
+        assert main.running.cli("auth", "login", "remote").returncode == 0
+        invoke = expect_sign_in_card(window)
+        window.answer(invoke, "accept", {"allowHosts": [servers.elsewhere]})
+        browser.open(invoke["request"]["params"]["url"])
+        server_status(window, "remote", "ready")
+        stats = servers.stats()
+        assert stats["elsewhereCodes"] == 1 and stats["codeExchanges"] == 1
+        assert "mcp:read" in _text(_call(window, "remote", "whoami"))
+        audit = subprocess.run([sys.executable, "-m", "main_process", "audit", "--json"], capture_output=True,
+                               text=True, env=child_env(XDG_DATA_HOME=str(main.data_home)), cwd=ROOT, timeout=60,
+                               check=True)
+        decisions = [e.get("decision") for e in json.loads(audit.stdout) if e.get("kind") == "sign-in"]
+        assert f"allow-hosts {servers.elsewhere}" in decisions, decisions
+
+
+def test_a_registration_endpoint_on_another_origin_is_refused_before_anything_is_sent_there(
+        mains: list[OAuthMain], tmp_path: Path) -> None:
+    with oauth_servers("--registration-elsewhere") as servers:
+        assert servers.elsewhere is not None
+        _main, window = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+        server = server_status(window, "remote", "needs-sign-in", error_has="registration endpoint")
+        assert servers.elsewhere in server["error"] and "oauth" in server["error"]
+        error = _call(window, "remote", "whoami")["error"]  # held, like a decline: at once, no card
+        assert "registration endpoint" in error["message"] and "elicitron auth login" in error["message"]
+        assert servers.stats()["elsewhereRegistrations"] == 0
+        assert not _cards(window)

@@ -11,13 +11,13 @@ from typing import Any, cast
 import msgspec
 import pytest
 from mcp.client.auth import OAuthFlowError
-from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
+from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken, ProtectedResourceMetadata
 
 from main_process.config import HttpServerConfig, parse_config
 from main_process.oauth.provider import SDK_FLOW_LOGGER, QuietFlowErrors, check_pkce
 from main_process.oauth.token_store import FileBackend, TokenStore
 from main_process.pending import PendingRequests
-from shared.errors import ConfigError, SignInError
+from shared.errors import ConfigError, InvalidContentError, SignInError, SignInRefusedError
 from shared.messages import SignInInfo
 
 
@@ -168,3 +168,48 @@ def test_the_same_sign_in_failure_is_logged_once(tmp_path: Path, caplog: pytest.
         asyncio.run(run())
     lines = [r.getMessage() for r in caplog.records if r.name == "main_process.oauth.sign_in"]
     assert len(lines) == 2 and "not S256" in lines[0] and "something else" in lines[1]
+
+
+def test_origins_are_compared_without_case_path_or_default_port() -> None:
+    from main_process.oauth.hosts import origin, sign_in_hosts
+
+    assert origin("HTTPS://Login.Example.com:443/authorize?x=1") == "https://login.example.com"
+    assert origin("http://127.0.0.1:8080/token") == "http://127.0.0.1:8080"
+    assert origin("http://[::1]:9/t") == "http://[::1]:9"
+    hosts = sign_in_hosts(issuer="https://as.example.com/", authorization="https://as.example.com/authorize",
+                          token="https://AS.example.com:443/token", registration="https://evil.example.net/register",
+                          resource="https://mcp.example.com/mcp")
+    assert [(h.role, h.origin, h.elsewhere) for h in hosts] == [
+        ("authorization", "https://as.example.com", False), ("token", "https://as.example.com", False),
+        ("registration", "https://evil.example.net", True), ("resource", "https://mcp.example.com", False)]
+
+
+@pytest.mark.parametrize("content", [{"allowHosts": "https://x"}, {"allowHosts": [1]}, {"other": []},
+                                     {"allowHosts": ["https://x"] * 9}, {"allowHosts": [""]}])
+def test_a_sign_in_accept_carries_only_a_short_list_of_origins(content: dict[str, Any]) -> None:
+    from main_process.oauth.hosts import allowance
+
+    with pytest.raises(InvalidContentError, match="allowHosts"):
+        allowance(content)
+    assert allowance(None) is None and allowance({}) is None
+    assert allowance({"allowHosts": ["https://x", "https://x"]}) == {"allowHosts": ["https://x"]}
+
+
+def test_a_refresh_token_never_goes_to_a_token_endpoint_elsewhere_that_was_not_allowed(tmp_path: Path) -> None:
+    from main_process.oauth.sign_in import SignIn
+
+    async def run() -> None:
+        sign_in = SignIn(_server({}), TokenStore(FileBackend(tmp_path / "tokens.json")),
+                         requests=lambda: cast(PendingRequests, _Cards()),
+                         on_needed=lambda needed: None, publish_complete=lambda eid: None)
+        provider = sign_in.provider
+        provider.context.oauth_metadata = _metadata(token_endpoint="https://tokens.elsewhere.net/token")
+        provider.context.client_info = OAuthClientInformationFull(client_id="c", client_secret="s",
+                                                                  redirect_uris=None)
+        provider.context.current_tokens = OAuthToken(access_token="a", refresh_token="r")
+        with pytest.raises(SignInRefusedError, match="tokens.elsewhere.net"):
+            await provider._refresh_token()
+        provider.allowed_origins = {"https://tokens.elsewhere.net"}
+        assert str((await provider._refresh_token()).url) == "https://tokens.elsewhere.net/token"
+
+    asyncio.run(run())

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from oauth_kit import Browser, OAuthMain, OAuthServers, oauth_config, oauth_servers, start_oauth_main
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from renderer_process.bridge import MainBridge
@@ -71,6 +71,35 @@ def test_the_card_warns_about_http_and_punycode(qtbot: QtBot) -> None:
     assert warnings.isVisibleTo(card)
     assert "not encrypted" in warnings.text() and "international characters" in warnings.text()
     assert "no particular permissions" in child(card, QLabel, "sign_in_scopes").text()
+
+
+def test_a_token_endpoint_elsewhere_is_named_and_accept_waits_for_its_box(qtbot: QtBot) -> None:
+    invoke = sign_in_invoke("https://login.example.com/authorize?state=x", "login.example.com", [])
+    assert invoke.sign_in is not None
+    invoke.sign_in.hosts = [
+        messages.SignInHost(role="authorization", origin="https://login.example.com"),
+        messages.SignInHost(role="token", origin="https://tokens.elsewhere.net", elsewhere=True),
+        messages.SignInHost(role="resource", origin="https://mcp.example.com")]
+    card = ElicitationCard(invoke, opener=lambda url: True)
+    qtbot.addWidget(card)
+    hosts = child(card, QLabel, "sign_in_hosts").text()
+    assert "<b>https://login.example.com</b>" in hosts and "<b>https://tokens.elsewhere.net</b>" in hosts
+    assert "another host than the authorization server" in hosts
+    allow = child(card, QCheckBox, "sign_in_allow")
+    assert "tokens.elsewhere.net" in allow.text() and not allow.isChecked()
+    accept = child(card, QPushButton, "accept")
+    assert not accept.isEnabled()  # default: refused
+    answers: list[tuple[str, object]] = []
+    card.answered.connect(lambda action, content: answers.append((action, content)))
+    allow.setChecked(True)
+    assert accept.isEnabled()
+    qtbot.mouseClick(accept, Qt.MouseButton.LeftButton)
+    assert answers == [("accept", {"allowHosts": ["https://tokens.elsewhere.net"]})]
+
+    plain = ElicitationCard(sign_in_invoke("https://github.com/authorize?state=x", "github.com", []),
+                            opener=lambda url: True)
+    qtbot.addWidget(plain)
+    assert plain.findChild(QCheckBox, "sign_in_allow") is None and child(plain, QPushButton, "accept").isEnabled()
 
 
 def test_a_window_on_another_machine_gets_a_field_for_the_redirected_address(qtbot: QtBot) -> None:
@@ -138,3 +167,38 @@ def _statuses(panel: QWidget) -> list[str]:
     assert tree is not None
     rows = [tree.topLevelItem(i) for i in range(tree.topLevelItemCount())]
     return [row.text(1) for row in rows if row is not None]
+
+
+@pytest.mark.slow
+def test_the_window_shows_a_token_endpoint_elsewhere_and_signs_in_only_once_it_is_allowed(
+        qtbot: QtBot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    browser = Browser(tmp_path)
+    for key, value in browser.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(webbrowser, "_tryorder", None)
+    with oauth_servers("--token-elsewhere") as servers:
+        assert servers.elsewhere is not None
+        main = start_oauth_main(oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+        bridge = MainBridge(main.running.connection, "sign-in window")
+        window = MainWindow(name="sign-in window")
+        qtbot.addWidget(window)
+        window.attach(bridge)
+        window.show()
+        bridge.start()
+        try:
+            qtbot.waitUntil(lambda: window.current_card() is not None, timeout=30_000)
+            card = window.current_card()
+            assert card is not None
+            hosts = child(card, QLabel, "sign_in_hosts").text()
+            assert servers.issuer in hosts and servers.elsewhere in hosts  # both, port and all
+            accept = child(card, QPushButton, "accept")
+            assert not accept.isEnabled()
+            allow = child(card, QCheckBox, "sign_in_allow")
+            assert servers.elsewhere in allow.text()
+            allow.setChecked(True)
+            qtbot.mouseClick(accept, Qt.MouseButton.LeftButton)
+            qtbot.waitUntil(lambda: any(s == "ready" for s in _statuses(window.servers_panel)), timeout=30_000)
+            assert servers.stats()["elsewhereCodes"] == 1
+        finally:
+            bridge.close()
+            main.running.stop()

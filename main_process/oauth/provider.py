@@ -15,6 +15,11 @@ client, DCR), PKCE S256, the `resource` parameter, scope selection, step-up on 4
 - the discovered metadata is stored with the tokens, so a restarted main refreshes at the right
   token endpoint, and a stored token's expiry is known after a restart;
 - the redirect URI is main's loopback listener, bound when the authorization request is built;
+- nothing goes to a token or registration endpoint on another origin than the issuer's (the code,
+  the PKCE verifier, a refresh token, the client secret) unless the user allowed that origin on the
+  card (`hosts.py`; `allowed_origins`, kept with the tokens). The registration comes before the
+  card can exist (the authorization URL needs its client id), so a registration endpoint elsewhere
+  is refused before anything is sent: configure `oauth.clientId` for such a server;
 - a sign-in that fails (declined, expired, refused) does not tear the MCP connection down: the
   request goes out once more without a token, and its 401 fails that one request (the caller then
   reads `SignIn.hold`/`failure` to say why); such a failure is logged once, in one line, by
@@ -36,8 +41,10 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl
 
+from main_process.oauth.hosts import origin, sign_in_hosts
 from main_process.oauth.token_store import ServerTokens
-from shared.errors import SignInError
+from shared.errors import SignInError, SignInRefusedError
+from shared.messages import SignInHost
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +131,7 @@ class ElicitronOAuthProvider(OAuthClientProvider):
         self._scope_override = " ".join(scopes) or None
         self._step_up = False
         self.legacy_metadata = False  # this authorization request: no metadata exists (see check_pkce)
+        self.allowed_origins: set[str] = set()  # endpoints elsewhere the user allowed (hosts.py)
         quiet_sdk_flow_errors()
 
     def forget(self) -> None:
@@ -142,10 +150,41 @@ class ElicitronOAuthProvider(OAuthClientProvider):
             if prm is not None and prm.authorization_servers:
                 self.context.auth_server_url = str(prm.authorization_servers[0])
         record = await self.tokens.record()
+        self.allowed_origins |= set(await self.tokens.get_allowed_origins())
         tokens = self.context.current_tokens
         obtained = record.get("obtained_at")
         if tokens is not None and tokens.expires_in is not None and isinstance(obtained, int | float):
             self.context.token_expiry_time = obtained + tokens.expires_in
+
+    # ---- where things are sent ------------------------------------------------------------
+
+    def issuer_origin(self) -> str:
+        metadata = self.context.oauth_metadata
+        if metadata is not None:
+            return origin(str(metadata.issuer))
+        return origin(self.context.get_authorization_base_url(self.context.server_url))  # no metadata: legacy
+
+    def hosts(self, authorization_url: str) -> list[SignInHost]:
+        """Every origin this sign-in talks to (for the card)."""
+        metadata = self.context.oauth_metadata
+        registered = metadata.registration_endpoint if metadata is not None and self._registers() else None
+        issuer = str(metadata.issuer) if metadata is not None else self.issuer_origin()
+        return sign_in_hosts(issuer=issuer, authorization=authorization_url, token=self._get_token_endpoint(),
+                             registration=str(registered) if registered else None, resource=self.context.server_url)
+
+    def may_send_to(self, url: str) -> bool:
+        """Whether the code, a token or the client secret may go to `url`."""
+        target = origin(url)
+        return target == self.issuer_origin() or target in self.allowed_origins
+
+    def _check_sent_to(self, url: str, what: str) -> None:
+        if not self.may_send_to(url):
+            raise SignInRefusedError(f"the authorization server {self.issuer_origin()} puts its {what} at {origin(url)}, "
+                              "another origin, and that was not allowed on the sign-in card: nothing was sent there")
+
+    def _registers(self) -> bool:
+        """This flow registers the client itself (Dynamic Client Registration)."""
+        return self.tokens.fixed_client is None and self.context.client_metadata_url is None
 
     # ---- the authorization request -------------------------------------------------------
 
@@ -163,11 +202,19 @@ class ElicitronOAuthProvider(OAuthClientProvider):
         self._step_up = False
         redirect_uri = await self._bind_listener()
         self.context.client_metadata.redirect_uris = [AnyUrl(redirect_uri)]
-        return await super()._perform_authorization()
+        token_request = await super()._perform_authorization()  # the card, the redirect; built, not sent
+        self._check_sent_to(str(token_request.url), "token endpoint")
+        return token_request
+
+    async def _refresh_token(self) -> httpx2.Request:
+        refresh_request = await super()._refresh_token()
+        self._check_sent_to(str(refresh_request.url), "token endpoint")
+        return refresh_request
 
     async def _handle_token_response(self, response: httpx2.Response) -> None:
         await super()._handle_token_response(response)
         await self.tokens.set_metadata(self.context.protected_resource_metadata, self.context.oauth_metadata)
+        await self.tokens.set_allowed_origins(sorted(self.allowed_origins))
         self._on_tokens()
 
     # ---- the flow around one request -------------------------------------------------------
@@ -177,6 +224,7 @@ class ElicitronOAuthProvider(OAuthClientProvider):
         try:
             outgoing = await inner.__anext__()
             while True:
+                self._check_registration(outgoing)
                 response = yield outgoing
                 if outgoing is request:
                     if response.status_code == 401 and self.context.can_refresh_token():
@@ -198,6 +246,16 @@ class ElicitronOAuthProvider(OAuthClientProvider):
             yield request
         finally:
             await inner.aclose()
+
+    def _check_registration(self, outgoing: httpx2.Request) -> None:
+        metadata = self.context.oauth_metadata
+        endpoint = metadata.registration_endpoint if metadata is not None else None
+        if endpoint is not None and outgoing.method == "POST" and str(outgoing.url) == str(endpoint) \
+                and not self.may_send_to(str(endpoint)):
+            raise SignInRefusedError(f"the authorization server {self.issuer_origin()} puts its registration endpoint at "
+                              f"{origin(str(endpoint))}, another origin: Elicitron registers only at the issuer's "
+                              "origin (nothing was sent there); configure \"oauth\": {\"clientId\": ..} for this "
+                              "server instead")
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
         refreshed = await super()._handle_refresh_response(response)  # stores the new tokens

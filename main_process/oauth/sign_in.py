@@ -25,12 +25,19 @@ from pydantic import AnyUrl
 
 from main_process.config import HttpServerConfig
 from main_process.log_limiter import RateLimitedLog
+from main_process.oauth.hosts import allowed_origins, needs_allowing, origin
 from main_process.oauth.loopback import ListenerCounts, RedirectListener
 from main_process.oauth.provider import PORTLESS_REDIRECT, ElicitronOAuthProvider
 from main_process.oauth.token_store import ServerTokens, TokenStore
 from main_process.pending import PendingRequest, PendingRequests
 from shared import channels
-from shared.errors import SignInDeclinedError, SignInError, TokenStoreError, UndeliverableRequestError
+from shared.errors import (
+    SignInDeclinedError,
+    SignInError,
+    SignInRefusedError,
+    TokenStoreError,
+    UndeliverableRequestError,
+)
 from shared.messages import AuthReport, ElicitationRequest, ElicitationResult, ServerStatus, SignInInfo
 
 logger = logging.getLogger(__name__)
@@ -83,6 +90,7 @@ class SignIn:
         self.listener_counts = ListenerCounts()  # what every sign-in's listener turned away
         self._pending: PendingRequest | None = None
         self._elicitation_id: str | None = None
+        self._needs_allowing: list[str] = []  # the card's endpoints elsewhere (hosts.py)
         self._deadline = 0.0
 
     @property
@@ -112,6 +120,13 @@ class SignIn:
         asked = f" for {', '.join(scopes)}" if scopes else ""
         legacy = self.provider.legacy_metadata
         note = f" {LEGACY_NOTE}" if legacy else ""
+        hosts = self.provider.hosts(authorization_url)
+        self._needs_allowing = needs_allowing(hosts)
+        self.provider.allowed_origins = set()  # each card asks again
+        if self._needs_allowing:
+            note += (f" Its tokens would be issued at {', '.join(self._needs_allowing)}, not at the authorization server "
+                     f"{self.provider.issuer_origin()}: that host gets the sign-in code and any client secret, so the "
+                     f"sign-in is refused unless you allow it on the card.")
         params = {"mode": "url", "elicitationId": self._elicitation_id, "url": authorization_url,
                   "message": f"Sign in to {self.name} at {host}{asked}, so Elicitron can use it.{note}"}
         timeout_s = self.config.elicitation_timeout_s
@@ -121,7 +136,7 @@ class SignIn:
                 ElicitationRequest(server=self.name, params=params), origin=None, timeout_s=timeout_s,
                 resolve=self._answered, max_bytes=self.config.max_request_bytes, kind="sign-in",
                 sign_in=SignInInfo(authorization_server=host, scopes=scopes, redirect_uri=listener.redirect_uri,
-                                   resource=self.config.url, legacy_metadata=legacy))
+                                   resource=self.config.url, legacy_metadata=legacy, hosts=hosts))
         except UndeliverableRequestError as exc:
             listener.close()
             raise SignInError(f"the sign-in card could not be shown: {exc}") from None
@@ -131,6 +146,19 @@ class SignIn:
     def _answered(self, result: ElicitationResult) -> None:
         self._pending = None
         if result.action == "accept":
+            allowed = allowed_origins(result.content) & set(self._needs_allowing)
+            missing = [o for o in self._needs_allowing if o not in allowed]
+            if missing:
+                # Held like a decline: asking again at once would only show the same card.
+                refused = SignInRefusedError(
+                    f"sign-in to {self.name} refused: its token endpoint is at {', '.join(missing)}, another origin "
+                    f"than the authorization server {self.provider.issuer_origin()}, and the card did not allow it")
+                if self._listener is not None:
+                    self._listener.fail(refused)
+                return
+            self.provider.allowed_origins = allowed
+            if allowed:
+                logger.info("sign-in to %s accepted, allowing %s as well", self.name, ", ".join(sorted(allowed)))
             logger.info("sign-in to %s accepted; waiting for the browser's redirect", self.name)
             return
         if result.action == "decline":
@@ -217,6 +245,11 @@ class SignIn:
         endpoint = (record.get("authorization_server") or {}).get("revocation_endpoint")
         client = await self.tokens.get_client_info()
         if not endpoint or client is None:
+            return
+        issuer = (record.get("authorization_server") or {}).get("issuer")
+        if origin(endpoint) != origin(str(issuer or "")) and origin(endpoint) not in await self.tokens.get_allowed_origins():
+            logger.warning("not revoking the tokens of %s at %s: another origin than its authorization server",
+                           self.name, origin(endpoint))
             return
         context.client_info = client
         async with httpx2.AsyncClient(timeout=REVOKE_TIMEOUT_S) as http:

@@ -227,6 +227,14 @@ class ServerTokens:
             protected_resource=prm.model_dump(mode="json", exclude_none=True) if prm else None,
             authorization_server=asm.model_dump(mode="json", exclude_none=True) if asm else None)
 
+    async def get_allowed_origins(self) -> list[str]:
+        """Token or registration origins outside the issuer's that the user allowed on a card."""
+        allowed = (await self.record()).get("allowed_origins")
+        return [o for o in allowed if isinstance(o, str)] if isinstance(allowed, list) else []
+
+    async def set_allowed_origins(self, origins: list[str]) -> None:
+        await self.store.update(self.server, self.resource, allowed_origins=origins or None)
+
     async def clear_tokens(self) -> None:
         await self.store.update(self.server, self.resource, tokens=None, obtained_at=None)
 
