@@ -20,7 +20,7 @@ def card_for(invoke: messages.ElicitationInvoke, parent: QWidget | None = None, 
     if is_approval(invoke):
         return ApprovalCard(invoke, parent)
     card = ElicitationCard(invoke, parent, opener=opener)
-    if card.kind == FORM:
+    if card.kind == FORM and invoke.kind != "sign-in":  # a sign-in's question is never remembered
         remember.add_to_card(card)
     return card
 

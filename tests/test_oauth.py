@@ -367,14 +367,36 @@ def test_a_token_endpoint_on_another_origin_is_named_on_the_card_and_gets_nothin
         assert f"allow-hosts {servers.elsewhere}" in decisions, decisions
 
 
-def test_a_registration_endpoint_on_another_origin_is_refused_before_anything_is_sent_there(
+def test_a_registration_endpoint_on_another_origin_gets_nothing_until_its_own_card_allows_it(
         mains: list[OAuthMain], tmp_path: Path) -> None:
+    browser = Browser(tmp_path)
     with oauth_servers("--registration-elsewhere") as servers:
         assert servers.elsewhere is not None
-        _main, window = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
-        server = server_status(window, "remote", "needs-sign-in", error_has="registration endpoint")
-        assert servers.elsewhere in server["error"] and "oauth" in server["error"]
+        main, window = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+
+        def registration_card() -> dict[str, Any]:
+            invoke = expect_sign_in_card(window)
+            params = invoke["request"]["params"]
+            assert params["mode"] == "form" and servers.elsewhere in params["message"]
+            assert params["requestedSchema"]["properties"]["allowHosts"]["items"]["enum"] == [servers.elsewhere]
+            assert invoke["signIn"]["hosts"] == [{"role": "registration", "origin": servers.elsewhere,
+                                                  "elsewhere": True}]
+            return invoke
+
+        # Accepted with the host left unticked: refused and held, nothing sent there.
+        window.answer(registration_card(), "accept", {"allowHosts": []})
+        server_status(window, "remote", "needs-sign-in", error_has="registration endpoint")
         error = _call(window, "remote", "whoami")["error"]  # held, like a decline: at once, no card
         assert "registration endpoint" in error["message"] and "elicitron auth login" in error["message"]
         assert servers.stats()["elsewhereRegistrations"] == 0
-        assert not _cards(window)
+
+        # Ticked: registered there, then the sign-in card names it too.
+        assert main.running.cli("auth", "login", "remote").returncode == 0
+        window.answer(registration_card(), "accept", {"allowHosts": [servers.elsewhere]})
+        invoke = expect_sign_in_card(window)
+        assert invoke["request"]["params"]["mode"] == "url"
+        assert {"role": "registration", "origin": servers.elsewhere, "elsewhere": True} in invoke["signIn"]["hosts"]
+        window.answer(invoke, "accept")
+        browser.open(invoke["request"]["params"]["url"])
+        server_status(window, "remote", "ready")
+        assert servers.stats()["elsewhereRegistrations"] == 1

@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 from oauth_kit import Browser, OAuthMain, OAuthServers, oauth_config, oauth_servers, start_oauth_main
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QListWidget, QPlainTextEdit, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from renderer_process.bridge import MainBridge
 from renderer_process.card import ElicitationCard
+from renderer_process.consent_cards import card_for
 from renderer_process.main_window import MainWindow
+from renderer_process.remember import RememberBox
 from renderer_process.screenshot import grab_widget
 from renderer_process.sign_in_card import SignInFinishDialog
 from shared import messages
@@ -202,3 +204,28 @@ def test_the_window_shows_a_token_endpoint_elsewhere_and_signs_in_only_once_it_i
         finally:
             bridge.close()
             main.running.stop()
+
+
+def test_the_card_before_a_registration_elsewhere_lists_that_host_unticked_and_remembers_nothing(
+        qtbot: QtBot) -> None:
+    from main_process.oauth.hosts import registration_form
+
+    params = {"mode": "form", "message": "To sign in to github, Elicitron must first register at https://reg.evil.net",
+              "requestedSchema": registration_form("https://reg.evil.net", "https://github.com")}
+    invoke = messages.ElicitationInvoke(
+        request=messages.ElicitationRequest(server="github", params=params), response_channel="r-2", created_at=0,
+        expires_at=None, origin=None, kind="sign-in",
+        sign_in=messages.SignInInfo(authorization_server="github.com", hosts=[
+            messages.SignInHost(role="registration", origin="https://reg.evil.net", elsewhere=True)]))
+    card = card_for(invoke, opener=lambda url: True)
+    qtbot.addWidget(card)
+    assert isinstance(card, ElicitationCard)
+    assert card.findChild(RememberBox) is None
+    hosts = card.findChild(QListWidget)
+    assert hosts is not None and hosts.count() == 1 and hosts.item(0).text() == "https://reg.evil.net"
+    assert hosts.item(0).checkState() == Qt.CheckState.Unchecked  # default: refused
+    answers: list[tuple[str, object]] = []
+    card.answered.connect(lambda action, content: answers.append((action, content)))
+    hosts.item(0).setCheckState(Qt.CheckState.Checked)
+    qtbot.mouseClick(child(card, QPushButton, "accept"), Qt.MouseButton.LeftButton)
+    assert answers == [("accept", {"allowHosts": ["https://reg.evil.net"]})]

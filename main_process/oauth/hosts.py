@@ -45,8 +45,18 @@ def sign_in_hosts(*, issuer: str, authorization: str, token: str, registration: 
 
 
 def needs_allowing(hosts: list[SignInHost]) -> list[str]:
-    """The origins the user must allow for this sign-in to go on, each once."""
-    return list(dict.fromkeys(h.origin for h in hosts if h.elsewhere))
+    """The origins the user must allow on the sign-in card, each once: the token endpoint's (a
+    registration elsewhere was allowed on its own card before it went out)."""
+    return list(dict.fromkeys(h.origin for h in hosts if h.elsewhere and h.role == "token"))
+
+
+def registration_form(elsewhere: str, issuer: str) -> dict[str, Any]:
+    """The card asking whether to register at `elsewhere`: a form whose one field lists that
+    origin, unticked (so any window can answer it; its accept content is an allowance)."""
+    return {"type": "object", "properties": {SIGN_IN_ALLOW_PROPERTY: {
+        "type": "array", "title": "Register Elicitron as a client at",
+        "description": f"not at the authorization server {issuer}",
+        "items": {"type": "string", "enum": [elsewhere]}, "default": []}}}
 
 
 def allowance(content: dict[str, Any] | None) -> dict[str, Any] | None:

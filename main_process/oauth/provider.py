@@ -18,8 +18,9 @@ client, DCR), PKCE S256, the `resource` parameter, scope selection, step-up on 4
 - nothing goes to a token or registration endpoint on another origin than the issuer's (the code,
   the PKCE verifier, a refresh token, the client secret) unless the user allowed that origin on the
   card (`hosts.py`; `allowed_origins`, kept with the tokens). The registration comes before the
-  card can exist (the authorization URL needs its client id), so a registration endpoint elsewhere
-  is refused before anything is sent: configure `oauth.clientId` for such a server;
+  sign-in card can exist (the authorization URL needs its client id), so a registration endpoint
+  elsewhere is asked about on a card of its own first (`allow_registration`), and nothing is sent
+  there unless that card allows it;
 - a sign-in that fails (declined, expired, refused) does not tear the MCP connection down: the
   request goes out once more without a token, and its 401 fails that one request (the caller then
   reads `SignIn.hold`/`failure` to say why); such a failure is logged once, in one line, by
@@ -117,6 +118,7 @@ class ElicitronOAuthProvider(OAuthClientProvider):
         callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]],
         on_failure: Callable[[Exception], None],
         on_tokens: Callable[[], None],
+        allow_registration: Callable[[str, str], Awaitable[bool]],
         scopes: tuple[str, ...] = (),
         client_metadata_url: str | None = None,
     ) -> None:
@@ -128,6 +130,8 @@ class ElicitronOAuthProvider(OAuthClientProvider):
         self._bind_listener = bind_listener
         self._on_failure = on_failure
         self._on_tokens = on_tokens
+        self._allow_registration = allow_registration  # (origin, issuer origin): the user allowed it
+        self._registered_at: str | None = None  # this flow's registration endpoint, once it went out
         self._scope_override = " ".join(scopes) or None
         self._step_up = False
         self.legacy_metadata = False  # this authorization request: no metadata exists (see check_pkce)
@@ -167,10 +171,9 @@ class ElicitronOAuthProvider(OAuthClientProvider):
     def hosts(self, authorization_url: str) -> list[SignInHost]:
         """Every origin this sign-in talks to (for the card)."""
         metadata = self.context.oauth_metadata
-        registered = metadata.registration_endpoint if metadata is not None and self._registers() else None
         issuer = str(metadata.issuer) if metadata is not None else self.issuer_origin()
         return sign_in_hosts(issuer=issuer, authorization=authorization_url, token=self._get_token_endpoint(),
-                             registration=str(registered) if registered else None, resource=self.context.server_url)
+                             registration=self._registered_at, resource=self.context.server_url)
 
     def may_send_to(self, url: str) -> bool:
         """Whether the code, a token or the client secret may go to `url`."""
@@ -181,10 +184,6 @@ class ElicitronOAuthProvider(OAuthClientProvider):
         if not self.may_send_to(url):
             raise SignInRefusedError(f"the authorization server {self.issuer_origin()} puts its {what} at {origin(url)}, "
                               "another origin, and that was not allowed on the sign-in card: nothing was sent there")
-
-    def _registers(self) -> bool:
-        """This flow registers the client itself (Dynamic Client Registration)."""
-        return self.tokens.fixed_client is None and self.context.client_metadata_url is None
 
     # ---- the authorization request -------------------------------------------------------
 
@@ -222,9 +221,10 @@ class ElicitronOAuthProvider(OAuthClientProvider):
     async def _auth_flow(self, request: httpx2.Request) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         inner = super()._auth_flow(request)
         try:
+            self._registered_at = None
             outgoing = await inner.__anext__()
             while True:
-                self._check_registration(outgoing)
+                await self._check_registration(outgoing)
                 response = yield outgoing
                 if outgoing is request:
                     if response.status_code == 401 and self.context.can_refresh_token():
@@ -247,15 +247,20 @@ class ElicitronOAuthProvider(OAuthClientProvider):
         finally:
             await inner.aclose()
 
-    def _check_registration(self, outgoing: httpx2.Request) -> None:
+    async def _check_registration(self, outgoing: httpx2.Request) -> None:
+        """Before Dynamic Client Registration goes out: at another origin, only once a card allowed it."""
         metadata = self.context.oauth_metadata
-        endpoint = metadata.registration_endpoint if metadata is not None else None
-        if endpoint is not None and outgoing.method == "POST" and str(outgoing.url) == str(endpoint) \
-                and not self.may_send_to(str(endpoint)):
-            raise SignInRefusedError(f"the authorization server {self.issuer_origin()} puts its registration endpoint at "
-                              f"{origin(str(endpoint))}, another origin: Elicitron registers only at the issuer's "
-                              "origin (nothing was sent there); configure \"oauth\": {\"clientId\": ..} for this "
-                              "server instead")
+        endpoint = str(metadata.registration_endpoint) if metadata and metadata.registration_endpoint else None
+        if endpoint is None or outgoing.method != "POST" or str(outgoing.url) != endpoint:
+            return
+        if not self.may_send_to(endpoint):
+            if not await self._allow_registration(origin(endpoint), self.issuer_origin()):
+                raise SignInRefusedError(
+                    f"the authorization server {self.issuer_origin()} puts its registration endpoint at "
+                    f"{origin(endpoint)}, another origin, and that was not allowed on the card: nothing was sent "
+                    "there (or configure \"oauth\": {\"clientId\": ..} for this server)")
+            self.allowed_origins.add(origin(endpoint))
+        self._registered_at = endpoint
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
         refreshed = await super()._handle_refresh_response(response)  # stores the new tokens

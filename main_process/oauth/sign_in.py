@@ -25,7 +25,7 @@ from pydantic import AnyUrl
 
 from main_process.config import HttpServerConfig
 from main_process.log_limiter import RateLimitedLog
-from main_process.oauth.hosts import allowed_origins, needs_allowing, origin
+from main_process.oauth.hosts import allowed_origins, needs_allowing, origin, registration_form
 from main_process.oauth.loopback import ListenerCounts, RedirectListener
 from main_process.oauth.provider import PORTLESS_REDIRECT, ElicitronOAuthProvider
 from main_process.oauth.token_store import ServerTokens, TokenStore
@@ -38,7 +38,14 @@ from shared.errors import (
     TokenStoreError,
     UndeliverableRequestError,
 )
-from shared.messages import AuthReport, ElicitationRequest, ElicitationResult, ServerStatus, SignInInfo
+from shared.messages import (
+    AuthReport,
+    ElicitationRequest,
+    ElicitationResult,
+    ServerStatus,
+    SignInHost,
+    SignInInfo,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +88,7 @@ class SignIn:
         self.provider = ElicitronOAuthProvider(
             config.url, self.tokens, bind_listener=self._bind_listener, redirect_handler=self._ask,
             callback_handler=self._wait_for_redirect, on_failure=self._failed, on_tokens=self._signed_in,
-            scopes=settings.scopes, client_metadata_url=settings.client_metadata_url)
+            allow_registration=self._allow_registration, scopes=settings.scopes, client_metadata_url=settings.client_metadata_url)
         self.hold: str | None = None  # why main will not ask again on its own (declined, signed out)
         self.failure: str | None = None  # why the last sign-in did not complete
         self.held = asyncio.Event()  # set while `hold` is: waiting calls fail at once
@@ -142,6 +149,42 @@ class SignIn:
             raise SignInError(f"the sign-in card could not be shown: {exc}") from None
         self._on_needed(True)
         logger.info("server %s needs sign-in at %s: card %s", self.name, host, self._pending.channel)
+
+    async def _allow_registration(self, elsewhere: str, issuer: str) -> bool:
+        """A card before Dynamic Client Registration at another origin than the issuer's: whether
+        the user ticked that origin and accepted."""
+        if self.hold is not None:
+            raise SignInDeclinedError(f"{self.hold}; sign in again with `elicitron auth login {self.name}`")
+        answer: asyncio.Future[ElicitationResult] = asyncio.get_running_loop().create_future()
+
+        def resolve(result: ElicitationResult) -> None:
+            if not answer.done():
+                answer.set_result(result)
+
+        params = {"mode": "form", "requestedSchema": registration_form(elsewhere, issuer),
+                  "message": f"To sign in to {self.name}, Elicitron must first register as a client at {elsewhere}, "
+                             f"another host than the authorization server {issuer}. It sends that host its name and "
+                             f"its redirect address; the sign-in card comes next. Tick the host to allow it."}
+        try:
+            pending = self._requests().open(
+                ElicitationRequest(server=self.name, params=params), origin=None,
+                timeout_s=self.config.elicitation_timeout_s, resolve=resolve, max_bytes=self.config.max_request_bytes,
+                kind="sign-in", sign_in=SignInInfo(authorization_server=urlsplit(issuer).hostname or issuer,
+                                                   resource=self.config.url,
+                                                   hosts=[SignInHost(role="registration", origin=elsewhere,
+                                                                     elsewhere=True)]))
+        except UndeliverableRequestError as exc:
+            raise SignInError(f"the registration card could not be shown: {exc}") from None
+        self._on_needed(True)
+        try:
+            result = await answer
+        except asyncio.CancelledError:
+            self._requests().withdraw(pending, "cancelled")
+            raise
+        allowed = result.action == "accept" and elsewhere in allowed_origins(result.content)
+        if allowed:
+            logger.info("registering Elicitron at %s for %s: allowed on the card", elsewhere, self.name)
+        return allowed
 
     def _answered(self, result: ElicitationResult) -> None:
         self._pending = None
