@@ -5,8 +5,10 @@ import asyncio
 import json
 import logging
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 import msgspec
 import pytest
@@ -211,5 +213,54 @@ def test_a_refresh_token_never_goes_to_a_token_endpoint_elsewhere_that_was_not_a
             await provider._refresh_token()
         provider.allowed_origins = {"https://tokens.elsewhere.net"}
         assert str((await provider._refresh_token()).url) == "https://tokens.elsewhere.net/token"
+
+    asyncio.run(run())
+
+
+def test_the_redirect_listener_caps_connections_per_source_and_in_total_and_drops_silent_ones(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from main_process.oauth import loopback
+
+    monkeypatch.setattr(loopback, "HEADER_TIMEOUT_S", 0.5)
+
+    async def run() -> None:
+        listener = loopback.RedirectListener()
+        uri = await listener.start()
+        port = int(urlsplit(uri).port or 0)
+        listener.expect("right")
+
+        async def connect(source: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            return await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
+
+        async def until(holds: Callable[[], bool]) -> None:
+            async with asyncio.timeout(10):
+                while not holds():
+                    await asyncio.sleep(0)  # a turn of the loop: the listener's callbacks run
+
+        async def closed(reader: asyncio.StreamReader) -> bool:
+            """The listener closed it without an answer (a reset, or an empty EOF)."""
+            try:
+                async with asyncio.timeout(10):
+                    return await reader.read() == b""
+            except ConnectionResetError:
+                return True
+
+        held = [await connect("127.0.0.1") for _ in range(loopback.MAX_PER_SOURCE)]
+        await until(lambda: listener.held == loopback.MAX_PER_SOURCE)
+        reader, _ = await connect("127.0.0.1")  # one more from the same address: reset at once
+        assert await closed(reader)
+        held += [await connect("127.0.0.2") for _ in range(loopback.MAX_CONNECTIONS - loopback.MAX_PER_SOURCE)]
+        await until(lambda: listener.held == loopback.MAX_CONNECTIONS)
+        reader, _ = await connect("127.0.0.3")  # another address, but the total is reached
+        assert await closed(reader)
+        assert listener.counts.refused_connections == 2
+        for silent, _ in held:  # none sent a request: each closed at the header timeout
+            assert await closed(silent)
+        await until(lambda: listener.held == 0)
+        assert listener.counts.refused_connections == 2 + loopback.MAX_CONNECTIONS
+        reader, writer = await connect("127.0.0.1")  # and the real redirect still gets in
+        writer.write(b"GET /callback?code=c&state=right HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert (await reader.read()).startswith(b"HTTP/1.1 200 OK")
+        assert (await listener.result(5)).code == "c"
 
     asyncio.run(run())
