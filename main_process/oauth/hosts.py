@@ -68,7 +68,8 @@ def allowance(content: dict[str, Any] | None) -> dict[str, Any] | None:
     if set(content) != {SIGN_IN_ALLOW_PROPERTY} or not isinstance(allowed, list) \
             or len(allowed) > MAX_SIGN_IN_HOSTS \
             or not all(isinstance(o, str) and 0 < len(o) <= _MAX_ORIGIN_CHARS for o in allowed):
-        why = f"a sign-in's accept carries only {SIGN_IN_ALLOW_PROPERTY!r}: a list of at most {MAX_SIGN_IN_HOSTS} origins"
+        why = (f"a sign-in's accept carries only {SIGN_IN_ALLOW_PROPERTY!r}: "
+               f"a list of at most {MAX_SIGN_IN_HOSTS} origins")
         raise InvalidContentError([why])
     return {SIGN_IN_ALLOW_PROPERTY: list(dict.fromkeys(allowed))}
 

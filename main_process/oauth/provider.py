@@ -182,8 +182,9 @@ class ElicitronOAuthProvider(OAuthClientProvider):
 
     def _check_sent_to(self, url: str, what: str) -> None:
         if not self.may_send_to(url):
-            raise SignInRefusedError(f"the authorization server {self.issuer_origin()} puts its {what} at {origin(url)}, "
-                              "another origin, and that was not allowed on the sign-in card: nothing was sent there")
+            raise SignInRefusedError(f"the authorization server {self.issuer_origin()} puts its {what} at "
+                                     f"{origin(url)}, another origin, and that was not allowed on the sign-in card: "
+                                     "nothing was sent there")
 
     # ---- the authorization request -------------------------------------------------------
 

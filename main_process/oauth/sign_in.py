@@ -88,7 +88,8 @@ class SignIn:
         self.provider = ElicitronOAuthProvider(
             config.url, self.tokens, bind_listener=self._bind_listener, redirect_handler=self._ask,
             callback_handler=self._wait_for_redirect, on_failure=self._failed, on_tokens=self._signed_in,
-            allow_registration=self._allow_registration, scopes=settings.scopes, client_metadata_url=settings.client_metadata_url)
+            allow_registration=self._allow_registration, scopes=settings.scopes,
+            client_metadata_url=settings.client_metadata_url)
         self.hold: str | None = None  # why main will not ask again on its own (declined, signed out)
         self.failure: str | None = None  # why the last sign-in did not complete
         self.held = asyncio.Event()  # set while `hold` is: waiting calls fail at once
@@ -131,8 +132,8 @@ class SignIn:
         self._needs_allowing = needs_allowing(hosts)
         self.provider.allowed_origins = set()  # each card asks again
         if self._needs_allowing:
-            note += (f" Its tokens would be issued at {', '.join(self._needs_allowing)}, not at the authorization server "
-                     f"{self.provider.issuer_origin()}: that host gets the sign-in code and any client secret, so the "
+            note += (f" Its tokens would be issued at {', '.join(self._needs_allowing)}, not at the authorization "
+                     f"server {self.provider.issuer_origin()}: that host gets the sign-in code and any client secret, so the "
                      f"sign-in is refused unless you allow it on the card.")
         params = {"mode": "url", "elicitationId": self._elicitation_id, "url": authorization_url,
                   "message": f"Sign in to {self.name} at {host}{asked}, so Elicitron can use it.{note}"}
@@ -290,7 +291,8 @@ class SignIn:
         if not endpoint or client is None:
             return
         issuer = (record.get("authorization_server") or {}).get("issuer")
-        if origin(endpoint) != origin(str(issuer or "")) and origin(endpoint) not in await self.tokens.get_allowed_origins():
+        allowed = await self.tokens.get_allowed_origins()
+        if origin(endpoint) != origin(str(issuer or "")) and origin(endpoint) not in allowed:
             logger.warning("not revoking the tokens of %s at %s: another origin than its authorization server",
                            self.name, origin(endpoint))
             return
