@@ -10,6 +10,7 @@ for the tests whose subject is the log.
 import json
 import shutil
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -115,9 +116,27 @@ class RunningMain:
         return self.cli_plain(*args, "--connection", str(self.connection), timeout=timeout)
 
     def cli_plain(self, *args: str, timeout: float = 60) -> "subprocess.CompletedProcess[str]":
-        """`elicitron ARGS` in main's isolated dirs (for commands that take no --connection)."""
-        return subprocess.run([PYTHON, "-m", "main_process", *args], capture_output=True, text=True,
-                              timeout=timeout, env=child_env(self.home), cwd=ROOT, check=False)
+        """`elicitron ARGS` in main's isolated dirs (for commands that take no --connection). The
+        test's peers heartbeat meanwhile: on a busy machine a command can outlast main's 5 s
+        silence limit, and a peer the test holds would be detached under it."""
+        argv = [PYTHON, "-m", "main_process", *args]
+        with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=child_env(self.home), cwd=ROOT) as proc:
+            done = threading.Event()
+            output: list[str] = []
+            reader = threading.Thread(target=lambda: (output.extend(proc.communicate()), done.set()), daemon=True)
+            reader.start()
+            deadline = time.monotonic() + timeout
+            while not done.wait(0.2):
+                for peer in self.peers:
+                    if peer.welcomed:
+                        peer.heartbeat_if_due()
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    reader.join()
+                    raise subprocess.TimeoutExpired(argv, timeout)
+            reader.join()
+        return subprocess.CompletedProcess(argv, proc.returncode, output[0], output[1])
 
     def stop(self, timeout_s: float = 20.0) -> int:
         """Close its peers, SIGTERM (SIGKILL after `timeout_s`); main's exit code. The log stays."""
