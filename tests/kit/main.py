@@ -124,7 +124,12 @@ class RunningMain:
                               text=True, env=child_env(self.home), cwd=ROOT) as proc:
             done = threading.Event()
             output: list[str] = []
-            reader = threading.Thread(target=lambda: (output.extend(proc.communicate()), done.set()), daemon=True)
+
+            def read() -> None:
+                output.extend(proc.communicate())
+                done.set()
+
+            reader = threading.Thread(target=read, daemon=True)
             reader.start()
             deadline = time.monotonic() + timeout
             while not done.wait(0.2):
