@@ -16,6 +16,7 @@ its session is deleted, or after HOST_IDLE_S without a request and with no call 
 """
 
 import hmac
+import json
 import logging
 import os
 import socket
@@ -31,9 +32,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from gateway_process.http_guard import ConnectionGuard, guarded_protocol
+from gateway_process.http_logs import bound_repeats
 from gateway_process.http_relay import RelayedServer
 from gateway_process.link import MainLink
 from shared.connection_file import read_connection_file
+from shared.descriptors import raise_soft_limit
 from shared.errors import ConnectionFileError, MainUnreachableError
 from shared.messages import (
     ElicitationDismiss,
@@ -51,6 +55,12 @@ HOST_IDLE_S = 30 * 60.0
 SWEEP_S = 60.0
 PARENT_CHECK_S = 1.0
 EXIT_FAILED = 1
+MAX_CONNECTIONS = 1000
+MAX_PER_SOURCE = 128  # from one non-loopback address
+DESCRIPTOR_RESERVE = 256  # the child's own: its links to main, logs, what the SDK opens
+HEAD_TIMEOUT_S = 5.0  # a connection that sends no request head (new, or idle after one) is closed
+BODY_TIMEOUT_S = 30.0
+REPORT_S = 1.0  # how often main hears the counts (when they changed)
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -112,8 +122,9 @@ class _Directory:
 class HttpGateway:
     """The ASGI app."""
 
-    def __init__(self, connection: Path, token: str, bind_host: str) -> None:
+    def __init__(self, connection: Path, token: str, bind_host: str, guard: ConnectionGuard | None = None) -> None:
         self.connection = connection
+        self.guard = guard
         self._token = token.encode()
         self._security = TransportSecurityMiddleware(security_settings(bind_host))
         self._settings = security_settings(bind_host)
@@ -174,6 +185,9 @@ class HttpGateway:
                 return
             group.start_soon(self._sweep)
             group.start_soon(self._exit_with_parent)
+            if self.guard is not None:
+                group.start_soon(self.guard.run)
+                group.start_soon(self._report)
             await send({"type": "lifespan.startup.complete"})
             await receive()  # lifespan.shutdown
             for relayed in self._relayed.values():
@@ -196,6 +210,21 @@ class HttpGateway:
             await anyio.sleep(SWEEP_S)
             for relayed in self._relayed.values():
                 relayed.sweep(HOST_IDLE_S)
+
+    def counts(self) -> dict[str, int]:
+        """What `elicitron status` shows of this child (main reads it from the `STATS` lines)."""
+        guard = self.guard
+        return {"openConnections": guard.open if guard else 0, "refusedConnections": guard.refused if guard else 0,
+                "timedOutConnections": guard.timed_out if guard else 0}
+
+    async def _report(self) -> None:
+        said: dict[str, int] = {}
+        while True:
+            await anyio.sleep(REPORT_S)
+            counts = self.counts()
+            if counts != said:
+                print("STATS " + json.dumps(counts), flush=True)
+                said = counts
 
     async def _exit_with_parent(self) -> None:
         parent = os.getppid()
@@ -226,8 +255,13 @@ def run_http(connection: Path, listen: str) -> int:
     bound = listener.getsockname()[1]
     listener.listen(socket.SOMAXCONN)  # before it is announced: a host told the URL may connect at once
     shown = f"[{host}]" if ":" in host else host
-    app = HttpGateway(connection, info.mcp_http_token, host)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    bound_repeats()
+    descriptors = raise_soft_limit()
+    guard = ConnectionGuard(max(16, min(MAX_CONNECTIONS, descriptors - DESCRIPTOR_RESERVE)), MAX_PER_SOURCE,
+                            HEAD_TIMEOUT_S, BODY_TIMEOUT_S)
+    app = HttpGateway(connection, info.mcp_http_token, host, guard)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", http=guarded_protocol(guard),
+                            timeout_keep_alive=int(HEAD_TIMEOUT_S), backlog=socket.SOMAXCONN)
     print(f"LISTENING http://{shown}:{bound}/mcp", flush=True)
     anyio.run(uvicorn.Server(config).serve, [listener])
     return 0

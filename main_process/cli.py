@@ -575,6 +575,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"MCP hosts over HTTP: {for_terminal(http_url)} (entries: elicitron serve --print-config --http)")
         if gateway is not None and gateway.error:
             print(f"  restarted after: {for_terminal(gateway.error)}")
+    if gateway is not None and (gateway.refused_connections or gateway.timed_out_connections):
+        print(f"  {gateway.open_connections} open connections; {gateway.refused_connections} connections refused "
+              f"(over a cap), {gateway.timed_out_connections} closed for sending no request in time")
     print(f"servers ({len(report.servers)}):")
     for server in report.servers:
         tools = ", ".join(for_terminal(tool) for tool in server.tools) or "-"

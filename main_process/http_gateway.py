@@ -15,8 +15,8 @@ a host's pasted entry keeps working across main restarts.
 """
 
 import asyncio
+import json
 import logging
-import os
 import secrets
 import socket
 import sys
@@ -26,7 +26,8 @@ from pathlib import Path
 
 import platformdirs
 
-from main_process.private_files import open_private, write_private
+from main_process.capped_log import CappedLog
+from main_process.private_files import write_private
 from shared.errors import ConfigError
 from shared.messages import HttpGatewayState, HttpGatewayStatus
 
@@ -93,6 +94,7 @@ class HttpGatewayChild:
         self.url: str | None = None
         self.state: HttpGatewayState = "starting"
         self.error: str | None = None  # why the child last stopped
+        self.counts: dict[str, int] = {}  # the child's own `STATS` line: its connections
         self._on_url = on_url
         self._stopping = asyncio.Event()
         self._process: asyncio.subprocess.Process | None = None
@@ -103,7 +105,11 @@ class HttpGatewayChild:
 
     def status(self) -> HttpGatewayStatus:
         """For `elicitron status`: state, the address asked for, where hosts reach it, the last error."""
-        return HttpGatewayStatus(state=self.state, address=self.listen, url=self.url, error=self.error)
+        counts = self.counts
+        return HttpGatewayStatus(state=self.state, address=self.listen, url=self.url, error=self.error,
+                                 open_connections=counts.get("openConnections", 0),
+                                 refused_connections=counts.get("refusedConnections", 0),
+                                 timed_out_connections=counts.get("timedOutConnections", 0))
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -142,18 +148,19 @@ class HttpGatewayChild:
                 pass
 
     async def _run_once(self) -> str:
-        with open_private(self.log_path, "a") as log:  # 0600: requests may name what hosts do
-            logged_from = os.fstat(log.fileno()).st_size  # what this run adds to the log says why it stopped
-            process = self._process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "gateway_process", "--listen-http", self.listen,
-                "--connection", str(self.connection), "--log-level", "info",
-                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=log)
-        assert process.stdout is not None
+        log = CappedLog(self.log_path)  # its stderr, bounded: a child flooding it cannot fill the disk
+        process = self._process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "gateway_process", "--listen-http", self.listen,
+            "--connection", str(self.connection), "--log-level", "info",
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        assert process.stdout is not None and process.stderr is not None
+        copying = asyncio.create_task(log.copy(process.stderr))
         try:
             line = await asyncio.wait_for(process.stdout.readline(), LISTEN_TIMEOUT_S)
         except TimeoutError:
             process.kill()
             await process.wait()
+            await copying
             return f"no LISTENING line within {LISTEN_TIMEOUT_S:.0f} s"
         text = line.decode(errors="replace").strip()
         if text.startswith("LISTENING "):
@@ -161,17 +168,29 @@ class HttpGatewayChild:
             self.state = "listening"
             self._on_url(self.url)
             logger.info("MCP hosts reach main at %s", self.url)
+            await self._read_reports(process.stdout)
         code = await process.wait()
-        said = self._last_logged_line(logged_from) or (text if not text.startswith("LISTENING ") else "")
+        await copying
+        said = log.last_line.removeprefix("elicitron http gateway: ") or (
+            text if not text.startswith("LISTENING ") else "")
         return f"exit code {code}" + (f": {said[:300]}" if said else "")
 
-    def _last_logged_line(self, offset: int) -> str:
-        """The child's last line on stderr since `offset` (its own reason for stopping), unprefixed."""
-        try:
-            with open(self.log_path, "rb") as log:
-                log.seek(offset)
-                tail = log.read()[-4096:]
-        except OSError:
-            return ""
-        lines = [line.strip() for line in tail.decode(errors="replace").splitlines() if line.strip()]
-        return lines[-1].removeprefix("elicitron http gateway: ") if lines else ""
+    async def _read_reports(self, stdout: asyncio.StreamReader) -> None:
+        """The child's `STATS {json}` lines, until it exits."""
+        self.counts = {}
+        while True:
+            try:
+                line = await stdout.readline()
+            except ValueError:  # a line over the reader's limit: not ours
+                continue
+            if not line:
+                return
+            kind, _, rest = line.decode(errors="replace").partition(" ")
+            if kind != "STATS":
+                continue
+            try:
+                counts = json.loads(rest)
+            except ValueError:
+                continue
+            if isinstance(counts, dict):
+                self.counts = {key: value for key, value in counts.items() if isinstance(value, int)}

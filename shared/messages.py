@@ -336,6 +336,9 @@ class HttpGatewayStatus(Body):
     address: str
     url: str | None = None
     error: str | None = None
+    open_connections: int = 0
+    refused_connections: int = 0  # closed at once, or to make room, for being over a cap (issue 24)
+    timed_out_connections: int = 0  # closed for sending no request (or no body) in time
 
 
 class StatusReport(Body):
