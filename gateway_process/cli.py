@@ -21,6 +21,8 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the entry to paste into Claude Desktop / Cursor (mcpServers) and VS Code (servers)")
     parser.add_argument("--http", action="store_true",
                         help="with --print-config: the entry for main's --mcp-http endpoint instead of stdio")
+    parser.add_argument("--rotate-token", action="store_true",
+                        help="give main's --mcp-http endpoint a new bearer token now (the old one is refused)")
 
 
 def run_serve(args: argparse.Namespace) -> int:

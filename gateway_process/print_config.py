@@ -6,7 +6,7 @@ Claude Desktop and Cursor read `{"mcpServers": {...}}`; VS Code reads `{"servers
 display and runtime dir (hosts start servers with only HOME, LOGNAME, PATH, SHELL, TERM and USER:
 with these, a main that serve starts opens its windows on this display, and serve finds the main
 this desktop started at its default path). The HTTP entry needs main running with `--mcp-http` and
-carries its token.
+carries its token, which changes on every main start: such an entry is printed again then.
 """
 
 import json
@@ -90,5 +90,7 @@ def print_config(connection: Path, exposure: Exposure, *, http: bool, config: Pa
         print("A Python agent (mcp.Client; save as agent.py, run it with a Python that has mcp):")
         print(python_agent(entry))
     else:
-        print("The token is a secret: it lets any program on this machine use your servers.", file=sys.stderr)
+        print("The token is a secret: it lets any program on this machine use your servers. It changes on every "
+              "main start and on `elicitron serve --rotate-token`: paste the entry again then (the stdio entry, "
+              "without --http, needs no token).", file=sys.stderr)
     return 0

@@ -24,7 +24,13 @@ from main_process.consent import Consent
 from main_process.consent_config import differs_beyond_approval
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.hosts import Cancel
-from main_process.http_gateway import HttpGatewayChild, check_listen, load_or_create_token, probe_listen
+from main_process.http_gateway import (
+    HttpGatewayChild,
+    check_listen,
+    forget_old_token_file,
+    new_token,
+    probe_listen,
+)
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
 from main_process.peers import Peer
@@ -304,12 +310,24 @@ class MainApp:
         if self.mcp_http is None:
             return None
 
+        current = info
+
         def publish(url: str) -> None:
-            write_connection_file(self.connection_path, msgspec.structs.replace(info, mcp_http_url=url))
+            nonlocal current
+            current = msgspec.structs.replace(current, mcp_http_url=url)
+            write_connection_file(self.connection_path, current)
+
+        async def rotate() -> None:
+            """A new token in the connection file, and the child restarted on it: the old one is refused."""
+            nonlocal current
+            current = msgspec.structs.replace(current, mcp_http_token=new_token())
+            write_connection_file(self.connection_path, current)
+            await child.restart()
 
         child = HttpGatewayChild(check_listen(self.mcp_http), self.connection_path, self.log_dir, publish)
         if self.broker is not None:
             self.broker.http_gateway_status = child.status
+            self.broker.rotate_http_token = rotate
         child.start()
         return child
 
@@ -330,7 +348,8 @@ class MainApp:
 
     async def _run_locked(self) -> None:
         if self.mcp_http is not None:
-            probe_listen(check_listen(self.mcp_http))  # a port in use: one line before anything starts
+            probe_listen(check_listen(self.mcp_http))
+            forget_old_token_file()  # a port in use: one line before anything starts
         token = secrets.token_hex(32)
         audit = AuditLog(self.audit_path, record_values=self.config.audit_values, auto_checkpoint=False)
         remote, authenticator = self._remote_listener()
@@ -367,7 +386,7 @@ class MainApp:
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
             remote_endpoint=remote.endpoint if remote else None,
             remote_server_key=remote.curve_keypair[0].decode() if remote and remote.curve_keypair else None,
-            mcp_http_token=load_or_create_token() if self.mcp_http else None)
+            mcp_http_token=new_token() if self.mcp_http else None)
         write_connection_file(self.connection_path, info)
         self._started_at = time.monotonic()  # windows waiting for a main can attach from now on
         locator.main_started(self.connection_path)  # found by hosts that strip XDG_RUNTIME_DIR

@@ -67,6 +67,7 @@ from shared.messages import (
     Progress,
     Reload,
     RevokeRules,
+    RotateHttpToken,
     RuleInfo,
     RulesRequest,
     RulesUpdate,
@@ -212,6 +213,7 @@ class Broker:
         self._peers_sent: dict[bytes, bytes] = {}  # the last `peers` body each peer got
         self._loop: asyncio.AbstractEventLoop | None = None
         self.http_gateway_status: Callable[[], HttpGatewayStatus] | None = None  # main --mcp-http
+        self.rotate_http_token: Callable[[], Awaitable[None]] | None = None  # main --mcp-http
         self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
         # One ROUTER per listener (CURVE is per socket); a routing id inside the broker is the
         # socket's index byte + ZeroMQ's routing id, so ids from different sockets never clash.
@@ -479,6 +481,9 @@ class Broker:
             case Reload():
                 self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
                                               self._host.reload(body.config)))
+            case RotateHttpToken():
+                self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
+                                              self._rotated_http_token()))
             case ServerPolicy():
                 self._host.set_server_policy(body, peer.name or peer.window)
             case AuthRequest():
@@ -595,6 +600,14 @@ class Broker:
         if len(self._bad_hellos) > 10_000:
             self._bad_hellos.clear()
         return count >= _BAD_HELLO_LIMIT
+
+    async def _rotated_http_token(self) -> ChannelReply:
+        if self.rotate_http_token is None:
+            return ChannelReply(error=CallError(code=RpcCode.INVALID_REQUEST, message=(
+                "main does not serve MCP over HTTP; start it with `elicitron main --mcp-http [HOST:]PORT`")))
+        logger.info("rotating the MCP HTTP bearer token")
+        await self.rotate_http_token()
+        return ChannelReply(status=self._status_report())
 
     async def _reply_later(self, reply: ReplyTo, work: Awaitable[ChannelReply]) -> None:
         try:

@@ -407,6 +407,8 @@ def _start_main_from_a_launcher(connection: Path, config: Path | None, auto_open
 def cmd_serve(args: argparse.Namespace) -> int:
     from gateway_process.cli import run_serve
 
+    if args.rotate_token:
+        return _rotate_http_token(args)
     if args.print_config:
         refused = _print_config_refused(args)
         if refused is not None:
@@ -417,6 +419,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"elicitron serve: {closed}", file=sys.stderr)
             return EXIT_USAGE
     return run_serve(args)
+
+
+def _rotate_http_token(args: argparse.Namespace) -> int:
+    """`serve --rotate-token`: main's --mcp-http token is new; what hosts need to do is said."""
+    from main_process.controller import Controller
+
+    with Controller(_connection(args)) as controller:
+        reply = controller.rotate_http_token()
+    status = _report(reply, reply.status, "main sent no status")
+    if status is None:
+        return EXIT_FAILED
+    gateway = status.mcp_http
+    state = f" (the HTTP gateway is {gateway.state})" if gateway is not None and gateway.state != "listening" else ""
+    print(f"the MCP HTTP token is new{state}; the old one is refused from now on. Hosts with an HTTP entry need "
+          "the new one: run `elicitron serve --print-config --http` and paste it again (stdio entries need nothing)")
+    return 0
 
 
 def _stdio_unusable() -> str | None:

@@ -24,6 +24,7 @@ from shared.messages import (
     Reload,
     RevokeReport,
     RevokeRules,
+    RotateHttpToken,
     RuleInfo,
     RulesRequest,
     ServerControl,
@@ -127,6 +128,12 @@ class Controller:
         channel = "control-" + channels.new_uuid7()
         self._send(channels.SERVER_CONTROL, ServerControl(server=server, action=action,  # type: ignore[arg-type]
                                                           response_channel=channel))
+        return self._wait_reply(channel, timeout_s)
+
+    def rotate_http_token(self, timeout_s: float = 90.0) -> ChannelReply:
+        """A new `--mcp-http` token; answered once the HTTP gateway restarted on it."""
+        channel = "rotate-" + channels.new_uuid7()
+        self._send(channels.ROTATE_HTTP_TOKEN, RotateHttpToken(response_channel=channel))
         return self._wait_reply(channel, timeout_s)
 
     def reload(self, timeout_s: float = 30.0, config: str | None = None) -> ChannelReply:

@@ -9,9 +9,10 @@ e.g. "cannot listen on 127.0.0.1:8765: Address already in use") goes to main's l
 gateway's state and address, into `elicitron status` (`StatusReport.mcpHttp`). A port already in use
 when main starts is refused before anything starts (`probe_listen`: one line, exit 2).
 
-The token lives in `<user config dir>/elicitron/mcp-http-token` (0600, made on first use) and is
-copied into the connection file (0600) for the child and for `elicitron serve --print-config --http`:
-a host's pasted entry keeps working across main restarts.
+The bearer token is new on every main start and on `elicitron serve --rotate-token` (the child
+restarts on the new one); it lives only in the connection file (0600), for the child and for
+`elicitron serve --print-config --http`. A host's pasted HTTP entry must be printed again after a
+restart; the stdio `serve` entry carries no token and survives every rotation.
 """
 
 import asyncio
@@ -27,7 +28,6 @@ from pathlib import Path
 import platformdirs
 
 from main_process.capped_log import CappedLog
-from main_process.private_files import write_private
 from shared.errors import ConfigError
 from shared.messages import HttpGatewayState, HttpGatewayStatus
 
@@ -39,23 +39,22 @@ RESTART_LIMIT = 5
 STABLE_S = 60.0
 
 
-def default_token_path() -> Path:
-    return Path(platformdirs.user_config_dir("elicitron")) / "mcp-http-token"
+def new_token() -> str:
+    """A fresh bearer token: one per main start (and per `serve --rotate-token`), so a token read
+    while main was down (a process squatting the port, reading a host's retry) is refused after."""
+    return secrets.token_urlsafe(32)
 
 
-def load_or_create_token(path: Path | None = None) -> str:
-    path = path or default_token_path()
+def forget_old_token_file(path: Path | None = None) -> None:
+    """Earlier versions kept one token for ever in the config dir: that copy is removed."""
+    path = path or Path(platformdirs.user_config_dir("elicitron")) / "mcp-http-token"
     try:
-        token = path.read_text(encoding="ascii").strip()
+        path.unlink()
+        logger.info("removed the old MCP HTTP token file %s (the token changes on every start now)", path)
     except FileNotFoundError:
-        token = ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the MCP HTTP token: {exc}") from None
-    if len(token) < 32:
-        token = secrets.token_urlsafe(32)
-        write_private(path, token + "\n")
-        logger.info("made the MCP HTTP bearer token in %s", path)
-    return token
+        pass
+    except OSError as exc:
+        logger.warning("cannot remove the old MCP HTTP token file %s: %s", path, exc)
 
 
 def check_listen(value: str) -> str:
@@ -98,6 +97,8 @@ class HttpGatewayChild:
         self._on_url = on_url
         self._stopping = asyncio.Event()
         self._process: asyncio.subprocess.Process | None = None
+        self._restarting = False  # restart(): the child's exit is asked for, not a failure
+        self._listening = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -124,6 +125,20 @@ class HttpGatewayChild:
         if self._task is not None:
             await asyncio.wait([self._task], timeout=STOP_TIMEOUT_S)
 
+    async def restart(self) -> None:
+        """Stop the child and start it again now (a new token); returns once it listens (or a
+        timeout passed: `status` says how it went)."""
+        process = self._process
+        self._restarting = True
+        self._listening.clear()
+        self.state = "restarting"
+        if process is not None and process.returncode is None:
+            process.terminate()
+        try:
+            await asyncio.wait_for(self._listening.wait(), LISTEN_TIMEOUT_S)
+        except TimeoutError:
+            pass
+
     async def _supervise(self) -> None:
         failures = 0
         while not self._stopping.is_set():
@@ -132,6 +147,9 @@ class HttpGatewayChild:
             if self._stopping.is_set():
                 self.state = "stopped"
                 return
+            if self._restarting:
+                self._restarting = False
+                continue
             self.error = error
             failures = 1 if time.monotonic() - started > STABLE_S else failures + 1
             logger.warning("the MCP HTTP gateway on %s stopped (%s); failure %d of %d", self.listen, error,
@@ -167,6 +185,7 @@ class HttpGatewayChild:
             self.url = text.split(" ", 1)[1]
             self.state = "listening"
             self._on_url(self.url)
+            self._listening.set()
             logger.info("MCP hosts reach main at %s", self.url)
             await self._read_reports(process.stdout)
         code = await process.wait()

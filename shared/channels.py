@@ -25,6 +25,7 @@ CANCEL_CALL = "msgCancelCall"  # extension
 # Extension (both directions): one MCP session of a host with one server, relayed message by message.
 MCP_RELAY = "msgMcpRelay"
 MCP_CLOSE = "msgMcpClose"
+ROTATE_HTTP_TOKEN = "msgRotateHttpToken"  # extension (issue 24): a new --mcp-http bearer token
 
 # main -> peer
 WELCOME = "welcome"

@@ -51,6 +51,7 @@ _PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[messages.PeerBody]] = {
     channels.CANCEL_CALL: msgspec.msgpack.Decoder(messages.CancelCall),
     channels.MCP_RELAY: msgspec.msgpack.Decoder(messages.McpRelay),
     channels.MCP_CLOSE: msgspec.msgpack.Decoder(messages.McpClose),
+    channels.ROTATE_HTTP_TOKEN: msgspec.msgpack.Decoder(messages.RotateHttpToken),
 }
 _RESULT_DECODER: msgspec.msgpack.Decoder[messages.PeerBody] = msgspec.msgpack.Decoder(
     messages.ElicitationResult)

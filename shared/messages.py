@@ -104,6 +104,13 @@ class Reload(Body):
     config: str | None = None  # an absolute path on main's machine to read instead (then main's config)
 
 
+class RotateHttpToken(Body):
+    """Extension `msgRotateHttpToken`: a new `--mcp-http` bearer token now (the old one is refused
+    from then on); answered with `ChannelReply.status` once the HTTP gateway restarted on it."""
+
+    response_channel: ShortText
+
+
 class ServerPolicy(Body):
     """Extension `msgServerPolicy`: for this main session, answer every further elicitation of
     `server` with decline (`declineAll: true`) or stop doing so (`false`)."""
@@ -570,7 +577,7 @@ class McpClose(Body):
 PeerBody = (
     Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown | ServerControl | Reload
     | ServerPolicy | McpRequest | AuthRequest | SignInRedirect | RulesRequest | RevokeRules | Ask | Withdraw
-    | HostInfo | CancelCall | McpRelay | McpClose
+    | HostInfo | CancelCall | McpRelay | McpClose | RotateHttpToken
 )
 MainBody = (
     Welcome

@@ -13,7 +13,7 @@ from gateway_process.lines import LineSplitter, Oversized
 from gateway_process.names import Exposure, combined_instructions
 from main_process.config import parse_config
 from main_process.hosts import PeerCalls, plan_delivery
-from main_process.http_gateway import check_listen, load_or_create_token
+from main_process.http_gateway import check_listen, forget_old_token_file, new_token
 from main_process.peers import Peer
 from renderer_process.hosts import hosts_text, via_text
 from shared import messages
@@ -104,11 +104,14 @@ def test_mcp_http_listen_values_and_allowed_hosts() -> None:
     assert "http://studio.lan:*" in security_settings("studio.lan").allowed_origins
 
 
-def test_the_http_token_is_made_once_private_and_kept(tmp_path: Path) -> None:
-    path = tmp_path / "private" / "mcp-http-token"
-    token = load_or_create_token(path)
-    assert len(token) >= 32 and path.stat().st_mode & 0o777 == 0o600
-    assert load_or_create_token(path) == token
+def test_the_http_token_is_new_each_time_and_the_old_kept_one_goes(tmp_path: Path) -> None:
+    tokens = {new_token() for _ in range(3)}
+    assert len(tokens) == 3 and all(len(token) >= 32 for token in tokens)
+    kept = tmp_path / "mcp-http-token"  # where earlier versions kept one token for ever
+    kept.write_text("old\n")
+    forget_old_token_file(kept)
+    forget_old_token_file(kept)  # gone already: nothing to say
+    assert not kept.exists()
 
 
 def test_the_window_names_hosts_and_their_calls() -> None:

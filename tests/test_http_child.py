@@ -15,7 +15,7 @@ from gateway_kit import HostLoop, status_json, text_of
 from kit.demo import demo_stdio_entry
 from kit.env import short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
-from test_gateway_http import http_host
+from test_gateway_http import http_host, post
 
 pytestmark = pytest.mark.slow  # real mains, HTTP children and hosts
 
@@ -122,3 +122,46 @@ def test_1100_idle_connections_under_a_1024_soft_limit_lock_no_host_out(home: Pa
         assert child_log(main).stat().st_size - log_before < 64 << 10
     finally:
         main.stop()
+
+
+# ---- finding 7: the token rotates ----------------------------------------------------------------
+
+
+def status_of(url: str, token: str) -> int:
+    """The HTTP status a host with `token` gets for its first request (a tools/list)."""
+    return post(url, {"Authorization": f"Bearer {token}"})[0]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_token_differs_on_every_main_start_and_rotates_on_demand(home: Path) -> None:
+    port = str(free_port())
+    first = http_main(home, "--mcp-http", port)
+    url, old = first.info["mcpHttpUrl"], first.info["mcpHttpToken"]
+    assert status_of(url, old) != 401
+    first.stop()
+    again = http_main(home, "--mcp-http", port)  # a squatter that read `old` from a host's retry meanwhile
+    try:
+        new = again.info["mcpHttpToken"]
+        assert again.info["mcpHttpUrl"] == url and new != old
+        assert status_of(url, old) == 401
+        assert status_of(url, new) != 401
+        printed = again.cli("serve", "--print-config", "--http")
+        assert printed.returncode == 0 and f"Bearer {new}" in printed.stdout
+
+        rotated = again.cli("serve", "--rotate-token")  # on demand, e.g. after the token leaked
+        assert rotated.returncode == 0, rotated.stderr
+        assert "--print-config --http" in rotated.stdout  # tells what hosts need
+        newest = again.info["mcpHttpToken"]
+        assert newest not in (old, new)
+        deadline = time.monotonic() + 60
+        while status_json(again)["mcpHttp"]["state"] != "listening" and time.monotonic() < deadline:
+            pass
+        assert status_of(url, new) == 401
+        assert status_of(url, newest) != 401
+    finally:
+        again.stop()

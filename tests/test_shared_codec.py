@@ -64,6 +64,7 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.SERVER_CONTROL, m.ServerControl(server="demo", action="stop", response_channel="c2")),
     (channels.SERVER_CONTROL, m.ServerControl(server="demo", action="restart", response_channel="c3")),
     (channels.RELOAD, m.Reload(response_channel="reload-1")),
+    (channels.ROTATE_HTTP_TOKEN, m.RotateHttpToken(response_channel="rotate-1")),
     (channels.SERVER_POLICY, m.ServerPolicy(server="demo", decline_all=True)),
     (channels.SERVER_POLICY, m.ServerPolicy(server="demo", decline_all=False)),
     (channels.MCP_REQUEST, m.McpRequest(server="demo", method="tools/list", response_channel="t1")),
