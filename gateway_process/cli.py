@@ -47,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="warning")
     parser.add_argument("--listen-http", metavar="[HOST:]PORT",
                         help="serve streamable HTTP for main (`elicitron main --mcp-http`) instead of stdio")
+    parser.add_argument("--tls-cert", type=Path, help="with --listen-http: serve https with this certificate")
+    parser.add_argument("--tls-key", type=Path, help="with --listen-http: the certificate's private key")
+    parser.add_argument("--insecure-http", action="store_true",
+                        help="with --listen-http: plain http on a non-loopback address")
     add_serve_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=getattr(logging, args.log_level.upper()),
@@ -54,5 +58,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.listen_http:
         from gateway_process.http_app import run_http
 
-        return run_http(resolve_connection_path(args.connection), args.listen_http)
+        tls = (args.tls_cert, args.tls_key) if args.tls_cert and args.tls_key else None
+        return run_http(resolve_connection_path(args.connection), args.listen_http, tls, args.insecure_http)
     return run_serve(args)

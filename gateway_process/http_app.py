@@ -33,6 +33,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from gateway_process.http_guard import ConnectionGuard, guarded_protocol
+from gateway_process.http_hosts import in_url, is_loopback, public_host, served_names
 from gateway_process.http_logs import bound_repeats
 from gateway_process.http_relay import RelayedServer
 from gateway_process.link import MainLink
@@ -61,7 +62,6 @@ DESCRIPTOR_RESERVE = 256  # the child's own: its links to main, logs, what the S
 HEAD_TIMEOUT_S = 5.0  # a connection that sends no request head (new, or idle after one) is closed
 BODY_TIMEOUT_S = 30.0
 REPORT_S = 1.0  # how often main hears the counts (when they changed)
-_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -74,14 +74,13 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host, number
 
 
-def security_settings(bind_host: str) -> TransportSecuritySettings:
-    """Loopback names, plus the host main was told to bind, in `Host` and `Origin`."""
-    names = list(_LOOPBACK)
-    if bind_host not in ("127.0.0.1", "localhost", "::1", "0.0.0.0", "::"):
-        names.append(f"[{bind_host}]" if ":" in bind_host else bind_host)
+def security_settings(names: list[str]) -> TransportSecuritySettings:
+    """`Host` and `Origin` may name only what this gateway serves (`http_hosts.served_names`)."""
+    shown = [in_url(name) for name in names]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                     allowed_hosts=[f"{name}:*" for name in names],
-                                     allowed_origins=[f"http://{name}:*" for name in names])
+                                     allowed_hosts=[f"{name}:*" for name in shown],
+                                     allowed_origins=[f"{scheme}://{name}:*" for name in shown
+                                                      for scheme in ("http", "https")])
 
 
 class _Directory:
@@ -126,8 +125,9 @@ class HttpGateway:
         self.connection = connection
         self.guard = guard
         self._token = token.encode()
-        self._security = TransportSecurityMiddleware(security_settings(bind_host))
-        self._settings = security_settings(bind_host)
+        self._names = served_names(bind_host)
+        self._settings = security_settings(self._names)
+        self._security = TransportSecurityMiddleware(self._settings)
         self._directory = _Directory(connection)
         self._relayed: dict[str | None, RelayedServer] = {}  # by server; None: /mcp, every server
         self._group: anyio.abc.TaskGroup | None = None
@@ -144,7 +144,8 @@ class HttpGateway:
         refused = await self._security.validate_request(request, is_post=request.method == "POST")
         if refused is not None:
             if refused.status_code in (403, 421):  # a foreign Origin or Host: DNS rebinding, MCP's MUST
-                refused = JSONResponse({"error": "forbidden: foreign Origin or Host header"}, status_code=403)
+                refused = JSONResponse({"error": "forbidden: foreign Origin or Host header (this gateway serves "
+                                                 f"{', '.join(self._names)})"}, status_code=403)
             await refused(scope, receive, send)
             return
         if not self._authorized(request):
@@ -234,7 +235,8 @@ class HttpGateway:
         os._exit(0)  # main's child: nothing left to serve, and nothing to save
 
 
-def run_http(connection: Path, listen: str) -> int:
+def run_http(connection: Path, listen: str, tls: tuple[Path, Path] | None = None, insecure: bool = False) -> int:
+    """`tls`: (certificate, key) for https; a non-loopback address needs it, or `insecure`."""
     try:
         host, port = parse_listen(listen)
         info = read_connection_file(connection)
@@ -243,6 +245,9 @@ def run_http(connection: Path, listen: str) -> int:
         return EXIT_FAILED
     if not info.mcp_http_token:
         print(f"elicitron http gateway: no mcpHttpToken in {connection}", file=sys.stderr)
+        return EXIT_FAILED
+    if tls is None and not insecure and not is_loopback(host):  # main checks first; this is the backstop
+        print(f"elicitron http gateway: {host} is not loopback: give TLS or --insecure-http", file=sys.stderr)
         return EXIT_FAILED
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
@@ -254,15 +259,17 @@ def run_http(connection: Path, listen: str) -> int:
         return EXIT_FAILED
     bound = listener.getsockname()[1]
     listener.listen(socket.SOMAXCONN)  # before it is announced: a host told the URL may connect at once
-    shown = f"[{host}]" if ":" in host else host
     bound_repeats()
     descriptors = raise_soft_limit()
     guard = ConnectionGuard(max(16, min(MAX_CONNECTIONS, descriptors - DESCRIPTOR_RESERVE)), MAX_PER_SOURCE,
                             HEAD_TIMEOUT_S, BODY_TIMEOUT_S)
     app = HttpGateway(connection, info.mcp_http_token, host, guard)
+    certificate, key = tls if tls is not None else (None, None)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", http=guarded_protocol(guard),
-                            timeout_keep_alive=int(HEAD_TIMEOUT_S), backlog=socket.SOMAXCONN)
-    print(f"LISTENING http://{shown}:{bound}/mcp", flush=True)
+                            timeout_keep_alive=int(HEAD_TIMEOUT_S), backlog=socket.SOMAXCONN,
+                            ssl_certfile=certificate, ssl_keyfile=key)
+    scheme = "https" if tls is not None else "http"
+    print(f"LISTENING {scheme}://{in_url(public_host(host))}:{bound}/mcp", flush=True)
     anyio.run(uvicorn.Server(config).serve, [listener])
     return 0
 

@@ -96,6 +96,8 @@ class MainApp:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         rules: bool = True,
         mcp_http: str | None = None,
+        mcp_http_tls: tuple[Path, Path] | None = None,
+        mcp_http_insecure: bool = False,
     ) -> None:
         self.config = config
         self.connection_path = connection_path
@@ -105,6 +107,8 @@ class MainApp:
         self.listen = listen
         self.max_body_bytes = max_body_bytes
         self.mcp_http = mcp_http
+        self.mcp_http_tls = mcp_http_tls  # (certificate, key): https
+        self.mcp_http_insecure = mcp_http_insecure
         self._stop = asyncio.Event()
         self._last_auto_open = float("-inf")
         self._started_at = time.monotonic()  # again once the connection file is written
@@ -324,7 +328,8 @@ class MainApp:
             write_connection_file(self.connection_path, current)
             await child.restart()
 
-        child = HttpGatewayChild(check_listen(self.mcp_http), self.connection_path, self.log_dir, publish)
+        child = HttpGatewayChild(check_listen(self.mcp_http), self.connection_path, self.log_dir, publish,
+                                 tls=self.mcp_http_tls, insecure=self.mcp_http_insecure)
         if self.broker is not None:
             self.broker.http_gateway_status = child.status
             self.broker.rotate_http_token = rotate

@@ -151,6 +151,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mcp-http", metavar="[HOST:]PORT",
                    help="also serve every server to MCP hosts over streamable HTTP (/mcp, /mcp/<server>; "
                         "127.0.0.1 unless HOST is given; bearer token in the connection file)")
+    p.add_argument("--tls-cert", type=Path, metavar="FILE",
+                   help="with --mcp-http: serve https with this certificate (PEM); needed off loopback")
+    p.add_argument("--tls-key", type=Path, metavar="FILE", help="with --mcp-http: the certificate's private key (PEM)")
+    p.add_argument("--insecure-http", action="store_true",
+                   help="with --mcp-http on a non-loopback address: plain http, the token in clear text")
     p.set_defaults(func=cmd_main)
 
     p = with_connection(sub.add_parser("pair", help="allow a remote window and print its connection file"))
@@ -278,18 +283,21 @@ def cmd_main(args: argparse.Namespace) -> int:
 
     from main_process.app import MainApp
     from main_process.config import load_config
-    from main_process.http_gateway import ListenError, check_listen
+    from main_process.http_gateway import ListenError, check_exposure, check_listen
     from shared.event_loop import loop_factory
 
     config = load_config(args.config)
     new_loop = loop_factory()  # a bad ELICITRON_LOOP fails here, before anything starts
+    tls = None
     if args.mcp_http is not None:
-        check_listen(args.mcp_http)  # a bad value fails here with its one-line error, exit 2
+        # a bad value, or a LAN address without TLS, fails here with its one-line error, exit 2
+        tls = check_exposure(check_listen(args.mcp_http), args.tls_cert, args.tls_key, args.insecure_http)
     if args.max_message_bytes < 1024:
         print("elicitron: --max-message-bytes must be at least 1024", file=sys.stderr)
         return EXIT_USAGE
     app = MainApp(config, _connection(args), auto_open_window=args.auto_open_window, listen=args.listen,
-                  max_body_bytes=args.max_message_bytes, mcp_http=args.mcp_http)
+                  max_body_bytes=args.max_message_bytes, mcp_http=args.mcp_http, mcp_http_tls=tls,
+                  mcp_http_insecure=args.insecure_http)
     try:
         asyncio.run(app.run(), loop_factory=new_loop)
     except ConnectionFileError as exc:  # e.g. a runtime dir main cannot make private

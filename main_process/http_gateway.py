@@ -20,6 +20,7 @@ import json
 import logging
 import secrets
 import socket
+import ssl
 import sys
 import time
 from collections.abc import Callable
@@ -65,6 +66,29 @@ def check_listen(value: str) -> str:
     return value if host else f"127.0.0.1:{port}"
 
 
+def check_exposure(listen: str, cert: Path | None, key: Path | None, insecure: bool) -> tuple[Path, Path] | None:
+    """The (certificate, key) to serve https with, or None for http; ConfigError (one line) when
+    `listen` (checked) leaves this machine without TLS and without `--insecure-http`, or the
+    certificate and key cannot be loaded."""
+    from gateway_process.http_hosts import is_loopback
+
+    if (cert is None) != (key is None):
+        raise ConfigError("--tls-cert and --tls-key go together: give both (PEM files)")
+    host = listen.rpartition(":")[0].strip("[]")
+    if cert is None or key is None:
+        if not insecure and not is_loopback(host):
+            raise ConfigError(f"--mcp-http {listen} is reachable from other machines and would send the bearer "
+                              "token in clear text: give --tls-cert FILE --tls-key FILE (hosts then use https://), "
+                              "or --insecure-http if this network is yours alone")
+        return None
+    cert, key = cert.expanduser().absolute(), key.expanduser().absolute()
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"--tls-cert {cert} / --tls-key {key}: cannot load them ({exc})") from None
+    return cert, key
+
+
 class ListenError(ConfigError):
     """--mcp-http names an address main cannot listen on (the port is in use, the host is not ours)."""
 
@@ -86,8 +110,11 @@ def probe_listen(listen: str) -> None:
 class HttpGatewayChild:
     """Runs and supervises the HTTP gateway process; `on_url(url)` once it listens (again)."""
 
-    def __init__(self, listen: str, connection: Path, log_dir: Path, on_url: Callable[[str], None]) -> None:
+    def __init__(self, listen: str, connection: Path, log_dir: Path, on_url: Callable[[str], None], *,
+                 tls: tuple[Path, Path] | None = None, insecure: bool = False) -> None:
         self.listen = listen
+        self._exposure_args = ([] if tls is None else ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]) + (
+            ["--insecure-http"] if insecure else [])
         self.connection = connection
         self.log_path = log_dir / "mcp-http.stderr.log"
         self.url: str | None = None
@@ -169,7 +196,7 @@ class HttpGatewayChild:
         log = CappedLog(self.log_path)  # its stderr, bounded: a child flooding it cannot fill the disk
         process = self._process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "gateway_process", "--listen-http", self.listen,
-            "--connection", str(self.connection), "--log-level", "info",
+            "--connection", str(self.connection), "--log-level", "info", *self._exposure_args,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         assert process.stdout is not None and process.stderr is not None
         copying = asyncio.create_task(log.copy(process.stderr))

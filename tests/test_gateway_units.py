@@ -1,6 +1,7 @@
 """The gateway's pure parts, one unit each: naming, the stdio line reader, where a host's request
 goes, the host's calls in main, the config key, and the window's host texts."""
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -9,11 +10,12 @@ from typing import Any
 import pytest
 
 from gateway_process.http_app import parse_listen, security_settings
+from gateway_process.http_hosts import route_addresses, served_names
 from gateway_process.lines import LineSplitter, Oversized
 from gateway_process.names import Exposure, combined_instructions
 from main_process.config import parse_config
 from main_process.hosts import PeerCalls, plan_delivery
-from main_process.http_gateway import check_listen, forget_old_token_file, new_token
+from main_process.http_gateway import check_exposure, check_listen, forget_old_token_file, new_token
 from main_process.peers import Peer
 from renderer_process.hosts import hosts_text, via_text
 from shared import messages
@@ -100,8 +102,23 @@ def test_mcp_http_listen_values_and_allowed_hosts() -> None:
         check_listen("localhost:http")
     assert parse_listen("127.0.0.1:0") == ("127.0.0.1", 0)
     assert parse_listen("[::1]:8080") == ("::1", 8080)
-    assert security_settings("127.0.0.1").allowed_hosts == ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-    assert "http://studio.lan:*" in security_settings("studio.lan").allowed_origins
+    assert security_settings(served_names("127.0.0.1")).allowed_hosts == ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    assert "https://studio.lan:*" in security_settings(served_names("studio.lan")).allowed_origins
+    assert served_names("fe80::1")[-1] == "fe80::1" and "[fe80::1]:*" in security_settings(["fe80::1"]).allowed_hosts
+    everywhere = served_names("0.0.0.0")  # this machine's names and addresses, as LAN hosts name it
+    assert socket.gethostname() in everywhere and set(route_addresses()) <= set(everywhere)
+
+
+def test_a_lan_address_needs_tls_or_insecure_http(tmp_path: Path) -> None:
+    assert check_exposure("127.0.0.1:80", None, None, False) is None
+    assert check_exposure("0.0.0.0:80", None, None, True) is None
+    with pytest.raises(ConfigError, match="--tls-cert FILE --tls-key FILE.*--insecure-http"):
+        check_exposure("0.0.0.0:80", None, None, False)
+    with pytest.raises(ConfigError, match="go together"):
+        check_exposure("0.0.0.0:80", tmp_path / "cert.pem", None, False)
+    (tmp_path / "cert.pem").write_text("not a certificate")
+    with pytest.raises(ConfigError, match="cannot load them"):
+        check_exposure("0.0.0.0:80", tmp_path / "cert.pem", tmp_path / "cert.pem", False)
 
 
 def test_the_http_token_is_new_each_time_and_the_old_kept_one_goes(tmp_path: Path) -> None:

@@ -5,17 +5,20 @@ import resource
 import select
 import shutil
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
-from gateway_kit import HostLoop, status_json, text_of
+from gateway_kit import Host, HostLoop, status_json, text_of
 from kit.demo import demo_stdio_entry
 from kit.env import short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
-from test_gateway_http import http_host, post
+from mcp.client.streamable_http import streamable_http_client
+from test_gateway_http import LIST_TOOLS, http_host, post
 
 pytestmark = pytest.mark.slow  # real mains, HTTP children and hosts
 
@@ -165,3 +168,114 @@ def test_the_token_differs_on_every_main_start_and_rotates_on_demand(home: Path)
         assert status_of(url, newest) != 401
     finally:
         again.stop()
+
+
+# ---- finding 16: a LAN address needs TLS ---------------------------------------------------------
+
+
+def lan_address() -> str:
+    """This machine's address on its default route (no packet is sent); skips without one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 9))
+        except OSError:
+            pytest.skip("no network route: no LAN address to serve")
+        address = str(probe.getsockname()[0])
+    if address.startswith("127."):
+        pytest.skip("only loopback here")
+    return address
+
+
+def self_signed(directory: Path, address: str) -> tuple[Path, Path]:
+    """A certificate for `address` (and localhost) and its key, made here."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, address)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(address)),
+                                                        x509.DNSName("localhost")]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    key_path.chmod(0o600)
+    return cert_path, key_path
+
+
+def tls_host(loop: HostLoop, url: str, token: str, cert: Path) -> Host:
+    import ssl
+
+    import httpx2
+
+    trust = ssl.create_default_context(cafile=str(cert))
+    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, verify=trust,
+                                timeout=httpx2.Timeout(30, read=300))
+    return Host(loop, streamable_http_client(url, http_client=client), "lan-host", mode="legacy").open()
+
+
+def https_post(url: str, cert: Path, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    import http.client
+    import json
+    import ssl
+
+    host, port = address_of(url)
+    connection = http.client.HTTPSConnection(host, port, timeout=30,
+                                             context=ssl.create_default_context(cafile=str(cert)))
+    try:
+        connection.request("POST", "/mcp", body=LIST_TOOLS, headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+    finally:
+        connection.close()
+
+
+def test_a_lan_address_needs_tls_or_insecure_http_and_its_hosts_are_served(home: Path, hosts: HostLoop) -> None:
+    address = lan_address()
+    port = free_port()
+    config = write_config(home / "mcp.json", {"demo": demo_stdio_entry()})
+    plain = start_main(config, home, "--mcp-http", f"0.0.0.0:{port}", home=home, wait=False)
+    try:
+        code = plain.proc.wait(60)  # refused before anything starts
+    except subprocess.TimeoutExpired:
+        plain.stop()
+        raise AssertionError("main started serving the bearer token over plain HTTP on every address") from None
+    said = plain.stderr.text().strip().splitlines()
+    assert code == 2 and len(said) == 1, said
+    assert "--tls-cert" in said[0] and "--insecure-http" in said[0]
+
+    cert, key = self_signed(home, address)
+    main = http_main(home, "--mcp-http", f"0.0.0.0:{port}", "--tls-cert", str(cert), "--tls-key", str(key))
+    try:
+        url, token = main.info["mcpHttpUrl"], main.info["mcpHttpToken"]
+        assert url == f"https://{address}:{port}/mcp"  # what a host on the LAN uses
+        host = tls_host(hosts, url, token, cert)  # its Host header names the LAN address
+        try:
+            assert text_of(host.call("demo__echo", {"text": "over the LAN"})) == "over the LAN"
+        finally:
+            host.close()
+        foreign = https_post(url, cert, {"Authorization": f"Bearer {token}", "Host": f"evil.example:{port}"})
+        assert foreign[0] == 403 and address in foreign[1]["error"]  # it names what it serves
+    finally:
+        main.stop()
+
+    insecure = http_main(home, "--mcp-http", f"0.0.0.0:{port}", "--insecure-http")
+    try:
+        url, token = insecure.info["mcpHttpUrl"], insecure.info["mcpHttpToken"]
+        assert url == f"http://{address}:{port}/mcp"
+        assert status_of(url, token) not in (401, 403)  # the LAN address in Host is the one it serves
+        assert post(url, {"Authorization": f"Bearer {token}", "Host": f"evil.example:{port}"})[0] == 403
+    finally:
+        insecure.stop()
