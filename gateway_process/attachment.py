@@ -8,6 +8,7 @@ it reads the host's first message, and the host's relayed session (`RelayedSessi
 
 import asyncio
 from pathlib import Path
+from typing import Protocol
 
 from gateway_process.link import LinkEvents, MainLink
 from gateway_process.starter import start_main
@@ -21,6 +22,20 @@ from shared.messages import (
     McpRelay,
     ServerInfo,
 )
+
+
+class Attachment(Protocol):
+    """What a relayed session needs of its link to main: its own (`MainAttachment`), or a share of
+    one several HTTP sessions use (`http_peers.PeerPool`)."""
+
+    link: MainLink
+
+    def adopt(self, events: LinkEvents) -> None: ...
+
+    async def ready(self) -> None: ...
+
+    def close(self) -> None:
+        """This session is done with the link."""
 
 
 class MainAttachment:
@@ -56,6 +71,9 @@ class MainAttachment:
                     raise
             await asyncio.to_thread(start_main, self.connection, self._config)
             await self.link.attach()
+
+    def close(self) -> None:
+        self.link.close()
 
     # ---- LinkEvents, passed on -----------------------------------------------------------------
 

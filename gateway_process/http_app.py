@@ -10,9 +10,10 @@ token is in main's 0600 connection file). `/mcp/<server>` is one server as itsel
 session with it, relayed; `/mcp` every server at once, with prefixed names, each host's own
 sessions with all of them, merged (`http_relay.py`, `merged_relay.py`).
 
-Hosts: each handshake-era MCP session is one host peer of main; 2026-07-28 requests carry no
-session, so those of one client (its `clientInfo` name) share one host peer. A host peer goes when
-its session is deleted, or after HOST_IDLE_S without a request and with no call in flight.
+Hosts: the MCP sessions of one host (its `clientInfo` title or name) share a host peer of main
+(`http_peers.py`); 2026-07-28 requests carry no session, so those of one client are one session.
+At most 32 sessions per host and 100 in all (`http_sessions.py`); a session goes when it is
+deleted, or after 10 minutes without a request, a GET stream or a call in flight.
 """
 
 import hmac
@@ -35,7 +36,9 @@ from starlette.types import Receive, Scope, Send
 from gateway_process.http_guard import ConnectionGuard, guarded_protocol
 from gateway_process.http_hosts import in_url, is_loopback, public_host, served_names
 from gateway_process.http_logs import bound_repeats
+from gateway_process.http_peers import PeerPool
 from gateway_process.http_relay import RelayedServer
+from gateway_process.http_sessions import IDLE_S, SessionBudget
 from gateway_process.link import MainLink
 from shared.connection_file import read_connection_file
 from shared.descriptors import raise_soft_limit
@@ -52,8 +55,7 @@ from shared.messages import (
 
 logger = logging.getLogger(__name__)
 
-HOST_IDLE_S = 30 * 60.0
-SWEEP_S = 60.0
+SWEEP_S = 10.0
 PARENT_CHECK_S = 1.0
 EXIT_FAILED = 1
 MAX_CONNECTIONS = 1000
@@ -129,6 +131,8 @@ class HttpGateway:
         self._settings = security_settings(self._names)
         self._security = TransportSecurityMiddleware(self._settings)
         self._directory = _Directory(connection)
+        self._budget = SessionBudget()
+        self._pool = PeerPool(connection, self._merged_weight)
         self._relayed: dict[str | None, RelayedServer] = {}  # by server; None: /mcp, every server
         self._group: anyio.abc.TaskGroup | None = None
 
@@ -203,20 +207,26 @@ class HttpGateway:
         relayed = self._relayed.get(server)
         if relayed is None:
             assert self._group is not None
-            relayed = self._relayed[server] = RelayedServer(self.connection, server, self._settings, self._group)
+            relayed = self._relayed[server] = RelayedServer(self._pool, self._budget, server, self._settings,
+                                                            self._group)
         return relayed
+
+    def _merged_weight(self) -> int:
+        """Relayed sessions one `/mcp` session opens in main: one per server not stopped or failed."""
+        return sum(1 for info in self._directory.link.servers.values() if info.status not in ("stopped", "failed"))
 
     async def _sweep(self) -> None:
         while True:
             await anyio.sleep(SWEEP_S)
             for relayed in self._relayed.values():
-                relayed.sweep(HOST_IDLE_S)
+                relayed.sweep(IDLE_S)
 
     def counts(self) -> dict[str, int]:
         """What `elicitron status` shows of this child (main reads it from the `STATS` lines)."""
         guard = self.guard
         return {"openConnections": guard.open if guard else 0, "refusedConnections": guard.refused if guard else 0,
-                "timedOutConnections": guard.timed_out if guard else 0}
+                "timedOutConnections": guard.timed_out if guard else 0, "sessions": self._budget.open,
+                "refusedSessions": self._budget.refused, "mainPeers": self._pool.peers}
 
     async def _report(self) -> None:
         said: dict[str, int] = {}

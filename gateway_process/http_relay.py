@@ -6,8 +6,9 @@ connection to the server and relays every message (main_process/relay.py), so pr
 capabilities, serverInfo, errors and every feature are the server's. This module only moves
 messages between HTTP and the relay:
 
-- Handshake era (no `MCP-Protocol-Version: 2026-07-28`): one relayed session (and one host peer of
-  main) per MCP session. The SDK's `StreamableHTTPServerTransport` does the HTTP side (session
+- Handshake era (no `MCP-Protocol-Version: 2026-07-28`): one relayed session per MCP session, on a
+  peer of main the sessions of that host share (`http_peers.py`); sessions are capped per host and
+  in all (`http_sessions.py`). The SDK's `StreamableHTTPServerTransport` does the HTTP side (session
   ids, one SSE stream per POST, the GET stream, DELETE). A message the server sends its host on
   its own (a request, a log line, progress) goes on the stream of the request it belongs to:
   progress by its token; anything else on the GET stream when the host has one open, else on the
@@ -26,7 +27,6 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from itertools import count
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -58,16 +58,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from gateway_process.attachment import MainAttachment
+from gateway_process.http_peers import PeerPool
+from gateway_process.http_sessions import SessionBudget
 from gateway_process.merged_relay import MergedRelay
 from gateway_process.relayed import RelayedSession
 from shared import jsonrpc
+from shared.errors import RpcCode
 
 logger = logging.getLogger(__name__)
 
 _TASK_NAME_KEYS = {"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}  # SEP-2663
 _MAX_SCHEMAS = 10_000
-MAX_SESSIONS = 200  # open handshake-era sessions of one /mcp/<server>; past it 503
+MAX_HOST_NAME = 200
 MAX_BODY_BYTES = 4 << 20
 REPLAY_EVENTS = 1000  # per handshake-era session, for hosts that resume a broken stream
 RETRY_MS = 1000  # the SSE `retry` a host is told to wait before it reconnects
@@ -77,10 +79,18 @@ _PROGRESS = "notifications/progress"
 _SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
 
 
-def _relayed(connection: Path, server: str | None, to_host: Any) -> RelayedSession | MergedRelay:
-    """One host's session with `server`, or with every server at once (`/mcp`: server None)."""
-    attachment = MainAttachment(connection, "MCP host over HTTP", start_main_if_needed=False)
-    return RelayedSession(attachment, server, to_host) if server is not None else MergedRelay(attachment, to_host)
+def _relayed(pool: PeerPool, host: str, server: str | None, to_host: Any) -> RelayedSession | MergedRelay:
+    """One host's session with `server`, or with every server at once (`/mcp`: server None), on a
+    peer of main that host's sessions share."""
+    share = pool.share(host, server)
+    return RelayedSession(share, server, to_host) if server is not None else MergedRelay(share, to_host)
+
+
+def _host_name(info: object) -> str:
+    """A `clientInfo`'s title or name, as main names the host's peer (sessions of one name share it)."""
+    if not isinstance(info, dict):
+        return "MCP host"
+    return str(info.get("title") or info.get("name") or "MCP host")[:MAX_HOST_NAME]
 
 
 def _meta(envelope: jsonrpc.Envelope) -> dict[str, Any]:
@@ -117,10 +127,12 @@ class _Replay(EventStore):
 
 
 class _LegacySession:
-    def __init__(self, connection: Path, server: str | None, security: TransportSecuritySettings) -> None:
+    def __init__(self, pool: PeerPool, host: str, server: str | None, security: TransportSecuritySettings) -> None:
         self.transport = StreamableHTTPServerTransport(mcp_session_id=uuid.uuid4().hex, security_settings=security,
                                                        event_store=_Replay(), retry_interval=RETRY_MS)
-        self.relayed = _relayed(connection, server, self._to_host)
+        self.host = host
+        self.relayed = _relayed(pool, host, server, self._to_host)
+        self.on_end: Any = None  # its RelayedServer's, to end it for room
         self.last_used = time.monotonic()
         self.get_streams = 0
         self._open: dict[jsonrpc.Id, object] = {}  # host requests at the server -> their progress token
@@ -188,10 +200,19 @@ class _LegacySession:
             return None
         return next(reversed(self._open))
 
+    def busy(self) -> bool:
+        return bool(self.get_streams or self._open)
+
+    def end(self) -> None:
+        if self.on_end is not None:
+            self.on_end(self)
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True
             self.relayed.close()
+            if not self.transport.is_terminated:  # its HTTP side ends too: the host's next request hears 404
+                asyncio.ensure_future(self.transport.terminate())
 
 
 # ---- 2026-07-28: a POST per request -------------------------------------------------------------
@@ -210,8 +231,10 @@ class _Post:
 class _ModernClient:
     """The relayed session of one 2026-07-28 client (by clientInfo name)."""
 
-    def __init__(self, connection: Path, server: str | None, schemas: dict[str, Any]) -> None:
-        self.relayed = _relayed(connection, server, self._to_host)
+    def __init__(self, pool: PeerPool, host: str, server: str | None, schemas: dict[str, Any]) -> None:
+        self.host = host
+        self.relayed = _relayed(pool, host, server, self._to_host)
+        self.on_end: Any = None  # its RelayedServer's, to end it for room
         self.posts: dict[jsonrpc.Id, _Post] = {}  # by the id the server sees
         self.last_used = time.monotonic()
         self._ids = count()
@@ -272,6 +295,13 @@ class _ModernClient:
                         None)
         return next(reversed(self.posts.values())) if len(self.posts) == 1 else None
 
+    def busy(self) -> bool:
+        return bool(self.posts)
+
+    def end(self) -> None:
+        if self.on_end is not None:
+            self.on_end(self)
+
     def close(self) -> None:
         self.relayed.close()
 
@@ -282,9 +312,10 @@ class _ModernClient:
 class RelayedServer:
     """Every host of one server path (`server` None: `/mcp`, every server at once)."""
 
-    def __init__(self, connection: Path, server: str | None, security: TransportSecuritySettings,
-                 group: anyio.abc.TaskGroup) -> None:
-        self.connection = connection
+    def __init__(self, pool: PeerPool, budget: SessionBudget, server: str | None,
+                 security: TransportSecuritySettings, group: anyio.abc.TaskGroup) -> None:
+        self._pool = pool
+        self._budget = budget
         self.server = server
         self._security = security
         self._group = group
@@ -309,13 +340,27 @@ class RelayedServer:
         if request.method != "POST":
             await _json_error(400, "Bad Request: Missing session ID")(scope, receive, send)
             return
-        if len(self.sessions) >= MAX_SESSIONS:
-            await _json_error(503, f"Too many open sessions ({MAX_SESSIONS}); close some first")(scope, receive, send)
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            await _json_error(413, f"request is over {MAX_BODY_BYTES:,} bytes")(scope, receive, send)
             return
-        session = _LegacySession(self.connection, self.server, self._security)
+        envelope = jsonrpc.peek(body)
+        if envelope.kind != "request" or envelope.method != "initialize":  # no session to open: nothing is kept
+            await _json_error(400, "Bad Request: Missing session ID")(scope, receive, send)
+            return
+        host = _host_name(envelope.params_dict().get("clientInfo"))
+        refusal = self._budget.refusal(host)
+        if refusal is not None:
+            logger.warning("refused a new MCP session of %r: %s", host[:80], refusal)
+            request_id = envelope.id if isinstance(envelope.id, (int, str)) else None
+            await _raw_json(503, jsonrpc.error_response(request_id, RpcCode.SERVER_ERROR, refusal), send)
+            return
+        session = _LegacySession(self._pool, host, self.server, self._security)
+        session.on_end = self._end
         self.sessions[session.session_id] = session
+        self._budget.add(session)
         await self._group.start(self._run_session, session)
-        await self._legacy(session, request, scope, receive, send)
+        await self._legacy(session, request, scope, _replaying(body, receive), send)
 
     async def _run_session(self, session: _LegacySession, *,
                            task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -342,7 +387,14 @@ class RelayedServer:
     def _end(self, session: _LegacySession) -> None:
         if self.sessions.get(session.session_id) is session:
             del self.sessions[session.session_id]
+        self._budget.release(session)
         session.close()
+
+    def _end_client(self, client: "_ModernClient") -> None:
+        if self.clients.get(client.host) is client:
+            del self.clients[client.host]
+        self._budget.release(client)
+        client.close()
 
     # ---- 2026-07-28 -----------------------------------------------------------------------------
 
@@ -381,11 +433,17 @@ class RelayedServer:
             await _raw_json(ERROR_CODE_HTTP_STATUS.get(rejection.code, 400), jsonrpc.error_response(
                 envelope.id, rejection.code, rejection.message, rejection.data), send)
             return
-        info = _meta(envelope).get("io.modelcontextprotocol/clientInfo")
-        name = str(info.get("name")) if isinstance(info, dict) else ""
+        name = _host_name(_meta(envelope).get("io.modelcontextprotocol/clientInfo"))
         client = self.clients.get(name)
         if client is None:
-            client = self.clients[name] = _ModernClient(self.connection, self.server, self.schemas)
+            refusal = self._budget.refusal(name)
+            if refusal is not None:
+                logger.warning("refused a new MCP client %r: %s", name[:80], refusal)
+                await _raw_json(503, jsonrpc.error_response(envelope.id, RpcCode.SERVER_ERROR, refusal), send)
+                return
+            client = self.clients[name] = _ModernClient(self._pool, name, self.server, self.schemas)
+            client.on_end = self._end_client
+            self._budget.add(client)
         upstream_id, post = client.open(envelope, body, _routing_headers(request))
         await _answer_post(client, upstream_id, post, receive, send)
 
@@ -420,17 +478,15 @@ class RelayedServer:
             if now - session.last_used > idle_s and not session.get_streams:
                 logger.info("MCP session %s idle for %.0f s: closing it", session.session_id[:8], now - session.last_used)
                 self._end(session)
-        for name, client in list(self.clients.items()):
+        for client in list(self.clients.values()):
             if now - client.last_used > idle_s and not client.posts:
-                del self.clients[name]
-                client.close()
+                self._end_client(client)
 
     def close(self) -> None:
         for session in list(self.sessions.values()):
             self._end(session)
-        for client in self.clients.values():
-            client.close()
-        self.clients.clear()
+        for client in list(self.clients.values()):
+            self._end_client(client)
 
 
 async def _answer_post(client: _ModernClient, upstream_id: jsonrpc.Id, post: _Post, receive: Receive,
@@ -483,6 +539,20 @@ def _not_json(body: bytes) -> bool:
     except (ValueError, RecursionError):
         return True
     return False
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """`receive`, with the request body already read handed over first."""
+    sent = False
+
+    async def replay() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from gateway_process.attachment import MainAttachment
+from gateway_process.attachment import Attachment
 from gateway_process.merge import MergedSession, Upstream
 from gateway_process.relayed import RelayedSession
 from shared.errors import ConfigError, MainUnreachableError
@@ -49,7 +49,7 @@ class _ServerSession:
 class MergedRelay:
     """The host's side: `from_host` each message of the host, `to_host` gets each for it."""
 
-    def __init__(self, attachment: MainAttachment, to_host: Callable[[bytes], None]) -> None:
+    def __init__(self, attachment: Attachment, to_host: Callable[[bytes], None]) -> None:
         self.attachment = attachment
         self.link = attachment.link
         self.sessions: dict[str, RelayedSession] = {}  # by relayed session name
@@ -87,7 +87,7 @@ class MergedRelay:
 
     def close(self) -> None:
         self.merged.close()
-        self.link.close()
+        self.attachment.close()
 
     # ---- LinkEvents ------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from gateway_process.attachment import MainAttachment
+from gateway_process.attachment import Attachment
 from gateway_process.relay_pump import RelayPump, Undeliverable
 from shared import channels
 from shared.errors import ConfigError, MainUnreachableError, UndeliverableRequestError
@@ -33,7 +33,7 @@ class RelayedSession:
     `shared`: the link is one of several sessions' (all servers at once, `merged_relay.py`), whose
     owner passes this session its events and closes the link itself."""
 
-    def __init__(self, attachment: MainAttachment, server: str, to_host: Callable[[bytes], None], *,
+    def __init__(self, attachment: Attachment, server: str, to_host: Callable[[bytes], None], *,
                  shared: bool = False) -> None:
         self.attachment = attachment
         self.link = attachment.link
@@ -80,7 +80,7 @@ class RelayedSession:
             except MainUnreachableError:
                 pass
         if not self._shared:
-            self.link.close()
+            self.attachment.close()
 
     # ---- LinkEvents ------------------------------------------------------------------------
 

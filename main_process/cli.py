@@ -601,6 +601,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"MCP hosts over HTTP: {for_terminal(http_url)} (entries: elicitron serve --print-config --http)")
         if gateway is not None and gateway.error:
             print(f"  restarted after: {for_terminal(gateway.error)}")
+    if gateway is not None and gateway.state == "listening" and (gateway.sessions or gateway.refused_sessions):
+        print(f"  {gateway.sessions} MCP sessions on {gateway.main_peers} host peers; {gateway.refused_sessions} "
+              "sessions refused (over a cap)")
     if gateway is not None and (gateway.refused_connections or gateway.timed_out_connections):
         print(f"  {gateway.open_connections} open connections; {gateway.refused_connections} connections refused "
               f"(over a cap), {gateway.timed_out_connections} closed for sending no request in time")

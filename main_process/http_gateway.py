@@ -137,7 +137,9 @@ class HttpGatewayChild:
         return HttpGatewayStatus(state=self.state, address=self.listen, url=self.url, error=self.error,
                                  open_connections=counts.get("openConnections", 0),
                                  refused_connections=counts.get("refusedConnections", 0),
-                                 timed_out_connections=counts.get("timedOutConnections", 0))
+                                 timed_out_connections=counts.get("timedOutConnections", 0),
+                                 sessions=counts.get("sessions", 0), refused_sessions=counts.get("refusedSessions", 0),
+                                 main_peers=counts.get("mainPeers", 0))
 
     async def stop(self) -> None:
         self._stopping.set()

@@ -346,6 +346,9 @@ class HttpGatewayStatus(Body):
     open_connections: int = 0
     refused_connections: int = 0  # closed at once, or to make room, for being over a cap (issue 24)
     timed_out_connections: int = 0  # closed for sending no request (or no body) in time
+    sessions: int = 0  # MCP sessions open (a 2026-07-28 client counts as one)
+    refused_sessions: int = 0  # over a cap (per host, in all), answered 503
+    main_peers: int = 0  # host peers of main those sessions share
 
 
 class StatusReport(Body):

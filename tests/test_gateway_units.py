@@ -11,6 +11,7 @@ import pytest
 
 from gateway_process.http_app import parse_listen, security_settings
 from gateway_process.http_hosts import route_addresses, served_names
+from gateway_process.http_sessions import EVICT_IDLE_S, SessionBudget
 from gateway_process.lines import LineSplitter, Oversized
 from gateway_process.names import Exposure, combined_instructions
 from main_process.config import parse_config
@@ -151,3 +152,29 @@ def test_the_cli_knows_serve_without_importing_mcp() -> None:
             "sys.exit(1 if any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules) else 0)")
     done = subprocess.run([sys.executable, "-c", code], check=False, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0
+
+
+class _Session:
+    def __init__(self, budget: SessionBudget, host: str, now: float, busy: bool = False) -> None:
+        self.host, self.last_used, self._busy, self.ended = host, now, busy, False
+        budget.add(self)
+
+    def busy(self) -> bool:
+        return self._busy
+
+    def end(self) -> None:
+        self.ended = True
+
+
+def test_http_sessions_are_capped_per_host_and_in_all_and_an_idle_one_gives_way() -> None:
+    now = [0.0]
+    budget = SessionBudget(max_total=3, max_per_host=2, clock=lambda: now[0])
+    first, streaming = _Session(budget, "leaky", 0.0), _Session(budget, "leaky", 0.0, busy=True)
+    refusal = budget.refusal("leaky") or ""
+    assert "'leaky' already has 2 MCP sessions" in refusal and "DELETE" in refusal and budget.refused == 1
+    assert budget.refusal("other") is None
+    _Session(budget, "other", 0.0)
+    assert "has its 3 MCP sessions open" in (budget.refusal("third") or "")
+    now[0] = EVICT_IDLE_S  # the idle one gives way; the one with a stream never does
+    assert budget.refusal("leaky") is None and first.ended and not streaming.ended
+    assert budget.open == 2 and budget.refused == 2

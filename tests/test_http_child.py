@@ -7,7 +7,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -49,10 +49,11 @@ def soft_nofile(limit: int) -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def http_main(home: Path, *args: str, soft_limit: int | None = None) -> RunningMain:
-    """main with the demo server and `--mcp-http` (port 0 unless `args` names one), its HTTP
-    gateway listening (as `status` reports it)."""
-    config = write_config(home / "mcp.json", {"demo": demo_stdio_entry()})
+def http_main(home: Path, *args: str, soft_limit: int | None = None,
+              servers: dict[str, Any] | None = None) -> RunningMain:
+    """main with the demo server (or `servers`) and `--mcp-http` (port 0 unless `args` names one),
+    its HTTP gateway listening (as `status` reports it)."""
+    config = write_config(home / "mcp.json", servers or {"demo": demo_stdio_entry()})
     listen = args if args else ("--mcp-http", "0")
     if soft_limit is None:
         main = start_main(config, home, *listen, home=home, wait=False)
@@ -68,6 +69,15 @@ def http_main(home: Path, *args: str, soft_limit: int | None = None) -> RunningM
             return main
     main.stop()
     raise AssertionError("main never reported its MCP HTTP endpoint listening")
+
+
+def gateway_reports(main: RunningMain, holds: Callable[[dict[str, Any]], bool], timeout_s: float = 30) -> dict[str, Any]:
+    """`status --json`'s HTTP gateway, once `holds` (the child reports its counts every second)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        gateway = status_json(main)["mcpHttp"]
+        if holds(gateway) or time.monotonic() > deadline:
+            return gateway
 
 
 def child_log(main: RunningMain) -> Path:
@@ -118,10 +128,67 @@ def test_1100_idle_connections_under_a_1024_soft_limit_lock_no_host_out(home: Pa
         finally:
             for sock in idle:
                 sock.close()
-        gateway = status_json(main)["mcpHttp"]
+        gateway = gateway_reports(main, lambda gateway: gateway.get("refusedConnections", 0) > 0)
         assert gateway["state"] == "listening"
-        assert gateway["refusedConnections"] > 0  # counted, and shown
+        assert gateway.get("refusedConnections", 0) > 0  # counted, and shown
         assert "connections refused" in main.cli("status").stdout
+        assert child_log(main).stat().st_size - log_before < 64 << 10
+    finally:
+        main.stop()
+
+
+# ---- finding 5: sessions never deleted -----------------------------------------------------------
+
+
+def initialize(url: str, token: str, name: str) -> tuple[int, dict[str, Any]]:
+    """One handshake-era session opened (an `initialize` POST, answered in full) and never deleted."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}})
+    request = urllib.request.Request(url, data=body.encode(), method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
+            return response.status, {}
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.loads(refused.read() or b"{}")
+
+
+def test_600_sessions_never_deleted_leave_room_for_windows_status_and_other_hosts(
+    home: Path, hosts: HostLoop, http_demo_server: str
+) -> None:
+    main = http_main(home, soft_limit=1024, servers={"demo": {"url": http_demo_server}})
+    try:
+        url, token = main.info["mcpHttpUrl"], main.info["mcpHttpToken"]
+        log_before = child_log(main).stat().st_size
+        answers: dict[int, int] = {}
+        refusal: dict[str, Any] = {}
+        for _ in range(600):  # a buggy host that never sends DELETE
+            status, body = initialize(f"{url}/demo", token, "leaky-host")
+            answers[status] = answers.get(status, 0) + 1
+            refusal = refusal or body
+        assert answers.get(200, 0) >= 8 and sum(answers.values()) == 600, answers
+        assert refusal["jsonrpc"] == "2.0" and "DELETE" in refusal["error"]["message"], refusal  # says what to do
+
+        main.peer("window-after-the-leak")  # main's peer table has room
+        report = status_json(main)
+        assert "window-after-the-leak" in [peer["name"] for peer in report["peers"] if peer["role"] == "renderer"]
+        leaky = [peer for peer in report["peers"] if peer["role"] == "host"]
+        assert 1 <= len(leaky) <= 4, leaky  # the sessions share main peers
+        gateway = gateway_reports(main, lambda gateway: gateway.get("refusedSessions", 0) == answers[503])
+        assert gateway["refusedSessions"] == answers[503] and gateway["sessions"] == answers[200]
+        assert "sessions refused" in main.cli("status").stdout
+
+        other = http_host(hosts, url, token, "another-host", "legacy")  # not locked out by the leak
+        try:
+            assert text_of(other.call("demo__echo", {"text": "room for me"})) == "room for me"
+        finally:
+            other.close()
         assert child_log(main).stat().st_size - log_before < 64 << 10
     finally:
         main.stop()
@@ -271,6 +338,7 @@ def test_a_lan_address_needs_tls_or_insecure_http_and_its_hosts_are_served(home:
     finally:
         main.stop()
 
+    port = free_port()
     insecure = http_main(home, "--mcp-http", f"0.0.0.0:{port}", "--insecure-http")
     try:
         url, token = insecure.info["mcpHttpUrl"], insecure.info["mcpHttpToken"]
