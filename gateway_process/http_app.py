@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import socket
+import ssl
 import sys
 from pathlib import Path
 from urllib.parse import unquote
@@ -271,13 +272,15 @@ def run_http(connection: Path, listen: str, tls: tuple[Path, Path] | None = None
     listener.listen(socket.SOMAXCONN)  # before it is announced: a host told the URL may connect at once
     bound_repeats()
     descriptors = raise_soft_limit()
+    context = None
+    if tls is not None:  # the guard does the handshake: see http_guard.py
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(*tls)
     guard = ConnectionGuard(max(16, min(MAX_CONNECTIONS, descriptors - DESCRIPTOR_RESERVE)), MAX_PER_SOURCE,
-                            HEAD_TIMEOUT_S, BODY_TIMEOUT_S)
+                            HEAD_TIMEOUT_S, BODY_TIMEOUT_S, tls=context)
     app = HttpGateway(connection, info.mcp_http_token, host, guard)
-    certificate, key = tls if tls is not None else (None, None)
     config = uvicorn.Config(app, log_level="warning", lifespan="on", http=guarded_protocol(guard),
-                            timeout_keep_alive=int(HEAD_TIMEOUT_S), backlog=socket.SOMAXCONN,
-                            ssl_certfile=certificate, ssl_keyfile=key)
+                            timeout_keep_alive=int(HEAD_TIMEOUT_S), backlog=socket.SOMAXCONN)
     scheme = "https" if tls is not None else "http"
     print(f"LISTENING {scheme}://{in_url(public_host(host))}:{bound}/mcp", flush=True)
     anyio.run(uvicorn.Server(config).serve, [listener])

@@ -13,10 +13,16 @@ every host out. `guarded_protocol(guard)` is uvicorn's h11 protocol with a `Conn
   after `head_timeout_s`, one reading a request body after `body_timeout_s` (`timed_out`): time
   since the head, not since the last byte, so a trickle does not keep it.
 
+With TLS the guard does the handshake itself (`loop.start_tls`) after counting the connection, so
+one that never finishes it is capped and timed out like one that sends no request; uvicorn's own
+TLS would count it only once the handshake is done (and asyncio waits up to 60 s for that).
+
 Counting is O(1) per connection; the sweep once a second is O(connections).
 """
 
 import asyncio
+import logging
+import ssl
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -24,6 +30,7 @@ from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+logger = logging.getLogger(__name__)
 _LOOPBACK_SOURCES = ("127.0.0.1", "::1")
 SWEEP_S = 1.0
 
@@ -36,6 +43,9 @@ class _Guarded(H11Protocol):
         self.source = ""
         self.waiting_since = 0.0  # since when it waits for a request head, or reads a body
         self.ever_served = False
+        self.raw: asyncio.BaseTransport | None = None  # the TCP connection (under TLS, if any)
+        self._handshake: asyncio.Task[None] | None = None
+        self._early: list[bytes] = []  # what TLS decrypted before start_tls handed the transport over
 
     # what the guard needs to know, from uvicorn's own state
     def waiting_for_head(self) -> bool:
@@ -45,15 +55,47 @@ class _Guarded(H11Protocol):
         return self.cycle is not None and not self.cycle.response_complete and self.cycle.more_body
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)  # type: ignore[arg-type]
-        self.source = self.client[0] if self.client else ""
+        peer = transport.get_extra_info("peername")
+        self.source = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        self.raw = transport
         self.waiting_since = self.guard.clock()
         if not self.guard.admit(self):
             transport.abort()  # type: ignore[attr-defined]
+            return
+        if self.guard.tls is None:
+            super().connection_made(transport)  # type: ignore[arg-type]
+            return
+        transport.pause_reading()  # type: ignore[attr-defined]  # the handshake reads first
+        self._handshake = asyncio.ensure_future(self._start_tls(transport, self.guard.tls))
+
+    async def _start_tls(self, raw: asyncio.BaseTransport, context: ssl.SSLContext) -> None:
+        try:
+            secure = await self.loop.start_tls(raw, self, context, server_side=True,  # type: ignore[arg-type]
+                                               ssl_handshake_timeout=self.guard.head_timeout_s)
+        except (OSError, ssl.SSLError, TimeoutError, EOFError) as exc:
+            self.guard.gone(self)
+            self.guard.failed_tls += 1
+            raw.abort()  # type: ignore[attr-defined]
+            logger.info("a TLS handshake from %s failed: %s", self.source, exc)
+            return
+        if secure is None or secure.is_closing():
+            self.guard.gone(self)
+            return
+        super().connection_made(secure)
+        early, self._early = self._early, []
+        for data in early:
+            super().data_received(data)
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport is None:
+            self._early.append(data)
+            return
+        super().data_received(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.guard.gone(self)
-        super().connection_lost(exc)
+        if self.transport is not None:  # None: refused, or lost during its handshake
+            super().connection_lost(exc)
 
     def handle_events(self) -> None:
         waiting = self.waiting_for_head()
@@ -67,13 +109,16 @@ class _Guarded(H11Protocol):
         super().on_response_complete()
 
     def close_now(self) -> None:
-        if not self.transport.is_closing():
-            self.transport.abort()
+        transport = self.transport or self.raw
+        if transport is not None and not transport.is_closing():
+            transport.abort()  # type: ignore[attr-defined]
 
 
 class ConnectionGuard:
     def __init__(self, max_total: int, max_per_source: int, head_timeout_s: float, body_timeout_s: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, tls: ssl.SSLContext | None = None) -> None:
+        self.tls = tls
+        self.failed_tls = 0
         self.max_total = max_total
         self.max_per_source = max_per_source
         self.head_timeout_s = head_timeout_s

@@ -333,6 +333,11 @@ def test_a_lan_address_needs_tls_or_insecure_http_and_its_hosts_are_served(home:
             assert text_of(host.call("demo__echo", {"text": "over the LAN"})) == "over the LAN"
         finally:
             host.close()
+        silent = socket.create_connection((address, port), timeout=30)  # never starts its TLS handshake
+        try:
+            assert closed_by_server(silent, 30)
+        finally:
+            silent.close()
         foreign = https_post(url, cert, {"Authorization": f"Bearer {token}", "Host": f"evil.example:{port}"})
         assert foreign[0] == 403 and address in foreign[1]["error"]  # it names what it serves
     finally:
