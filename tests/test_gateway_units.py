@@ -11,6 +11,7 @@ import pytest
 
 from gateway_process.http_app import parse_listen, security_settings
 from gateway_process.http_hosts import route_addresses, served_names
+from gateway_process.http_logs import MAX_CHARS, RepeatFilter
 from gateway_process.http_sessions import EVICT_IDLE_S, SessionBudget
 from gateway_process.lines import LineSplitter, Oversized
 from gateway_process.names import Exposure, combined_instructions
@@ -178,3 +179,16 @@ def test_http_sessions_are_capped_per_host_and_in_all_and_an_idle_one_gives_way(
     now[0] = EVICT_IDLE_S  # the idle one gives way; the one with a stream never does
     assert budget.refusal("leaky") is None and first.ended and not streaming.ended
     assert budget.open == 2 and budget.refused == 2
+
+
+def test_the_http_childs_log_says_a_repeated_complaint_once_and_cuts_a_long_one() -> None:
+    import logging
+
+    def record(msg: str, *args: object) -> logging.LogRecord:
+        return logging.LogRecord("mcp.server.transport_security", logging.WARNING, __file__, 1, msg, args, None)
+
+    repeats = RepeatFilter(interval_s=3600)
+    long_host = record("Invalid Host header: " + "x" * 20_000)  # an f-string of the SDK's, a peer's header in it
+    assert repeats.filter(long_host) and len(long_host.getMessage()) < MAX_CHARS + 100
+    assert not repeats.filter(record("Invalid Host header: another.example"))  # the same kind
+    assert repeats.filter(record("refused %s", "a")) and not repeats.filter(record("refused %s", "b"))
