@@ -8,7 +8,6 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,11 @@ from gateway_kit import Host, HostLoop, status_json, text_of
 from kit.demo import demo_stdio_entry
 from kit.env import short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
+from kit.procs import descendants
 from mcp.client.streamable_http import streamable_http_client
 from test_gateway_http import LIST_TOOLS, http_host, post
+
+from shared.descriptors import CEILING
 
 pytestmark = pytest.mark.slow  # real mains, HTTP children and hosts
 
@@ -37,30 +39,13 @@ def home() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-@contextmanager
-def soft_nofile(limit: int) -> Iterator[None]:
-    """Children started in the block get a soft descriptor limit of `limit` (a desktop's default),
-    the hard one unchanged."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-
-def http_main(home: Path, *args: str, soft_limit: int | None = None,
+def http_main(home: Path, *args: str, open_files: tuple[int, int] | None = None,
               servers: dict[str, Any] | None = None) -> RunningMain:
     """main with the demo server (or `servers`) and `--mcp-http` (port 0 unless `args` names one),
-    its HTTP gateway listening (as `status` reports it)."""
+    its HTTP gateway listening (as `status` reports it); `open_files`: main's (soft, hard) limit."""
     config = write_config(home / "mcp.json", servers or {"demo": demo_stdio_entry()})
     listen = args if args else ("--mcp-http", "0")
-    if soft_limit is None:
-        main = start_main(config, home, *listen, home=home, wait=False)
-    else:
-        with soft_nofile(soft_limit):
-            main = start_main(config, home, *listen, home=home, wait=False)
-    main.wait_up()
+    main = start_main(config, home, *listen, home=home, open_files=open_files)
     main.wait_server_ready("demo")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # each status is a real round trip to main, as a user would run it
@@ -78,6 +63,15 @@ def gateway_reports(main: RunningMain, holds: Callable[[dict[str, Any]], bool], 
         gateway = status_json(main)["mcpHttp"]
         if holds(gateway) or time.monotonic() > deadline:
             return gateway
+
+
+def open_file_limits(pid: int) -> tuple[int, int]:
+    """A process's (soft, hard) descriptor limit, from /proc."""
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    raise AssertionError(f"no open-files limit for {pid}")
 
 
 def child_log(main: RunningMain) -> Path:
@@ -105,9 +99,16 @@ def closed_by_server(sock: socket.socket, timeout_s: float) -> bool:
 # ---- finding 3: idle connections -----------------------------------------------------------------
 
 
-def test_1100_idle_connections_under_a_1024_soft_limit_lock_no_host_out(home: Path, hosts: HostLoop) -> None:
-    main = http_main(home, soft_limit=1024)
+HARD = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+
+
+@pytest.mark.parametrize("open_files", [(1024, HARD), (1024, 1024)], ids=["soft-1024", "ulimit-n-1024"])
+def test_1100_idle_connections_under_a_1024_limit_lock_no_host_out(home: Path, hosts: HostLoop,
+                                                                   open_files: tuple[int, int]) -> None:
+    main = http_main(home, open_files=open_files)
     try:
+        child = next(pid for pid, command in descendants(main.pid).items() if "--listen-http" in command)
+        assert open_file_limits(child) == (min(open_files[1], CEILING), open_files[1])  # raised as it may be
         url, token = main.info["mcpHttpUrl"], main.info["mcpHttpToken"]
         log_before = child_log(main).stat().st_size
         idle: list[socket.socket] = []
@@ -164,7 +165,7 @@ def initialize(url: str, token: str, name: str) -> tuple[int, dict[str, Any]]:
 def test_600_sessions_never_deleted_leave_room_for_windows_status_and_other_hosts(
     home: Path, hosts: HostLoop, http_demo_server: str
 ) -> None:
-    main = http_main(home, soft_limit=1024, servers={"demo": {"url": http_demo_server}})
+    main = http_main(home, open_files=(1024, HARD), servers={"demo": {"url": http_demo_server}})
     try:
         url, token = main.info["mcpHttpUrl"], main.info["mcpHttpToken"]
         log_before = child_log(main).stat().st_size

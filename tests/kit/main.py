@@ -233,13 +233,16 @@ def write_config(path: Path, servers: dict[str, Any], **top_level: Any) -> Path:
 
 
 def start_main(config: Path | None, runtime: Path, *extra_args: str, home: Path | None = None,
-               wait: bool = True) -> RunningMain:
+               wait: bool = True, open_files: tuple[int, int] | None = None) -> RunningMain:
     """`elicitron main` with its connection file in `runtime` and its dirs in `home`; up unless
-    `wait=False`."""
+    `wait=False`. `open_files`: its (soft, hard) descriptor limit, as `ulimit -n` would set it."""
     connection = runtime / "connection.json"
     argv = [PYTHON, "-m", "main_process", "--log-level", "info", "main", "--connection", str(connection)]
     if config is not None:
         argv += ["--config", str(config)]
+    if open_files is not None:  # the shell's own ulimit, then exec: no preexec_fn beside the test's threads
+        argv = ["/bin/sh", "-c", f'ulimit -S -n {open_files[0]} && ulimit -H -n {open_files[1]} && exec "$0" "$@"',
+                *argv]
     proc = subprocess.Popen([*argv, *extra_args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env=child_env(home), cwd=ROOT)
     assert proc.stderr is not None
