@@ -17,6 +17,11 @@ merged_relay.py  MergedRelay: a MergedSession over one host peer's link, one Rel
 http_app.py      streamable HTTP for main's --mcp-http: bearer token, Origin/Host checks,
                  /mcp (every server) and /mcp/<server>
 http_relay.py    HTTP for relayed sessions: handshake-era sessions on the SDK's transport, 2026-07-28 POSTs
+http_guard.py    the child's connections bounded: caps, eviction of idle ones, head/body timeouts, TLS
+http_sessions.py the child's MCP sessions bounded: per host and in all, an idle one gives way
+http_peers.py    the sessions of one host share a peer of main (PeerPool)
+http_hosts.py    which Host names the child serves; whether an address leaves this machine
+http_logs.py     the child's log: a repeated message once per 10 s, long lines cut
 handshake.py     Elicitron's serverInfo and handshake versions (pure)
 attachment.py    MainAttachment: the link to main attached on demand, the wait for starting servers
 names.py         `<server>__<tool>` naming and the combined instructions (pure)
