@@ -3,9 +3,12 @@ name) and MAX_SESSIONS in all (every path; a 2026-07-28 client counts as one ses
 behind the one bearer token.
 
 A host that opens sessions and never sends DELETE used to wedge the child. Now a session over a cap
-takes the place of the least recently used one idle for EVICT_IDLE_S (no request open, no GET
-stream; that host is told "session not found" next time and starts a new one, as the spec says), or
-is refused with 503 and a JSON-RPC error saying what to do. A session idle for IDLE_S ends anyway.
+takes the place of the least recently used one that is idle (no request open, no GET stream; its
+host is told "session not found" next time and starts a new one, as the spec says), or is refused
+with 503 and a JSON-RPC error saying what to do. Over its own cap a host's new session replaces only
+one of its own idle for OWN_IDLE_S (it should end what it no longer uses); over the total cap, any
+host's idle for EVICT_IDLE_S, so one greedy host or many cannot keep another out. A session idle for
+IDLE_S ends anyway.
 """
 
 import time
@@ -15,7 +18,8 @@ from typing import Protocol
 
 MAX_SESSIONS = 100
 MAX_PER_HOST = 32
-EVICT_IDLE_S = 60.0
+OWN_IDLE_S = 60.0
+EVICT_IDLE_S = 10.0
 IDLE_S = 10 * 60.0
 
 
@@ -46,16 +50,15 @@ class SessionBudget:
 
     def refusal(self, host: str) -> str | None:
         """Room for one more session of `host` (ending an idle one if need be), or why not."""
-        if self._by_host[host] >= self.max_per_host and not self._evict(host):
+        if self._by_host[host] >= self.max_per_host and not self._evict(host, OWN_IDLE_S):
             self.refused += 1
             return (f"{host!r} already has {self.max_per_host} MCP sessions open through Elicitron's HTTP gateway: "
                     "end the ones you no longer use (HTTP DELETE with their Mcp-Session-Id), or retry in a minute, "
                     "when an idle one gives way")
-        if len(self._open) >= self.max_total and not self._evict(None):
+        if len(self._open) >= self.max_total and not self._evict(None, EVICT_IDLE_S):
             self.refused += 1
-            return (f"Elicitron's HTTP gateway has its {self.max_total} MCP sessions open: hosts should end the ones "
-                    "they no longer use (HTTP DELETE with their Mcp-Session-Id); retry in a minute, when an idle one "
-                    "gives way")
+            return (f"Elicitron's HTTP gateway has its {self.max_total} MCP sessions open and none idle: hosts should "
+                    "end the ones they no longer use (HTTP DELETE with their Mcp-Session-Id); retry in a few seconds")
         return None
 
     def add(self, session: Counted) -> None:
@@ -69,10 +72,10 @@ class SessionBudget:
             if self._by_host[session.host] <= 0:
                 del self._by_host[session.host]
 
-    def _evict(self, host: str | None) -> bool:
+    def _evict(self, host: str | None, idle_s: float) -> bool:
         now = self.clock()
         idle = [session for session in self._open if (host is None or session.host == host)
-                and not session.busy() and now - session.last_used >= EVICT_IDLE_S]
+                and not session.busy() and now - session.last_used >= idle_s]
         if not idle:
             return False
         oldest = min(idle, key=lambda session: session.last_used)

@@ -12,7 +12,7 @@ import pytest
 from gateway_process.http_app import parse_listen, security_settings
 from gateway_process.http_hosts import route_addresses, served_names
 from gateway_process.http_logs import MAX_CHARS, RepeatFilter
-from gateway_process.http_sessions import EVICT_IDLE_S, SessionBudget
+from gateway_process.http_sessions import EVICT_IDLE_S, OWN_IDLE_S, SessionBudget
 from gateway_process.lines import LineSplitter, Oversized
 from gateway_process.names import Exposure, combined_instructions
 from main_process.config import parse_config
@@ -174,11 +174,16 @@ def test_http_sessions_are_capped_per_host_and_in_all_and_an_idle_one_gives_way(
     refusal = budget.refusal("leaky") or ""
     assert "'leaky' already has 2 MCP sessions" in refusal and "DELETE" in refusal and budget.refused == 1
     assert budget.refusal("other") is None
-    _Session(budget, "other", 0.0)
-    assert "has its 3 MCP sessions open" in (budget.refusal("third") or "")
-    now[0] = EVICT_IDLE_S  # the idle one gives way; the one with a stream never does
-    assert budget.refusal("leaky") is None and first.ended and not streaming.ended
-    assert budget.open == 2 and budget.refused == 2
+    other = _Session(budget, "other", 0.0)
+    assert "has its 3 MCP sessions open and none idle" in (budget.refusal("third") or "")
+    now[0] = EVICT_IDLE_S  # over the total cap, any host's idle session gives way (never one with a stream)
+    assert "already has 2" in (budget.refusal("leaky") or "")  # over its own cap, only one idle for a minute
+    assert budget.refusal("third") is None and first.ended and not streaming.ended and not other.ended
+    _Session(budget, "third", now[0])
+    now[0] = OWN_IDLE_S
+    again = _Session(budget, "leaky", 0.0)
+    assert budget.refusal("leaky") is None and again.ended
+    assert budget.refused == 3
 
 
 def test_the_http_childs_log_says_a_repeated_complaint_once_and_cuts_a_long_one() -> None:
