@@ -158,10 +158,12 @@ class HttpGatewayChild:
         """Stop the child and start it again now (a new token); returns once it listens (or a
         timeout passed: `status` says how it went)."""
         process = self._process
-        self._restarting = True
         self._listening.clear()
         self.state = "restarting"
-        if process is not None and process.returncode is None:
+        if self._task is None or self._task.done():  # it had failed for good: a new start, failures forgotten
+            self.start()
+        elif process is not None and process.returncode is None:
+            self._restarting = True
             process.terminate()
         try:
             await asyncio.wait_for(self._listening.wait(), LISTEN_TIMEOUT_S)
