@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 
 from shared.connection_file import resolve_connection_path
+from shared.descriptors import raise_soft_limit
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=getattr(logging, args.log_level.upper()),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    raise_soft_limit()  # hosts' connections and main's peers: libzmq aborts on EMFILE (shared/descriptors.py)
     if args.listen_http:
         from gateway_process.http_app import run_http
 

@@ -40,6 +40,7 @@ from main_process.rule_store import RuleStore, path_beside
 from main_process.server_identity import identities
 from main_process.servers import ManagedServer, error_reply
 from main_process.store_owner import StoreLock
+from main_process.tcp_front import TcpFront, parse_tcp_listen
 from shared import PROTOCOL_VERSION, channels, locator
 from shared.codec import DEFAULT_MAX_BODY_BYTES
 from shared.connection_file import (
@@ -49,6 +50,7 @@ from shared.connection_file import (
     remove_connection_file,
     write_connection_file,
 )
+from shared.descriptors import raise_soft_limit
 from shared.errors import ConfigError, RpcCode, RuleStoreError
 from shared.messages import (
     Ask,
@@ -296,18 +298,23 @@ class MainApp:
         self.broker.pending.record_by_rule(request, answer, rule_id, origin=None, timeout_s=0, kind="question")
         return answer
 
-    def _remote_listener(self) -> tuple[Listener | None, AsyncioAuthenticator | None]:
-        """The tcp listener for remote windows: CURVE with main's keypair, clients by allow-list."""
+    def _remote_listener(self) -> tuple[Listener | None, AsyncioAuthenticator | None, TcpFront | None]:
+        """The tcp listener for remote windows: a capped front (tcp_front.py) on the --listen address,
+        piping to a CURVE ROUTER with main's keypair on a private ipc endpoint; clients by allow-list."""
         if self.listen is None:
-            return None, None
-        if not self.listen.startswith("tcp://"):
-            raise ConfigError(f"--listen {self.listen}: only tcp:// endpoints (ipc is always on)")
+            return None, None, None
+        host, port = parse_tcp_listen(self.listen)
+        front = TcpFront(host, port, ipc_endpoint_beside(self.connection_path, "main-tcp.sock").removeprefix("ipc://"))
+        try:
+            front.start()  # first: a port in use is one line, before anything else starts
+        except OSError as exc:
+            raise ConfigError(f"--listen {self.listen}: cannot listen there ({exc.strerror or exc})") from None
         keys = CurveKeys()
         # The ZAP handler must live in the same libzmq context as the ROUTER; shadow it for asyncio.
         authenticator = AsyncioAuthenticator(zmq.asyncio.Context.shadow(zmq.Context.instance()))
         authenticator.start()
         authenticator.configure_curve_callback(ZAP_DOMAIN.decode(), AllowListProvider(keys))
-        return Listener(self.listen, keys.server_keypair()), authenticator
+        return Listener(f"ipc://{front.backend_path}", keys.server_keypair()), authenticator, front
 
     def _start_http_gateway(self, info: ConnectionInfo) -> HttpGatewayChild | None:
         """`--mcp-http`: the gateway child serves MCP hosts; its URL joins the connection file."""
@@ -356,8 +363,10 @@ class MainApp:
             probe_listen(check_listen(self.mcp_http))
             forget_old_token_file()  # a port in use: one line before anything starts
         token = secrets.token_hex(32)
+        limit = raise_soft_limit()  # before any socket: libzmq aborts main on EMFILE
+        logger.info("open files: up to %d", limit)
+        remote, authenticator, front = self._remote_listener()
         audit = AuditLog(self.audit_path, record_values=self.config.audit_values, auto_checkpoint=False)
-        remote, authenticator = self._remote_listener()
         broker = Broker(
             endpoint=ipc_endpoint_beside(self.connection_path),
             token=token,
@@ -369,6 +378,8 @@ class MainApp:
         )
         self.broker = broker
         broker.bind()
+        if front is not None:
+            broker.listener_status = lambda: [front.status()]
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, self._stop.set)
@@ -389,7 +400,7 @@ class MainApp:
         self._relay = Relay(broker, self.servers.get, self.consent)
         info = ConnectionInfo(
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
-            remote_endpoint=remote.endpoint if remote else None,
+            remote_endpoint=front.address if front else None,
             remote_server_key=remote.curve_keypair[0].decode() if remote and remote.curve_keypair else None,
             mcp_http_token=new_token() if self.mcp_http else None)
         write_connection_file(self.connection_path, info)
@@ -414,6 +425,8 @@ class MainApp:
             if self._relay is not None:
                 await self._relay.close()
             await asyncio.gather(*(server.stop() for server in self.servers.values()))
+            if front is not None:
+                await front.close()
             await broker.close()
             if self.consent is not None:
                 self.consent.close()

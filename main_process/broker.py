@@ -57,6 +57,7 @@ from shared.messages import (
     HostInfo,
     HttpGatewayStatus,
     ListChanged,
+    ListenerStatus,
     ListName,
     McpClose,
     McpRelay,
@@ -214,6 +215,7 @@ class Broker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.http_gateway_status: Callable[[], HttpGatewayStatus] | None = None  # main --mcp-http
         self.rotate_http_token: Callable[[], Awaitable[None]] | None = None  # main --mcp-http
+        self.listener_status: Callable[[], list[ListenerStatus]] | None = None  # main --listen tcp://
         self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
         # One ROUTER per listener (CURVE is per socket); a routing id inside the broker is the
         # socket's index byte + ZeroMQ's routing id, so ids from different sockets never clash.
@@ -712,7 +714,8 @@ class Broker:
                             servers=self._host.server_infos(), peers=self._peers.infos(),
                             pending=self.pending.summaries(),
                             event_loop=describe_loop(self._loop) if self._loop is not None else None,
-                            mcp_http=None if self.http_gateway_status is None else self.http_gateway_status())
+                            mcp_http=None if self.http_gateway_status is None else self.http_gateway_status(),
+                            listeners=[] if self.listener_status is None else self.listener_status())
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)

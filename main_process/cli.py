@@ -38,7 +38,7 @@ from shared.connection_file import resolve_connection_path
 from shared.terminal_text import for_terminal, json_for_terminal
 
 if TYPE_CHECKING:
-    from shared.messages import ChannelReply, ServerInfo
+    from shared.messages import ChannelReply, ListenerStatus, ServerInfo
 
 from shared.errors import (
     AlreadyRunningError,
@@ -607,6 +607,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if gateway is not None and (gateway.refused_connections or gateway.timed_out_connections):
         print(f"  {gateway.open_connections} open connections; {gateway.refused_connections} connections refused "
               f"(over a cap), {gateway.timed_out_connections} closed for sending no request in time")
+    for listener in report.listeners:
+        print(_listener_line(listener))
     print(f"servers ({len(report.servers)}):")
     for server in report.servers:
         tools = ", ".join(for_terminal(tool) for tool in server.tools) or "-"
@@ -641,6 +643,19 @@ def _print_name_clashes(servers: "list[ServerInfo]") -> None:
         print(f"tools left out for hosts of every server at once ({len(clashes)}):")
     for public, owners in clashes.items():
         print(f"  {for_terminal(clash_notice('tool', public, owners))}")
+
+
+def _listener_line(listener: "ListenerStatus") -> str:
+    """`remote windows on tcp://…: 2 open, 1,136 refused (1,120 per-address limit, …)`."""
+    def by_reason(counts: dict[str, int]) -> str:
+        return ", ".join(f"{n:,} {why}" for why, n in sorted(counts.items(), key=lambda item: -item[1]))
+
+    line = f"{listener.name} on {listener.address}: {listener.open:,} open, {listener.refused:,} refused"
+    if listener.refused_by:
+        line += f" ({by_reason(listener.refused_by)})"
+    if listener.dropped:
+        line += f", {listener.dropped:,} closed ({by_reason(listener.dropped_by)})"
+    return line
 
 
 def cmd_auth(args: argparse.Namespace) -> int:

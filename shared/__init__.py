@@ -10,7 +10,8 @@ channels.py         topic names and the one-time result channels
 errors.py           every exception Elicitron raises, WireCode and RpcCode
 schema.py           MCP's restricted elicitation schema: what is accepted, answer validation
 connection_file.py  how peers find main (endpoint, token, pid, CURVE keys); private directories
-descriptors.py      raise_soft_limit(): the open-file limit raised toward the hard one at start
+descriptors.py      raise_soft_limit(): the open-file limit raised toward the hard one at start;
+                    DescriptorBudget: the reserve a listener keeps before it takes a connection
 """
 
 PROTOCOL_VERSION = 1

@@ -92,14 +92,15 @@ def ensure_private_dir(directory: Path) -> None:
         logger.warning("tightened %s from mode %o to 0700", directory, mode)
 
 
-def ipc_endpoint_beside(connection_path: Path) -> str:
-    """The ipc:// endpoint for main's socket; falls back to a short private dir when too long."""
-    socket_path = connection_path.parent / "main.sock"
+def ipc_endpoint_beside(connection_path: Path, name: str = "main.sock") -> str:
+    """The ipc:// endpoint for main's socket (or another of main's, `name`); falls back to a short
+    private dir when too long."""
+    socket_path = connection_path.parent / name
     if len(str(socket_path)) > IPC_PATH_LIMIT:
         digest = hashlib.sha256(str(connection_path).encode()).hexdigest()[:16]
         short_dir = Path(tempfile.gettempdir()) / f"elicitron-{digest}"
         ensure_private_dir(short_dir)
-        socket_path = short_dir / "main.sock"
+        socket_path = short_dir / name
     return f"ipc://{socket_path}"
 
 

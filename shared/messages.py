@@ -351,6 +351,20 @@ class HttpGatewayStatus(Body):
     main_peers: int = 0  # host peers of main those sessions share
 
 
+class ListenerStatus(Body):
+    """Extension: one listener main runs for others (e.g. `--listen tcp://…` for remote windows):
+    connections it holds, and those it refused (at its caps, short of descriptors) or closed (no
+    handshake in time), in all and by reason."""
+
+    name: str
+    address: str
+    open: int
+    refused: int
+    dropped: int
+    refused_by: dict[str, int] = {}
+    dropped_by: dict[str, int] = {}
+
+
 class StatusReport(Body):
     session: str
     pid: int
@@ -360,6 +374,7 @@ class StatusReport(Body):
     pending: list[PendingSummary]
     event_loop: str | None = None  # extension: "uvloop 0.23.0" or "asyncio", what main runs on
     mcp_http: HttpGatewayStatus | None = None  # extension: only with `main --mcp-http`
+    listeners: list[ListenerStatus] = []  # extension: main's own listeners (tcp+CURVE), refusals counted
 
 
 class ServerControlReport(Body):

@@ -34,7 +34,7 @@ def _attacker(main: RunningMain, *args: str) -> subprocess.Popen[bytes]:
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=child_env(main.runtime), cwd=ROOT)
     assert proc.stdout is not None
-    if proc.stdout.readline().strip() != b"ready":
+    if not proc.stdout.readline().startswith(b"ready"):
         raise RuntimeError(f"the {args[0]} attacker did not start (exit {proc.poll()})")
     return proc
 
