@@ -3,7 +3,7 @@
 app.py           MainApp: lock, connection file, signals; owns the servers and answers the broker
 broker.py        Broker: the ROUTER sockets, CURVE, hello, liveness, rate limits, what each topic does
 pending.py       PendingRequests: the life of every request a window answers (one close path)
-peers.py         PeerTable (who is attached, the peer limit) and RateLimiter (per connection)
+peers.py         PeerTable (who is attached, slots per role) and RateLimiter (per connection)
 servers.py       ManagedServer: one supervised mcp.Client per configured server, its tool calls
 config.py        the mcpServers config (Claude Desktop format) and Elicitron's own keys
 audit.py         AuditLog: SQLite rows of every request and its outcome; audit_writer.py: when

@@ -24,7 +24,7 @@ import errno
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, cast
 
@@ -34,7 +34,7 @@ from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
 from main_process.hosts import Cancel, PeerCalls, plan_delivery
 from main_process.log_limiter import RateLimitedLog, cut
-from main_process.peers import DEFAULT_MAX_PEERS, Peer, PeerTable, RateLimiter
+from main_process.peers import PEER_SLOTS, Peer, PeerTable, RateLimiter
 from main_process.pending import DEFAULT_MAX_REQUEST_BYTES, WELCOME_PENDING_BYTES, PendingRequests, Unanswered
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_peer_body, encode, encode_welcome, split_from_peer
@@ -68,6 +68,7 @@ from shared.messages import (
     Progress,
     Reload,
     RevokeRules,
+    Role,
     RotateHttpToken,
     RuleInfo,
     RulesRequest,
@@ -187,7 +188,7 @@ class Broker:
         heartbeat_s: float = 1.0,
         peer_timeout_s: float = 5.0,
         audit: AuditLog | None = None,
-        max_peers: int = DEFAULT_MAX_PEERS,
+        peer_slots: Mapping[Role, int] = PEER_SLOTS,
         limiter: RateLimiter | None = None,
         welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
     ) -> None:
@@ -199,7 +200,7 @@ class Broker:
         self._heartbeat_s = heartbeat_s
         self._peer_timeout_s = peer_timeout_s
         self._audit_log = audit
-        self._peers = PeerTable(max_peers)
+        self._peers = PeerTable(peer_slots)
         self._calls = PeerCalls(on_count_changed=lambda _peer: self._peers_changed())
         self._limiter = limiter or RateLimiter()
         self._welcome_pending_bytes = welcome_pending_bytes

@@ -1,20 +1,26 @@
 """Who is attached to main, and what one connection may cost it. No sockets in here.
 
-`PeerTable` holds the welcomed peers by routing id, with a limit on how many may attach.
+`PeerTable` holds the welcomed peers by routing id, with slots per role: hosts (anyone holding an
+HTTP token makes them) and askers filling theirs never take a window's or a controller's (the CLI:
+status, stop, rules revoke, reload), so those always have room.
 `RateLimiter` gives every connection (attached or not) two token buckets, one counting messages and
 one counting body bytes, so neither a flood of tiny frames nor a stream of large bodies from one
 peer can take the loop from the others. Buckets of connections that went quiet are forgotten.
 """
 
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from shared.errors import ProtocolError, WireCode
 from shared.messages import PeerInfo, Role
 
-DEFAULT_MAX_PEERS: Final = 1000
+# Slots by role. Windows and controllers are a person's few; hosts are one per MCP session.
+PEER_SLOTS: Final[Mapping[Role, int]] = {"renderer": 256, "controller": 256, "host": 1000, "asker": 500}
+ROLE_NAMES: Final[Mapping[Role, str]] = {"renderer": "windows", "controller": "controllers", "host": "hosts",
+                                          "asker": "askers"}
 MESSAGES_PER_S: Final = 20_000  # sustained, per connection; far above any window or host
 BURST_MESSAGES: Final = 20_000
 BYTES_PER_S: Final = 16 << 20
@@ -40,31 +46,41 @@ class Peer:
 
 
 class PeerTable:
-    def __init__(self, max_peers: int = DEFAULT_MAX_PEERS) -> None:
-        self.max_peers = max_peers
+    def __init__(self, slots: Mapping[Role, int] = PEER_SLOTS) -> None:
+        self.slots = dict(slots)
         self._peers: dict[bytes, Peer] = {}
         self._by_window: dict[str, Peer] = {}
+        self._by_role: Counter[Role] = Counter()
 
     def attach(self, peer: Peer) -> list[Peer]:
         """Add `peer`; returns the peers it replaces (same window on another connection).
-        Raises ProtocolError(too-many-peers) when the table is full."""
+        Raises ProtocolError(too-many-peers) when its role's slots are taken."""
         same_window = self._by_window.get(peer.window)
         replaced = [same_window] if same_window is not None and same_window.routing_id != peer.routing_id else []
-        if peer.routing_id not in self._peers and len(self._peers) - len(replaced) >= self.max_peers:
-            raise ProtocolError(WireCode.TOO_MANY_PEERS, f"main has its limit of {self.max_peers} attached peers")
+        earlier = self._peers.get(peer.routing_id)  # a second hello on the same connection
+        freed = sum(1 for old in [*replaced, earlier] if old is not None and old.role == peer.role)
+        slots = self.slots.get(peer.role, 0)
+        if self._by_role[peer.role] - freed >= slots:
+            raise ProtocolError(WireCode.TOO_MANY_PEERS,
+                                f"main has its limit of {slots:,} attached {ROLE_NAMES[peer.role]}")
         for old in replaced:
             del self._peers[old.routing_id]
-        earlier = self._peers.get(peer.routing_id)  # a second hello on the same connection
-        if earlier is not None and self._by_window.get(earlier.window) is earlier:
-            del self._by_window[earlier.window]
+            self._by_role[old.role] -= 1
+        if earlier is not None:
+            self._by_role[earlier.role] -= 1
+            if self._by_window.get(earlier.window) is earlier:
+                del self._by_window[earlier.window]
         self._peers[peer.routing_id] = peer
         self._by_window[peer.window] = peer
+        self._by_role[peer.role] += 1
         return replaced
 
     def detach(self, routing_id: bytes) -> Peer | None:
         peer = self._peers.pop(routing_id, None)
-        if peer is not None and self._by_window.get(peer.window) is peer:
-            del self._by_window[peer.window]
+        if peer is not None:
+            self._by_role[peer.role] -= 1
+            if self._by_window.get(peer.window) is peer:
+                del self._by_window[peer.window]
         return peer
 
     def by_window(self, window: str) -> Peer | None:

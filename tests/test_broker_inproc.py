@@ -12,8 +12,8 @@ import zmq
 import zmq.asyncio
 
 from main_process.broker import Broker, ProgressTo, ReplyTo
+from main_process.peers import PEER_SLOTS, RateLimiter
 from main_process.peers import Peer as AttachedPeer
-from main_process.peers import RateLimiter
 from shared.errors import UndeliverableRequestError
 from shared.messages import (
     Ask,
@@ -258,8 +258,26 @@ def test_the_peer_limit_refuses_a_hello_with_a_named_code() -> None:
         third = await new_peer(hello=False)
         topic, body = await third.hello()
         assert (topic, body["code"], body["topic"]) == ("error", "too-many-peers", "hello")
+        assert body["message"] == "main has its limit of 2 attached windows"
 
-    with_broker(test, max_peers=2)
+    with_broker(test, peer_slots={**PEER_SLOTS, "renderer": 2})
+
+
+def test_hosts_and_askers_in_all_their_slots_leave_windows_and_controllers_theirs() -> None:
+    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+        for role in ("host", "host", "asker"):
+            await new_peer(role=role)
+        for role in ("host", "asker"):
+            topic, body = await (await new_peer(hello=False, role=role)).hello()
+            assert (topic, body["code"]) == ("error", "too-many-peers")
+        window = await new_peer(name="window")
+        controller = await new_peer(role="controller")
+        await controller.send("msgStatus", {"responseChannel": "s"})
+        roles = sorted(p["role"] for p in (await controller.expect_topic("s"))["status"]["peers"])
+        assert roles == ["asker", "controller", "host", "host", "renderer"]
+        assert window is not None
+
+    with_broker(test, peer_slots={"renderer": 1, "controller": 1, "host": 2, "asker": 1})
 
 
 def test_peers_lists_are_coalesced_not_sent_per_attach_to_everyone() -> None:

@@ -120,9 +120,9 @@ def test_a_flood_of_idle_tcp_connections_leaves_main_up_and_every_window_attachi
     assert grown <= LOG_GROWTH_LIMIT, f"main's log grew {grown:,} bytes:\n{main.stderr.tail()}"
 
 
-def crowd_of(main: RunningMain, role: str, count: int) -> "subprocess.Popen[bytes]":
+def crowd_of(main: RunningMain, role: str, count: int) -> tuple["subprocess.Popen[bytes]", int, int]:
     """`count` real peers of `role` (scripts/benchlib/abuse_peers.py, a process of their own) that
-    say hello and stay; returns once each has had main's answer, welcome or refusal."""
+    say hello and stay; returns once each has had main's answer: (process, welcomed, refused)."""
     info = main.info
     proc = subprocess.Popen([sys.executable, str(CROWD), "crowd", info["endpoint"], info["token"], str(count),
                              role], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -130,14 +130,18 @@ def crowd_of(main: RunningMain, role: str, count: int) -> "subprocess.Popen[byte
     assert proc.stdout is not None
     line = proc.stdout.readline().decode().split()
     assert line and line[0] == "ready", f"the {role} crowd did not start: {line}"
-    return proc
+    return proc, int(line[1]), int(line[2])
 
 
 def test_hosts_and_askers_filling_their_slots_leave_room_for_windows_status_and_stop(
         main_factory: Any) -> None:
     main = main_factory({"demo": demo_stdio_entry()})
-    crowds = [crowd_of(main, "host", HOST_CROWD), crowd_of(main, "asker", ASKER_CROWD)]
+    hosts, hosts_in, _ = crowd_of(main, "host", HOST_CROWD)
+    askers, askers_in, askers_refused = crowd_of(main, "asker", ASKER_CROWD)
+    crowds = [hosts, askers]
     try:
+        assert askers_refused > 0, "the askers' slots never filled"
+        assert hosts_in + askers_in == len(main.status(60)["peers"]) - 1  # and the status's own controller
         window = start_window(main.connection, "late-window")
         try:
             main.wait_peer("late-window", role="renderer", timeout_s=60)
@@ -147,8 +151,8 @@ def test_hosts_and_askers_filling_their_slots_leave_room_for_windows_status_and_
         status = main.cli("status", timeout=60)
         assert status.returncode == 0, status.stderr
         assert "hosts (" in status.stdout
-        revoke = main.cli("rules", "list", timeout=60)
-        assert revoke.returncode == 0, revoke.stderr
+        rules = main.cli("rules", "list", timeout=60)
+        assert rules.returncode == 0, rules.stderr
         stop = main.cli("stop", timeout=60)
         assert stop.returncode == 0, stop.stderr
         assert main.proc.wait(60) == 0
