@@ -16,7 +16,9 @@ Figures (NAME for --only):
             elicitation) against a main with no rule store
   cli       `elicitron status` with no main, and `elicitron ask --help`: a fresh process's wall time
   card      a card's latency in an open window: the invoke leaves main -> the card is painted
-  abuse     a legitimate window's round trip while a peer floods main and 500 peers attach; main's RSS
+  abuse     a legitimate window's round trip while a peer floods main and 500 peers attach; main's RSS;
+            the same while 2,000 idle TCP connections sit on each listener (tcp+CURVE, sign-in,
+            --mcp-http) and 1,000 HTTP sessions are open, and whether main and the HTTP child serve
   gateway   a host through `elicitron serve` vs the same host on the server directly; 10 hosts at once
   serve     a host spawns `elicitron serve` -> its `initialize` answered, with main running and without
 

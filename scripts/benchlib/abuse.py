@@ -1,7 +1,8 @@
 """Nobody gets locked out (issue 17), measured: a legitimate window's round trip (a demo book_table
 call that elicits, answered at once) while one peer floods main with heartbeats and a crowd of 500
 peers attaches and stays; main's memory for it. Targets: the round trip under attack under 1 s
-(p50 and max); main's peak RSS at most +150 MB over its RSS before the attack.
+(p50 and max); main's peak RSS at most +150 MB over its RSS before the attack. Then the same
+against main's listeners (issue 24): benchlib/abuse_listeners.py, with a main of its own.
 """
 
 import subprocess
@@ -13,6 +14,7 @@ from kit.main import RunningMain
 from kit.paths import PYTHON, ROOT
 from kit.peer import WirePeer
 
+from benchlib import abuse_listeners  # a main of its own: VmHWM is per process
 from benchlib.common import BENCH_CONTENT, Figure, fmt_us, now_ns, running_demo_main, summarize_ns
 
 ATTACKERS = Path(__file__).with_name("abuse_peers.py")
@@ -86,4 +88,5 @@ def run(quick: bool) -> list[Figure]:
                value=f"+{grown:.0f} MB", target=f"<= +{RSS_TARGET_MB:.0f} MB", passed=grown <= RSS_TARGET_MB,
                absolute=f"RSS {rss_before:.0f} MB before, peak {peak:.0f} MB (VmHWM)", how="/proc/PID/status",
                data=data),
+        *abuse_listeners.run(quick),
     ]
