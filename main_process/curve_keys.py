@@ -13,6 +13,7 @@ import platformdirs
 import zmq
 from zmq.utils import z85
 
+from main_process.log_limiter import RateLimitedLog
 from main_process.private_files import safe_filename, write_private
 from shared.connection_file import ensure_private_dir
 from shared.errors import ConnectionFileError
@@ -70,11 +71,14 @@ class AllowListProvider:
 
     def __init__(self, keys: CurveKeys) -> None:
         self._keys = keys
+        # Anyone who can reach the port can try keys: one line per interval, the rest counted.
+        self._complaints = RateLimitedLog(logger)
 
     def callback(self, domain: str, key: bytes) -> bool:
         z85_key = z85.encode(key) if len(key) == 32 else key
         allowed = self._keys.is_allowed(z85_key)
         if not allowed:
-            logger.warning("refused a CURVE client whose key is not allowed: %s", z85_key.decode(errors="replace"))
+            self._complaints.warning(("curve", "not allowed"), "refused a CURVE client whose key is not allowed: %s",
+                                     z85_key.decode(errors="replace"))
         return allowed
 
