@@ -17,8 +17,9 @@ from typing import Final
 from shared.errors import ProtocolError, WireCode
 from shared.messages import PeerInfo, Role
 
-# Slots by role. Windows and controllers are a person's few; hosts are one per MCP session.
-PEER_SLOTS: Final[Mapping[Role, int]] = {"renderer": 256, "controller": 256, "host": 1000, "asker": 500}
+# Slots by role: no role's peers can take another's. Controllers are the CLI's short-lived commands;
+# a host is one MCP session.
+PEER_SLOTS: Final[Mapping[Role, int]] = {"renderer": 1000, "controller": 256, "host": 1000, "asker": 500}
 ROLE_NAMES: Final[Mapping[Role, str]] = {"renderer": "windows", "controller": "controllers", "host": "hosts",
                                           "asker": "askers"}
 MESSAGES_PER_S: Final = 20_000  # sustained, per connection; far above any window or host
