@@ -219,7 +219,8 @@ def run(quick: bool) -> list[Figure]:
         window.close()
     calm, loud = summarize_ns(quiet), summarize_ns(attacked)
     grown = peak - rss_before
-    held = "; ".join(f"{name}: {a + w:,} held, {c:,} closed" for name, (a, c, w) in floods.items())
+    # At the end of each flood's first pass (before it reopens anything): open, and closed by the listener.
+    held = "; ".join(f"{name}: {a + w:,} open, {c:,} closed by it" for name, (a, c, w) in floods.items())
     capped = [f"{item['name']} refused {item['refused']:,}" for item in status.get("listeners", [])]
     gateway = (status.get("mcpHttp") or {}).get("state", "off")
     data: dict[str, Any] = {"quiet": calm, "attacked": loud, "rss_before_mb": rss_before, "peak_mb": peak,
