@@ -158,12 +158,12 @@ def _start(home: Path, oauth_url: str | None, web_url: str) -> RunningMain:
         servers["signin"] = {"url": oauth_url}
     # Soft limit only, as a desktop session starts programs (the hard one stays what it is).
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    limited = hard != resource.RLIM_INFINITY and hard > SOFT_OPEN_FILES  # else: as it is
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"  # tokens in the temp home
     try:
         return start_main(write_config(home / "mcp.json", servers), home, "--listen",
                           f"tcp://127.0.0.1:{_free_port()}", "--mcp-http", f"127.0.0.1:{_free_port()}", home=home,
-                          open_files=(SOFT_OPEN_FILES, hard) if resource.RLIM_INFINITY != hard > SOFT_OPEN_FILES
-                          else None)
+                          open_files=(SOFT_OPEN_FILES, hard) if limited else None)
     finally:
         os.environ.pop("PYTHON_KEYRING_BACKEND", None)
 
