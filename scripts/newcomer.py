@@ -880,11 +880,12 @@ class Newcomer:
         if not exited:
             raise StepFailed(f"stop returned while main (pid {main_pid}) still runs")
         found = proc_stat(main_pid)
-        if found is not None and found[0] == "Z" and found[1] != os.getpid():  # not one we are about to reap
-            parent = next((w.name for w in windows if w.pid == found[1]), f"pid {found[1]}")
-            self.notes.append(f"product: the stopped main (pid {main_pid}) stays a zombie until {parent} "
-                              "closes: `elicitron launch` starts main with Popen, then execs itself into the "
-                              "window, which never reaps it")
+        # A zombie whose parent is a window is ours (the window never reaps it); one left to pid 1 is
+        # that init's to reap (a container's pid 1 may not: not the product's doing).
+        parent = next((w.name for w in windows if found is not None and w.pid == found[1]), None)
+        if found is not None and found[0] == "Z" and parent is not None:
+            raise StepFailed(f"the stopped main (pid {main_pid}) stays a zombie until {parent} closes: "
+                             "it is the window's child, and the window never reaps it")
         if main is not None and (code := main.finish(10)) != 0:
             raise StepFailed(f"main exited {code}")
         if left := [pid for pid in servers if not has_exited(pid)]:
