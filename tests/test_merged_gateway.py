@@ -43,9 +43,9 @@ def merged_main(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMai
         running.wait_server_ready("conf")
         running.wait_server_ready("demo")
         deadline = time.monotonic() + 60
-        while "mcpHttpUrl" not in running.info:
+        while "mcpHttpUrl" not in running.info:  # each status is a round trip to main, as a user's
             assert time.monotonic() < deadline, "main never wrote its MCP HTTP endpoint"
-            time.sleep(0.1)
+            running.cli("status")
         yield running
     finally:
         running.stop()
@@ -67,6 +67,16 @@ class Seen:
         self.elicited: list[Any] = []
         self.roots_asked = 0
         self.notifications: list[str] = []
+        self.notified = anyio.Event()  # set (and renewed) on each notification, for waiters
+
+    def note(self, method: str) -> None:
+        self.notifications.append(method)
+        self.notified.set()
+        self.notified = anyio.Event()
+
+    async def wait_for(self, method: str) -> None:
+        while method not in self.notifications:
+            await self.notified.wait()
 
 
 def host(main: RunningMain, transport: str, mode: str, seen: Seen) -> Client:
@@ -90,7 +100,7 @@ def host(main: RunningMain, transport: str, mode: str, seen: Seen) -> Client:
     async def on_message(message: Any) -> None:
         method = getattr(message, "method", None)
         if isinstance(method, str):
-            seen.notifications.append(method)
+            seen.note(method)
 
     if transport == "stdio":
         server: Any = serve_params(main.connection)
@@ -198,8 +208,7 @@ def test_every_feature_of_both_servers_reaches_the_host_under_prefixed_names(
             await client.unsubscribe_resource("test://watched-resource")
             await client.call_tool("conf__test_trigger_tool_change", {})
             with anyio.fail_after(10):
-                while "notifications/tools/list_changed" not in seen.notifications:
-                    await anyio.sleep(0.05)
+                await seen.wait_for("notifications/tools/list_changed")
         else:
             async with client.listen(tools_list_changed=True) as subscription:
                 await client.call_tool("conf__test_trigger_tool_change", {})
@@ -251,7 +260,7 @@ def test_a_2026_host_discovers_elicitron_and_its_tasks_go_to_the_server_that_mad
                 break
             assert time.monotonic() < deadline, status
             n += 1
-            time.sleep(0.1)
+            time.sleep(0.1)  # the poll interval a host keeps between tasks/get, as the tasks extension asks
         assert status["result"]["content"][0]["text"] == "computed x in 0.2 s"
         echoed = ask(n + 1, "tools/call", {"name": "demo__echo", "arguments": {"text": "modern"}})["result"]
         assert echoed["content"][0]["text"] == "modern" and echoed["resultType"] == "complete"
