@@ -208,6 +208,7 @@ class _Member:
     name: str
     upstream: Upstream
     handshake: Literal["no", "asking", "yes", "failed"] = "no"
+    discovered: bool = False  # got the host's server/discover: its session serves 2026-07-28 now
     capabilities: dict[str, Any] | None = None  # None: not known (no handshake or discover yet)
     instructions: str | None = None
     version: str | None = None
@@ -585,6 +586,14 @@ class MergedSession:
         members = list(self._members.values())
         for member in members:
             member.handshake = "asking"
+            if member.discovered:
+                # A host whose server/discover went unanswered in its own time (mcp's Client waits
+                # 10 s) falls back to the handshake; a session that answered discover refuses an
+                # initialize, so that server gets a fresh session for it.
+                member.discovered = False
+                member.outstanding.clear()
+                member.upstream.close()
+                member.upstream = self._open_server(member.name)
         self._handshaking = True
         self._fan_out("initialize", params, members, host_id=host_id, headers=headers,
                       timeout=HANDSHAKE_TIMEOUT_S, done=self._initialize_done)
@@ -671,7 +680,10 @@ class MergedSession:
             self._announce(_ANNOUNCE)
 
     def _discover(self, host_id: Id, params: dict[str, Any], headers: Headers) -> None:
-        self._fan_out("server/discover", params, list(self._members.values()), host_id=host_id, headers=headers,
+        members = list(self._members.values())
+        for member in members:
+            member.discovered = True
+        self._fan_out("server/discover", params, members, host_id=host_id, headers=headers,
                       timeout=HANDSHAKE_TIMEOUT_S, done=self._discover_done)
 
     def _discover_done(self, fan: _FanOut) -> None:

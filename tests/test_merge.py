@@ -625,6 +625,30 @@ def test_a_server_that_cannot_discover_makes_the_host_fall_back_to_the_handshake
     assert "2026-07-28" not in rig.one()["result"]["supportedVersions"]
 
 
+def test_a_host_that_gave_up_on_discover_gets_its_handshake_on_fresh_server_sessions() -> None:
+    # mcp's Client waits 10 s for server/discover, then sends initialize on the same connection; a
+    # server session that got the discover refuses an initialize ("serving the 2026-07-28 protocol").
+    rig = Rig("slow", "quick")
+    first = dict(rig.servers)
+    rig.request(1, "server/discover", modern())
+    rig.answer("quick", {"supportedVersions": ["2025-11-25", "2026-07-28"], "capabilities": {}})
+    rig.request(2, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                  "clientInfo": {"name": "host", "version": "1"}})
+    assert first["slow"].closed and first["quick"].closed
+    for name in ("slow", "quick"):
+        fresh = rig.servers[name]
+        assert fresh is not first[name] and fresh.methods() == ["initialize"]
+        rig.answer(name, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                          "serverInfo": {"name": name, "version": "1"}})
+    answers = {m["id"]: m for m in rig.got() if "id" in m}
+    assert answers[2]["result"]["protocolVersion"] == "2025-11-25"
+    rig.request(3, "tools/list")
+    for name in ("slow", "quick"):
+        rig.answer(name, {"tools": [{"name": "t"}]}, "tools/list")
+    tools = [t["name"] for t in rig.one()["result"]["tools"]]
+    assert sorted(tools) == ["quick__t", "slow__t"]
+
+
 def test_modern_lists_say_result_type_and_cache_hints() -> None:
     rig = Rig("a")
     rig.request(1, "tools/list", modern())
