@@ -12,10 +12,15 @@ from typing import Any
 from kit.env import child_env
 from kit.main import RunningMain
 from kit.paths import PYTHON, ROOT
-from kit.peer import WirePeer
 
 from benchlib import abuse_listeners  # a main of its own: VmHWM is per process
-from benchlib.common import BENCH_CONTENT, Figure, fmt_us, now_ns, running_demo_main, summarize_ns
+from benchlib.common import (
+    Figure,
+    fmt_us,
+    running_demo_main,
+    summarize_ns,
+    window_round_trips,
+)
 
 ATTACKERS = Path(__file__).with_name("abuse_peers.py")
 CROWD = 500
@@ -41,30 +46,16 @@ def _attacker(main: RunningMain, *args: str) -> subprocess.Popen[bytes]:
     return proc
 
 
-def _round_trips(window: WirePeer, count: int) -> list[int]:
-    samples = []
-    for i in range(count):
-        restaurant = f"abuse-{now_ns()}-{i}"
-        t0 = now_ns()
-        call = window.call_tool("demo", "book_table", {"restaurant": restaurant})
-        _, invoke = window.expect(lambda t, b: t == "msgElicitationTransferInvoke"
-                                  and restaurant in b["request"]["params"]["message"], 30)  # noqa: B023 - used at once
-        window.answer(invoke, "accept", BENCH_CONTENT)
-        window.expect_topic(call, 30)
-        samples.append(now_ns() - t0)
-    return samples
-
-
 def run(quick: bool) -> list[Figure]:
     count = 10 if quick else 50
     with running_demo_main() as main:
         window = main.peer(name="legit-window")
-        _round_trips(window, 3)  # warm up
-        quiet = _round_trips(window, count)
+        window_round_trips(window, 3, "abuse")  # warm up
+        quiet = window_round_trips(window, count, "abuse")
         rss_before = _memory_mb(main.pid, "VmRSS")
         attackers = [_attacker(main, "crowd", str(CROWD)), _attacker(main, "flood")]
         try:
-            attacked = _round_trips(window, count)
+            attacked = window_round_trips(window, count, "abuse")
             attached = len(main.status(60)["peers"])
         finally:
             for proc in attackers:

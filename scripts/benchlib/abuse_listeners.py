@@ -30,7 +30,14 @@ from kit.paths import ROOT
 from kit.peer import WirePeer
 from kit.procs import end_process
 
-from benchlib.common import BENCH_CONTENT, Figure, demo_entry, fmt_us, now_ns, summarize_ns
+from benchlib.common import (
+    Figure,
+    demo_entry,
+    fmt_us,
+    now_ns,
+    summarize_ns,
+    window_round_trips,
+)
 
 TCP_FLOOD = Path(__file__).with_name("abuse_tcp.py")
 IDLE_PER_LISTENER = 2_000
@@ -109,20 +116,6 @@ def _open_sessions(url: str, token: str, count: int) -> Counter[int]:
         return Counter(pool.map(one, range(count)))
 
 
-def _round_trips(window: WirePeer, count: int) -> list[int]:
-    samples = []
-    for i in range(count):
-        restaurant = f"listeners-{now_ns()}-{i}"
-        t0 = now_ns()
-        call = window.call_tool("demo", "book_table", {"restaurant": restaurant})
-        _, invoke = window.expect(lambda t, b: t == "msgElicitationTransferInvoke"
-                                  and restaurant in b["request"]["params"]["message"], 30)  # noqa: B023 - used at once
-        window.answer(invoke, "accept", BENCH_CONTENT)
-        window.expect_topic(call, 30)
-        samples.append(now_ns() - t0)
-    return samples
-
-
 def _sign_in_port(window: WirePeer, timeout_s: float = 60.0) -> int | None:
     """The port of the sign-in redirect listener, from the sign-in card main sent the window."""
     def sign_in(topic: str, body: Any) -> bool:
@@ -184,8 +177,8 @@ def run(quick: bool) -> list[Figure]:
         sign_in_port = _sign_in_port(window) if oauth_url is not None else None
         _wait_http_gateway(window)
         info = main.info
-        _round_trips(window, 3)  # warm up
-        quiet = _round_trips(window, count)
+        window_round_trips(window, 3, "listeners")  # warm up
+        quiet = window_round_trips(window, count, "listeners")
         window.close()  # a window must heartbeat; the one measured under attack attaches then
         rss_before = _memory_mb(main.pid, "VmRSS")
 
@@ -209,7 +202,7 @@ def run(quick: bool) -> list[Figure]:
             stack.callback(_end, proc)
             floods["--mcp-http child"] = counts
         window = main.peer(name="legit-window")  # attaches with everything in place
-        attacked = _round_trips(window, count)
+        attacked = window_round_trips(window, count, "listeners")
         peak = _memory_mb(main.pid, "VmHWM")
         status = main.status(60)
         # A host that opens a session now (with another server: /mcp/web is at its cap, if any)

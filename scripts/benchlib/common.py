@@ -10,6 +10,7 @@ from typing import Any
 
 from kit.demo import demo_stdio_entry
 from kit.main import RunningMain, running_main
+from kit.peer import WirePeer
 from kit.stats import percentile
 
 # The form every scripted answer fits: small, with the checks main runs on each accept.
@@ -85,3 +86,19 @@ def running_demo_main() -> Iterator[RunningMain]:
     with running_main({"demo": demo_entry()}) as main:
         main.wait_server_ready("demo")
         yield main
+
+
+def window_round_trips(window: WirePeer, count: int, label: str) -> list[int]:
+    """`count` round trips of a window: it calls the demo's book_table, answers the card that call
+    raises and gets the result; each in ns. `label` tells this run's restaurants apart."""
+    samples = []
+    for i in range(count):
+        restaurant = f"{label}-{now_ns()}-{i}"
+        t0 = now_ns()
+        call = window.call_tool("demo", "book_table", {"restaurant": restaurant})
+        _, invoke = window.expect(lambda t, b: t == "msgElicitationTransferInvoke"
+                                  and restaurant in b["request"]["params"]["message"], 30)  # noqa: B023 - used at once
+        window.answer(invoke, "accept", BENCH_CONTENT)
+        window.expect_topic(call, 30)
+        samples.append(now_ns() - t0)
+    return samples
