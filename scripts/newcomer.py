@@ -52,6 +52,9 @@ from pathlib import Path
 from typing import Any
 
 CHECKOUT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(CHECKOUT / "tests"))
+from kit.procs import descendants  # the kit's process walk (stdlib only), found via tests/
+
 ANSWERER_NAME = "second-window"
 BOOKING_ARGS = {"restaurant": "Chez Newcomer"}
 BOOKING_ANSWER = {"name": "Grace", "party_size": 3, "outdoor": True, "budget": 42.5, "cuisine": "japanese"}
@@ -234,24 +237,6 @@ class Child:
             reader.join(timeout=5)
         with self._changed:
             self._log.close()
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live process under `pid` (Linux /proc)."""
-    found: set[int] = set()
-    frontier = [pid]
-    while frontier:
-        parent = frontier.pop()
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            try:
-                children = (task / "children").read_text().split()
-            except OSError:
-                continue
-            for child in map(int, children):
-                if child not in found:
-                    found.add(child)
-                    frontier.append(child)
-    return found
 
 
 def proc_stat(pid: int) -> tuple[str, int] | None:
