@@ -24,12 +24,24 @@ PROCESS_FIXTURES = frozenset({"main_factory", "windows", "http_demo_server", "sh
 
 WindowFactory = Callable[[Path, str], WindowProcess]
 
+# The longest files (measured with --durations), longest first, run first: pytest-xdist hands each
+# worker a file at a time in collection order, and a long file started last leaves the other
+# worker idle until it ends. A file missing here only runs in its usual place.
+LONGEST_FILES = (
+    "test_conformance.py", "test_transparent_gateway.py", "test_gateway_lifecycle.py", "test_http_child.py",
+    "test_oauth.py", "test_supervision.py", "test_consent_binding.py", "test_gateway.py", "test_first_hour.py",
+    "test_windows.py", "test_consent_window_e2e.py", "test_terminal_text.py", "test_security.py",
+    "test_first_hour_window.py", "test_approval_gateway.py", "test_merged_gateway.py", "test_lockout.py",
+)
+
 
 @pytest.hookimpl(tryfirst=True)  # before `-m "not slow"` deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    rank = {name: place for place, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: a file's own order stays
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,6 @@
 """`elicitron main --mcp-http`: MCP hosts over streamable HTTP, through main's gateway child."""
 
 import json
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Coroutine, Iterator
@@ -32,11 +31,10 @@ def hosts() -> Iterator[HostLoop]:
 def http_main(main_factory: Callable[..., RunningMain]) -> RunningMain:
     main = main_factory({"demo": demo_stdio_entry()}, "--mcp-http", "0")
     main.wait_server_ready("demo")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # each status is a real round trip to main, as a user would run it
-        if "MCP hosts over HTTP: http://127.0.0.1:" in main.cli("status").stdout:
-            return main
-    raise AssertionError("main never reported its MCP HTTP endpoint")
+    main.wait_status(lambda status: (status.get("mcpHttp") or {}).get("state") == "listening",
+                     "its MCP HTTP endpoint listening")
+    assert "MCP hosts over HTTP: http://127.0.0.1:" in main.cli("status").stdout  # as a user sees it
+    return main
 
 
 def post(url: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:

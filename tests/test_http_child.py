@@ -6,7 +6,6 @@ import select
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -47,22 +46,20 @@ def http_main(home: Path, *args: str, open_files: tuple[int, int] | None = None,
     listen = args if args else ("--mcp-http", "0")
     main = start_main(config, home, *listen, home=home, open_files=open_files)
     main.wait_server_ready("demo")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # each status is a real round trip to main, as a user would run it
-        gateway = status_json(main).get("mcpHttp") or {}
-        if gateway.get("state") == "listening":
-            return main
-    main.stop()
-    raise AssertionError("main never reported its MCP HTTP endpoint listening")
+    try:
+        main.wait_status(lambda status: (status.get("mcpHttp") or {}).get("state") == "listening",
+                         "its MCP HTTP endpoint listening")
+    except AssertionError:
+        main.stop()
+        raise
+    return main
 
 
 def gateway_reports(main: RunningMain, holds: Callable[[dict[str, Any]], bool], timeout_s: float = 30) -> dict[str, Any]:
     """`status --json`'s HTTP gateway, once `holds` (the child reports its counts every second)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        gateway = status_json(main)["mcpHttp"]
-        if holds(gateway) or time.monotonic() > deadline:
-            return gateway
+    status = main.wait_status(lambda status: holds(status["mcpHttp"]), "the HTTP gateway's counts", timeout_s)
+    gateway: dict[str, Any] = status["mcpHttp"]
+    return gateway
 
 
 def open_file_limits(pid: int) -> tuple[int, int]:
@@ -231,9 +228,7 @@ def test_the_token_differs_on_every_main_start_and_rotates_on_demand(home: Path)
         assert "--print-config --http" in rotated.stdout  # tells what hosts need
         newest = again.info["mcpHttpToken"]
         assert newest not in (old, new)
-        deadline = time.monotonic() + 60
-        while status_json(again)["mcpHttp"]["state"] != "listening" and time.monotonic() < deadline:
-            pass
+        again.wait_status(lambda status: status["mcpHttp"]["state"] == "listening", "the gateway listening again")
         assert status_of(url, new) == 401
         assert status_of(url, newest) != 401
     finally:

@@ -42,10 +42,9 @@ def merged_main(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMai
     try:
         running.wait_server_ready("conf")
         running.wait_server_ready("demo")
-        deadline = time.monotonic() + 60
-        while "mcpHttpUrl" not in running.info:  # each status is a round trip to main, as a user's
-            assert time.monotonic() < deadline, "main never wrote its MCP HTTP endpoint"
-            running.cli("status")
+        running.wait_status(lambda status: (status.get("mcpHttp") or {}).get("state") == "listening",
+                            "its MCP HTTP endpoint listening")
+        assert "mcpHttpUrl" in running.info
         yield running
     finally:
         running.stop()

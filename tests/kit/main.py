@@ -55,7 +55,8 @@ class RunningMain:
              strict: bool = False) -> WirePeer:
         """A contract-only peer of this main, closed when main stops; welcomed unless `hello=False`."""
         info = self.info
-        peer = WirePeer(info["endpoint"], info["token"], name=name, role=role, strict=strict)
+        peer = WirePeer(info["endpoint"], info["token"], name=name, role=role, strict=strict,
+                        companions=self.peers)
         self.peers.append(peer)
         if hello:
             welcome = peer.hello()
@@ -103,6 +104,22 @@ class RunningMain:
                   timeout_s: float = 30.0) -> None:
         with self.watch() as watcher:
             watcher.wait_peer(name, attached=attached, role=role, timeout_s=timeout_s)
+
+    def wait_status(self, holds: Callable[[dict[str, Any]], bool], what: str,
+                    timeout_s: float = 60.0) -> dict[str, Any]:
+        """main's status (what `status --json` prints, as msgStatus round trips on one connection)
+        once `holds(status)`. Between two asks it waits for main to log something, at most 0.1 s:
+        what is waited for (a listener up, a count reported) is not pushed to peers."""
+        deadline = time.monotonic() + timeout_s
+        with self.watch() as watcher:
+            while True:
+                seen = self.stderr.size
+                status = watcher.peer.status()
+                if holds(status):
+                    return status
+                left = deadline - time.monotonic()
+                assert left > 0, f"main's status never showed {what} within {timeout_s} s: {status}"
+                self.stderr.wait_change(seen, min(left, 0.1))
 
     def status(self, timeout_s: float = 15.0) -> dict[str, Any]:
         """What `elicitron status --json` shows, asked over the wire (msgStatus)."""

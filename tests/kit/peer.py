@@ -26,10 +26,12 @@ Wanted = Callable[[str, Any], bool]
 class WirePeer:
     def __init__(self, endpoint: str, token: str, *, name: str = "wire-peer", role: str = "renderer",
                  curve: tuple[str, str, str] | None = None, context: zmq.Context[Any] | None = None,
-                 strict: bool = False) -> None:
+                 strict: bool = False, companions: "list[WirePeer] | None" = None) -> None:
         """`curve` = (server key, client public key, client secret key), z85, for tcp endpoints.
         `strict`: an `error` from main while expect() waits raises at once (for scripts that
-        expect none) instead of waiting among the unclaimed messages."""
+        expect none) instead of waiting among the unclaimed messages.
+        `companions`: the other peers a test holds on the same main; they heartbeat while this one
+        waits, so a host whose call is queued is not let go while the test reads the window."""
         self.endpoint = endpoint
         self.token = token
         self.name = name
@@ -54,6 +56,7 @@ class WirePeer:
         self.welcomed = False
         self.received: list[tuple[str, Any]] = []  # everything read, heartbeats excluded
         self._unclaimed: list[tuple[str, Any]] = []  # read but not yet returned by expect()
+        self.companions: list[WirePeer] = companions if companions is not None else []
 
     # ---- sending -------------------------------------------------------------------------
 
@@ -79,6 +82,12 @@ class WirePeer:
             return
         if (now if now is not None else time.monotonic()) - self.last_sent > HEARTBEAT_AFTER_S:
             self.send(contract.HEARTBEAT, {})
+
+    def _heartbeat_all(self, now: float) -> None:
+        self.heartbeat_if_due(now)
+        for peer in self.companions:
+            if peer is not self and peer.welcomed:
+                peer.heartbeat_if_due(now)
 
     def call_tool(self, server: str, tool: str, arguments: dict[str, Any], channel: str | None = None) -> str:
         """Send msgMcpCallTool; its reply comes on the returned channel."""
@@ -132,7 +141,7 @@ class WirePeer:
                 return topic, body
         deadline = time.monotonic() + timeout_s
         while (now := time.monotonic()) < deadline:
-            self.heartbeat_if_due(now)
+            self._heartbeat_all(now)
             if not self.sock.poll(200):
                 continue
             topic, body = self._read()
@@ -152,7 +161,7 @@ class WirePeer:
         deadline = time.monotonic() + timeout_s
         while not done():
             assert time.monotonic() < deadline, f"{self.name}: what was waited for did not happen in {timeout_s} s"
-            self.heartbeat_if_due()
+            self._heartbeat_all(time.monotonic())
             if self.sock.poll(100):
                 topic, body = self._read()
                 if topic != contract.HEARTBEAT:
