@@ -2,10 +2,12 @@
 two orders of main's checks (so main may reorder them without the fuzzers changing)."""
 
 import random
+import re
+from pathlib import Path
 
 import pytest
 from kit import wire
-from kit.contract import ACTING_TOPICS, CONTRACT_CODES, RESULT_PREFIX
+from kit.contract import ACTING_TOPICS, CONTRACT_CODES, PEER_TOPICS, RESULT_PREFIX, SHAPES
 from kit.frames import VALID_BODIES, FrameGen
 from kit.oracle import ANY_TOPIC, Expect, expectation, is_rate_limited
 
@@ -64,3 +66,24 @@ def test_main_may_say_it_dropped_messages_or_is_full() -> None:
 def test_frames_are_reproducible_from_a_seed() -> None:
     one, two = FrameGen(random.Random(7), [ANSWERED]), FrameGen(random.Random(7), [ANSWERED])
     assert [one.frames() for _ in range(200)] == [two.frames() for _ in range(200)]
+
+
+def test_the_kit_knows_every_topic_protocol_md_lists_for_peers() -> None:
+    """Section 5's table (peer -> main) names exactly the topics the kit's shapes, oracle and fuzz know."""
+    text = (Path(__file__).resolve().parent.parent / "shared" / "PROTOCOL.md").read_text()
+    section = text.split("## 5. Topics, peer → main", 1)[1].split("\n## ", 1)[0]
+    listed = {match for match in re.findall(r"^\| `([A-Za-z]+)`", section, re.MULTILINE)}
+    assert len(listed) > 15, listed  # the table was found
+    assert listed == set(PEER_TOPICS) == set(SHAPES), listed ^ set(PEER_TOPICS)
+    generated = FrameGen(random.Random(3), [ANSWERED])
+    sent = {topic for topic in (generated.frames()[1][0] for _ in range(20_000)) if topic.isascii()}
+    assert {topic.encode() for topic in PEER_TOPICS} <= sent  # the fuzz reaches each of them
+
+
+def test_msg_host_info_from_a_window_is_bad_body_and_a_cancel_naming_no_call_is_ignored() -> None:
+    host_info = expect("msgHostInfo", VALID_BODIES["msgHostInfo"])
+    assert host_info is not None and host_info.codes == {"bad-body"} and not host_info.silent
+    cancel = expect("msgCancelCall", {"responseChannel": "call-1"})
+    assert cancel is not None and cancel.silent and not cancel.codes
+    misnamed = expect("msgCancelCall", {"responseChannel": "heartbeat"})
+    assert misnamed is not None and misnamed.silent and misnamed.codes == {"bad-body"}

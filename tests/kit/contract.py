@@ -21,6 +21,17 @@ SERVER_CONTROL = "msgServerControl"
 RELOAD = "msgReload"
 SERVER_POLICY = "msgServerPolicy"
 MCP_REQUEST = "msgMcpRequest"
+ROTATE_HTTP_TOKEN = "msgRotateHttpToken"
+AUTH = "msgAuth"
+SIGN_IN_REDIRECT = "msgSignInRedirect"
+RULES = "msgRules"
+REVOKE_RULES = "msgRevokeRules"
+ASK = "msgAsk"
+WITHDRAW = "msgWithdraw"
+HOST_INFO = "msgHostInfo"
+CANCEL_CALL = "msgCancelCall"
+MCP_RELAY = "msgMcpRelay"
+MCP_CLOSE = "msgMcpClose"
 
 # main -> peer
 WELCOME = "welcome"
@@ -31,11 +42,19 @@ SERVERS = "servers"
 ERROR = "error"
 PEERS = "peers"  # extension
 NOTICE = "notice"  # extension
+MAIN_TOPICS = frozenset({WELCOME, HEARTBEAT, BYE, INVOKE, DISMISS, COMPLETE, SERVERS, ERROR, PEERS, NOTICE,
+                         "rules", "msgProgress", "msgListChanged", MCP_RELAY, MCP_CLOSE})  # section 6
 
 # Topics whose valid bodies do something (detach, stop main, stop a server, decline everything, run a
-# tool or a request, answer with a status): a fuzzing peer sends them only bodies that cannot be valid.
-ACTING_TOPICS = (BYE, SHUTDOWN, SERVER_CONTROL, RELOAD, SERVER_POLICY, CALL_TOOL, MCP_REQUEST, STATUS)
-PEER_TOPICS = (HELLO, HEARTBEAT, *ACTING_TOPICS)
+# tool or a request, answer with a status, rotate a token, sign in, revoke rules, ask a question, open
+# or close a relayed session): a fuzzing peer sends them only bodies that cannot be valid.
+ACTING_TOPICS = (BYE, SHUTDOWN, SERVER_CONTROL, RELOAD, SERVER_POLICY, CALL_TOOL, MCP_REQUEST, STATUS,
+                 ROTATE_HTTP_TOKEN, AUTH, SIGN_IN_REDIRECT, RULES, REVOKE_RULES, ASK, WITHDRAW, MCP_RELAY, MCP_CLOSE)
+# Topics whose valid bodies get a fixed answer from a window (role "renderer", as the fuzzing peer is):
+# msgHostInfo is for hosts (bad-body, section 5); a msgCancelCall naming none of the sender's calls in
+# flight is ignored.
+FIXED_ANSWER_TOPICS = (HOST_INFO, CANCEL_CALL)
+PEER_TOPICS = (HELLO, HEARTBEAT, *ACTING_TOPICS, *FIXED_ANSWER_TOPICS)
 # What main may send a welcomed peer besides errors while nothing is being elicited.
 BACKGROUND_TOPICS = frozenset({HEARTBEAT, PEERS, SERVERS, NOTICE})
 
@@ -59,7 +78,7 @@ class Hello(msgspec.Struct):
     token: str
     window: str
     name: str = ""
-    role: Literal["renderer", "controller"] = "renderer"
+    role: Literal["renderer", "controller", "host", "asker"] = "renderer"
 
 
 class Empty(msgspec.Struct):
@@ -101,14 +120,76 @@ class ServerPolicy(msgspec.Struct, rename="camel"):
     decline_all: bool
 
 
+class Auth(msgspec.Struct, rename="camel"):
+    server: str
+    action: Literal["status", "login", "logout"]
+    response_channel: str
+
+
+class SignInRedirect(msgspec.Struct, rename="camel"):
+    server: str
+    elicitation_id: str
+    url: str
+    response_channel: str
+
+
+class RevokeRules(msgspec.Struct, rename="camel"):
+    response_channel: str
+    ids: list[str] = []
+    revoke_all: bool = False
+    server: str | None = None
+    asker: str | None = None
+
+
+class Asker(msgspec.Struct):
+    name: str
+    pid: int | None = None
+    machine: str | None = None
+
+
+class Ask(msgspec.Struct, rename="camel"):
+    response_channel: str
+    params: dict[str, Any]
+    asker: Asker
+    timeout_seconds: float | None = None
+
+
+class HostInfo(msgspec.Struct, rename="camel"):
+    name: str
+    version: str | None = None
+    form_elicitation: bool = False
+    url_elicitation: bool = False
+
+
+class McpRelay(msgspec.Struct):
+    session: str
+    message: bytes
+    server: str | None = None
+    headers: dict[str, str] | None = None
+
+
+class McpClose(msgspec.Struct):
+    session: str
+
+
 SHAPES: dict[str, type] = {
     HELLO: Hello, HEARTBEAT: Empty, BYE: Empty, SHUTDOWN: Empty, CALL_TOOL: CallTool, MCP_REQUEST: McpRequest,
     STATUS: Replying, RELOAD: Replying, SERVER_CONTROL: ServerControl, SERVER_POLICY: ServerPolicy,
+    ROTATE_HTTP_TOKEN: Replying, AUTH: Auth, SIGN_IN_REDIRECT: SignInRedirect, RULES: Replying,
+    REVOKE_RULES: RevokeRules, ASK: Ask, WITHDRAW: Replying, HOST_INFO: HostInfo, CANCEL_CALL: Replying,
+    MCP_RELAY: McpRelay, MCP_CLOSE: McpClose,
 }
 
 
 def is_result_channel(topic: str) -> bool:
     return topic.startswith(RESULT_PREFIX)
+
+
+def is_good_channel(name: str) -> bool:
+    """A `responseChannel` as section 5 allows: printable ASCII without spaces, at most 200
+    characters, not a main -> peer topic, not a result channel."""
+    return (0 < len(name) <= MAX_ID_CHARS and all("!" <= c <= "~" for c in name)
+            and name not in MAIN_TOPICS and not is_result_channel(name))
 
 
 def shape_of(topic: str) -> type:

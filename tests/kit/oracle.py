@@ -1,7 +1,8 @@
 """What main must answer to a frame, worked out from the wire contract alone.
 
 `expectation(frames, attached=..., answered=...)` gives the error codes the contract allows, the
-topic the error must name, and whether main may stay silent; None for a frame that is valid and
+topic the error must name, and whether main may stay silent, for a peer with role "renderer" (what
+the fuzzers say they are); None for a frame that is valid and
 would act (stop main, run a tool, detach the peer...), which a fuzzer must not send. Where the
 contract leaves the order of two checks open, every code either order gives is allowed:
 
@@ -118,4 +119,9 @@ def expectation(frames: Sequence[bytes], *, attached: bool, answered: frozenset[
     if is_result:
         code = "already-answered" if topic in answered else "unknown-channel"
         return Expect(frozenset({code}) | deep, topic, kind=kind)
+    if topic == contract.HOST_INFO:  # the fuzzing peers are windows, and msgHostInfo is for hosts
+        return Expect(frozenset({"bad-body"}), topic, kind=kind)
+    if topic == contract.CANCEL_CALL:  # names none of the sender's calls in flight: ignored
+        bad_name = frozenset() if contract.is_good_channel(decoded.response_channel) else frozenset({"bad-body"})
+        return Expect(deep | bad_name, topic, silent=True, kind=kind)
     return None  # an acting topic with a valid body
