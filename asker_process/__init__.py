@@ -9,7 +9,7 @@ api.py       ask(message, schema, url=, timeout=) -> ElicitResult; elicitation_c
 client.py    AskerClient: the DEALER to main (asyncio): attach per question, heartbeats, msgAsk,
              msgWithdraw on cancel, re-attach and ask again when main restarts
 identity.py  who asks, as the card shows it: "deploy.sh (pid 4242 on build-7)"
-cli.py       `elicitron ask` (main's CLI dispatches here): flags, exit codes, signals withdraw
+cli.py       `elicitron ask` (cli_process dispatches here): flags, exit codes, signals withdraw
 """
 
 from typing import TYPE_CHECKING, Any

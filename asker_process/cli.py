@@ -10,7 +10,7 @@ decline, or `false` accepted in a window that shows the plain checkbox) prints `
 SIGINT / SIGTERM withdraw the question (the windows drop the card) and exit 128 + the signal.
 
 Imports only what asking needs (no `mcp`, no Qt, nothing of main): `--help` and the question
-reach main fast. `--start` is handed a starter by main's CLI, which owns starting main.
+reach main fast. `--start` is handed a starter by the CLI (cli_process), which owns starting main.
 """
 
 import argparse

@@ -6,7 +6,7 @@ server (PROTOCOL.md §14): the host's JSON-RPC is relayed, main decides only con
 imports `shared/` (and `mcp` only for HTTP), never `main_process`: it is written against
 shared/PROTOCOL.md alone.
 
-cli.py           the `serve` arguments (main's CLI adds them) and `python -m gateway_process`
+cli.py           the `serve` arguments (cli_process adds them) and `python -m gateway_process`
 relay_stdio.py   one host over stdio until it closes our stdin: `serve --server NAME` relays one
                  server's session (RelayedSession), `serve` every server's, merged (MergedRelay)
 relay_pump.py    RelayPump: one relayed session, nothing lost while main is away (sans-IO)

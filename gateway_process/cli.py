@@ -1,4 +1,4 @@
-"""The arguments of `elicitron serve` (main's CLI adds them to its `serve` subcommand and calls
+"""The arguments of `elicitron serve` (the CLI, cli_process, adds them to its `serve` subcommand and calls
 `run_serve`), and `python -m gateway_process` (the same, plus `--listen-http` for main's child).
 
 Importing this module costs nothing: `mcp` is imported only once a gateway actually runs, so the

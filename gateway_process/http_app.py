@@ -35,12 +35,13 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from gateway_process.http_guard import ConnectionGuard, guarded_protocol
-from gateway_process.http_hosts import in_url, is_loopback, public_host, served_names
+from gateway_process.http_hosts import in_url, public_host, served_names
 from gateway_process.http_logs import bound_repeats
 from gateway_process.http_peers import PeerPool
 from gateway_process.http_relay import RelayedServer
 from gateway_process.http_sessions import IDLE_S, SessionBudget
 from gateway_process.link import MainLink
+from shared.addresses import is_loopback
 from shared.connection_file import read_connection_file
 from shared.descriptors import raise_soft_limit
 from shared.errors import ConnectionFileError, MainUnreachableError

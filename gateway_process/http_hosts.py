@@ -3,25 +3,17 @@
 DNS-rebinding protection lets through only a `Host` (and `Origin`) naming what the gateway serves:
 loopback names always; the address it was told to bind, when that is one address or name; for a
 wildcard bind (`0.0.0.0`, `::`) this machine's own names and addresses (its host name, and the
-address of each default route), since a LAN host names one of those. No `mcp` here: main imports it
-to check `--mcp-http` before it starts.
+address of each default route), since a LAN host names one of those. Whether an address is loopback
+is shared/addresses.py's (main checks `--mcp-http` with it before it starts).
 """
 
-import ipaddress
 import socket
+
+from shared.addresses import is_loopback
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 _WILDCARDS = ("0.0.0.0", "::", "")
 _ROUTE_PROBES = ((socket.AF_INET, "10.255.255.255"), (socket.AF_INET6, "fd00::1"))  # no packet is sent
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def is_wildcard(host: str) -> bool:

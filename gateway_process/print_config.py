@@ -43,7 +43,7 @@ asyncio.run(main())"""
 def stdio_entry(exposure: Exposure, config: Path | None, connection: str | None) -> dict[str, Any]:
     script = Path(sys.executable).with_name("elicitron")
     command = str(script) if script.exists() else (shutil.which("elicitron") or "")
-    args = ["serve"] if command else ["-m", "main_process", "serve"]
+    args = ["serve"] if command else ["-m", "cli_process", "serve"]
     command = command or sys.executable
     if exposure.only is not None:
         args += ["--server", exposure.only]

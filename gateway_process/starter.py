@@ -1,6 +1,6 @@
 """Start main in the background when none runs, the way `elicitron launch` does.
 
-The gateway never imports main: it runs `python -m main_process launch --no-window` (the same code
+The gateway never imports main: it runs `python -m cli_process launch --no-window` (the same code
 path as `elicitron launch`: a bad config fails there with its one-line error, main starts with
 auto-open windows on, and a main that another gateway started at the same moment is used rather
 than reported as a failure). That command's stderr is the gateway's, which the host logs; when
@@ -20,7 +20,7 @@ from shared.errors import ConfigError, MainUnreachableError
 logger = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 90.0
-_EXIT_USAGE = 2  # main_process.cli: usage or config error
+_EXIT_USAGE = 2  # cli_process.cli: usage or config error
 NO_DISPLAY = ("elicitron serve: starting main, but its windows cannot open from this environment (no DISPLAY "
               "or WAYLAND_DISPLAY): run `elicitron launch` on your desktop first, or use the entry that "
               "`elicitron serve --print-config` prints in a desktop terminal (its \"env\" names your display)")
@@ -35,7 +35,7 @@ def can_open_windows(env: Mapping[str, str]) -> bool:
 def start_main(connection: Path, config: Path | None) -> None:
     """Blocking: returns once a main answers on `connection`. Raises ConfigError for a bad config,
     MainUnreachableError when main could not be started."""
-    argv = [sys.executable, "-m", "main_process", "launch", "--no-window", "--connection", str(connection)]
+    argv = [sys.executable, "-m", "cli_process", "launch", "--no-window", "--connection", str(connection)]
     if config is not None:
         argv += ["--config", str(config.resolve())]
     logger.info("no main is running on %s: starting one", connection)

@@ -1,4 +1,5 @@
-"""Elicitron's main process: headless; MCP clients, the ZeroMQ broker, the audit log. Never imports Qt.
+"""Elicitron's main process: headless; MCP clients, the ZeroMQ broker, the audit log. Never imports Qt,
+nor its peers' packages (cli_process, gateway_process, asker_process, renderer_process): shared/ only.
 
 app.py           MainApp: lock, connection file, signals; owns the servers and answers the broker
 broker.py        Broker: the ROUTER sockets, CURVE, hello, liveness, rate limits, what each topic does
@@ -7,8 +8,6 @@ peers.py         PeerTable (who is attached, slots per role) and RateLimiter (pe
 servers.py       ManagedServer: one supervised mcp.Client per configured server, its tool calls
 config.py        the mcpServers config (Claude Desktop format) and Elicitron's own keys
 audit.py         AuditLog: SQLite rows of every request and its outcome; audit_writer.py: when
-controller.py    Controller: the CLI's peer (attach, ask main something, wait for the answer)
-cli.py           the `elicitron` command; each subcommand imports only what it needs
 lock.py          InstanceLock: one main per connection file
 store_owner.py   StoreLock: the running main that owns the rule store (the CLI goes through it)
 server_identity.py which program a configured server is (what its rules are bound to)
@@ -17,5 +16,5 @@ private_files.py 0600 files in 0700 dirs, safe file names; paths.py: default loc
 log_limiter.py   RateLimitedLog and cut(): logs a peer cannot flood or forge
 capped_log.py    a child's stderr copied into its log file, capped in size (the --mcp-http child)
 demo_server.py   the demo MCP server (the embedded default config), run as its own process
-__main__.py      `python -m main_process ...` = `elicitron ...`
+__main__.py      `python -m main_process ...`: exec's `python -m cli_process ...` (old host entries)
 """

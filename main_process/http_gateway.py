@@ -29,6 +29,7 @@ from pathlib import Path
 import platformdirs
 
 from main_process.capped_log import CappedLog
+from shared.addresses import is_loopback
 from shared.errors import ConfigError
 from shared.messages import HttpGatewayState, HttpGatewayStatus
 
@@ -70,8 +71,6 @@ def check_exposure(listen: str, cert: Path | None, key: Path | None, insecure: b
     """The (certificate, key) to serve https with, or None for http; ConfigError (one line) when
     `listen` (checked) leaves this machine without TLS and without `--insecure-http`, or the
     certificate and key cannot be loaded."""
-    from gateway_process.http_hosts import is_loopback
-
     if (cert is None) != (key is None):
         raise ConfigError("--tls-cert and --tls-key go together: give both (PEM files)")
     host = listen.rpartition(":")[0].strip("[]")

@@ -58,7 +58,7 @@ def start_main(work: Path) -> tuple[subprocess.Popen[bytes], Path, dict[str, str
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CONFIG_HOME": str(work / "config"),
            "XDG_DATA_HOME": str(work / "data"), "XDG_STATE_HOME": str(work / "state")}
     connection = work / "run" / "c.json"
-    proc = subprocess.Popen([sys.executable, "-m", "main_process", "main", "--connection", str(connection),
+    proc = subprocess.Popen([sys.executable, "-m", "cli_process", "main", "--connection", str(connection),
                              "--config", str(config)], env=env, cwd=ROOT, stdin=subprocess.DEVNULL)
     return proc, connection, env
 
@@ -107,7 +107,7 @@ def tray_notification(connection: Path, env: dict[str, str]) -> Path:
     wait_until(lambda: servers_ready(window), 60, "the servers")
     window.keep_in_tray.setChecked(True)
     window.close()  # into the tray
-    call = subprocess.Popen([sys.executable, "-m", "main_process", "call", "demo", "book_table",
+    call = subprocess.Popen([sys.executable, "-m", "cli_process", "call", "demo", "book_table",
                              '{"restaurant": "Le Cinq"}', "--connection", str(connection)],
                             env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -160,7 +160,7 @@ def main() -> int:
                 else:
                     print("screenshots: no X screen with a tray: no notification picture", file=sys.stderr)
         finally:
-            subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+            subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
                            env=env, cwd=ROOT, capture_output=True, check=False, timeout=60)
             proc.wait(timeout=30)
     for path in taken:

@@ -1,6 +1,6 @@
 """Soak test (issue 5, "Load"): many elicitations through a real main while windows come and go.
 
-Starts `python -m main_process main` with N demo servers over stdio (its config, data and state dirs
+Starts `python -m cli_process main` with N demo servers over stdio (its config, data and state dirs
 in a private temp dir, so the audit log is this run's alone), drives `--elicitations` book_table
 calls from a controller peer with bounded concurrency, while renderer peers attach and detach at
 random (seeded) and answer: accept / decline / cancel, two windows at once, invalid content first,

@@ -10,6 +10,7 @@ channels.py         topic names and the one-time result channels
 errors.py           every exception Elicitron raises, WireCode and RpcCode
 schema.py           MCP's restricted elicitation schema: what is accepted, answer validation
 connection_file.py  how peers find main (endpoint, token, pid, CURVE keys); private directories
+addresses.py        is_loopback(): whether a host stays on this machine (`--mcp-http`'s check)
 descriptors.py      raise_soft_limit(): the open-file limit raised toward the hard one at start;
                     DescriptorBudget: the reserve a listener keeps before it takes a connection
 """

@@ -35,7 +35,7 @@ def module_main(*extra_args: str, servers: dict[str, Any] | None = None) -> Iter
 def ask(connection: Path, *args: str, program: list[str] | None = None) -> "subprocess.Popen[str]":
     """`elicitron ask ARGS --connection FILE` as its own process; `program` runs it through a
     wrapper (e.g. a script named deploy.sh) so the wrapper is the asking program."""
-    program = program or [sys.executable, "-m", "main_process"]
+    program = program or [sys.executable, "-m", "cli_process"]
     argv = [*program, "ask", *args, "--connection", str(connection)]
     return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=child_env(PYTHON=sys.executable), cwd=ROOT)
@@ -44,7 +44,7 @@ def ask(connection: Path, *args: str, program: list[str] | None = None) -> "subp
 def deploy_script(directory: Path) -> Path:
     """A shell script named deploy.sh that runs `elicitron ask` as its child."""
     script = directory / "deploy.sh"
-    script.write_text('#!/bin/sh\n"$PYTHON" -m main_process "$@"\nexit $?\n')
+    script.write_text('#!/bin/sh\n"$PYTHON" -m cli_process "$@"\nexit $?\n')
     script.chmod(0o755)
     return script
 

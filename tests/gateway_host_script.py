@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters
 
 
 async def main(connection: str, name: str, calls: list[tuple[str, dict[str, object]]]) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "main_process", "serve", "--connection",
+    params = StdioServerParameters(command=sys.executable, args=["-m", "cli_process", "serve", "--connection",
                                                                  connection], env=dict(os.environ))
     client = Client(params, client_info=types.Implementation(name=name, version="1"), cache=None)
 

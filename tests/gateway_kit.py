@@ -32,7 +32,7 @@ def probe_entry(**extra: Any) -> dict[str, Any]:
 def serve_params(connection: Path, *args: str) -> StdioServerParameters:
     """`elicitron serve --connection FILE ARGS` as a host's config would start it."""
     return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "main_process", "serve", "--connection", str(connection), *args],
+                                 args=["-m", "cli_process", "serve", "--connection", str(connection), *args],
                                  env=child_env(), cwd=str(ROOT))
 
 

@@ -102,7 +102,7 @@ def start_oauth_main(config: Path, data_home: Path, runtime: Path | None = None,
     `ulimit -n open_files` (soft and hard limit both, so main cannot raise it)."""
     runtime = runtime or short_tmp_dir()
     connection = runtime / "connection.json"
-    argv = [sys.executable, "-m", "main_process", "--log-level", "debug", "main", "--connection", str(connection),
+    argv = [sys.executable, "-m", "cli_process", "--log-level", "debug", "main", "--connection", str(connection),
             "--config", str(config)]
     env = child_env(XDG_DATA_HOME=str(data_home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
     env.pop("ELICITRON_TOKEN_STORE", None)

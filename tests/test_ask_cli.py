@@ -205,7 +205,7 @@ def test_no_main_running_exits_3_at_once(tmp_path: Path) -> None:
                                  "pid": gone.pid}))
     stale.chmod(0o600)
     for connection, why in ((missing, "no connection file"), (stale, f"pid {gone.pid} is gone")):
-        result = subprocess.run([sys.executable, "-m", "main_process", "ask", "Anyone?",
+        result = subprocess.run([sys.executable, "-m", "cli_process", "ask", "Anyone?",
                                  "--connection", str(connection)],
                                 capture_output=True, text=True, timeout=30, env=child_env(), cwd=ROOT, check=False)
         assert result.returncode == 3 and why in result.stderr, result.stderr
@@ -235,14 +235,14 @@ def test_start_starts_main_in_the_background_first(qtbot: QtBot) -> None:
             for pid, cmdline in descendants(main_pid).items():
                 if "renderer_process" in cmdline:  # main's auto-open, as after `elicitron launch`
                     os.kill(pid, signal.SIGKILL)
-            subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+            subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
                            capture_output=True, timeout=60, env=child_env(), cwd=ROOT, check=False)
         subprocess.run(["rm", "-rf", str(runtime)], check=False)
 
 
 def test_asking_loads_neither_mcp_nor_qt_nor_mains_internals(main: RunningMain, peer: WirePeer) -> None:
     proc = ask(main.connection, "What do you import?", "--timeout", "30",
-               program=[sys.executable, "-X", "importtime", "-m", "main_process"])
+               program=[sys.executable, "-X", "importtime", "-m", "cli_process"])
     try:
         peer.answer(invoke_for(peer, "What do you import?"), "decline")
         _out, err = proc.communicate(timeout=30)
@@ -253,9 +253,10 @@ def test_asking_loads_neither_mcp_nor_qt_nor_mains_internals(main: RunningMain, 
                 if line.startswith("import time:")}
     assert {"asker_process.cli", "asker_process.client", "zmq"} <= imported
     assert not {m for m in imported if m.split(".")[0] in ("mcp", "mcp_types", "PySide6", "pydantic")}
-    # main's CLI only dispatches: nothing else of main is loaded.
-    dispatcher = {"main_process", "main_process.__main__", "main_process.cli", "main_process.paths"}
-    assert {m for m in imported if m.startswith("main_process")} <= dispatcher
+    # the CLI only dispatches: nothing of main is loaded but where its log goes by default.
+    assert {m for m in imported if m.startswith("cli_process")} <= {"cli_process", "cli_process.__main__",
+                                                                    "cli_process.cli"}
+    assert {m for m in imported if m.startswith("main_process")} <= {"main_process", "main_process.paths"}
 
 
 def test_a_paired_remote_window_over_tcp_and_curve_answers_and_a_remote_script_can_ask(

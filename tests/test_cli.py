@@ -23,7 +23,7 @@ def alive(pid: int) -> bool:
 
 
 def run_elicitron(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "main_process", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cli_process", *args], capture_output=True, text=True,
                           timeout=timeout, env=child_env(), cwd=ROOT, check=False)
 
 
@@ -83,7 +83,7 @@ def test_a_bad_elicitron_loop_is_one_line_and_exit_code_2(tmp_path: Path) -> Non
     env = {**child_env(), "ELICITRON_LOOP": "tokio"}
     # launch says it too, before it would start main in the background (where main's stderr goes nowhere)
     for command in (["main"], ["launch", "--no-window"]):
-        result = subprocess.run([sys.executable, "-m", "main_process", *command, "--connection", str(tmp_path / "c.json")],
+        result = subprocess.run([sys.executable, "-m", "cli_process", *command, "--connection", str(tmp_path / "c.json")],
                                 capture_output=True, text=True, timeout=60, env=env, cwd=ROOT, check=False)
         assert result.returncode == 2, (command, result.stderr)
         assert result.stderr.strip().splitlines()[-1] == ("elicitron: config error: ELICITRON_LOOP must be one of "
@@ -128,7 +128,7 @@ def test_commands_without_a_running_main_say_so(tmp_path: Path) -> None:
 
 def test_env_var_names_the_connection_file(demo_main: RunningMain) -> None:
     env = {**child_env(), "ELICITRON_CONNECTION": str(demo_main.connection)}
-    result = subprocess.run([sys.executable, "-m", "main_process", "status", "--json"], capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "cli_process", "status", "--json"], capture_output=True,
                             text=True, timeout=30, env=env, cwd=ROOT, check=False)
     assert json.loads(result.stdout)["pid"] == demo_main.proc.pid
     assert os.stat(demo_main.connection).st_mode & 0o777 == 0o600

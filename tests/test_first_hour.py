@@ -38,7 +38,7 @@ BOOKING = {"name": "Ada", "party_size": 2}
 
 def elicitron(*args: str, home: Path | None = None, timeout: float = 60) -> "subprocess.CompletedProcess[str]":
     """`elicitron ARGS` as a user runs it, in the dirs of `home` (default: the kit's)."""
-    return subprocess.run([PYTHON, "-m", "main_process", *args], capture_output=True, text=True, timeout=timeout,
+    return subprocess.run([PYTHON, "-m", "cli_process", *args], capture_output=True, text=True, timeout=timeout,
                           env=child_env(home), cwd=ROOT, check=False)
 
 
@@ -157,7 +157,7 @@ def test_the_http_gateways_reason_to_stop_is_in_mains_log_and_in_status(mains: C
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_on_call_withdraws_its_card_from_every_window(demo_main: RunningMain, signum: int) -> None:
     window = demo_main.peer(name="first-hour-window")
-    call = subprocess.Popen([PYTHON, "-m", "main_process", "call", "demo", "book_table", "--connection",
+    call = subprocess.Popen([PYTHON, "-m", "cli_process", "call", "demo", "book_table", "--connection",
                              str(demo_main.connection)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=child_env(), cwd=ROOT)
     try:
@@ -202,7 +202,7 @@ def test_every_command_ends_quietly_on_a_closed_pipe(demo_main: RunningMain, arg
     os.close(read_end)  # `| head` that has already gone: every write fails
     try:
         needs_main = args[0] in ("status", "rules")
-        done = subprocess.run([PYTHON, "-m", "main_process", *args,
+        done = subprocess.run([PYTHON, "-m", "cli_process", *args,
                                *(["--connection", str(demo_main.connection)] if needs_main else [])],
                               stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=60, env=child_env(),
                               cwd=ROOT, check=False)
@@ -242,7 +242,7 @@ def test_a_paired_connection_file_reaches_main_for_every_command(
     auth = run("auth", "status", "demo")
     assert auth.returncode in (0, 1) and "no answer" not in auth.stderr
 
-    serve = subprocess.Popen([PYTHON, "-m", "main_process", "serve", "--server", "demo", "--connection", str(laptop)],
+    serve = subprocess.Popen([PYTHON, "-m", "cli_process", "serve", "--server", "demo", "--connection", str(laptop)],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=child_env(), cwd=ROOT)
     try:
@@ -367,7 +367,7 @@ def test_serve_without_a_host_on_stdin_says_so_in_one_line(demo_main: RunningMai
                                                             stdin: str) -> None:
     args = ["serve", "--connection", str(demo_main.connection), *(["--server", server] if server else [])]
     redirect = "< /dev/null" if stdin == "/dev/null" else "<&-"
-    command = " ".join([PYTHON, "-m", "main_process", *args])
+    command = " ".join([PYTHON, "-m", "cli_process", *args])
     done = subprocess.run(["sh", "-c", f"exec {command} {redirect}"], capture_output=True, text=True, timeout=30,
                           env=child_env(), cwd=ROOT, check=False)
     assert done.returncode == 2
@@ -400,7 +400,7 @@ def test_readme_points_at_nothing_outside_the_repository() -> None:
         path = next(part for part in target if part)
         if not path.startswith(("http://", "https://")):
             assert (ROOT / path).exists(), path
-    for path in re.findall(r"`((?:scripts|tests|main_process|shared|gateway_process|renderer_process|asker_process)"
+    for path in re.findall(r"`((?:scripts|tests|main_process|cli_process|shared|gateway_process|renderer_process|asker_process)"
                            r"/[\w./-]+)`", text):
         assert (ROOT / path.rstrip("/")).exists(), path
 
@@ -422,7 +422,7 @@ def _cli_table() -> list[str]:
 
 
 def _subcommands() -> list[str]:
-    from main_process.cli import _parser
+    from cli_process.cli import _parser
 
     parser = _parser()
     action = next(a for a in parser._actions if a.dest == "command")

@@ -236,7 +236,7 @@ def test_a_paired_file_open_to_others_is_explained_in_the_window_and_pair_output
     redirected.touch(mode=0o644)
     redirected.chmod(0o644)
     with redirected.open("w") as out:
-        done = subprocess.run([sys.executable, "-m", "main_process", "pair", "--name", "redirected", "--connection",
+        done = subprocess.run([sys.executable, "-m", "cli_process", "pair", "--name", "redirected", "--connection",
                                str(main.connection)], stdout=out, stderr=subprocess.PIPE, text=True, timeout=60,
                               env=child_env(main.home), cwd=ROOT, check=False)
     assert done.returncode == 0, done.stderr
@@ -260,7 +260,7 @@ def test_after_elicitron_stop_the_window_says_main_is_not_running_at_once(
     bridge.servers_changed.connect(
         lambda servers: shown_while_attached.extend(s.status for s in servers if not banner.isVisible()))
 
-    stopping = subprocess.Popen([sys.executable, "-m", "main_process", "stop", "--connection",
+    stopping = subprocess.Popen([sys.executable, "-m", "cli_process", "stop", "--connection",
                                  str(demo_main.connection)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=child_env(demo_main.home), cwd=ROOT)
     try:
@@ -325,7 +325,7 @@ def test_ask_start_while_a_window_is_reconnecting_opens_no_other_window() -> Non
         window.wait_state("disconnected - reconnecting", timeout_s=15)
         window.proc.send_signal(signal.SIGSTOP)  # it cannot attach before the question arrives
         asking = subprocess.Popen(
-            [sys.executable, "-m", "main_process", "ask", "Still there?", "--start", "--timeout", "60",
+            [sys.executable, "-m", "cli_process", "ask", "Still there?", "--start", "--timeout", "60",
              "--connection", str(connection)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, env=child_env(home, ELICITRON_AUTO_OPEN_GRACE_S="10"), cwd=ROOT)
         wait_line(log_output, lambda line: "no window is attached: opening one" in line,
@@ -346,7 +346,7 @@ def test_ask_start_while_a_window_is_reconnecting_opens_no_other_window() -> Non
             for pid, cmdline in descendants(main_pid).items():
                 if "renderer_process" in cmdline:  # an auto-opened window (the code before the fix)
                     os.kill(pid, signal.SIGKILL)
-            subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+            subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
                            capture_output=True, timeout=60, env=child_env(home), cwd=ROOT, check=False)
         window.end()
         log.kill()
@@ -380,7 +380,7 @@ def test_without_a_display_launch_says_so_in_one_line_and_starts_nothing(launche
     connection = home / "run" / "connection.json"
     env = without_display(home)
     argv = [str(ROOT / "scripts" / "launch")] if launcher == "scripts/launch" else [
-        sys.executable, "-m", "main_process", "launch"]
+        sys.executable, "-m", "cli_process", "launch"]
     if launcher == "scripts/launch" and not venv_is_current():
         pytest.skip("scripts/launch would install .venv from uv.lock first (run scripts/test)")
     try:
@@ -393,7 +393,7 @@ def test_without_a_display_launch_says_so_in_one_line_and_starts_nothing(launche
         assert not connection.exists(), "main was started behind a window that cannot open"
     finally:
         if connection.exists():  # the code before this fix left main running
-            subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+            subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
                            capture_output=True, timeout=60, env=env, cwd=ROOT, check=False)
         shutil.rmtree(home, ignore_errors=True)
 
@@ -404,14 +404,14 @@ def test_without_a_display_launch_no_window_still_starts_main_headless() -> None
     connection = home / "run" / "connection.json"
     env = without_display(home)
     try:
-        done = subprocess.run([sys.executable, "-m", "main_process", "launch", "--no-window", "--connection",
+        done = subprocess.run([sys.executable, "-m", "cli_process", "launch", "--no-window", "--connection",
                                str(connection)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=120, env=env, cwd=ROOT, check=False)
         assert done.returncode == 0 and "starting main in the background" in done.stderr, done.stderr
         assert connection.exists()
     finally:
         if connection.exists():
-            subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+            subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
                            capture_output=True, timeout=60, env=env, cwd=ROOT, check=False)
         shutil.rmtree(home, ignore_errors=True)
 
@@ -430,13 +430,13 @@ def test_launch_leaves_main_no_child_of_its_window_so_a_stopped_main_does_not_li
     connection = home / "run" / "connection.json"
     env = child_env(home, QT_QPA_PLATFORM="offscreen")
     tail, main_log = follow(home / "state" / "elicitron" / "log" / "main.log")
-    launcher = subprocess.Popen([sys.executable, "-m", "main_process", "launch", "--connection", str(connection),
+    launcher = subprocess.Popen([sys.executable, "-m", "cli_process", "launch", "--connection", str(connection),
                                  "--name", "launched"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
     try:
         wait_line(main_log, lambda line: "attached renderer 'launched'" in line, "the launched window attaching",
                   timeout_s=90)
-        status = subprocess.run([sys.executable, "-m", "main_process", "status", "--json", "--connection",
+        status = subprocess.run([sys.executable, "-m", "cli_process", "status", "--json", "--connection",
                                  str(connection)], capture_output=True, text=True, timeout=60, env=env, cwd=ROOT,
                                 check=True)
         main_pid = json.loads(status.stdout)["pid"]
@@ -444,7 +444,7 @@ def test_launch_leaves_main_no_child_of_its_window_so_a_stopped_main_does_not_li
         # so stopping main while the window stayed open left a zombie nobody reaped.
         assert parent_pid(main_pid) != launcher.pid
         assert main_pid not in descendants(launcher.pid)
-        stopped = subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+        stopped = subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
                                  capture_output=True, text=True, timeout=60, env=env, cwd=ROOT, check=False)
         assert stopped.returncode == 0, stopped.stderr
         assert launcher.poll() is None  # the window stays, saying main is not running
@@ -454,6 +454,6 @@ def test_launch_leaves_main_no_child_of_its_window_so_a_stopped_main_does_not_li
         end_process(tail)
         main_log.close()
         if connection.exists():
-            subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+            subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
                            capture_output=True, timeout=60, env=env, cwd=ROOT, check=False)
         shutil.rmtree(home, ignore_errors=True)

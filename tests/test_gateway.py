@@ -364,7 +364,7 @@ def test_bad_input_gets_json_rpc_errors_naming_the_problem_and_touches_nobody_el
 ) -> None:
     bystander = open_host(hosts, gw_main, "bystander")
     host = open_host(hosts, gw_main, "clumsy")
-    raw = subprocess.Popen([sys.executable, "-m", "main_process", "serve", "--connection", str(gw_main.connection)],
+    raw = subprocess.Popen([sys.executable, "-m", "cli_process", "serve", "--connection", str(gw_main.connection)],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(),
                            cwd=ROOT)
     try:
@@ -405,7 +405,7 @@ def test_bad_input_gets_json_rpc_errors_naming_the_problem_and_touches_nobody_el
 def test_a_host_that_sends_its_handshake_and_a_listing_at_once_gets_one_answer_each(gw_main: RunningMain) -> None:
     # serve answers `initialize` before its SDK is loaded; the SDK, handed the same line, must not
     # answer it a second time, and must know the host (the listing after it is served).
-    raw = subprocess.Popen([sys.executable, "-m", "main_process", "serve", "--connection", str(gw_main.connection)],
+    raw = subprocess.Popen([sys.executable, "-m", "cli_process", "serve", "--connection", str(gw_main.connection)],
                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(),
                            cwd=ROOT)
     try:

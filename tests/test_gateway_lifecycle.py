@@ -205,7 +205,7 @@ def test_serve_starts_main_when_none_runs_and_two_gateways_share_it(hosts: HostL
         assert text_of(first.call("demo__echo", {"text": "one"})) == "one"
         assert text_of(second.call("demo__echo", {"text": "two"})) == "two"
         assert {p.get("name") for p in _status(connection)["peers"]} >= {"first", "second"}
-        stopped = subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+        stopped = subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
                                  check=False, capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
         assert stopped.returncode == 0, stopped.stderr
         assert text_of(first.call("demo__echo", {"text": "again"}, timeout=120)) == "again"  # main started anew
@@ -213,13 +213,13 @@ def test_serve_starts_main_when_none_runs_and_two_gateways_share_it(hosts: HostL
     finally:
         first.close()
         second.close()
-        subprocess.run([sys.executable, "-m", "main_process", "stop", "--connection", str(connection)],
+        subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
                        check=False, capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
         subprocess.run(["rm", "-rf", str(runtime)], check=False)
 
 
 def _status(connection: Path) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "main_process", "status", "--json", "--connection", str(connection)],
+    done = subprocess.run([sys.executable, "-m", "cli_process", "status", "--json", "--connection", str(connection)],
                           check=False, capture_output=True, text=True, timeout=60, env=child_env(), cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)

@@ -148,7 +148,7 @@ def test_the_window_names_hosts_and_their_calls() -> None:
 @pytest.mark.slow
 def test_the_cli_knows_serve_without_importing_mcp() -> None:
     """`elicitron status` and friends must stay fast: `serve`'s arguments come without `mcp`."""
-    code = ("import sys, main_process.cli as cli; parser = cli._parser(); "
+    code = ("import sys, cli_process.cli as cli; parser = cli._parser(); "
             "parser.parse_args(['serve', '--server', 'demo']); "
             "sys.exit(1 if any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules) else 0)")
     done = subprocess.run([sys.executable, "-c", code], check=False, cwd=Path(__file__).resolve().parent.parent)

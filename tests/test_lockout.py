@@ -75,7 +75,7 @@ def test_a_request_the_wire_cannot_carry_is_refused_and_every_window_still_attac
 
 def test_a_timeout_past_the_bound_is_a_config_error(tmp_path: Path) -> None:
     config = write_config(tmp_path / "mcp.json", {"demo": demo_stdio_entry(elicitationTimeoutSeconds=1e100)})
-    done = subprocess.run([sys.executable, "-m", "main_process", "main", "--config", str(config), "--connection",
+    done = subprocess.run([sys.executable, "-m", "cli_process", "main", "--config", str(config), "--connection",
                            str(tmp_path / "c.json")], capture_output=True, text=True, env=child_env(), cwd=ROOT,
                           timeout=60, check=False)
     assert done.returncode == 2
@@ -239,7 +239,7 @@ def test_a_crowd_of_vanishing_peers_costs_main_little_memory(demo_main: RunningM
 
 
 def run_main(connection: Path, config: Path | None = None, timeout_s: float = 30) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "main_process", "main", "--connection", str(connection)]
+    argv = [sys.executable, "-m", "cli_process", "main", "--connection", str(connection)]
     if config is not None:
         argv += ["--config", str(config)]
     return subprocess.run(argv, capture_output=True, text=True, env=child_env(), cwd=ROOT, timeout=timeout_s,
@@ -345,7 +345,7 @@ def test_main_log_file_is_private(tmp_path: Path, short_dir: Path) -> None:
     log_file = tmp_path / "logs" / "main.log"
     bad_config = tmp_path / "mcp.json"
     bad_config.write_text("{}")  # main opens its log first, then stops at the config error
-    done = subprocess.run([sys.executable, "-m", "main_process", "main", "--connection", str(short_dir / "c.json"),
+    done = subprocess.run([sys.executable, "-m", "cli_process", "main", "--connection", str(short_dir / "c.json"),
                            "--log-file", str(log_file), "--config", str(bad_config)], capture_output=True,
                           text=True, env=child_env(), cwd=ROOT, timeout=60, check=False)
     assert done.returncode == 2

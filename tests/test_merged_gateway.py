@@ -228,7 +228,7 @@ def test_a_2026_host_discovers_elicitron_and_its_tasks_go_to_the_server_that_mad
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientInfo": {"name": "raw-2026", "version": "1"},
             "io.modelcontextprotocol/clientCapabilities": {"extensions": {tasks: {}}}}
-    proc = subprocess.Popen([sys.executable, "-m", "main_process", "serve", "--connection", str(merged_main.connection)],
+    proc = subprocess.Popen([sys.executable, "-m", "cli_process", "serve", "--connection", str(merged_main.connection)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(),
                             cwd=ROOT)
     assert proc.stdin is not None and proc.stdout is not None

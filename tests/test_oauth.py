@@ -360,7 +360,7 @@ def test_a_token_endpoint_on_another_origin_is_named_on_the_card_and_gets_nothin
         stats = servers.stats()
         assert stats["elsewhereCodes"] == 1 and stats["codeExchanges"] == 1
         assert "mcp:read" in _text(_call(window, "remote", "whoami"))
-        audit = subprocess.run([sys.executable, "-m", "main_process", "audit", "--json"], capture_output=True,
+        audit = subprocess.run([sys.executable, "-m", "cli_process", "audit", "--json"], capture_output=True,
                                text=True, env=child_env(XDG_DATA_HOME=str(main.data_home)), cwd=ROOT, timeout=60,
                                check=True)
         decisions = [e.get("decision") for e in json.loads(audit.stdout) if e.get("kind") == "sign-in"]

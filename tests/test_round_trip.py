@@ -64,7 +64,7 @@ def test_cli_call_shows_the_result_of_an_elicitation_answered_in_a_window(demo_m
     from kit.paths import ROOT
 
     window = demo_main.peer(name="answering-window")
-    cli = subprocess.Popen([sys.executable, "-m", "main_process", "call", "demo", "book_table",
+    cli = subprocess.Popen([sys.executable, "-m", "cli_process", "call", "demo", "book_table",
                             '{"restaurant": "Septime"}', "--connection", str(demo_main.connection)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(), cwd=ROOT)
     invoke = invoke_for(window)

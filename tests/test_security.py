@@ -46,7 +46,7 @@ def test_a_runtime_dir_that_cannot_be_made_private_is_refused(monkeypatch: pytes
 
 @pytest.mark.slow
 def test_main_refuses_to_start_where_it_cannot_make_its_dir(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "main_process", "main", "--connection",
+    result = subprocess.run([sys.executable, "-m", "cli_process", "main", "--connection",
                              "/proc/elicitron-test/connection.json"], capture_output=True, text=True,
                             timeout=60, env=child_env(), cwd=ROOT, check=False)
     assert result.returncode == 1

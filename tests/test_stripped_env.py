@@ -217,7 +217,7 @@ def mains_of(home: Path) -> list[int]:
             state = proc.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        is_main = "main" in args and ("main_process" in args or any(a.endswith("/elicitron") for a in args))
+        is_main = "main" in args and ("cli_process" in args or any(a.endswith("/elicitron") for a in args))
         if is_main and state != "Z" and f"HOME={home}".encode() in environ:
             found.append(int(proc.name))
     return found
@@ -335,12 +335,12 @@ def test_serve_that_must_start_main_without_a_display_says_why_windows_cannot_op
         answer = json.loads(serve.stdout.readline()) if ready else None
         assert answer is not None and answer["id"] == 1, stderr.text()  # main started, serve attached
         assert [line for line in stderr.lines() if "windows cannot open" in line] == [NO_DISPLAY], stderr.text()
-        status = subprocess.run([PYTHON, "-m", "main_process", "status", "--json", "--connection", str(connection)],
+        status = subprocess.run([PYTHON, "-m", "cli_process", "status", "--json", "--connection", str(connection)],
                                 capture_output=True, text=True, timeout=60, env=child_env(), cwd=ROOT, check=False)
         assert status.returncode == 0, status.stderr
         assert [p["role"] for p in json.loads(status.stdout)["peers"]].count("host") == 1  # the serve
     finally:
-        subprocess.run([PYTHON, "-m", "main_process", "stop", "--connection", str(connection)], capture_output=True,
+        subprocess.run([PYTHON, "-m", "cli_process", "stop", "--connection", str(connection)], capture_output=True,
                        timeout=60, env=child_env(), cwd=ROOT, check=False)
         end_process(serve)
         stderr.close()

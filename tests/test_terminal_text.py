@@ -58,7 +58,7 @@ def test_json_keeps_its_value_and_escapes_what_it_leaves_raw() -> None:
 def cli_beside(main: RunningMain, *args: str, timeout_s: float = 60) -> "subprocess.CompletedProcess[str]":
     """`elicitron ARGS --connection FILE` while this main's test peers keep heartbeating (they
     heartbeat only when the test reads them, and a command may take longer than main waits)."""
-    argv = [PYTHON, "-m", "main_process", *args]
+    argv = [PYTHON, "-m", "cli_process", *args]
     if args[0] != "audit":
         argv += ["--connection", str(main.connection)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -132,7 +132,7 @@ def test_status_call_audit_and_rules_print_peer_and_server_text_escaped(escapes_
 @pytest.mark.parametrize("typed", ["plain é", f"pasted{OSC}{CLEAR}\u202e"], ids=["plain", "escapes"])
 def test_ask_prints_an_answer_with_escapes_as_json_of_the_same_value(demo_main: RunningMain, typed: str) -> None:
     schema = json.dumps({"type": "object", "properties": {"note": {"type": "string"}}})
-    argv = [PYTHON, "-m", "main_process", "ask", "Note?", "--schema", schema, "--connection",
+    argv = [PYTHON, "-m", "cli_process", "ask", "Note?", "--schema", schema, "--connection",
             str(demo_main.connection), "--timeout", "60"]
     window = demo_main.peer(name="answering-window")
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

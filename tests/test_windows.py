@@ -102,7 +102,7 @@ def test_main_opens_a_window_when_a_request_finds_none(main_factory: Callable[..
 
 
 def test_launch_with_main_running_only_opens_a_window(demo_main: RunningMain) -> None:
-    launcher = subprocess.Popen([sys.executable, "-m", "main_process", "launch", "--connection",
+    launcher = subprocess.Popen([sys.executable, "-m", "cli_process", "launch", "--connection",
                                  str(demo_main.connection), "--name", "launched"], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 env=child_env(QT_QPA_PLATFORM="offscreen"), cwd=ROOT)

@@ -2,7 +2,7 @@
 
 A real main (no servers: a question needs none) and one real window, `ask_window.py` (the
 renderer's own entry point stamping each card it paints, then declining it). Each sample starts
-`python -m main_process ask` (what the `elicitron` console script runs) with the clock read just
+`python -m cli_process ask` (what the `elicitron` console script runs) with the clock read just
 before Popen in this process (same CLOCK_MONOTONIC as the window's stamps), and ends at the card's
 first paint. A contract-only peer attached beside the window timestamps the invoke's arrival, so
 the table shows where the time goes: the asking process until main sends the invoke (interpreter,
@@ -68,7 +68,7 @@ class _Window:
 
 def _one_question(main: RunningMain, window: _Window, peer: Any, i: int) -> dict[str, int]:
     message = f"Deploy build {i}?"
-    argv = [PYTHON, "-m", "main_process", "ask", message, "--yes-no", "--name", "bench.sh",
+    argv = [PYTHON, "-m", "cli_process", "ask", message, "--yes-no", "--name", "bench.sh",
             "--connection", str(main.connection)]
     t0 = now_ns()
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -107,7 +107,7 @@ def run(quick: bool) -> list[Figure]:
                 results.append(_one_question(main, window, peer, i))
                 peer.heartbeat_if_due()
             bare = [_wall_ns([PYTHON, "-c", "pass"], main) for _ in range(runs)]
-            help_ = [_wall_ns([PYTHON, "-m", "main_process", "ask", "--help"], main) for _ in range(runs)]
+            help_ = [_wall_ns([PYTHON, "-m", "cli_process", "ask", "--help"], main) for _ in range(runs)]
         finally:
             peer.close()
             window.close()
@@ -126,7 +126,7 @@ def run(quick: bool) -> list[Figure]:
             f"{fmt_us(phase['card'])}, painted {fmt_us(phase['painted'])}; floors: python -c pass "
             f"{fmt_us(floors['python -c pass'])}, ask --help {fmt_us(floors['ask --help'])}",
             how="real main (no servers) + an open window (renderer_process.app.run stamping each card's first "
-            "paint, offscreen); clock from just before Popen of `python -m main_process ask --yes-no`",
+            "paint, offscreen); clock from just before Popen of `python -m cli_process ask --yes-no`",
             data={**painted, "phases_p50_us": phase, "floors_p50_us": floors, "runs": results},
         )
     ]

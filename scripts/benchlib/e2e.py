@@ -1,6 +1,6 @@
 """End to end: calls/s of a tool whose one elicitation is answered at once.
 
-- via main: a real `python -m main_process main` with the demo server over stdio; one scripted
+- via main: a real `python -m cli_process main` with the demo server over stdio; one scripted
   peer (contract-only DEALER, renderer role) sends msgMcpCallTool `book_table`, receives the
   invoke, answers accept, and waits for the CallToolResult on its response channel.
 - in-process: the same demo server, spawned the same way, driven by an in-process `mcp.Client`

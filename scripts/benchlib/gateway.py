@@ -1,7 +1,7 @@
 """The `elicitron serve` gateway: what a host pays for reaching a server through Elicitron.
 
 - direct: an `mcp.Client` (the host) on the demo server over stdio, as a host config starts it;
-- via: the same Client on `python -m main_process serve --server demo`, the drop-in entry: its own
+- via: the same Client on `python -m cli_process serve --server demo`, the drop-in entry: its own
   session with the demo server (spawned by main the same way), relayed through a real main:
   host -> serve -> main -> server, every message passed as it is (PROTOCOL.md §14);
 - all: the same Client on `serve` (every server, `demo__echo`): its own session with every server,
@@ -130,8 +130,8 @@ async def _measure(connection: str, main_pid: int, env: dict[str, str], quick: b
     sequential = 50 if quick else 200
     main_own = {pid for pid, cmd in _children(main_pid).items() if str(DEMO_SERVER) in cmd}
     direct = _client([str(DEMO_SERVER)], env, "bench-direct")
-    via = _client(["-m", "main_process", "serve", "--connection", connection, "--server", "demo"], env, "bench-host")
-    every = _client(["-m", "main_process", "serve", "--connection", connection], env, "bench-all")
+    via = _client(["-m", "cli_process", "serve", "--connection", connection, "--server", "demo"], env, "bench-host")
+    every = _client(["-m", "cli_process", "serve", "--connection", connection], env, "bench-all")
     floor = _client([str(FLOOR), "serve", floor_endpoint], env, "bench-floor")
     tools = {"direct": "echo", "via": "echo", "all": "demo__echo", "floor": "echo"}
     seconds = dict.fromkeys(SIDES, 0.0)
@@ -172,7 +172,7 @@ async def _measure(connection: str, main_pid: int, env: dict[str, str], quick: b
 async def _crowd(connection: str, env: dict[str, str], quick: bool) -> dict[str, Any]:
     """HOSTS hosts, each CALLS_PER_HOST calls in flight together; every answer must be its own."""
     per_host = 20 if quick else CALLS_PER_HOST
-    hosts = [_client(["-m", "main_process", "serve", "--connection", connection], env, f"crowd-{i}")
+    hosts = [_client(["-m", "cli_process", "serve", "--connection", connection], env, f"crowd-{i}")
              for i in range(HOSTS)]
     wrong: list[tuple[str, str]] = []
     for host in hosts:

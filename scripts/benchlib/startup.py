@@ -28,7 +28,7 @@ CARD_TARGET_US = 20_000
 
 def _console_script() -> list[str]:
     script = Path(PYTHON).with_name("elicitron")
-    return [str(script)] if script.exists() else [PYTHON, "-m", "main_process"]
+    return [str(script)] if script.exists() else [PYTHON, "-m", "cli_process"]
 
 
 def _wall_ns(argv: list[str], env: dict[str, str], expect: int) -> int:

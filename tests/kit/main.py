@@ -1,4 +1,4 @@
-"""RunningMain: `python -m main_process main` in isolated dirs, and waits on what it reports.
+"""RunningMain: `python -m cli_process main` in isolated dirs, and waits on what it reports.
 
 Every wait here is on what main says over the wire, never on its log: main is up once its
 connection file names its pid and a hello gets a welcome; a server is ready, or a window attached
@@ -136,7 +136,7 @@ class RunningMain:
         """`elicitron ARGS` in main's isolated dirs (for commands that take no --connection). The
         test's peers heartbeat meanwhile: on a busy machine a command can outlast main's 5 s
         silence limit, and a peer the test holds would be detached under it."""
-        argv = [PYTHON, "-m", "main_process", *args]
+        argv = [PYTHON, "-m", "cli_process", *args]
         with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=child_env(self.home), cwd=ROOT) as proc:
             done = threading.Event()
@@ -254,7 +254,7 @@ def start_main(config: Path | None, runtime: Path, *extra_args: str, home: Path 
     """`elicitron main` with its connection file in `runtime` and its dirs in `home`; up unless
     `wait=False`. `open_files`: its (soft, hard) descriptor limit, as `ulimit -n` would set it."""
     connection = runtime / "connection.json"
-    argv = [PYTHON, "-m", "main_process", "--log-level", "info", "main", "--connection", str(connection)]
+    argv = [PYTHON, "-m", "cli_process", "--log-level", "info", "main", "--connection", str(connection)]
     if config is not None:
         argv += ["--config", str(config)]
     if open_files is not None:  # the shell's own ulimit, then exec: no preexec_fn beside the test's threads

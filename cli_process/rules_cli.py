@@ -32,7 +32,7 @@ EXIT_USAGE = 2
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from main_process.cli import _connection
+    from cli_process.cli import _connection
 
     if args.action == "list" and (args.ids or args.all or args.server or args.asker):
         print("elicitron: IDs, --all, --server and --asker go with `elicitron rules revoke`", file=sys.stderr)
@@ -64,7 +64,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
 
 
 def _through_main(connection: Path, args: argparse.Namespace) -> int:
-    from main_process.controller import Controller
+    from cli_process.controller import Controller
 
     with Controller(connection) as controller:
         if args.action == "list":

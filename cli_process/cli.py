@@ -273,7 +273,7 @@ def _connection(args: argparse.Namespace) -> Path:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from main_process.rules_cli import cmd_rules as list_or_revoke  # the rule store: only for this command
+    from cli_process.rules_cli import cmd_rules as list_or_revoke  # the rule store: only for this command
 
     return list_or_revoke(args)
 
@@ -404,7 +404,7 @@ def _start_main_from_a_launcher(connection: Path, config: Path | None, auto_open
     """`launch --no-window` in a short-lived child: main is that child's child, so once the child
     exits main belongs to init, not to the window this process becomes (which never reaps it: a
     main stopped while the window stays open would linger as a zombie)."""
-    argv = [sys.executable, "-m", "main_process", "launch", "--no-window", "--connection", str(connection)]
+    argv = [sys.executable, "-m", "cli_process", "launch", "--no-window", "--connection", str(connection)]
     if config is not None:
         argv += ["--config", str(config.resolve())]
     if not auto_open:
@@ -431,7 +431,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def _rotate_http_token(args: argparse.Namespace) -> int:
     """`serve --rotate-token`: main's --mcp-http token is new; what hosts need to do is said."""
-    from main_process.controller import Controller
+    from cli_process.controller import Controller
 
     with Controller(_connection(args)) as controller:
         reply = controller.rotate_http_token()
@@ -464,7 +464,7 @@ def _stdio_unusable() -> str | None:
 
 def _print_config_refused(args: argparse.Namespace) -> int | None:
     """`serve --print-config`: the exit code of an entry that could not work (said on stderr), or None."""
-    from main_process.controller import Controller
+    from cli_process.controller import Controller
     from shared.connection_file import main_is_gone, read_connection_file
 
     connection = _connection(args)
@@ -496,7 +496,7 @@ def _print_config_refused(args: argparse.Namespace) -> int | None:
 
 
 def cmd_reload(args: argparse.Namespace) -> int:
-    from main_process.controller import Controller
+    from cli_process.controller import Controller
     from shared.errors import RpcCode
 
     config = str(args.config.expanduser().absolute()) if args.config is not None else None
@@ -515,7 +515,7 @@ def cmd_reload(args: argparse.Namespace) -> int:
 
 
 def cmd_server(args: argparse.Namespace) -> int:
-    from main_process.controller import Controller
+    from cli_process.controller import Controller
 
     def settled(server: "ServerInfo") -> bool:
         return server.status in ("ready", "failed", "stopped", "needs-sign-in") or (
@@ -578,7 +578,7 @@ def cmd_window(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from main_process.controller import Controller
+    from cli_process.controller import Controller
 
     with Controller(_connection(args)) as controller:
         report = controller.status()
@@ -659,7 +659,7 @@ def _listener_line(listener: "ListenerStatus") -> str:
 
 
 def cmd_auth(args: argparse.Namespace) -> int:
-    from main_process.controller import Controller
+    from cli_process.controller import Controller
 
     with Controller(_connection(args)) as controller:
         reply = controller.auth(args.server, args.action)
@@ -689,7 +689,7 @@ def cmd_auth(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    from main_process.controller import Controller
+    from cli_process.controller import Controller
 
     connection = _connection(args)
     with Controller(connection) as controller:
@@ -715,7 +715,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     if not isinstance(arguments, dict):
         print("elicitron: arguments must be a JSON object", file=sys.stderr)
         return EXIT_USAGE
-    from main_process.controller import Controller
+    from cli_process.controller import Controller
 
     def terminated(signum: int, _frame: object) -> None:
         raise Interrupted(signum)  # like Ctrl-C: the call is withdrawn (Controller.call_tool), then 143
@@ -768,7 +768,7 @@ def _mcp_http_url(connection: Path) -> str | None:
 
 
 def _main_is_running(connection: Path) -> bool:
-    from main_process.controller import Controller
+    from cli_process.controller import Controller
 
     try:
         with Controller(connection, attach_timeout_s=2.0):
@@ -791,7 +791,7 @@ def _start_main_in_background(connection: Path, config: Path | None, auto_open: 
     log_dir = default_log_dir()
     ensure_private_dir(log_dir)  # server output and tool results end up in main's log
     log_file = log_dir / "main.log"
-    argv = [sys.executable, "-m", "main_process", "--log-level", "info", "main", "--connection", str(connection),
+    argv = [sys.executable, "-m", "cli_process", "--log-level", "info", "main", "--connection", str(connection),
             "--log-file", str(log_file)]
     if config is not None:
         argv += ["--config", str(config.resolve())]

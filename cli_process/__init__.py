@@ -1,0 +1,11 @@
+"""The `elicitron` command: a process of its own beside main, the windows, the gateway and the askers.
+
+It starts main (`launch`, or `main` in the foreground: the one command that runs main_process's
+code in this process), talks to a running main as a controller peer, and hands `serve` to
+gateway_process and `ask` to asker_process. main never imports this package.
+
+cli.py        the commands and their arguments; each command imports only what it needs
+controller.py Controller: the CLI's peer (attach, ask main something, wait for the answer)
+rules_cli.py  `elicitron rules [revoke]`: through the running main, or the rule store directly
+__main__.py   `python -m cli_process ...` = `elicitron ...`
+"""

@@ -1,0 +1,5 @@
+import sys
+
+from cli_process.cli import main
+
+sys.exit(main())
