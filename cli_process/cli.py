@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cli_process.command import EXIT_FAILED, EXIT_NOT_RUNNING, EXIT_USAGE, connection_of
 from main_process.paths import default_log_dir
-from shared.connection_file import resolve_connection_path
 from shared.terminal_text import for_terminal, json_for_terminal
 
 if TYPE_CHECKING:
@@ -50,9 +50,6 @@ from shared.errors import (
 
 logger = logging.getLogger(__name__)
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2  # argparse's own code, also used for a bad config
-EXIT_NOT_RUNNING = 3
 EXIT_CLOSED_PIPE = 128 + 13  # as a process that SIGPIPE ended: the reader of our output went away
 SERVER_SETTLE_S = 10.0  # `server start|restart` waits this long for the server to be ready or fail
 MAIN_START_TIMEOUT_S = 60.0
@@ -265,10 +262,6 @@ def _ask_command(argv: list[str]) -> tuple[list[str], str | None] | None:
     return (argv[index + 1:], level) if argv[index:index + 1] == ["ask"] else None
 
 
-def _connection(args: argparse.Namespace) -> Path:
-    return resolve_connection_path(args.connection)
-
-
 # ---- commands --------------------------------------------------------------------------
 
 
@@ -295,7 +288,7 @@ def cmd_main(args: argparse.Namespace) -> int:
     if args.max_message_bytes < 1024:
         print("elicitron: --max-message-bytes must be at least 1024", file=sys.stderr)
         return EXIT_USAGE
-    app = MainApp(config, _connection(args), auto_open_window=args.auto_open_window, listen=args.listen,
+    app = MainApp(config, connection_of(args), auto_open_window=args.auto_open_window, listen=args.listen,
                   max_body_bytes=args.max_message_bytes, mcp_http=args.mcp_http, mcp_http_tls=tls,
                   mcp_http_insecure=args.insecure_http)
     try:
@@ -319,7 +312,7 @@ def cmd_pair(args: argparse.Namespace) -> int:
     from main_process.curve_keys import CurveKeys
     from shared.connection_file import ConnectionInfo, read_connection_file
 
-    local = read_connection_file(_connection(args))
+    local = read_connection_file(connection_of(args))
     if not local.remote_endpoint or not local.remote_server_key:
         print("elicitron: main is not listening for remote windows; start it with --listen tcp://HOST:PORT",
               file=sys.stderr)
@@ -379,7 +372,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
     from main_process.config import load_config
     from shared.event_loop import loop_factory
 
-    connection = _connection(args)
+    connection = connection_of(args)
     # A window that cannot start (no display, missing system libraries) says so in one line before
     # main is started behind it; the check runs in the renderer's own interpreter setup, without Qt.
     if not args.no_window:
@@ -433,7 +426,7 @@ def _rotate_http_token(args: argparse.Namespace) -> int:
     """`serve --rotate-token`: main's --mcp-http token is new; what hosts need to do is said."""
     from cli_process.controller import Controller
 
-    with Controller(_connection(args)) as controller:
+    with Controller(connection_of(args)) as controller:
         reply = controller.rotate_http_token()
     status = _report(reply, reply.status, "main sent no status")
     if status is None:
@@ -467,7 +460,7 @@ def _print_config_refused(args: argparse.Namespace) -> int | None:
     from cli_process.controller import Controller
     from shared.connection_file import main_is_gone, read_connection_file
 
-    connection = _connection(args)
+    connection = connection_of(args)
     needs = "`serve --print-config --http` needs main running with `elicitron main --mcp-http [HOST:]PORT`"
     if args.http:
         try:
@@ -500,7 +493,7 @@ def cmd_reload(args: argparse.Namespace) -> int:
     from shared.errors import RpcCode
 
     config = str(args.config.expanduser().absolute()) if args.config is not None else None
-    with Controller(_connection(args)) as controller:
+    with Controller(connection_of(args)) as controller:
         reply = controller.reload(config=config)
     if reply.error is not None and reply.error.code == RpcCode.INVALID_PARAMS:  # the config main read is bad
         print(f"elicitron: config error: {for_terminal(reply.error.message)}", file=sys.stderr)
@@ -521,7 +514,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         return server.status in ("ready", "failed", "stopped", "needs-sign-in") or (
             server.status == "restarting" and server.error is not None)
 
-    with Controller(_connection(args)) as controller:
+    with Controller(connection_of(args)) as controller:
         reply = controller.control_server(args.server, args.action)
         control = _report(reply, reply.control, "main sent no report")
         if control is None:
@@ -570,7 +563,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_window(args: argparse.Namespace) -> int:
     # The renderer is its own program (Qt lives only there); replace this process with it.
-    argv = [sys.executable, "-m", "renderer_process", "--connection", str(_connection(args))]
+    argv = [sys.executable, "-m", "renderer_process", "--connection", str(connection_of(args))]
     if args.name:
         argv += ["--name", args.name]
     os.execv(sys.executable, argv)
@@ -580,7 +573,7 @@ def cmd_window(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from cli_process.controller import Controller
 
-    with Controller(_connection(args)) as controller:
+    with Controller(connection_of(args)) as controller:
         report = controller.status()
     if args.json:
         import msgspec
@@ -593,7 +586,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"main pid {report.pid}{loop}, session {for_terminal(report.session)}, "
           f"endpoint {for_terminal(report.endpoint)}")
     gateway = report.mcp_http
-    http_url = gateway.url if gateway is not None else _mcp_http_url(_connection(args))
+    http_url = gateway.url if gateway is not None else _mcp_http_url(connection_of(args))
     if gateway is not None and gateway.state != "listening":
         why = f": {for_terminal(gateway.error)}" if gateway.error else ""
         print(f"MCP hosts over HTTP ({for_terminal(gateway.address)}): {for_terminal(gateway.state)}{why}")
@@ -661,7 +654,7 @@ def _listener_line(listener: "ListenerStatus") -> str:
 def cmd_auth(args: argparse.Namespace) -> int:
     from cli_process.controller import Controller
 
-    with Controller(_connection(args)) as controller:
+    with Controller(connection_of(args)) as controller:
         reply = controller.auth(args.server, args.action)
     report = _report(reply, reply.auth, "main sent no sign-in report")
     if report is None:
@@ -691,7 +684,7 @@ def cmd_auth(args: argparse.Namespace) -> int:
 def cmd_stop(args: argparse.Namespace) -> int:
     from cli_process.controller import Controller
 
-    connection = _connection(args)
+    connection = connection_of(args)
     with Controller(connection) as controller:
         pid = controller.pid
         remote = controller.remote
@@ -721,7 +714,7 @@ def cmd_call(args: argparse.Namespace) -> int:
         raise Interrupted(signum)  # like Ctrl-C: the call is withdrawn (Controller.call_tool), then 143
 
     signal.signal(signal.SIGTERM, terminated)
-    with Controller(_connection(args)) as controller:
+    with Controller(connection_of(args)) as controller:
         reply = controller.call_tool(args.server, args.tool, arguments, args.timeout)
     if reply.error is not None:
         print(f"elicitron: error {reply.error.code}: {for_terminal(reply.error.message)}", file=sys.stderr)

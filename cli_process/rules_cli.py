@@ -17,6 +17,7 @@ from pathlib import Path
 
 import msgspec
 
+from cli_process.command import EXIT_FAILED, EXIT_USAGE, connection_of
 from main_process.audit import default_path as default_audit_path
 from main_process.rule_store import RuleStore, path_beside
 from main_process.rules import CONFIG_ID_PREFIX
@@ -27,13 +28,8 @@ from shared.messages import RevokeReport, RuleInfo
 from shared.rule_text import describe, scope_text, when, who
 from shared.terminal_text import for_terminal, json_for_terminal, table_cell
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from cli_process.cli import _connection
-
     if args.action == "list" and (args.ids or args.all or args.server or args.asker):
         print("elicitron: IDs, --all, --server and --asker go with `elicitron rules revoke`", file=sys.stderr)
         return EXIT_USAGE
@@ -49,7 +45,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
             print("elicitron: --server or --asker, not both (a server and a program are not the same)",
                   file=sys.stderr)
             return EXIT_USAGE
-    connection = _connection(args)
+    connection = connection_of(args)
     if _main_may_run(connection):  # then only main may change the store: it holds the rules in memory
         return _through_main(connection, args)
     store_path = path_beside(default_audit_path())

@@ -20,7 +20,7 @@ from shared.errors import ConfigError, MainUnreachableError
 logger = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 90.0
-_EXIT_USAGE = 2  # cli_process.cli: usage or config error
+_EXIT_USAGE = 2  # cli_process.command: usage or config error
 NO_DISPLAY = ("elicitron serve: starting main, but its windows cannot open from this environment (no DISPLAY "
               "or WAYLAND_DISPLAY): run `elicitron launch` on your desktop first, or use the entry that "
               "`elicitron serve --print-config` prints in a desktop terminal (its \"env\" names your display)")
