@@ -2,9 +2,10 @@
 
 bridge.py        MainBridge: the DEALER socket to main, as Qt signals (hello, heartbeat, reconnect)
 main_window.py   MainWindow: servers, tool calls, results, notices, one elicitation card at a time
-card.py          ElicitationCard: the modal dialog for one request (form, URL consent, notice)
+card.py          ElicitationCard: the modal dialog for one request (form, URL consent, notice), built
+                 with what it offers (Offers: decline all, remember, a yes/no confirm)
 form_body.py     the fields of a form card and whether the answer validates
-question_card.py a program's question on a card: "deploy.sh (pid 4242 on build-7)", yes/no as a confirm
+question_card.py a program's question: "deploy.sh (pid 4242 on build-7)", which boolean is a yes/no (no Qt)
 fields.py        one widget adapter per requestedSchema property type
 url_safety.py    what to warn about before opening a URL, and whether it may open (pure, no Qt)
 time_left.py     "Expires in 4:05" from a request's expiresAt (pure, no Qt)

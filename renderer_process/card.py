@@ -1,8 +1,10 @@
 """ElicitationCard: the modal dialog for one elicitation (form, URL consent, or a notice).
 
 The card only asks; it never sends. It emits `answered(action, content)` exactly once and closes;
-whoever opened it forwards the answer. Form and URL cards also offer "Decline all from <server> for
-this session": it emits `decline_all_requested(server)`, then answers this card with decline.
+whoever opened it forwards the answer. What it offers besides its body is given when it is built
+(`Offers`, by default `offers_for(invoke)`): "Decline all from <server> for this session" (emits
+`decline_all_requested(server)`, then answers this card with decline), "Remember my answer" on a
+form (`remember_choice(action)` reads it), and a program's yes/no question drawn as a confirm.
 
 Keyboard: Enter accepts when the answer is valid (from ENTER_ARM_MS after the card appears, so
 a keystroke meant for something else never answers), Alt+D declines, Esc and the window's close
@@ -18,11 +20,13 @@ answers accept only once the browser took it.
 import html
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeyEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDialog,
     QHBoxLayout,
     QLabel,
@@ -35,7 +39,8 @@ from PySide6.QtWidgets import (
 from renderer_process.form_body import FormBody
 from renderer_process.hosts import via_label
 from renderer_process.long_text import LongText
-from renderer_process.question_card import adapt_question_card, who_asks
+from renderer_process.question_card import is_question, who_asks, yes_no_property
+from renderer_process.remember import RememberBox
 from renderer_process.sign_in_card import build_sign_in_body, is_sign_in, sign_in_answer, sign_in_ready
 from renderer_process.time_left import SOON_S, now_ms, seconds_left, time_left_text
 from renderer_process.tones import ToneLabel
@@ -74,6 +79,23 @@ def open_in_browser(url: QUrl) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Offers:
+    """What a card offers besides its body (a notice offers only Decline and Cancel, whatever this says)."""
+
+    decline_all: bool = True  # "Decline all from <server> for this session": a policy for servers
+    remember: bool = False  # "Remember my answer", above the answer buttons of a form
+    confirm: str | None = None  # a yes/no question: this boolean is the answer; Yes / No, the form hidden
+
+
+def offers_for(invoke: messages.ElicitationInvoke, *, remember: bool = False) -> Offers:
+    """A server's request offers declining all from it; a program's question (not a server) and a
+    sign-in card (main never answers one by policy) do not. Nothing of a sign-in is remembered,
+    neither its card nor the form before it (registering elsewhere)."""
+    return Offers(decline_all=not (is_question(invoke) or is_sign_in(invoke)),
+                  remember=remember and invoke.kind != "sign-in", confirm=yes_no_property(invoke))
+
+
 class ElicitationCard(QDialog):
     """One elicitation as a dialog; `kind` is "form", "url" or "notice"."""
 
@@ -86,9 +108,12 @@ class ElicitationCard(QDialog):
         parent: QWidget | None = None,
         *,
         opener: UrlOpener = open_in_browser,
+        offers: Offers | None = None,
     ) -> None:
         super().__init__(parent)
         self.invoke = invoke
+        self.offers = offers if offers is not None else offers_for(invoke)
+        self.remember_box: RememberBox | None = None
         self._opener = opener
         self._finished = False
         self._enter_armed = False
@@ -170,6 +195,9 @@ class ElicitationCard(QDialog):
         layout.addWidget(self.expiry)
         layout.addWidget(self.problem_label)
         layout.addWidget(self.waiting)
+        if self.kind == FORM and self.offers.remember:
+            self.remember_box = RememberBox(self.server, self, asker=is_question(invoke))
+            layout.addWidget(self.remember_box)
         buttons = QHBoxLayout()
         buttons.addWidget(self.copy_button)
         buttons.addStretch(1)
@@ -180,14 +208,15 @@ class ElicitationCard(QDialog):
         buttons.addWidget(self.decline_button)
         buttons.addWidget(self.cancel_button)
         layout.addLayout(buttons)
-        if self.kind != NOTICE:  # its own line under the answer buttons: secondary, never clipped
+        if self.kind != NOTICE and self.offers.decline_all:  # its own line under the answers: never clipped
             secondary = QHBoxLayout()
             secondary.addStretch(1)
             secondary.addWidget(self.decline_all_button)
             layout.addLayout(secondary)
         else:
             self.decline_all_button.hide()
-        adapt_question_card(self)
+        if self.kind == FORM and self.offers.confirm is not None:
+            self._show_as_confirm(self.offers.confirm)
         self.setAccessibleName(self.windowTitle())
         self._show_time_left()
         if invoke.expires_at is not None:
@@ -203,7 +232,6 @@ class ElicitationCard(QDialog):
             strict = QUrl(report.url, QUrl.ParsingMode.StrictMode)
             self._url = strict if report.openable and strict.isValid() else QUrl()
             self.accept_button.setEnabled(self._url.isValid() and sign_in_ready(self))
-            self.decline_all_button.hide()  # main never answers a sign-in by policy
             return URL
         if mode == URL:
             self._build_url(layout, str(params.get("url", "")))
@@ -238,6 +266,19 @@ class ElicitationCard(QDialog):
         layout.addWidget(scroll, 1)
         form.validity_changed.connect(self._show_validity)
         self._show_validity(form.is_valid)
+
+    def _show_as_confirm(self, key: str) -> None:
+        """A yes/no question: its boolean ticked (Accept sends {key: true}, the "Yes"), the form
+        hidden, the answers named Yes and No. A form without that checkbox stays a form."""
+        field = self.form.fields.get(key) if self.form is not None else None
+        if self.form is None or field is None or not isinstance(field.widget, QCheckBox):
+            return
+        field.widget.setChecked(True)
+        self.form.refresh()
+        if self._scroll is not None:
+            self._scroll.hide()
+        self.accept_button.setText("Yes")
+        self.decline_button.setText("No")
 
     def _build_url(self, layout: QVBoxLayout, url: str) -> None:
         report = inspect_url(url)
@@ -378,6 +419,10 @@ class ElicitationCard(QDialog):
                 self.accept_button.setText("Try again")
                 return
             self._finish("accept", sign_in_answer(self) if is_sign_in(self.invoke) else None)
+
+    def remember_choice(self, action: str) -> messages.Remember | None:
+        """What to remember with this answer (None: nothing offered or chosen, or not remembered)."""
+        return self.remember_box.choice_for(action) if self.remember_box is not None else None
 
     def _copy_link(self) -> None:
         QGuiApplication.clipboard().setText(self._url.toString())

@@ -1,15 +1,14 @@
 """Which card a request gets, and what the user chose to remember with their answer.
 
 The window's one hook into the consent layer's cards: an approval (`kind: "approval"` with an
-`approval` block) gets an ApprovalCard; every other request its ElicitationCard, and a form card
-also gets "Remember my answer".
+`approval` block) gets an ApprovalCard; every other request its ElicitationCard, built to offer
+"Remember my answer" when it is a form.
 """
 
-from PySide6.QtWidgets import QDialog, QWidget
+from PySide6.QtWidgets import QWidget
 
-from renderer_process import remember
 from renderer_process.approval_card import ApprovalCard, is_approval
-from renderer_process.card import FORM, ElicitationCard, UrlOpener, open_in_browser
+from renderer_process.card import ElicitationCard, UrlOpener, offers_for, open_in_browser
 from shared import messages
 
 Card = ElicitationCard | ApprovalCard  # what the window shows; both answer through `answered`
@@ -19,11 +18,9 @@ def card_for(invoke: messages.ElicitationInvoke, parent: QWidget | None = None, 
              opener: UrlOpener = open_in_browser) -> Card:
     if is_approval(invoke):
         return ApprovalCard(invoke, parent)
-    card = ElicitationCard(invoke, parent, opener=opener)
-    if card.kind == FORM and invoke.kind != "sign-in":  # a sign-in's question is never remembered
-        remember.add_to_card(card)
-    return card
+    return ElicitationCard(invoke, parent, opener=opener, offers=offers_for(invoke, remember=True))
 
 
-def remember_choice(card: QDialog, action: str) -> messages.Remember | None:
-    return remember.choice_of(card, action)
+def remember_choice(card: Card, action: str) -> messages.Remember | None:
+    """None for an approval: it offers no "Remember my answer"."""
+    return card.remember_choice(action) if isinstance(card, ElicitationCard) else None

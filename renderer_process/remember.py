@@ -1,22 +1,18 @@
 """'Remember my answer' on a form card: not at all, for this session, always, or until a date.
 
-The box is added to a form card from outside (`add_to_card`), just above its answer buttons, so the
-card itself stays as it is; `choice_of(card)` reads it when the card is answered. The choice goes
-to main as the result's `remember` extension field: the next time the same server asks the same
+A form card built with `Offers(remember=True)` puts the box just above its answer buttons and
+reads it (`choice_for(action)`) when it is answered. The choice goes to main as the result's `remember` extension field: the next time the same server asks the same
 question, main answers it the same way without asking, until the rule is revoked (Remembered panel,
 `elicitron rules revoke`) or its date passes. Only accept and decline are remembered.
 """
 
 import datetime
-import logging
 from typing import Final
 
 from PySide6.QtCore import QDate, Qt
-from PySide6.QtWidgets import QComboBox, QDateEdit, QDialog, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QDateEdit, QHBoxLayout, QLabel, QWidget
 
 from shared import messages
-
-logger = logging.getLogger(__name__)
 
 _CHOICES: Final = (
     ("Don't remember", None),
@@ -57,9 +53,11 @@ class RememberBox(QWidget):
         row.addStretch(1)
         self.scope.currentIndexChanged.connect(lambda _i: self.until.setVisible(self.scope.currentData() == "until"))
 
-    def choice(self) -> messages.Remember | None:
+    def choice_for(self, action: str) -> messages.Remember | None:
+        """What to remember with this answer: None for a cancel (only accept and decline are
+        remembered) or when "Don't remember" is chosen."""
         scope = self.scope.currentData()
-        if scope is None:
+        if scope is None or action not in ("accept", "decline"):
             return None
         if scope != "until":
             return messages.Remember(scope=scope)
@@ -73,31 +71,3 @@ def end_of_day_ms(day: datetime.date) -> int:
     last = datetime.datetime.combine(day, datetime.time(23, 59, 59, 999_000)).astimezone()
     return int(last.timestamp() * 1000)
 
-
-def add_to_card(card: QDialog) -> RememberBox:
-    """Put a RememberBox just above the card's answer buttons (or at its end if they can't be found)."""
-    invoke = getattr(card, "invoke", None)
-    asker = isinstance(invoke, messages.ElicitationInvoke) and invoke.kind == "question"
-    box = RememberBox(getattr(card, "server", ""), card, asker=asker)
-    layout = card.layout()
-    accept = getattr(card, "accept_button", None)
-    if isinstance(layout, QVBoxLayout):
-        for index in range(layout.count()):
-            item = layout.itemAt(index)
-            row = item.layout() if item is not None else None
-            if row is not None and accept is not None and row.indexOf(accept) >= 0:
-                layout.insertWidget(index, box)
-                return box
-        layout.addWidget(box)
-    else:
-        logger.warning("card has no vertical layout; 'Remember my answer' not shown")
-        box.hide()
-    return box
-
-
-def choice_of(card: QWidget, action: str) -> messages.Remember | None:
-    """The card's remember choice for this answer (None: nothing to remember, or a cancel)."""
-    box = card.findChild(RememberBox, "remember")
-    if box is None or action not in ("accept", "decline"):
-        return None
-    return box.choice()

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QComboBox, QDateEdit, QLabel, QListWidget, QPushBu
 from pytestqt.qtbot import QtBot
 
 from renderer_process.approval_card import FOLD_CHARS, ApprovalCard, fold
-from renderer_process.card import ElicitationCard
+from renderer_process.card import ElicitationCard, offers_for
 from renderer_process.main_window import MainWindow
 from renderer_process.remember import end_of_day_ms
 from renderer_process.remembered_panel import RememberedPanel
@@ -173,10 +173,7 @@ def test_remember_says_whose_question_it_is_and_the_panel_shows_askers_hosts_and
     asked = messages.ElicitationInvoke(
         request=messages.ElicitationRequest(server="demo", params=form().request.params), response_channel="c-ask",
         created_at=3, expires_at=None, origin=None, kind="question", asker=messages.AskerInfo(name="demo", pid=7))
-    question = ElicitationCard(asked)
-    from renderer_process import remember
-
-    remember.add_to_card(question)
+    question = ElicitationCard(asked, offers=offers_for(asked, remember=True))
     qtbot.addWidget(question)
     assert find(question, QLabel, "remember_label").text() == "Remember my answer to the program demo:"
 
