@@ -19,9 +19,8 @@ from zmq.auth.asyncio import AsyncioAuthenticator
 from main_process.audit import AuditLog
 from main_process.audit import default_path as default_audit_path
 from main_process.broker import ZAP_DOMAIN, Broker, Listener, ProgressTo, ReplyTo
-from main_process.config import Config, load_config
+from main_process.config import Config, differs_beyond_approval, load_config
 from main_process.consent import Consent
-from main_process.consent_config import differs_beyond_approval
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.hosts import Cancel
 from main_process.http_gateway import (

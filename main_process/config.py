@@ -64,6 +64,13 @@ class ServerLimits:
     elicitation_route: str = "windows"
 
 
+def differs_beyond_approval[C: ServerLimits](new: C, old: C) -> bool:
+    """Whether a reloaded server entry changed in anything but its approval keys (which apply
+    without restarting the server)."""
+    return dataclasses.replace(new, tool_approval=old.tool_approval,
+                               tool_approval_overrides=old.tool_approval_overrides) != old
+
+
 @dataclass(frozen=True, kw_only=True)
 class StdioServerConfig(ServerLimits):
     name: str

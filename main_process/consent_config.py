@@ -19,16 +19,12 @@ Top level, `"elicitron": {"rules": [...]}`, each rule one of:
 Config rules get the ids `config-1`, `config-2`, … in file order.
 """
 
-import dataclasses
 import time
-from typing import TYPE_CHECKING, Any, Final, Literal, cast
+from typing import Any, Final, Literal, cast
 
 from main_process.rules import CONFIG_ID_PREFIX, Rule
 from shared.errors import ConfigError
 from shared.messages import ElicitationResult
-
-if TYPE_CHECKING:  # config imports this module; a type parameter's bound is evaluated lazily
-    from main_process.config import ServerLimits
 
 ToolPolicy = Literal["allow", "ask", "ask-destructive", "deny"]
 TOOL_POLICIES: Final = ("allow", "ask", "ask-destructive", "deny")
@@ -51,13 +47,6 @@ def parse_tool_approval(where: str, entry: dict[str, Any]) -> tuple[ToolPolicy, 
             raise ConfigError(f"{where}: toolApprovalOverrides[{tool!r}] must be one of "
                               f"{', '.join(map(repr, OVERRIDE_POLICIES))}")
     return cast(ToolPolicy, policy), tuple(overrides.items())
-
-
-def differs_beyond_approval[C: "ServerLimits"](new: C, old: C) -> bool:
-    """Whether a reloaded server entry changed in anything but its approval keys (which apply
-    without restarting the server)."""
-    return dataclasses.replace(new, tool_approval=old.tool_approval,
-                               tool_approval_overrides=old.tool_approval_overrides) != old
 
 
 def parse_rules(value: Any, source: str) -> tuple[Rule, ...]:

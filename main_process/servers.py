@@ -53,8 +53,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from main_process.broker import ProgressTo, ReplyTo
-from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig
-from main_process.consent_config import differs_beyond_approval
+from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig, differs_beyond_approval
 from main_process.hosts import Cancel
 from main_process.oauth.sign_in import SignIn
 from main_process.oauth.token_store import shared_store
