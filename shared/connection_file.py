@@ -161,19 +161,12 @@ def pid_alive(pid: int) -> bool:
 
 
 def set_curve_client(sock: "zmq.Socket[Any]", info: ConnectionInfo, path: str | os.PathLike[str]) -> None:
-    """Before `sock` connects: a tcp file's CURVE keys (main's `serverKey` and the keypair `elicitron
-    pair` wrote into the file) on `sock`; nothing for an ipc file. Raises ConnectionFileError for a
-    file that names main's key but holds no client keypair (main would never answer it)."""
-    if not info.server_key:
-        return
-    if not (info.client_public_key and info.client_secret_key):
-        raise ConnectionFileError(f"{path} names a tcp endpoint without a client keypair; make one with "
-                                  "`elicitron pair` on main's machine")
-    import zmq  # only peers that connect need it
+    """Before `sock` connects: the CURVE options `shared.peer.curve_options` names for `info`.
+    Raises ConnectionFileError for a tcp file without a client keypair."""
+    from shared.peer import curve_options  # it imports this module
 
-    sock.setsockopt(zmq.CURVE_SERVERKEY, info.server_key.encode("ascii"))
-    sock.setsockopt(zmq.CURVE_PUBLICKEY, info.client_public_key.encode("ascii"))
-    sock.setsockopt(zmq.CURVE_SECRETKEY, info.client_secret_key.encode("ascii"))
+    for option, value in curve_options(info, path):
+        sock.setsockopt(option, value)
 
 
 def main_is_gone(info: ConnectionInfo) -> bool:
