@@ -55,6 +55,7 @@ ATTACH_TIMEOUT_S = 5.0  # hello to welcome
 RETRY_FIRST_S = 0.25  # a restarting main writes its file within moments
 RETRY_MAX_S = 1.0  # a window finds a main that is back within a second
 TICK_S = 0.25  # how often an adapter calls `tick`
+REATTACH_GRACE_S = 10.0  # an asker's open questions wait this long for a lost main to come back
 
 
 @dataclass(frozen=True)
