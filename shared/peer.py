@@ -14,8 +14,8 @@ and the asker (shared/peer_asyncio.py), and the CLI's blocking controller.
       │                    └──────────── or always when `retry_first_attach`) ◄┘
       └── give up (no retry allowed, or `give_up_after` passed) ── detach() / close() from anywhere
 
-`not-attached` from main while attached goes straight back to connecting (a hello again at once,
-on the same socket if the file still names the same main). Every loss tells each waiter `lost`
+A loss goes straight back to connecting (the file re-read at once); after `not-attached` from
+main the socket stays (a hello again at once, on it, if the file still names the same main). Every loss tells each waiter `lost`
 and forgets it. Replies are routed by response channel to the `Waiter` registered for it (a reply
 for a channel nobody waits on is dropped and counted); a refusal of something sent on a result
 channel goes to that channel's waiter if there is one; every other refusal is a `Refused` event.
@@ -324,8 +324,7 @@ class PeerCore:
         if notice.code == WireCode.NOT_ATTACHED:
             if self.state != "attached":
                 return []  # refusals of what we sent before this hello: one hello answers them all
-            effects = self._lose("main no longer has this peer attached", now, keep_socket=True)
-            return [*effects, *self.attach(now)] if self.policy.reattach else effects
+            return self._lose("main no longer has this peer attached", now, keep_socket=True)
         waiter = self._waiters.get(notice.topic or "")
         if waiter is not None and notice.topic is not None and channels.is_result_channel(notice.topic):
             waiter.refused(notice)
@@ -336,15 +335,15 @@ class PeerCore:
         logger.info("lost main: %s", why)
         self._tell_lost(why)
         effects: list[Effect] = [] if keep_socket else [Disconnect()]
-        if self.policy.reattach:
-            self.state = "waiting"
-            self._reattaching = True
-            self._lost_at = now
-            self._failures = 0
-            self._next_attempt = now
-        else:
+        effects.append(Lost(why, stopping))
+        if not self.policy.reattach:
             self._reset()
-        return [*effects, Lost(why, stopping)]
+            return effects
+        self._reattaching = True
+        self._lost_at = now
+        self._failures = 0
+        self.state = "connecting"
+        return [*effects, Connect()]  # at once: a restarted main may be there already
 
     def _failed(self, why: str, now: float, *, refusal: ErrorNotice | None = None,
                 stopping: bool = False) -> list[Effect]:

@@ -132,16 +132,15 @@ def test_main_is_gone_after_three_seconds_of_silence() -> None:
     core.receive(channels.HEARTBEAT, Heartbeat(), 1.0)
     assert core.tick(4.0) == []
     effects = core.tick(4.01)
-    assert effects == [Disconnect(), Lost("main silent for 3.0 s")]
+    assert effects == [Disconnect(), Lost("main silent for 3.0 s"), Connect()]  # the file is read again at once
 
 
 def test_a_reattach_tells_the_listeners_lost_says_hello_again_and_is_welcomed_again() -> None:
     core = attached(new_core(heartbeat_after=100.0))
     waiter = Recorder()
     core.expect("ask-1", waiter)
-    core.tick(3.1)  # silent since 0
+    assert core.tick(3.1)[-1] == Connect()  # silent since 0; attaching again at once
     assert waiter.told == [("lost", "main silent for 3.1 s")]
-    assert core.tick(3.1) == [Connect()]  # at once after a loss
     [hello] = core.connected(ConnectionInfo(protocol=1, endpoint="ipc:///x", token="t2", pid=43), 3.2)
     assert isinstance(hello, Send) and isinstance(hello.body, Hello) and hello.body.token == "t2"
     assert core.receive(channels.WELCOME, welcome("s2"), 3.3) == [Welcomed(welcome("s2"), again=True)]
@@ -150,15 +149,14 @@ def test_a_reattach_tells_the_listeners_lost_says_hello_again_and_is_welcomed_ag
 
 def test_a_reattach_that_finds_no_main_gives_up_after_the_grace() -> None:
     core = attached(new_core(give_up_after=2.0, heartbeat_after=100.0))
-    core.lose("main (pid 42) is gone", 1.0)
-    now, outcome = 1.0, list[Effect]()
+    effects, now, outcome = core.lose("main (pid 42) is gone", 1.0), 1.0, list[Effect]()
     while not outcome:
-        effects = core.tick(now)
-        if effects == [Connect()]:
+        if effects[-1:] == [Connect()]:
             core.connect_failed("no connection file", now)
         elif effects:
             outcome = effects
         now += 0.125
+        effects = core.tick(now)
     assert outcome == [GaveUp("main did not come back within 2 s")] and now - 1.0 == pytest.approx(2.125)
 
 
@@ -201,8 +199,8 @@ def test_a_refusal_on_a_result_channel_reaches_only_its_waiter() -> None:
 
 def test_mains_bye_is_a_loss_at_once_and_its_file_is_no_main_until_the_token_changes() -> None:
     core = attached(new_core())
-    assert core.receive(channels.BYE, Bye(), 0.5) == [Disconnect(), Lost("main is stopping", stopping=True)]
-    core.tick(0.5)
+    assert core.receive(channels.BYE, Bye(), 0.5) == [Disconnect(), Lost("main is stopping", stopping=True),
+                                                      Connect()]
     failed = core.connected(INFO, 0.5)  # the same token: the stopping main's file
     assert isinstance(failed[-1], AttachFailed) and failed[-1].stopping
     core.tick(0.75)
