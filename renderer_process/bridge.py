@@ -1,8 +1,9 @@
 """MainBridge: the renderer's one ZeroMQ DEALER to main, turned into Qt signals.
 
-Tiny on purpose (qtconsole's client.py style): it owns the socket, the hello/heartbeat/reconnect
-life cycle of wire contract v1, and nothing else. Widgets consume its signals and call its send
-methods; no widget touches the socket.
+Tiny on purpose (qtconsole's client.py style): the Qt adapter over shared/peer.py's core, which
+decides the hello/heartbeat/reconnect life cycle of wire contract v1; the bridge runs the socket
+and the timers and turns the core's effects into signals. Widgets consume its signals and call its
+send methods; no widget touches the socket.
 
 A welcomed bridge that main answers with `error` code `not-attached` (main detached it, e.g. after
 the process was stopped with SIGSTOP longer than main's 5 s silence limit) says hello again at once
@@ -27,9 +28,9 @@ from typing import Any, Literal, cast
 import zmq
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
 
-from shared import PROTOCOL_VERSION, channels, codec, messages
+from shared import channels, codec, messages, peer
 from shared.connection_file import ConnectionInfo, read_connection_file
-from shared.errors import ConnectionFileError, ProtocolError
+from shared.errors import ConnectionFileError
 
 logger = logging.getLogger(__name__)
 
@@ -42,9 +43,6 @@ NOT_SENT = "not-sent"
 
 NOT_SENT_CALL_CODE = -32000
 """JSON-RPC 'server error' code of the local ChannelReply for a tool call that could not be sent."""
-
-NOT_ATTACHED = "not-attached"
-"""main's error code for a message from a peer it has not (or no longer) attached."""
 
 _BYE_LINGER_MS = 200  # close() is the one place a queued message (Bye) must still leave
 
@@ -72,31 +70,26 @@ class MainBridge(QObject):
         name: str,
         parent: QObject | None = None,
         *,
-        heartbeat_after: float = 1.0,
-        silence_limit: float = 3.0,
-        retry_every: float = 1.0,
-        tick_ms: int = 250,
+        heartbeat_after: float = peer.HEARTBEAT_AFTER_S,
+        silence_limit: float = peer.MAIN_SILENT_S,
+        retry_every: float = peer.RETRY_MAX_S,
+        tick_ms: int = int(peer.TICK_S * 1000),
     ) -> None:
         super().__init__(parent)
         self._connection_path = Path(connection_path)
-        self._name = name
         self._window_id = channels.new_uuid7()  # one per bridge: main sees the same window after reconnects
-        self._heartbeat_after = heartbeat_after
-        self._silence_limit = silence_limit
-        self._retry_every = retry_every
+        # A window keeps trying until a main answers, every `retry_every` at most.
+        timing = peer.Timing(heartbeat_after=heartbeat_after, main_silent=silence_limit, attach_timeout=retry_every,
+                             retry_first=min(peer.RETRY_FIRST_S, retry_every), retry_max=retry_every)
+        self._core = peer.PeerCore(role="renderer", name=name, window=self._window_id, timing=timing,
+                                   policy=peer.Policy(retry_first_attach=True))
 
         self._sock: zmq.Socket[bytes] | None = None
+        self._reaches: tuple[str, object] | None = None  # endpoint and CURVE options of the socket
         self._notifier: QSocketNotifier | None = None
-        self._token = ""
-        self._welcomed = False
-        self._hello_sent = False
         self._closed = False
         self._state = ""
-        self._last_sent = 0.0
-        self._last_received = 0.0
-        self._attempt_at = 0.0
         self._last_file_problem = ""
-        self._gone_token = ""  # the token of the main that said bye: its file is no main to attach to
         self._missing: bool | None = None
         self._draining = False
 
@@ -116,7 +109,7 @@ class MainBridge(QObject):
 
     @property
     def name(self) -> str:
-        return self._name
+        return self._core.name
 
     @property
     def state(self) -> str:
@@ -124,14 +117,14 @@ class MainBridge(QObject):
 
     @property
     def is_welcomed(self) -> bool:
-        return self._welcomed
+        return self._core.attached
 
     def start(self) -> None:
         """Connect and say hello; from here on the bridge keeps itself connected until close()."""
         self._closed = False
         self._set_state(CONNECTING)
         self._tick.start()
-        self._attempt()
+        self._apply(self._core.attach(time.monotonic()))
 
     def send_result(self, channel: str, action: messages.Action, content: dict[str, Any] | None,
                     remember: messages.Remember | None = None) -> bool:
@@ -139,7 +132,7 @@ class MainBridge(QObject):
         False (and `refused`) if not sent."""
         body = messages.ElicitationResult(action=action, content=content if action == "accept" else None,
                                           remember=remember)
-        sent = self._welcomed and self._send(channel, body)
+        sent = self._core.attached and self._send(channel, body)
         if not sent:
             self._report_not_sent(channel, "not connected to main; the answer was not sent")
         return sent
@@ -194,7 +187,7 @@ class MainBridge(QObject):
     def set_server_policy(self, server: str, decline_all: bool) -> bool:
         """Extension `msgServerPolicy` (no answer); False (and `refused`) if not sent."""
         body = messages.ServerPolicy(server=server, decline_all=decline_all)
-        sent = self._welcomed and self._send(channels.SERVER_POLICY, body)
+        sent = self._core.attached and self._send(channels.SERVER_POLICY, body)
         if not sent:
             self._report_not_sent(
                 channels.SERVER_POLICY, f"not connected to main; {server}'s policy was not sent"
@@ -221,24 +214,54 @@ class MainBridge(QObject):
         self._closed = True
         self._tick.stop()
         self._hello_timer.stop()
-        if self._hello_sent:  # main may be attaching us right now: let it detach at once
-            self._send(channels.BYE, messages.Bye())
+        for effect in self._core.close():  # a bye even while main may be attaching us: it detaches at once
+            if isinstance(effect, peer.Send):
+                self._send(effect.topic, effect.body)
         self._close_socket(linger_ms=_BYE_LINGER_MS)
-        self._welcomed = False
-        self._hello_sent = False
 
-    # ---- connection life cycle ------------------------------------------------------------
+    # ---- connection life cycle (the core decides; this runs the socket and the signals) -------
 
-    def _attempt(self) -> None:
-        """One connect attempt: re-read the file (main may have restarted), connect, hello."""
-        if self._closed:
-            return
-        self._close_socket(linger_ms=0)
-        self._welcomed = False
-        self._hello_sent = False
-        self._attempt_at = time.monotonic()
+    def _apply(self, effects: list[peer.Effect]) -> None:
+        for effect in effects:
+            match effect:
+                case peer.Send(topic, body) if topic == channels.HELLO:
+                    self._hello_timer.start()  # with IMMEDIATE a send fails until the connection is up
+                    self._try_hello()
+                case peer.Send(topic, body):
+                    self._send(topic, body)
+                case peer.Connect():
+                    self._connect()
+                case peer.Disconnect():
+                    self._close_socket(linger_ms=0)
+                case peer.Welcomed(welcome):
+                    self._set_state(CONNECTED)
+                    self.welcomed.emit(welcome)
+                case peer.AttachFailed(refusal=refusal, stopping=stopping):
+                    self._set_state(RECONNECTING)
+                    if stopping:
+                        self._set_missing(True)
+                    if refusal is not None:
+                        self.refused.emit(refusal)
+                case peer.Lost(why, stopping):
+                    logger.warning("lost main (%s); attaching again", why)
+                    self._set_state(RECONNECTING)
+                    if stopping:  # it is gone now, not after the silence limit
+                        self._set_missing(True)
+                case peer.Pushed(topic, body):
+                    self._dispatch(topic, body)
+                case peer.Refused(notice):
+                    logger.warning("main refused %s: %s %s", notice.topic, notice.code, notice.message)
+                    self.refused.emit(notice)
+                case _:
+                    pass
+
+    def _connect(self) -> None:
+        """Re-read the file (main may have restarted), connect (or keep a socket that reaches the
+        same main), hello."""
+        now = time.monotonic()
         try:
             info = read_connection_file(self._connection_path)
+            options = peer.curve_options(info, self._connection_path)
         except ConnectionFileError as exc:
             exists = self._connection_path.exists()
             if str(exc) != self._last_file_problem:  # log each new problem once, not every second
@@ -248,41 +271,33 @@ class MainBridge(QObject):
                 self.connection_problem.emit(str(exc) if exists else "")
             self._set_state(RECONNECTING)
             self._set_missing(not exists)
+            self._apply(self._core.connect_failed(str(exc), now))
             return
         if self._last_file_problem:
             self._last_file_problem = ""
             self.connection_problem.emit("")
-        if self._gone_token and info.token == self._gone_token:  # the main that said bye is still stopping
-            self._set_missing(True)
-            self._set_state(RECONNECTING)
-            return
-        self._gone_token = ""
-        self._set_missing(False)
-        try:
-            self._open_socket(info)
-        except zmq.ZMQError as exc:
-            logger.warning("cannot connect to %s: %s", info.endpoint, exc)
-            self._close_socket(linger_ms=0)
-            self._set_state(RECONNECTING)
-            return
-        self._token = info.token
-        self._hello_timer.start()
-        self._try_hello()
+        if self._sock is None or self._reaches != (info.endpoint, options):
+            try:
+                self._open_socket(info, options)
+            except zmq.ZMQError as exc:
+                logger.warning("cannot connect to %s: %s", info.endpoint, exc)
+                self._close_socket(linger_ms=0)
+                self._set_state(RECONNECTING)
+                self._apply(self._core.connect_failed(str(exc), now))
+                return
+        effects = self._core.connected(info, now)
+        if not any(isinstance(effect, peer.AttachFailed) for effect in effects):
+            self._set_missing(False)
+        self._apply(effects)
 
-    def _open_socket(self, info: ConnectionInfo) -> None:
+    def _open_socket(self, info: ConnectionInfo, options: list[tuple[int, bytes]]) -> None:
+        self._close_socket(linger_ms=0)
         sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
-        self._sock = sock
+        self._sock, self._reaches = sock, (info.endpoint, options)
         sock.setsockopt(zmq.LINGER, 0)  # a dead main must never block close() or exit
         sock.setsockopt(zmq.IMMEDIATE, 1)  # queue nothing for a peer that is not there
-        if info.server_key:  # CURVE is mandatory on tcp; main allows only paired client keys
-            if info.client_public_key and info.client_secret_key:
-                public = info.client_public_key.encode("ascii")
-                secret = info.client_secret_key.encode("ascii")
-            else:
-                public, secret = zmq.curve_keypair()
-            sock.setsockopt(zmq.CURVE_SERVERKEY, info.server_key.encode("ascii"))
-            sock.setsockopt(zmq.CURVE_PUBLICKEY, public)
-            sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
+        for option, key in options:  # CURVE on tcp: main allows only paired client keys
+            sock.setsockopt(option, key)
         sock.connect(info.endpoint)
         self._notifier = QSocketNotifier(sock.getsockopt(zmq.FD), QSocketNotifier.Type.Read, self)
         self._notifier.activated.connect(self._drain)
@@ -299,62 +314,16 @@ class MainBridge(QObject):
         self._hello_timer.stop()
 
     def _try_hello(self) -> None:
-        hello = messages.Hello(
-            protocol=PROTOCOL_VERSION,
-            token=self._token,
-            window=self._window_id,
-            name=self._name,
-            role="renderer",
-        )
-        if self._send(channels.HELLO, hello):
-            self._hello_sent = True
+        if self._core.state != "hello-sent":
+            self._hello_timer.stop()
+        elif self._send(channels.HELLO, self._core.hello()):
             self._hello_timer.stop()
             logger.debug("hello sent as window %s", self._window_id)
 
     def _on_tick(self) -> None:
         self._drain()
-        if self._closed:
-            return
-        now = time.monotonic()
-        if self._welcomed:
-            if now - self._last_received >= self._silence_limit:
-                logger.warning("main silent for %.1f s; reconnecting", now - self._last_received)
-                self._set_state(RECONNECTING)
-                self._attempt()
-            elif now - self._last_sent >= self._heartbeat_after:
-                self._send(channels.HEARTBEAT, messages.Heartbeat())
-        elif now - self._attempt_at >= self._retry_every:
-            self._set_state(RECONNECTING)
-            self._attempt()
-
-    def _reattach(self, notice: messages.ErrorNotice) -> None:
-        """main no longer knows us (it detached us): say hello again on this socket, right now.
-
-        Whatever main refused is still pending there; the next welcome lists it again. A burst
-        of refusals for messages sent before the new hello costs one hello, not one each.
-        """
-        if not self._welcomed:
-            logger.debug("main refused %s before our hello was answered", notice.topic)
-            return
-        logger.warning("main detached this window (it refused %s); attaching again", notice.topic)
-        self._welcomed = False
-        self._hello_sent = False
-        self._attempt_at = time.monotonic()  # the retry timer waits for this hello's welcome
-        self._set_state(RECONNECTING)
-        self._hello_timer.start()
-        self._try_hello()
-
-    def _main_stopping(self) -> None:
-        """main said `bye`: it is stopping. It is gone now, not after the silence limit; the
-        retry timer looks for the next main."""
-        logger.info("main is stopping")
-        self._gone_token = self._token
-        self._welcomed = False
-        self._hello_sent = False
-        self._close_socket(linger_ms=0)
-        self._attempt_at = time.monotonic()
-        self._set_missing(True)
-        self._set_state(RECONNECTING)
+        if not self._closed:
+            self._apply(self._core.tick(time.monotonic()))
 
     def _set_missing(self, missing: bool) -> None:
         if missing != self._missing:
@@ -381,7 +350,7 @@ class MainBridge(QObject):
         except zmq.ZMQError as exc:
             logger.warning("%s not sent: %s", topic, exc)
             return False
-        self._last_sent = time.monotonic()
+        self._core.sent(time.monotonic())
         self._drain()  # sending can consume the FD's edge; look for input now
         return True
 
@@ -392,28 +361,14 @@ class MainBridge(QObject):
         try:
             while self._sock is not None and _readable(self._sock):
                 frames = self._sock.recv_multipart(zmq.NOBLOCK)
-                self._last_received = time.monotonic()
-                self._dispatch(frames)
+                self._apply(self._core.feed(frames, time.monotonic()))
         except zmq.Again:
             pass
         finally:
             self._draining = False
 
-    def _dispatch(self, frames: list[bytes]) -> None:
-        try:
-            topic, body = codec.decode_from_main(frames)
-        except ProtocolError as exc:
-            logger.warning("skipped a bad frame from main: %s", exc)
-            return
-        if isinstance(body, messages.Welcome):
-            self._welcomed = True
-            self._set_state(CONNECTED)
-            self.welcomed.emit(body)
-        elif isinstance(body, messages.Heartbeat):
-            pass  # only liveness, already counted
-        elif isinstance(body, messages.Bye):  # extension: main is stopping
-            self._main_stopping()
-        elif isinstance(body, messages.ElicitationInvoke):
+    def _dispatch(self, topic: str, body: object) -> None:
+        if isinstance(body, messages.ElicitationInvoke):
             self.invoked.emit(body)
         elif isinstance(body, messages.ElicitationDismiss):
             self.dismissed.emit(body)
@@ -425,23 +380,16 @@ class MainBridge(QObject):
             self.peers_changed.emit(body.peers)
         elif isinstance(body, messages.Notice):
             self.noticed.emit(body)
-        elif isinstance(body, messages.ErrorNotice):
-            if body.code == NOT_ATTACHED:
-                self._reattach(body)
-                return
-            logger.warning("main refused %s: %s %s", body.topic, body.code, body.message)
-            self.refused.emit(body)
         elif isinstance(body, messages.RulesUpdate):
             self.rules_changed.emit(body.rules)
-        elif isinstance(body, messages.ChannelReply):
-            if body.rules is not None:
-                self.rules_changed.emit(body.rules)
-            self.replied.emit(topic, body)
 
     def _request(self, topic: str, body: messages.Body, channel: str, what: str) -> None:
         """Send a request answered on `channel`; if it cannot go, answer it locally with an error."""
-        if self._welcomed and self._send(topic, body):
-            return
+        if self._core.attached:
+            self._core.expect(channel, _Replies(self, channel))  # before sending: the reply may come at once
+            if self._send(topic, body):
+                return
+            self._core.forget(channel)
         reply = messages.ChannelReply(
             error=messages.CallError(
                 code=NOT_SENT_CALL_CODE, message=f"not connected to main; {what} was not sent"
@@ -458,3 +406,25 @@ class MainBridge(QObject):
 def _readable(sock: zmq.Socket[bytes]) -> bool:
     events = cast(int, sock.getsockopt(zmq.EVENTS))
     return bool(events & zmq.POLLIN)
+
+
+class _Replies:
+    """The core's waiter for one request: its reply becomes `replied` (and `rules_changed`)."""
+
+    def __init__(self, bridge: MainBridge, channel: str) -> None:
+        self._bridge = bridge
+        self._channel = channel
+
+    def reply(self, answer: messages.ChannelReply) -> None:
+        if answer.rules is not None:
+            self._bridge.rules_changed.emit(answer.rules)
+        self._bridge.replied.emit(self._channel, answer)
+
+    def progress(self, update: messages.Progress) -> None:
+        pass
+
+    def refused(self, notice: messages.ErrorNotice) -> None:
+        pass
+
+    def lost(self, why: str) -> None:
+        pass  # as before the core: a call that main lost gets no reply

@@ -28,18 +28,21 @@ class FakeMainRouter:
         self.sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
         server_key: str | None = None
-        if transport == "tcp":
+        client: tuple[str, str] | tuple[None, None] = (None, None)
+        if transport == "tcp":  # a paired file: main's key and the client's keypair
             public, secret = zmq.curve_keypair()
             self.sock.setsockopt(zmq.CURVE_SERVER, 1)
             self.sock.setsockopt(zmq.CURVE_SECRETKEY, secret)
             server_key = public.decode("ascii")
+            client = tuple(key.decode("ascii") for key in zmq.curve_keypair())  # type: ignore[assignment]
             self.sock.bind("tcp://127.0.0.1:*")
         else:
             self.sock.bind(f"ipc://{connection_path.parent / socket_name}")
         self.endpoint: str = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
         self.token = token
         info = ConnectionInfo(
-            protocol=1, endpoint=self.endpoint, token=token, pid=os.getpid(), server_key=server_key
+            protocol=1, endpoint=self.endpoint, token=token, pid=os.getpid(), server_key=server_key,
+            client_public_key=client[0], client_secret_key=client[1],
         )
         write_connection_file(connection_path, info)
         self.received: list[tuple[bytes, str, Any]] = []
