@@ -1,4 +1,9 @@
-"""A controller peer for the CLI: attach to a running main, ask something, wait for the answer."""
+"""A controller peer for the CLI: attach to a running main, ask something, wait for the answer.
+
+The blocking adapter over shared/peer.py's core: it owns one DEALER and a wait loop (poll, feed
+what came, tick); the core says when to heartbeat, when main is gone (3 s of silence, its `bye`)
+and where each reply goes. It never attaches again by itself: a CLI command says main went away.
+"""
 
 import logging
 import time
@@ -9,18 +14,18 @@ from typing import Any, Self
 
 import zmq
 
-from shared import PROTOCOL_VERSION, channels
-from shared.codec import decode_from_main, encode
-from shared.connection_file import main_is_gone, read_connection_file, set_curve_client
-from shared.errors import ConnectionFileError, MainUnreachableError, ProtocolError
+from shared import channels
+from shared.codec import encode
+from shared.connection_file import main_is_gone, read_connection_file
+from shared.errors import ConnectionFileError, MainUnreachableError
 from shared.messages import (
-    Bye,
+    AuthRequest,
+    Body,
     CallTool,
     CancelCall,
     ChannelReply,
     ErrorNotice,
-    Heartbeat,
-    Hello,
+    Progress,
     Reload,
     RevokeReport,
     RevokeRules,
@@ -35,16 +40,51 @@ from shared.messages import (
     StatusRequest,
     Welcome,
 )
+from shared.peer import (
+    ATTACH_TIMEOUT_S,
+    AttachFailed,
+    Connect,
+    Disconnect,
+    Effect,
+    Lost,
+    PeerCore,
+    Policy,
+    Pushed,
+    Refused,
+    Send,
+    Timing,
+    Welcomed,
+    curve_options,
+)
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_S = 1.0  # contract: a peer silent for 1 s sends a heartbeat
 _REQUEST_TOPICS = (channels.CALL_TOOL, channels.STATUS, channels.SERVER_CONTROL, channels.RELOAD,
                    channels.MCP_REQUEST, channels.AUTH, channels.RULES, channels.REVOKE_RULES)
 
 
+class _Reply:
+    """The core's waiter on one response channel."""
+
+    def __init__(self) -> None:
+        self.answer: ChannelReply | None = None
+
+    def reply(self, answer: ChannelReply) -> None:
+        self.answer = answer
+
+    def progress(self, update: Progress) -> None:
+        pass
+
+    def refused(self, notice: ErrorNotice) -> None:
+        pass
+
+    def lost(self, why: str) -> None:
+        pass  # the wait loop raises on the core's Lost
+
+
 class Controller:
-    def __init__(self, connection_path: Path, name: str = "elicitron-cli", attach_timeout_s: float = 5.0) -> None:
+    def __init__(self, connection_path: Path, name: str = "elicitron-cli",
+                 attach_timeout_s: float = ATTACH_TIMEOUT_S) -> None:
         self.connection_path = connection_path
         self._name = name
         self._attach_timeout_s = attach_timeout_s
@@ -53,7 +93,7 @@ class Controller:
         self.pid: int | None = None
         self.remote = False
         self._sock: zmq.Socket[bytes] | None = None
-        self._last_sent = 0.0
+        self._core: PeerCore | None = None
 
     def __enter__(self) -> Self:
         self.attach()
@@ -64,46 +104,22 @@ class Controller:
         self.close()
 
     def attach(self) -> Welcome:
-        try:
-            info = read_connection_file(self.connection_path)
-        except ConnectionFileError as exc:
-            raise MainUnreachableError(str(exc)) from exc
-        if main_is_gone(info):
-            # main was killed without cleaning up: say so now rather than after the attach timeout.
-            raise MainUnreachableError(f"no main is running (stale connection file {self.connection_path}: "
-                                       f"pid {info.pid} is gone)")
-        self.pid = info.pid
-        self.remote = info.endpoint.startswith("tcp://")  # a paired file: `pid` is on main's machine
-        sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 500)
-        try:
-            set_curve_client(sock, info, self.connection_path)  # tcp: CURVE, as windows and askers do
-        except ConnectionFileError as exc:
-            sock.close(linger=0)
-            raise MainUnreachableError(str(exc)) from None
-        sock.connect(info.endpoint)
-        self._sock = sock
         self.window = self.window or channels.new_uuid7()
-        self._send(channels.HELLO, Hello(protocol=PROTOCOL_VERSION, token=info.token, window=self.window,
-                                         name=self._name, role="controller"))
-        _, body = self._wait_for(lambda t, b: t in (channels.WELCOME, channels.ERROR),
-                                     self._attach_timeout_s)
-        if isinstance(body, ErrorNotice):
-            raise MainUnreachableError(f"main refused us: {body.code}: {body.message}")
-        assert isinstance(body, Welcome)
-        self.welcome = body
-        return body
+        self._core = PeerCore(role="controller", name=self._name, window=self.window,
+                              timing=Timing(attach_timeout=self._attach_timeout_s), policy=Policy(reattach=False))
+        self._apply(self._core.attach(time.monotonic()))
+        effect = self._wait_for(lambda e: isinstance(e, Welcomed), self._attach_timeout_s + 1.0)
+        assert isinstance(effect, Welcomed)
+        self.welcome = effect.welcome
+        return effect.welcome
 
     def close(self) -> None:
-        if self._sock is not None:
-            self._send(channels.BYE, Bye())
-            self._sock.close()
-            self._sock = None
+        if self._core is not None:
+            self._apply(self._core.close(), linger_ms=500)
 
     def status(self, timeout_s: float = 5.0) -> StatusReport:
         channel = "status-" + channels.new_uuid7()
-        self._send(channels.STATUS, StatusRequest(response_channel=channel))
-        reply = self._wait_reply(channel, timeout_s)
+        reply = self._request(channels.STATUS, StatusRequest(response_channel=channel), channel, timeout_s)
         if reply.status is None:
             raise MainUnreachableError("main sent no status")
         return reply.status
@@ -112,35 +128,28 @@ class Controller:
         """The call's answer. Given up on (a signal, the timeout, main gone), the call is cancelled at
         the server (msgCancelCall): its cards leave every window rather than wait for nobody."""
         channel = "call-" + channels.new_uuid7()
-        self._send(channels.CALL_TOOL, CallTool(server=server, tool=tool, arguments=arguments,
-                                                 response_channel=channel))
+        body = CallTool(server=server, tool=tool, arguments=arguments, response_channel=channel)
         try:
-            return self._wait_reply(channel, timeout_s)
+            return self._request(channels.CALL_TOOL, body, channel, timeout_s)
         except BaseException:
-            if self._sock is not None:
-                try:
-                    self._send(channels.CANCEL_CALL, CancelCall(response_channel=channel))
-                except zmq.ZMQError:
-                    pass
+            self._send(channels.CANCEL_CALL, CancelCall(response_channel=channel))
             raise
 
     def control_server(self, server: str, action: str, timeout_s: float = 30.0) -> ChannelReply:
         channel = "control-" + channels.new_uuid7()
-        self._send(channels.SERVER_CONTROL, ServerControl(server=server, action=action,  # type: ignore[arg-type]
-                                                          response_channel=channel))
-        return self._wait_reply(channel, timeout_s)
+        body = ServerControl(server=server, action=action, response_channel=channel)  # type: ignore[arg-type]
+        return self._request(channels.SERVER_CONTROL, body, channel, timeout_s)
 
     def rotate_http_token(self, timeout_s: float = 90.0) -> ChannelReply:
         """A new `--mcp-http` token; answered once the HTTP gateway restarted on it."""
         channel = "rotate-" + channels.new_uuid7()
-        self._send(channels.ROTATE_HTTP_TOKEN, RotateHttpToken(response_channel=channel))
-        return self._wait_reply(channel, timeout_s)
+        return self._request(channels.ROTATE_HTTP_TOKEN, RotateHttpToken(response_channel=channel), channel,
+                             timeout_s)
 
     def reload(self, timeout_s: float = 30.0, config: str | None = None) -> ChannelReply:
         """`config`: an absolute path for main to read instead of its own config (it becomes main's)."""
         channel = "reload-" + channels.new_uuid7()
-        self._send(channels.RELOAD, Reload(response_channel=channel, config=config))
-        return self._wait_reply(channel, timeout_s)
+        return self._request(channels.RELOAD, Reload(response_channel=channel, config=config), channel, timeout_s)
 
     def wait_server(self, name: str, settled: Callable[[ServerInfo], bool],
                     timeout_s: float) -> ServerInfo | None:
@@ -151,18 +160,18 @@ class Controller:
         current = next((s for s in self.status().servers if s.name == name), None)
         while current is not None and not settled(current) and (left := deadline - time.monotonic()) > 0:
             try:
-                _, body = self._wait_for(lambda t, b: isinstance(b, ServersUpdate), left)
+                pushed = self._wait_for(lambda e: isinstance(e, Pushed) and isinstance(e.body, ServersUpdate), left)
             except MainUnreachableError:
                 if time.monotonic() < deadline:
                     raise  # main went away
                 break
-            current = next((s for s in body.servers if s.name == name), current)
+            assert isinstance(pushed, Pushed) and isinstance(pushed.body, ServersUpdate)
+            current = next((s for s in pushed.body.servers if s.name == name), current)
         return current
 
     def rules(self, timeout_s: float = 5.0) -> list[RuleInfo]:
         channel = "rules-" + channels.new_uuid7()
-        self._send(channels.RULES, RulesRequest(response_channel=channel))
-        reply = self._wait_reply(channel, timeout_s)
+        reply = self._request(channels.RULES, RulesRequest(response_channel=channel), channel, timeout_s)
         if reply.rules is None:
             raise MainUnreachableError("main sent no rules")
         return reply.rules
@@ -170,9 +179,8 @@ class Controller:
     def revoke_rules(self, ids: list[str], revoke_all: bool, server: str | None, asker: str | None = None,
                      timeout_s: float = 5.0) -> RevokeReport:
         channel = "revoke-" + channels.new_uuid7()
-        self._send(channels.REVOKE_RULES, RevokeRules(response_channel=channel, ids=ids, revoke_all=revoke_all,
-                                                      server=server, asker=asker))
-        reply = self._wait_reply(channel, timeout_s)
+        body = RevokeRules(response_channel=channel, ids=ids, revoke_all=revoke_all, server=server, asker=asker)
+        reply = self._request(channels.REVOKE_RULES, body, channel, timeout_s)
         if reply.revoked is None:
             raise MainUnreachableError("main sent no revoke report")
         return reply.revoked
@@ -182,44 +190,96 @@ class Controller:
 
     def auth(self, server: str, action: str, timeout_s: float = 30.0) -> ChannelReply:
         """Extension msgAuth: a server's sign-in status, login or logout."""
-        from shared.messages import AuthRequest
-
         channel = "auth-" + channels.new_uuid7()
-        self._send(channels.AUTH, AuthRequest(server=server, action=action,  # type: ignore[arg-type]
-                                              response_channel=channel))
-        return self._wait_reply(channel, timeout_s)
+        body = AuthRequest(server=server, action=action, response_channel=channel)  # type: ignore[arg-type]
+        return self._request(channels.AUTH, body, channel, timeout_s)
 
-    def _wait_reply(self, channel: str, timeout_s: float) -> ChannelReply:
-        _, body = self._wait_for(lambda t, b: t == channel or (
-            isinstance(b, ErrorNotice) and b.topic in _REQUEST_TOPICS), timeout_s)
-        if isinstance(body, ErrorNotice):
-            raise MainUnreachableError(f"main refused the request: {body.code}: {body.message}")
-        assert isinstance(body, ChannelReply)
-        return body
+    # ---- the blocking adapter ----------------------------------------------------------------
 
-    def _send(self, topic: str, body: Any) -> None:
-        assert self._sock is not None
-        self._sock.send_multipart(encode(topic, body))
-        self._last_sent = time.monotonic()
+    def _request(self, topic: str, body: Body, channel: str, timeout_s: float) -> ChannelReply:
+        assert self._core is not None
+        waiter = _Reply()
+        self._core.expect(channel, waiter)
+        try:
+            self._send(topic, body)
+            self._wait_for(lambda e: waiter.answer is not None, timeout_s)
+        finally:
+            self._core.forget(channel)
+        assert waiter.answer is not None
+        return waiter.answer
 
-    def _wait_for(self, wanted: Any, timeout_s: float) -> tuple[str, Any]:
-        """Receive until `wanted(topic, body)`; keep heartbeating so main does not drop us."""
-        assert self._sock is not None
+    def _send(self, topic: str, body: Body) -> None:
+        if self._sock is None or self._core is None:
+            return
+        try:
+            self._sock.send_multipart(encode(topic, body))
+        except zmq.ZMQError as exc:
+            logger.debug("%s not sent: %s", topic, exc)
+            return
+        self._core.sent(time.monotonic())
+
+    def _apply(self, effects: list[Effect], linger_ms: int = 0) -> list[Effect]:
+        """Socket work done here; the rest is returned for the wait loop."""
+        left: list[Effect] = []
+        for effect in effects:
+            match effect:
+                case Send(topic, body):
+                    self._send(topic, body)
+                case Connect():
+                    self._connect()
+                case Disconnect():
+                    if self._sock is not None:
+                        self._sock.close(linger=linger_ms)
+                        self._sock = None
+                case _:
+                    left.append(effect)
+        return left
+
+    def _connect(self) -> None:
+        assert self._core is not None
+        now = time.monotonic()
+        try:
+            info = read_connection_file(self.connection_path)
+            if main_is_gone(info):  # main was killed without cleaning up: say so now, not after the timeout
+                raise ConnectionFileError(f"no main is running (stale connection file {self.connection_path}: "
+                                          f"pid {info.pid} is gone)")
+            options = curve_options(info, self.connection_path)
+        except ConnectionFileError as exc:
+            raise MainUnreachableError(str(exc)) from None
+        self.pid = info.pid
+        self.remote = info.endpoint.startswith("tcp://")  # a paired file: `pid` is on main's machine
+        sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 500)
+        for option, key in options:
+            sock.setsockopt(option, key)
+        sock.connect(info.endpoint)
+        self._sock = sock
+        self._apply(self._core.connected(info, now))
+
+    def _wait_for(self, wanted: Callable[[Effect | None], bool], timeout_s: float) -> Effect | None:
+        """Pump the socket and the core until `wanted` holds of an effect (or of None, checked after
+        every frame); heartbeats go out meanwhile. Raises MainUnreachableError when main is gone,
+        refuses the request, or says nothing wanted within `timeout_s`."""
+        assert self._core is not None
         deadline = time.monotonic() + timeout_s
-        last_heard = time.monotonic()
         while (now := time.monotonic()) < deadline:
-            if now - self._last_sent >= HEARTBEAT_S and self.welcome is not None:
-                self._send(channels.HEARTBEAT, Heartbeat())
-            if now - last_heard > 5.0 and self.welcome is not None:
-                raise MainUnreachableError("main stopped answering (no heartbeat for 5 s)")
-            if not self._sock.poll(int(min(HEARTBEAT_S, deadline - now) * 1000) + 1):
-                continue
-            last_heard = time.monotonic()
-            try:
-                topic, body = decode_from_main(self._sock.recv_multipart())
-            except ProtocolError as exc:
-                logger.warning("ignored a bad frame from main: %s", exc)
-                continue
-            if wanted(topic, body):
-                return topic, body
+            sock = self._sock
+            if sock is None:
+                raise MainUnreachableError("not attached to main")
+            effects = self._core.tick(now)
+            if sock.poll(int(min(self._core.timing.tick, deadline - now) * 1000) + 1):
+                effects += self._core.feed(sock.recv_multipart(), time.monotonic())
+            for effect in [*self._apply(effects), None]:
+                self._raise_for(effect)
+                if wanted(effect):
+                    return effect
         raise MainUnreachableError(f"no answer from main within {timeout_s:.0f} s ({self.connection_path})")
+
+    def _raise_for(self, effect: Effect | None) -> None:
+        match effect:
+            case AttachFailed(why) | Lost(why):
+                raise MainUnreachableError(f"{why} ({self.connection_path})")
+            case Refused(notice) if notice.topic in _REQUEST_TOPICS:
+                raise MainUnreachableError(f"main refused the request: {notice.code}: {notice.message}")
+            case _:
+                pass
