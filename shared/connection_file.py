@@ -8,16 +8,12 @@ import stat
 import tempfile
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import msgspec
 import platformdirs
 
 from shared import PROTOCOL_VERSION
 from shared.errors import ConnectionFileError
-
-if TYPE_CHECKING:
-    import zmq
 
 logger = logging.getLogger(__name__)
 
@@ -158,15 +154,6 @@ def pid_alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True  # no /proc here: kill(0) said it runs
-
-
-def set_curve_client(sock: "zmq.Socket[Any]", info: ConnectionInfo, path: str | os.PathLike[str]) -> None:
-    """Before `sock` connects: the CURVE options `shared.peer.curve_options` names for `info`.
-    Raises ConnectionFileError for a tcp file without a client keypair."""
-    from shared.peer import curve_options  # it imports this module
-
-    for option, value in curve_options(info, path):
-        sock.setsockopt(option, value)
 
 
 def main_is_gone(info: ConnectionInfo) -> bool:
