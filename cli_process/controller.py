@@ -43,15 +43,13 @@ from shared.messages import (
 from shared.peer import (
     ATTACH_TIMEOUT_S,
     AttachFailed,
-    Connect,
-    Disconnect,
     Effect,
     Lost,
     PeerCore,
     Policy,
     Pushed,
     Refused,
-    Send,
+    SocketWork,
     Timing,
     Welcomed,
     curve_options,
@@ -94,6 +92,7 @@ class Controller:
         self.remote = False
         self._sock: zmq.Socket[bytes] | None = None
         self._core: PeerCore | None = None
+        self._work = SocketWork(self._send, self._connect, self._disconnect)
 
     def __enter__(self) -> Self:
         self.attach()
@@ -220,20 +219,12 @@ class Controller:
 
     def _apply(self, effects: list[Effect], linger_ms: int = 0) -> list[Effect]:
         """Socket work done here; the rest is returned for the wait loop."""
-        left: list[Effect] = []
-        for effect in effects:
-            match effect:
-                case Send(topic, body):
-                    self._send(topic, body)
-                case Connect():
-                    self._connect()
-                case Disconnect():
-                    if self._sock is not None:
-                        self._sock.close(linger=linger_ms)
-                        self._sock = None
-                case _:
-                    left.append(effect)
-        return left
+        return [effect for effect in effects if not self._work.do(effect, linger_ms)]
+
+    def _disconnect(self, linger_ms: int) -> None:
+        if self._sock is not None:
+            self._sock.close(linger=linger_ms)
+            self._sock = None
 
     def _connect(self) -> None:
         assert self._core is not None

@@ -92,6 +92,7 @@ class MainBridge(QObject):
         self._last_file_problem = ""
         self._missing: bool | None = None
         self._draining = False
+        self._work = peer.SocketWork(self._send_or_hello, self._connect, self._close_socket)
 
         self._tick = QTimer(self)
         self._tick.setInterval(tick_ms)
@@ -223,16 +224,9 @@ class MainBridge(QObject):
 
     def _apply(self, effects: list[peer.Effect]) -> None:
         for effect in effects:
+            if self._work.do(effect):
+                continue
             match effect:
-                case peer.Send(topic, body) if topic == channels.HELLO:
-                    self._hello_timer.start()  # with IMMEDIATE a send fails until the connection is up
-                    self._try_hello()
-                case peer.Send(topic, body):
-                    self._send(topic, body)
-                case peer.Connect():
-                    self._connect()
-                case peer.Disconnect():
-                    self._close_socket(linger_ms=0)
                 case peer.Welcomed(welcome):
                     self._set_state(CONNECTED)
                     self.welcomed.emit(welcome)
@@ -312,6 +306,13 @@ class MainBridge(QObject):
             self._sock.close(linger=linger_ms)
             self._sock = None
         self._hello_timer.stop()
+
+    def _send_or_hello(self, topic: str, body: messages.Body) -> None:
+        if topic != channels.HELLO:
+            self._send(topic, body)
+            return
+        self._hello_timer.start()  # with IMMEDIATE a send fails until the connection is up
+        self._try_hello()
 
     def _try_hello(self) -> None:
         if self._core.state != "hello-sent":

@@ -27,6 +27,7 @@ sending nothing), and `tick(now)` every `Timing.tick` seconds.
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -135,6 +136,28 @@ class Refused:
 
 
 Effect = Send | Connect | Disconnect | Welcomed | AttachFailed | Lost | GaveUp | Pushed | Refused
+
+
+@dataclass(frozen=True)
+class SocketWork:
+    """The three effects only an adapter can carry out, each its own way."""
+
+    send: Callable[[str, Body], object]
+    connect: Callable[[], None]
+    disconnect: Callable[[int], None]  # the linger in ms
+
+    def do(self, effect: Effect, linger_ms: int = 0) -> bool:
+        """Carry `effect` out if it is socket work; False for an event, the adapter's to act on."""
+        match effect:
+            case Send(topic, body):
+                self.send(topic, body)
+            case Connect():
+                self.connect()
+            case Disconnect():
+                self.disconnect(linger_ms)
+            case _:
+                return False
+        return True
 
 
 class Waiter(Protocol):

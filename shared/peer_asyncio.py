@@ -20,17 +20,7 @@ from shared.codec import encode
 from shared.connection_file import ConnectionInfo, main_is_gone, read_connection_file
 from shared.errors import ConnectionFileError, MainUnreachableError
 from shared.messages import Body, Welcome
-from shared.peer import (
-    AttachFailed,
-    Connect,
-    Disconnect,
-    Effect,
-    GaveUp,
-    PeerCore,
-    Send,
-    Welcomed,
-    curve_options,
-)
+from shared.peer import AttachFailed, Effect, GaveUp, PeerCore, SocketWork, Welcomed, curve_options
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +50,7 @@ class AsyncPeer:
         self._ticker: asyncio.Task[None] | None = None
         self._waiting: list[asyncio.Future[Welcome]] = []
         self._drain_soon = False
+        self._work = SocketWork(self.send, self._connect, self._close_socket)
 
     @property
     def attached(self) -> bool:
@@ -121,13 +112,9 @@ class AsyncPeer:
 
     def _apply(self, effects: list[Effect], linger_ms: int = 0) -> None:
         for effect in effects:
+            if self._work.do(effect, linger_ms):
+                continue
             match effect:
-                case Send(topic, body):
-                    self.send(topic, body)
-                case Connect():
-                    self._connect()
-                case Disconnect():
-                    self._close_socket(linger_ms)
                 case Welcomed(welcome):
                     self._settle(welcome)
                     self._on_effect(effect)
