@@ -1,7 +1,8 @@
 """Elicitron's protocol package: wire types, codec, channel names, connection file, schema checks.
 
-Depends only on msgspec, uuid6 and platformdirs so that main, renderer and third-party peers
-can share it without pulling in Qt or mcp. PROTOCOL.md beside this file is the wire protocol
+Depends only on msgspec, uuid6 and platformdirs (and pyzmq, which every peer has, for
+peer_asyncio.py and curve_options' constants) so that main, renderer and third-party peers can
+share it without pulling in Qt or mcp. PROTOCOL.md beside this file is the wire protocol
 written out for third parties.
 
 messages.py         every wire body as a msgspec Struct (camelCase on the wire)
@@ -10,6 +11,9 @@ channels.py         topic names and the one-time result channels
 errors.py           every exception Elicitron raises, WireCode and RpcCode
 schema.py           MCP's restricted elicitation schema: what is accepted, answer validation
 connection_file.py  how peers find main (endpoint, token, pid, CURVE keys); private directories
+peer.py             PeerCore: a peer's side of the contract with no I/O (hello, liveness, reattach,
+                    replies by channel, errors by WireCode) and curve_options(); every peer's core
+peer_asyncio.py     AsyncPeer: that core on an asyncio loop (the gateways' link, the asker's client)
 addresses.py        is_loopback(): whether a host stays on this machine (`--mcp-http`'s check)
 descriptors.py      raise_soft_limit(): the open-file limit raised toward the hard one at start;
                     DescriptorBudget: the reserve a listener keeps before it takes a connection
