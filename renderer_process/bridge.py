@@ -263,7 +263,6 @@ class MainBridge(QObject):
                 self._last_file_problem = str(exc)
                 # A file that is there but unusable is ours to fix, and the window says how.
                 self.connection_problem.emit(str(exc) if exists else "")
-            self._set_state(RECONNECTING)
             self._set_missing(not exists)
             self._apply(self._core.connect_failed(str(exc), now))
             return
@@ -275,8 +274,6 @@ class MainBridge(QObject):
                 self._open_socket(info, options)
             except zmq.ZMQError as exc:
                 logger.warning("cannot connect to %s: %s", info.endpoint, exc)
-                self._close_socket(linger_ms=0)
-                self._set_state(RECONNECTING)
                 self._apply(self._core.connect_failed(str(exc), now))
                 return
         effects = self._core.connected(info, now)
