@@ -418,3 +418,17 @@ def test_main_missing_says_when_the_connection_file_goes_and_comes_back(
         connection_path.write_bytes(saved)
         connection_path.chmod(0o600)
     assert back.args == [False]
+
+
+def test_a_tcp_file_without_a_client_keypair_is_a_connection_problem_naming_pair(
+    qtbot: QtBot, make_bridge: MakeBridge, connection_path: Path
+) -> None:
+    ensure_private_dir(connection_path.parent)
+    public, _secret = zmq.curve_keypair()
+    write_connection_file(connection_path, ConnectionInfo(
+        protocol=1, endpoint="tcp://127.0.0.1:9", token="t", pid=os.getpid(), server_key=public.decode("ascii")))
+    bridge = make_bridge()
+    with qtbot.waitSignal(bridge.connection_problem, timeout=2000) as problem:
+        bridge.start()
+    assert str(connection_path) in problem.args[0] and "elicitron pair" in problem.args[0]
+    assert bridge.state == RECONNECTING
