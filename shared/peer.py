@@ -6,20 +6,24 @@ events to act on. Four adapters drive it: the window's Qt bridge, the asyncio li
 and the asker (shared/peer_asyncio.py), and the CLI's blocking controller.
 
     idle ──attach──► connecting ──connected(info)──► hello-sent ──welcome──► attached
-      ▲                 │  ▲                              │                    │
-      │   connect_failed│  │ the retry is due             │ refused hello,     │ main silent 3 s,
-      │                 ▼  │                              │ no welcome in time │ main's bye, lose()
-      ├────────────── waiting ◄───────────────────────────┘                    │
-      │                    ▲            (reattach: only after a loss,          │
-      │                    └──────────── or always when `retry_first_attach`) ◄┘
-      └── give up (no retry allowed, or `give_up_after` passed) ── detach() / close() from anywhere
+      ▲               ▲    ▲  │                           │                     │
+      │     retry due │    │  │ connect_failed            │ refused hello,      │
+      │               │    │  ▼                           │ no welcome in time  │
+      │             waiting ◄─────────────────────────────┘                     │
+      │                    │                                                    │
+      │                    └─── a loss, at once (main silent 3 s, its bye, ─────┘
+      │                         lose(), not-attached)
+      └── a failure with no retry (a first attach, unless `retry_first_attach`), a loss with
+          `Policy(reattach=False)`, `give_up_after` passed since the loss, `detach()`;
+          `close()` from anywhere ──► closed
 
-A loss goes straight back to connecting (the file re-read at once); after `not-attached` from
-main the socket stays (a hello again at once, on it, if the file still names the same main). Every loss tells each waiter `lost`
-and forgets it. Replies are routed by response channel to the `Waiter` registered for it (a reply
-for a channel nobody waits on is dropped and counted); a refusal of something sent on a result
-channel goes to that channel's waiter if there is one; every other refusal is a `Refused` event.
-Retries back off: the first at `retry_first` after a failure, doubling up to `retry_max`.
+A loss re-reads the file at once; after `not-attached` the socket stays (a hello again at once,
+on it, if the file still names the same main). Failures are retried only after a loss (or always,
+for a window). Every loss tells each waiter `lost` and forgets it. Replies are routed by response
+channel to the `Waiter` registered for it (a reply for a channel nobody waits on is dropped and
+counted); a refusal of something sent on a result channel goes to that channel's waiter if there
+is one; every other refusal is a `Refused` event. Retries back off: the first at `retry_first`
+after a failure, doubling up to `retry_max`.
 
 The adapter must call `sent(now)` after every frame that left (heartbeats are due after 1 s of
 sending nothing), and `tick(now)` every `Timing.tick` seconds.
