@@ -27,7 +27,7 @@ from shared import channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, encode_request
 from shared.connection_file import resolve_connection_path
 from shared.errors import MainNotRunningError, QuestionRefusedError, RpcCode, UndeliverableRequestError
-from shared.messages import Ask, AskerInfo, ChannelReply, ErrorNotice, Progress, QuestionAnswer, Withdraw
+from shared.messages import Ask, AskerInfo, ChannelReply, ErrorNotice, QuestionAnswer, Withdraw
 from shared.peer import (
     ATTACH_TIMEOUT_S,
     REATTACH_GRACE_S,
@@ -39,12 +39,10 @@ from shared.peer import (
     Welcomed,
 )
 from shared.peer_asyncio import AsyncPeer
+from shared.peer_requests import Answer
 from shared.questions import check_asker, check_question, check_timeout
 
 logger = logging.getLogger(__name__)
-
-CLOSE_LINGER_MS = 500  # a withdraw or bye queued at close still leaves
-
 
 def _new_channel() -> str:
     return f"ask-{uuid.uuid4()}"  # any fresh name does (uuid4: no uuid6 import on the asking path)
@@ -52,7 +50,8 @@ def _new_channel() -> str:
 
 @dataclass(eq=False)
 class _Question:
-    """One open question; the core's waiter on its current response channel."""
+    """One open question; `reply` gets main's answer on its current response channel (a loss
+    leaves it open: it is asked again once a main is back, `_ask_again`)."""
 
     params: dict[str, Any]
     deadline: float  # monotonic
@@ -72,15 +71,6 @@ class _Question:
             self.answer.set_exception(QuestionRefusedError(
                 RpcCode.INTERNAL_ERROR, "main answered the question with nothing usable"))
 
-    def progress(self, update: Progress) -> None:
-        pass
-
-    def refused(self, notice: ErrorNotice) -> None:
-        pass  # questions are asked on msgAsk, not on a result channel
-
-    def lost(self, why: str) -> None:
-        pass  # asked again once a main is back (`_ask_again`)
-
 
 class AskerClient:
     def __init__(self, asker: AskerInfo, connection: str | os.PathLike[str] | None = None, *,
@@ -94,7 +84,7 @@ class AskerClient:
         timing = Timing(attach_timeout=attach_timeout_s, give_up_after=reattach_grace_s)
         self._core = PeerCore(role="asker", name=asker.name, window=self.window, timing=timing)
         self._peer = AsyncPeer(self.connection_path, self._core, self._on_effect, unreachable=MainNotRunningError,
-                               fail_on_retry=False, close_linger_ms=CLOSE_LINGER_MS)
+                               fail_on_retry=False)  # a withdraw or bye queued at close still leaves
         self.session: str | None = None  # of the main attached to, for callers and tests
 
     # ---- asking --------------------------------------------------------------------------
@@ -138,7 +128,7 @@ class AskerClient:
 
     def _send_question(self, question: _Question, frames: list[bytes]) -> None:
         question.sent = True
-        self._core.expect(question.channel, question)
+        self._core.expect(question.channel, Answer(question.reply))
         self._peer.send_frames(frames)
 
     def _withdraw(self, question: _Question) -> None:

@@ -9,7 +9,6 @@ file: a restarted main has a new token). It never starts main; `attach` is await
 wants one (see `MainAttachment.ready`).
 """
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import Protocol
@@ -27,7 +26,6 @@ from shared.messages import (
     ListChanged,
     McpClose,
     McpRelay,
-    Progress,
     Role,
     ServerInfo,
     ServersUpdate,
@@ -64,27 +62,6 @@ class LinkEvents(Protocol):
 
     def on_detached(self, why: str) -> None:
         """main went away (or dropped us); the link attaches again by itself."""
-
-
-class _Reply:
-    """A one-shot waiter around a future (for `request`)."""
-
-    def __init__(self, future: asyncio.Future[ChannelReply]) -> None:
-        self._future = future
-
-    def reply(self, answer: ChannelReply) -> None:
-        if not self._future.done():
-            self._future.set_result(answer)
-
-    def progress(self, update: Progress) -> None:
-        pass
-
-    def refused(self, notice: ErrorNotice) -> None:
-        pass  # a request channel is no result channel: its refusals are main's replies
-
-    def lost(self, why: str) -> None:
-        if not self._future.done():
-            self._future.set_exception(MainUnreachableError(why))
 
 
 class MainLink:
@@ -145,21 +122,16 @@ class MainLink:
     def send(self, topic: str, body: Body) -> None:
         """Send a message main must act on; raises MainUnreachableError when not attached, and
         UndeliverableRequestError when the body is over main's limit."""
-        if not self.attached:
-            raise MainUnreachableError("not attached to main")
-        self._peer.send_frames(encode_request(topic, body, self.max_message_bytes))
+        self._peer.send_frames(self._frames(topic, body))
 
     async def request(self, topic: str, body: Body, channel: str, timeout_s: float) -> ChannelReply:
         """Send a request answered on `channel`; raises MainUnreachableError (main gone or silent)."""
-        future: asyncio.Future[ChannelReply] = asyncio.get_running_loop().create_future()
-        self._core.expect(channel, _Reply(future))
-        try:
-            self.send(topic, body)
-            return await asyncio.wait_for(future, timeout_s)
-        except TimeoutError:
-            raise MainUnreachableError(f"main gave no answer within {timeout_s:.0f} s") from None
-        finally:
-            self._core.forget(channel)
+        return await self._peer.request(self._frames(topic, body), channel, timeout_s)
+
+    def _frames(self, topic: str, body: Body) -> list[bytes]:
+        if not self.attached:
+            raise MainUnreachableError("not attached to main")
+        return encode_request(topic, body, self.max_message_bytes)
 
     # ---- what main said ----------------------------------------------------------------------
 
