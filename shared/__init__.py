@@ -1,7 +1,7 @@
 """Elicitron's protocol package: wire types, codec, channel names, connection file, schema checks.
 
 Depends only on msgspec, uuid6 and platformdirs (and pyzmq, which every peer has, for
-peer_asyncio.py and curve_options' constants) so that main, renderer and third-party peers can
+peer_socket.py and curve_options' constants) so that main, renderer and third-party peers can
 share it without pulling in Qt or mcp. PROTOCOL.md beside this file is the wire protocol
 written out for third parties.
 
@@ -13,6 +13,8 @@ schema.py           MCP's restricted elicitation schema: what is accepted, answe
 connection_file.py  how peers find main (endpoint, token, pid, CURVE keys); private directories
 peer.py             PeerCore: a peer's side of the contract with no I/O (hello, liveness, reattach,
                     replies by channel, errors by WireCode) and curve_options(); every peer's core
+peer_socket.py      MainSocket: the DEALER under that core (file, CURVE, sends, drain), for every adapter
+peer_requests.py    every request answered on a fresh response channel, built once; Answer, its waiter
 peer_asyncio.py     AsyncPeer: that core on an asyncio loop (the gateways' link, the asker's client)
 addresses.py        is_loopback(): whether a host stays on this machine (`--mcp-http`'s check)
 descriptors.py      raise_soft_limit(): the open-file limit raised toward the hard one at start;

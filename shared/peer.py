@@ -2,8 +2,9 @@
 
 No sockets, timers or event loop in here (h11's way): an adapter feeds it what main sent and the
 time `now` (a float it passes, monotonic seconds), and gets back `Effect`s: bodies to send and
-events to act on. Four adapters drive it: the window's Qt bridge, the asyncio link of the gateways
-and the asker (shared/peer_asyncio.py), and the CLI's blocking controller.
+events to act on. Four adapters drive it, each over shared/peer_socket.py's MainSocket: the
+window's Qt bridge, the asyncio link of the gateways and the asker (shared/peer_asyncio.py), and the
+CLI's blocking controller; shared/peer_requests.py builds the requests they send.
 
     idle ──attach──► connecting ──connected(info)──► hello-sent ──welcome──► attached
       ▲               ▲    ▲  │                           │                     │
