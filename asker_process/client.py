@@ -23,26 +23,17 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared import channels
+from shared import channels, peer
 from shared.codec import DEFAULT_MAX_BODY_BYTES, encode_request
 from shared.connection_file import resolve_connection_path
 from shared.errors import MainNotRunningError, QuestionRefusedError, RpcCode, UndeliverableRequestError
 from shared.messages import Ask, AskerInfo, ChannelReply, ErrorNotice, QuestionAnswer, Withdraw
-from shared.peer import (
-    ATTACH_TIMEOUT_S,
-    REATTACH_GRACE_S,
-    Effect,
-    GaveUp,
-    PeerCore,
-    Refused,
-    Timing,
-    Welcomed,
-)
 from shared.peer_asyncio import AsyncPeer
 from shared.peer_requests import Answer
 from shared.questions import check_asker, check_question, check_timeout
 
 logger = logging.getLogger(__name__)
+
 
 def _new_channel() -> str:
     return f"ask-{uuid.uuid4()}"  # any fresh name does (uuid4: no uuid6 import on the asking path)
@@ -74,17 +65,17 @@ class _Question:
 
 class AskerClient:
     def __init__(self, asker: AskerInfo, connection: str | os.PathLike[str] | None = None, *,
-                 attach_timeout_s: float = ATTACH_TIMEOUT_S,
-                 reattach_grace_s: float = REATTACH_GRACE_S) -> None:
+                 attach_timeout_s: float = peer.ATTACH_TIMEOUT_S,
+                 reattach_grace_s: float = peer.REATTACH_GRACE_S) -> None:
         check_asker(asker)
         self.asker = asker
         self.connection_path = resolve_connection_path(connection)
         self.window = str(uuid.uuid4())  # the same peer to main across re-attaches
         self._questions: dict[str, _Question] = {}  # by current response channel
-        timing = Timing(attach_timeout=attach_timeout_s, give_up_after=reattach_grace_s)
-        self._core = PeerCore(role="asker", name=asker.name, window=self.window, timing=timing)
+        timing = peer.Timing(attach_timeout=attach_timeout_s, give_up_after=reattach_grace_s)
+        self._core = peer.PeerCore(role="asker", name=asker.name, window=self.window, timing=timing)
         self._peer = AsyncPeer(self.connection_path, self._core, self._on_effect, unreachable=MainNotRunningError,
-                               fail_on_retry=False)  # a withdraw or bye queued at close still leaves
+                               fail_on_retry=False)
         self.session: str | None = None  # of the main attached to, for callers and tests
 
     # ---- asking --------------------------------------------------------------------------
@@ -144,19 +135,19 @@ class AskerClient:
 
     # ---- what main said ------------------------------------------------------------------
 
-    def _on_effect(self, effect: Effect) -> None:
+    def _on_effect(self, effect: peer.Effect) -> None:
         match effect:
-            case Welcomed(welcome, again):
+            case peer.Welcomed(welcome, again):
                 self.session = welcome.session
                 logger.debug("attached to main %s as asker %r", welcome.session, self.asker.name)
                 if again:
                     self._ask_again()
-            case GaveUp(why):
+            case peer.GaveUp(why):
                 error = MainNotRunningError(f"main stopped while a question was open: {why}")
                 for question in list(self._questions.values()):
                     if not question.answer.done():
                         question.answer.set_exception(error)
-            case Refused(notice):
+            case peer.Refused(notice):
                 self._on_refused(notice)
             case _:
                 pass  # a loss: the core attaches again; a failed try: it tries again

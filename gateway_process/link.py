@@ -13,23 +13,9 @@ import logging
 from pathlib import Path
 from typing import Protocol
 
-from shared import channels
+from shared import channels, messages
 from shared.codec import encode_request
 from shared.errors import MainUnreachableError
-from shared.messages import (
-    Body,
-    ChannelReply,
-    ElicitationDismiss,
-    ElicitationInvoke,
-    ErrorNotice,
-    HostInfo,
-    ListChanged,
-    McpClose,
-    McpRelay,
-    Role,
-    ServerInfo,
-    ServersUpdate,
-)
 from shared.peer import Effect, Lost, PeerCore, Pushed, Refused, Waiter, Welcomed
 from shared.peer_asyncio import AsyncPeer
 
@@ -41,37 +27,38 @@ ChannelListener = Waiter  # whoever waits on one of this link's response channel
 class LinkEvents(Protocol):
     """What main pushes that is not an answer to one of our requests."""
 
-    def on_invoke(self, invoke: ElicitationInvoke) -> None: ...
+    def on_invoke(self, invoke: messages.ElicitationInvoke) -> None: ...
 
-    def on_dismiss(self, dismiss: ElicitationDismiss) -> None: ...
+    def on_dismiss(self, dismiss: messages.ElicitationDismiss) -> None: ...
 
-    def on_refused(self, notice: ErrorNotice) -> None:
+    def on_refused(self, notice: messages.ErrorNotice) -> None:
         """main refused something we sent on a result channel (e.g. `invalid-content`)."""
 
-    def on_list_changed(self, change: ListChanged) -> None: ...
+    def on_list_changed(self, change: messages.ListChanged) -> None: ...
 
-    def on_attached(self, servers: list[ServerInfo], again: bool) -> None:
+    def on_attached(self, servers: list[messages.ServerInfo], again: bool) -> None:
         """Welcomed; `again` after a detach (main may have restarted: every list may differ)."""
 
-    def on_servers(self, servers: list[ServerInfo]) -> None: ...
+    def on_servers(self, servers: list[messages.ServerInfo]) -> None: ...
 
-    def on_relay(self, message: McpRelay) -> None:
+    def on_relay(self, message: messages.McpRelay) -> None:
         """A message of one of our relayed sessions (extension msgMcpRelay)."""
 
-    def on_relay_closed(self, close: McpClose) -> None: ...
+    def on_relay_closed(self, close: messages.McpClose) -> None: ...
 
     def on_detached(self, why: str) -> None:
         """main went away (or dropped us); the link attaches again by itself."""
 
 
 class MainLink:
-    def __init__(self, connection_path: Path, name: str, events: LinkEvents, *, role: Role = "host") -> None:
+    def __init__(self, connection_path: Path, name: str, events: LinkEvents, *,
+                 role: messages.Role = "host") -> None:
         self.connection_path = connection_path
         self.role = role
         self.window = channels.new_uuid7()  # one per link: main sees the same host after a reattach
-        self.servers: dict[str, ServerInfo] = {}
+        self.servers: dict[str, messages.ServerInfo] = {}
         self._events = events
-        self._host_info: HostInfo | None = None
+        self._host_info: messages.HostInfo | None = None
         self._core = PeerCore(role=role, name=name, window=self.window)
         self._peer = AsyncPeer(connection_path, self._core, self._on_effect)
 
@@ -96,7 +83,7 @@ class MainLink:
         """Attach (once at a time); raises MainUnreachableError when no main answers."""
         await self._peer.attach()
 
-    def set_host_info(self, info: HostInfo) -> None:
+    def set_host_info(self, info: messages.HostInfo) -> None:
         """Tell main who the host is (again after every reattach)."""
         if info != self._host_info:
             self._host_info = info
@@ -119,16 +106,17 @@ class MainLink:
     def forget(self, channel: str) -> None:
         self._core.forget(channel)
 
-    def send(self, topic: str, body: Body) -> None:
+    def send(self, topic: str, body: messages.Body) -> None:
         """Send a message main must act on; raises MainUnreachableError when not attached, and
         UndeliverableRequestError when the body is over main's limit."""
         self._peer.send_frames(self._frames(topic, body))
 
-    async def request(self, topic: str, body: Body, channel: str, timeout_s: float) -> ChannelReply:
+    async def request(self, topic: str, body: messages.Body, channel: str,
+                      timeout_s: float) -> messages.ChannelReply:
         """Send a request answered on `channel`; raises MainUnreachableError (main gone or silent)."""
         return await self._peer.request(self._frames(topic, body), channel, timeout_s)
 
-    def _frames(self, topic: str, body: Body) -> list[bytes]:
+    def _frames(self, topic: str, body: messages.Body) -> list[bytes]:
         if not self.attached:
             raise MainUnreachableError("not attached to main")
         return encode_request(topic, body, self.max_message_bytes)
@@ -157,18 +145,18 @@ class MainLink:
 
     def _on_push(self, body: object) -> None:
         match body:
-            case ElicitationInvoke():
+            case messages.ElicitationInvoke():
                 self._events.on_invoke(body)
-            case ElicitationDismiss():
+            case messages.ElicitationDismiss():
                 self._events.on_dismiss(body)
-            case ListChanged():
+            case messages.ListChanged():
                 self._events.on_list_changed(body)
-            case ServersUpdate():
+            case messages.ServersUpdate():
                 self.servers = {server.name: server for server in body.servers}
                 self._events.on_servers(body.servers)
-            case McpRelay():
+            case messages.McpRelay():
                 self._events.on_relay(body)
-            case McpClose():
+            case messages.McpClose():
                 self._events.on_relay_closed(body)
             case _:
                 pass  # peers, notices: nothing a host needs

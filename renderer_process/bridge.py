@@ -169,20 +169,26 @@ class MainBridge(QObject):
                 case peer.Welcomed(welcome):
                     self._set_state(CONNECTED)
                     self.welcomed.emit(welcome)
-                case peer.AttachFailed(stopping=stopping) | peer.Lost(stopping=stopping):
-                    if self._socket.problem is not None:
-                        self._show_file_problem(self._socket.problem)
-                    self._set_state(RECONNECTING)
-                    if stopping:  # it is gone now, not after the silence limit
-                        self._set_missing(True)
-                    if isinstance(effect, peer.AttachFailed) and effect.refusal is not None:
-                        self.refused.emit(effect.refusal)
+                case peer.AttachFailed(refusal=refusal, stopping=stopping):
+                    self._reconnecting(stopping)
+                    if refusal is not None:
+                        self.refused.emit(refusal)
+                case peer.Lost(why, stopping):
+                    logger.warning("lost main (%s); attaching again", why)
+                    self._reconnecting(stopping)
                 case peer.Pushed(_, body) if (pushed := _PUSHED.get(type(body))) is not None:
                     signal, field = pushed
                     getattr(self, signal).emit(getattr(body, field) if field else body)
                 case peer.Refused(notice):
                     logger.warning("main refused %s: %s %s", notice.topic, notice.code, notice.message)
                     self.refused.emit(notice)
+
+    def _reconnecting(self, stopping: bool) -> None:
+        if (problem := self._socket.problem) is not None:
+            self._show_file_problem(problem)
+        self._set_state(RECONNECTING)
+        if stopping:  # main said bye: it is gone now, not after the silence limit
+            self._set_missing(True)
 
     def _show_file_problem(self, problem: ConnectionFileError) -> None:
         exists = self._connection_path.exists()

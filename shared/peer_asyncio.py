@@ -3,8 +3,8 @@ asker's client are both this adapter plus what their role does with main's words
 
 A plain sync DEALER watched by the loop's reader on `zmq.FD`: receives drain in one callback,
 sends never block. That descriptor is edge-triggered, so the adapter drains after every burst of
-sends and on every tick as well (a missed edge costs one tick, never a hang). It owns the socket,
-the pid check and the ticks (shared/peer_socket.py runs the socket); the core decides the rest.
+sends and on every tick as well (a missed edge costs one tick, never a hang). It owns the loop's
+reader, the pid check and the ticks; shared/peer_socket.py runs the socket, the core decides the rest.
 """
 
 import asyncio
