@@ -80,6 +80,7 @@ class MainBridge(QObject):
                  retry_every: float = peer.RETRY_MAX_S, tick_ms: int = int(peer.TICK_S * 1000)) -> None:
         super().__init__(parent)
         self._connection_path = Path(connection_path)
+        self.name = name
         self.window_id = channels.new_uuid7()  # one per bridge: main sees the same window after reconnects
         # A window keeps trying until a main answers, every `retry_every` at most.
         timing = peer.Timing(heartbeat_after=heartbeat_after, main_silent=silence_limit, attach_timeout=retry_every,
@@ -104,10 +105,6 @@ class MainBridge(QObject):
         self._hello_timer.timeout.connect(self._try_hello)
 
     # ---- public ---------------------------------------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return self._core.name
 
     @property
     def is_welcomed(self) -> bool:
