@@ -7,7 +7,6 @@ card.py          ElicitationCard: the modal dialog for one request (form, URL co
 form_body.py     the fields of a form card and whether the answer validates
 question_card.py a program's question: "deploy.sh (pid 4242 on build-7)", which boolean is a yes/no (no Qt)
 fields.py        one widget adapter per requestedSchema property type
-url_safety.py    what to warn about before opening a URL, and whether it may open (pure, no Qt)
 time_left.py     "Expires in 4:05" from a request's expiresAt (pure, no Qt)
 tones.py         error and warning text colours that follow the light/dark palette
 card_queue.py    oldest-first queue of waiting requests and its "N more waiting" text

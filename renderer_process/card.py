@@ -44,10 +44,10 @@ from renderer_process.remember import RememberBox
 from renderer_process.sign_in_card import build_sign_in_body, is_sign_in, sign_in_answer, sign_in_ready
 from renderer_process.time_left import SOON_S, now_ms, seconds_left, time_left_text
 from renderer_process.tones import ToneLabel
-from renderer_process.url_safety import inspect_url
 from shared import messages
 from shared.errors import UnsupportedSchemaError
 from shared.schema import check_schema
+from shared.url_safety import inspect_url
 
 logger = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from renderer_process.url_safety import UrlReport, inspect_url
 from shared import messages
+from shared.url_safety import UrlReport, inspect_url
 
 ROLE_NAMES = {"authorization": "Sign-in page", "token": "Tokens (gets the sign-in code)",
               "registration": "Client registration", "resource": "The server"}

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from renderer_process.url_safety import inspect_url
+from shared.url_safety import inspect_url
 
 
 @pytest.mark.parametrize(
