@@ -14,6 +14,7 @@
     rules    remembered answers, tool approvals, config rules; revoke them (rules_cli)
     ask      ask the person at the windows (asker_process.cli; the exit code is the answer)
     serve    an MCP server for hosts (Claude Desktop, Cursor, ...): every server, through main
+    web      a web window: browsers (a phone) as windows of main (web_process; pair with `pair --web`)
 
 Each command imports only what it needs (`mcp` for `main` and `serve` alone, Qt never: windows are
 their own process), so a command that only talks to main starts fast. `serve` is the gateway
@@ -155,8 +156,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="with --mcp-http on a non-loopback address: plain http, the token in clear text")
     p.set_defaults(func=cmd_main)
 
-    p = with_connection(sub.add_parser("pair", help="allow a remote window and print its connection file"))
-    p.add_argument("--name", default="remote", help="a name for the remote window's key")
+    p = with_connection(sub.add_parser("pair", help="allow a remote window and print its connection file; "
+                                                    "--web: a one-time link that pairs a browser"))
+    p.add_argument("--name", help="a name for the remote window's key (default remote), or the browser's (--web)")
+    p.add_argument("--web", action="store_true",
+                   help="print a one-time link (5 minutes) that pairs a browser with the running web window")
+    from web_process.cli import add_web_arguments, add_web_dir_argument  # argparse only
+
+    add_web_dir_argument(p)
     p.add_argument("--host", help="host name the remote machine uses to reach this one")
     p.add_argument("--output", type=Path, metavar="FILE",
                    help="write the connection file here, 0600 (default: print it)")
@@ -227,6 +234,11 @@ def _parser() -> argparse.ArgumentParser:
                                                      "every configured server through main, over stdio"))
     add_serve_arguments(p)
     p.set_defaults(func=cmd_serve)
+
+    p = with_connection(sub.add_parser("web", help="a web window: a browser on this machine or a phone answers "
+                                                   "like a window (pair it with `elicitron pair --web`)"))
+    add_web_arguments(p)
+    p.set_defaults(func=cmd_web)
     return parser
 
 
@@ -307,6 +319,8 @@ def cmd_main(args: argparse.Namespace) -> int:
 def cmd_pair(args: argparse.Namespace) -> int:
     """Print (or with --output, write 0600) a connection file for a remote window; its key is
     allowed from now on. A window refuses a connection file other users can read."""
+    if args.web:
+        return _pair_web(args)
     import msgspec
 
     from main_process.curve_keys import CurveKeys
@@ -327,7 +341,7 @@ def cmd_pair(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"elicitron: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_FAILED
-    public, secret = CurveKeys().allow_new_client(args.name)
+    public, secret = CurveKeys().allow_new_client(args.name or "remote")
     remote = ConnectionInfo(protocol=local.protocol, endpoint=endpoint, token=local.token, pid=local.pid,
                             server_key=local.remote_server_key, client_public_key=public.decode(),
                             client_secret_key=secret.decode())
@@ -403,6 +417,26 @@ def _start_main_from_a_launcher(connection: Path, config: Path | None, auto_open
     if not auto_open:
         argv.append("--no-auto-open")
     return subprocess.run(argv, stdin=subprocess.DEVNULL, check=False).returncode
+
+
+def _pair_web(args: argparse.Namespace) -> int:
+    """`pair --web`: a one-time code for the running web window, as the link that redeems it."""
+    from web_process.devices import CODE_LIFETIME_S, WebDir
+
+    web_dir = WebDir(args.web_dir)
+    url = web_dir.running_url()
+    code = web_dir.new_code(args.name or "browser")
+    print(f"{url}/pair#{code}")
+    if sys.stdout.isatty():
+        print(f"elicitron: open this link in the browser to pair within {CODE_LIFETIME_S / 60:.0f} minutes; "
+              "it works once", file=sys.stderr)
+    return 0
+
+
+def cmd_web(args: argparse.Namespace) -> int:
+    from web_process.cli import run_web
+
+    return run_web(args)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

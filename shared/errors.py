@@ -143,3 +143,11 @@ class TokenStoreError(ElicitronError):
 class RuleStoreError(ElicitronError):
     """The rule store (remembered answers and approvals) cannot be opened, read or changed by the
     CLI; main itself never raises it (a rule it cannot save still applies until main stops)."""
+
+
+class PairingError(ElicitronError):
+    """The web window: a pairing code that is unknown, used already or expired (all alike to a browser)."""
+
+
+class PageMessageError(ElicitronError):
+    """The web window: what a browser page sent is not a message it may send."""

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("shared", "main_process", "cli_process", "renderer_process", "gateway_process", "asker_process")
-PEERS_OF_MAIN = ("cli_process", "renderer_process", "gateway_process", "asker_process")
+PACKAGES = ("shared", "main_process", "cli_process", "renderer_process", "gateway_process", "asker_process",
+            "web_process")
+PEERS_OF_MAIN = ("cli_process", "renderer_process", "gateway_process", "asker_process", "web_process")
 # Cycles that only an import inside a function closes, each with why it stays. Such an import runs
 # when the function is called, after both modules have finished loading, so it cannot meet a
 # half-initialised module; the CLI's commands import what they need that way to start fast.
@@ -115,6 +116,16 @@ def test_main_imports_none_of_its_peers_packages() -> None:
                  for module, path in project_modules().items() if module.split(".")[0] == "main_process"
                  for line, name in imports(tree_of(path), in_functions=True)
                  if name.split(".")[0] in PEERS_OF_MAIN + ("PySide6",)]
+    assert offending == []
+
+
+def test_the_web_window_imports_neither_qt_nor_main_nor_mcp() -> None:
+    """A browser is a window like the Qt one, so the web window is a peer of main: it never loads
+    the Qt window's code, main's internals or the MCP SDK (what both windows need is in shared/)."""
+    refused = ("renderer_process", "main_process", "PySide6", "mcp", "gateway_process", "asker_process")
+    offending = [f"{path.relative_to(ROOT)}:{line} imports {name}"
+                 for module, path in project_modules().items() if module.split(".")[0] == "web_process"
+                 for line, name in imports(tree_of(path), in_functions=True) if name.split(".")[0] in refused]
     assert offending == []
 
 

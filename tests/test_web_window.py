@@ -1,0 +1,143 @@
+"""The web window in a real browser: Debian's chromium (Playwright) -> `elicitron web` -> a real
+main -> the demo server. Pairing by link, a form answered, a server's markup shown as text, a
+foreign Origin refused, a pairing code that works once."""
+
+import json
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+from kit.demo import demo_stdio_entry
+from kit.env import short_tmp_dir
+from kit.main import start_main, write_config
+from web_kit import WebWindow, chromium, chromium_missing, web_window
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(chromium_missing() is not None,
+                                                   reason=chromium_missing() or "")]
+
+TIMEOUT_MS = 10_000
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[WebWindow]:
+    """One main with the demo server and one web window for the module (each test its own browser
+    context, so its own cookies: every test pairs afresh)."""
+    home = short_tmp_dir("eli-web-")
+    try:
+        main = start_main(write_config(home / "mcp.json", {"demo": demo_stdio_entry()}), home, home=home)
+        try:
+            main.wait_server_ready("demo")
+            with web_window(main, home / "web") as window:
+                yield window
+        finally:
+            main.stop()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> "Iterator[Browser]":
+    with chromium() as running:
+        yield running
+
+
+@pytest.fixture
+def page(browser: "Browser") -> "Iterator[Page]":
+    context = browser.new_context(viewport={"width": 360, "height": 780})
+    yield context.new_page()
+    context.close()
+
+
+def _pair(page: "Page", web: WebWindow, name: str = "test phone") -> None:
+    page.goto(web.pair_link(name))
+    page.get_by_role("button", name="Pair this browser").click()
+    page.wait_for_url(f"{web.url}/", timeout=TIMEOUT_MS)
+    page.get_by_text("Connected to main.").wait_for(timeout=TIMEOUT_MS)
+
+
+def _result_text(reply: dict[str, object]) -> dict[str, object]:
+    result = reply["result"]
+    assert isinstance(result, dict), reply
+    return json.loads(result["content"][0]["text"])
+
+
+def test_a_paired_browser_answers_a_form_and_the_server_gets_the_values(web: WebWindow, page: "Page") -> None:
+    _pair(page, web, "my phone")
+    host = web.main.peer("web-test-host", role="controller")
+    channel = host.call_tool("demo", "book_table", {"restaurant": "Le Web"})
+    page.get_by_text("Book a table at Le Web?").wait_for(timeout=TIMEOUT_MS)
+    assert page.get_by_text("1 request waiting").is_visible()
+    page.get_by_label("Name on the booking (required)").fill("Grace")
+    page.get_by_label("Guests (required)").fill("4")
+    page.get_by_label("Sit outside").check()
+    page.get_by_label("Budget per person (EUR)").fill("35.5")
+    page.get_by_label("Cuisine").select_option(label="japanese")
+    page.get_by_role("button", name="Accept").click()
+
+    reply = host.expect_topic(channel, timeout_s=15)
+    assert _result_text(reply) == {"action": "accept", "content": {
+        "name": "Grace", "party_size": 4, "outdoor": True, "budget": 35.5, "cuisine": "japanese"}}
+    page.get_by_text("Nothing is waiting for you.").wait_for(timeout=TIMEOUT_MS)
+    assert "my phone (web)" in [peer["name"] for peer in web.main.status()["peers"]]
+
+
+def test_a_server_message_with_markup_shows_as_text(web: WebWindow, page: "Page") -> None:
+    _pair(page, web)
+    host = web.main.peer("web-test-host", role="controller")
+    message = '<script>document.title="owned"</script><b>bold?</b>'
+    channel = host.call_tool("demo", "ask", {"message": message})
+    shown = page.locator("#cards .message")
+    shown.wait_for(timeout=TIMEOUT_MS)
+    assert shown.text_content() == message  # the markup itself, as text
+    assert page.locator("#cards b").count() == 0 and page.locator("#cards script").count() == 0
+    page.get_by_role("button", name="Decline").click()
+    assert _result_text(host.expect_topic(channel, timeout_s=15))["action"] == "decline"
+
+
+def _status(request: urllib.request.Request | str) -> int:
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _post(url: str, body: dict[str, object], origin: str | None) -> int:
+    headers = {"Content-Type": "application/json"}
+    if origin is not None:
+        headers["Origin"] = origin
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_a_foreign_origin_and_a_replayed_code_get_403(web: WebWindow) -> None:
+    link = web.pair_link()
+    code = link.split("#", 1)[1]
+    assert _post(f"{web.url}/api/pair", {"code": code}, "https://evil.example") == 403
+    assert _post(f"{web.url}/api/pair", {"code": code}, None) == 403
+    assert _post(f"{web.url}/api/pair", {"code": code}, web.url) == 200  # the refusals did not use it up
+    assert _post(f"{web.url}/api/pair", {"code": code}, web.url) == 403  # used once: never again
+    assert _post(f"{web.url}/api/answer?stream=x", {"type": "answer", "channel": "c", "action": "cancel"},
+                 "https://evil.example") == 403
+    assert _status(urllib.request.Request(f"{web.url}/events", headers={"Origin": "https://evil.example"})) == 403
+
+
+def test_without_a_device_cookie_the_page_and_its_stream_get_nothing(web: WebWindow) -> None:
+    assert _status(f"{web.url}/") == 401
+    assert _status(f"{web.url}/app.js") == 401
+    assert _status(urllib.request.Request(f"{web.url}/events", headers={"Origin": web.url})) == 401
+    assert _status(urllib.request.Request(f"{web.url}/events", headers={
+        "Origin": web.url, "Cookie": "elicitron_device=not-a-credential"})) == 401
+    assert _status(f"{web.url}/pair") == 200  # the pairing page itself holds nothing
+    # A foreign name resolved to our address (DNS rebinding) is refused before anything else.
+    assert _status(urllib.request.Request(f"{web.url}/pair", headers={"Host": "evil.example:80"})) == 403

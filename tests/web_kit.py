@@ -1,0 +1,81 @@
+"""The web window for tests: a real `elicitron web` process beside a real main, its pairing links
+from a real `elicitron pair --web`, and Debian's chromium driven by Playwright (no browser
+download: the system executable, or the tests that need it are skipped with the reason)."""
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from kit.env import child_env
+from kit.main import RunningMain
+from kit.paths import PYTHON, ROOT
+from kit.procs import terminate
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+START_TIMEOUT_S = 20.0
+
+
+def chromium_missing() -> str | None:
+    """Why the browser tests cannot run here, or None."""
+    if shutil.which(CHROMIUM) is None:
+        return f"no {CHROMIUM} on this machine (Debian: apt-get install chromium; CI installs it)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (the test extra has it)"
+    return None
+
+
+class WebWindow:
+    def __init__(self, proc: "subprocess.Popen[bytes]", url: str, web_dir: Path, main: RunningMain) -> None:
+        self.proc, self.url, self.web_dir, self.main = proc, url, web_dir, main
+
+    def pair_link(self, name: str = "test phone") -> str:
+        done = subprocess.run([PYTHON, "-m", "cli_process", "pair", "--web", "--web-dir", str(self.web_dir),
+                               "--name", name], capture_output=True, text=True, env=child_env(self.main.home),
+                              cwd=ROOT, timeout=30, check=True)
+        return done.stdout.strip()
+
+
+@contextmanager
+def web_window(main: RunningMain, web_dir: Path) -> Iterator[WebWindow]:
+    """`elicitron web --listen 127.0.0.1:0` on `main`; up once it printed its URL."""
+    argv = [PYTHON, "-m", "cli_process", "web", "--listen", "127.0.0.1:0", "--connection", str(main.connection),
+            "--web-dir", str(web_dir)]
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=child_env(main.home), cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode()  # blocks until it listens (or exits: then "")
+        if not line.startswith("elicitron web: http"):
+            raise AssertionError(f"the web window did not start: {line!r} {proc.stderr.read() if proc.stderr else b''!r}")
+        yield WebWindow(proc, line.split()[2], web_dir, main)
+    finally:
+        terminate(proc)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@contextmanager
+def chromium() -> "Iterator[Browser]":
+    missing = chromium_missing()
+    if missing:
+        pytest.skip(missing)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

@@ -1,0 +1,12 @@
+"""The web window: a browser page is a renderer peer of main, like the Qt window (issue 27).
+
+cli.py       `elicitron web`: arguments, the listen checks, uvicorn
+listen.py    which addresses and origins the web window serves (loopback unless TLS or --insecure-http)
+devices.py   pairing codes and device credentials on disk (0600), `elicitron pair --web`
+page_peer.py one page's WebSocket as one renderer peer of main (shared/peer_asyncio.py)
+cards.py     an invoke as the plain JSON card the page draws (URL safety, fields from the schema)
+app.py       the Starlette app: static page, pairing, the WebSocket; Origin, Host and cookie checks
+static/      index.html, app.js, app.css (and pair.html, pair.js): no build step, no inline script
+
+Never imports Qt, renderer_process or main_process.
+"""

@@ -1,0 +1,5 @@
+import sys
+
+from web_process.cli import main
+
+sys.exit(main())

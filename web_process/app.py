@@ -1,0 +1,229 @@
+"""The web window's Starlette app: the static page, pairing, and one event stream per page.
+
+Pushes go to the page as server-sent events (`GET /events`, an EventSource): the installed uvicorn
+has no WebSocket library, and a stream one way plus a POST per answer is all a card needs. Each
+stream is one renderer peer of main (page_peer.py); its first event names the stream, and the
+page's answers (`POST /api/answer`) name it back.
+
+Checks, before anything is read or answered:
+- Host must be one of ours (listen.py): a foreign name resolved to our address (DNS rebinding)
+  gets 403.
+- Every state-changing request (the pairing POST, answers) must carry one of our Origins; the
+  event stream too when the browser sends one (a foreign Origin gets 403, none at all needs
+  `Sec-Fetch-Site: same-origin`).
+- Everything but the pairing page needs a paired device's cookie (devices.py): 401 without one.
+- Every response: a Content-Security-Policy of `default-src 'self'` with `frame-ancestors 'none'`
+  (no inline script anywhere), nosniff, no referrer, no caching.
+"""
+
+import asyncio
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from shared.errors import PageMessageError, PairingError
+from web_process.devices import Device, WebDir
+from web_process.listen import Listen
+from web_process.page_peer import PagePeer, read_page_message
+
+logger = logging.getLogger(__name__)
+
+COOKIE = "elicitron_device"
+COOKIE_MAX_AGE_S = 365 * 24 * 3600
+KEEPALIVE_S = 15.0  # a comment line now and then: proxies close streams that say nothing
+MAX_BODY_BYTES = 1_000_000
+STATIC = Path(__file__).parent / "static"
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+    (b"x-frame-options", b"DENY"),
+]
+_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+          ".css": "text/css; charset=utf-8"}
+PUBLIC_FILES = ("pair.html", "pair.js", "app.css")  # what a browser not yet paired may load
+PAIRED_FILES = ("index.html", "app.js")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass
+class _Stream:
+    device: Device
+    page: PagePeer
+
+
+class SecurityHeaders:
+    """ASGI middleware: refuse a foreign Host; put the security headers on every response."""
+
+    def __init__(self, app: Asgi, hosts: frozenset[str]) -> None:
+        self.app, self.hosts = app, hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = dict(scope["headers"]).get(b"host", b"").decode("latin-1").lower()
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        if host not in self.hosts:
+            await PlainTextResponse("unknown host", 403)(scope, receive, with_headers)
+            return
+        await self.app(scope, receive, with_headers)
+
+
+class WebWindow:
+    def __init__(self, connection_path: Path, web_dir: WebDir, listen: Listen) -> None:
+        self.connection_path = connection_path
+        self.web_dir = web_dir
+        self.listen = listen
+        self.origins = listen.origins()
+        self.streams: dict[str, _Stream] = {}
+        self._files = {name: (STATIC / name).read_bytes() for name in (*PUBLIC_FILES, *PAIRED_FILES)}
+
+    def asgi(self) -> Asgi:
+        app = Starlette(routes=[
+            Route("/", self.index),
+            Route("/app.js", self.static_file),
+            Route("/app.css", self.static_file),
+            Route("/pair", self.pair_page),
+            Route("/pair.js", self.static_file),
+            Route("/api/pair", self.pair, methods=["POST"]),
+            Route("/api/answer", self.answer, methods=["POST"]),
+            Route("/events", self.events),
+        ])
+        return SecurityHeaders(app, self.listen.hosts())
+
+    # ---- checks ----------------------------------------------------------------------------
+
+    def _device(self, request: Request) -> Device | None:
+        return self.web_dir.device_for(request.cookies.get(COOKIE))
+
+    def _origin_refused(self, request: Request, *, required: bool) -> Response | None:
+        origin = request.headers.get("origin")
+        if origin is None:
+            if not required and request.headers.get("sec-fetch-site") == "same-origin":
+                return None
+            return PlainTextResponse("a request without an Origin header is refused", 403)
+        if origin not in self.origins:
+            return PlainTextResponse("foreign origin", 403)
+        return None
+
+    def _file(self, name: str) -> Response:
+        return Response(self._files[name], media_type=_TYPES[Path(name).suffix])
+
+    # ---- routes ----------------------------------------------------------------------------
+
+    async def index(self, request: Request) -> Response:
+        if self._device(request) is None:
+            return PlainTextResponse("This browser is not paired: run `elicitron pair --web` on the machine "
+                                     "that runs Elicitron and open the link it prints.", 401)
+        return self._file("index.html")
+
+    async def static_file(self, request: Request) -> Response:
+        name = request.url.path.lstrip("/")
+        if name in PAIRED_FILES and self._device(request) is None:
+            return PlainTextResponse("not paired", 401)
+        return self._file(name)
+
+    async def pair_page(self, request: Request) -> Response:
+        return self._file("pair.html")
+
+    async def pair(self, request: Request) -> Response:
+        refused = self._origin_refused(request, required=True)
+        if refused is not None:
+            return refused
+        body = await _json_body(request)
+        code = body.get("code") if isinstance(body, dict) else None
+        try:
+            device, token = self.web_dir.redeem(code if isinstance(code, str) else "")
+        except PairingError as exc:
+            logger.warning("refused a pairing: %s", exc)
+            return JSONResponse({"error": f"{exc}: run `elicitron pair --web` again for a new link"}, 403)
+        logger.info("paired device %s (%s)", device.id, device.name)
+        response = JSONResponse({"name": device.name})
+        response.set_cookie(COOKIE, token, max_age=COOKIE_MAX_AGE_S, path="/", httponly=True,
+                            samesite="strict", secure=self.listen.tls is not None)
+        return response
+
+    async def answer(self, request: Request) -> Response:
+        refused = self._origin_refused(request, required=True)
+        if refused is not None:
+            return refused
+        device = self._device(request)
+        if device is None:
+            return PlainTextResponse("not paired", 401)
+        stream = self.streams.get(request.query_params.get("stream", ""))
+        if stream is None or stream.device.id != device.id:
+            return JSONResponse({"error": "this page is no longer connected; reload it"}, 409)
+        body = await request.body()
+        try:
+            message = read_page_message(body)
+        except PageMessageError as exc:
+            return JSONResponse({"error": str(exc)}, 400)
+        stream.page.answer(message)
+        return JSONResponse({"sent": True}, 202)
+
+    async def events(self, request: Request) -> Response:
+        refused = self._origin_refused(request, required=False)
+        if refused is not None:
+            return refused
+        device = self._device(request)
+        if device is None:
+            return PlainTextResponse("not paired", 401)
+        return StreamingResponse(self._stream(device), media_type="text/event-stream",
+                                 headers={"x-accel-buffering": "no"})
+
+    async def _stream(self, device: Device) -> AsyncIterator[str]:
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        stream_id = secrets.token_urlsafe(18)
+        page = PagePeer(self.connection_path, f"{device.name} (web)", queue.put_nowait)
+        self.streams[stream_id] = _Stream(device, page)
+        attaching = asyncio.create_task(page.run())
+        try:
+            yield _event({"type": "hello", "stream": stream_id, "device": device.name})
+            while True:
+                try:
+                    message = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+                except TimeoutError:
+                    yield ": keepalive\n\n"
+                    continue
+                yield _event(message)
+        finally:
+            del self.streams[stream_id]
+            attaching.cancel()
+            page.close()
+
+
+def _event(message: dict[str, Any]) -> str:
+    return f"data: {json.dumps(message, ensure_ascii=False)}\n\n"
+
+
+async def _json_body(request: Request) -> object:
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None

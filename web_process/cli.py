@@ -1,0 +1,91 @@
+"""`elicitron web`: the web window's arguments and its server (Starlette on uvicorn).
+
+The socket is bound here before uvicorn starts, so `--listen 127.0.0.1:0` knows its port: the
+origins the app accepts, the URL printed on stdout and the one written for `elicitron pair --web`
+all name the real one.
+"""
+
+import argparse
+import asyncio
+import logging
+import socket
+import sys
+from pathlib import Path
+
+from shared.connection_file import resolve_connection_path
+from shared.errors import ConfigError
+from web_process.devices import WebDir
+from web_process.listen import DEFAULT_HOST, DEFAULT_PORT, Listen, check_listen
+
+logger = logging.getLogger(__name__)
+
+
+def add_web_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--listen", default=f"{DEFAULT_HOST}:{DEFAULT_PORT}", metavar="[HOST:]PORT",
+                   help=f"where browsers reach the web window (default {DEFAULT_HOST}:{DEFAULT_PORT}; "
+                        "port 0 picks a free one; a non-loopback host needs --tls-cert/--tls-key or --insecure-http)")
+    p.add_argument("--tls-cert", type=Path, metavar="FILE", help="serve https with this certificate (PEM)")
+    p.add_argument("--tls-key", type=Path, metavar="FILE", help="the certificate's private key (PEM)")
+    p.add_argument("--insecure-http", action="store_true",
+                   help="plain http on a non-loopback address: the device cookie in clear text")
+    p.add_argument("--origin", action="append", default=[], metavar="URL",
+                   help="also accept pages served as URL (scheme://host[:port]), e.g. by a TLS reverse proxy")
+    add_web_dir_argument(p)
+
+
+def add_web_dir_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--web-dir", type=Path, metavar="DIR",
+                   help="the web window's private directory: paired devices, pairing codes "
+                        "(default: $ELICITRON_WEB_DIR or <user state dir>/elicitron/web)")
+
+
+def run_web(args: argparse.Namespace) -> int:
+    listen = check_listen(args.listen, args.tls_cert, args.tls_key, args.insecure_http, tuple(args.origin))
+    connection = resolve_connection_path(args.connection)
+    web_dir = WebDir(args.web_dir)
+    sock = _bind(listen)
+    listen = listen.with_port(sock.getsockname()[1])
+    import uvicorn  # only now: `elicitron web --help` stays fast
+
+    from web_process.app import WebWindow
+
+    app = WebWindow(connection, web_dir, listen).asgi()
+    tls = listen.tls
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
+                            ssl_certfile=str(tls[0]) if tls else None, ssl_keyfile=str(tls[1]) if tls else None)
+    server = uvicorn.Server(config)
+    web_dir.announce(listen.url())
+    print(f"elicitron web: {listen.url()} (pair a browser: elicitron pair --web)", flush=True)
+    try:
+        asyncio.run(server.serve(sockets=[sock]))
+    finally:
+        web_dir.withdraw()
+        sock.close()
+    return 0
+
+
+def _bind(listen: Listen) -> socket.socket:
+    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((listen.host, listen.port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"--listen {listen.host}:{listen.port}: cannot listen there "
+                          f"({exc.strerror or exc}); pick another port, or stop what listens on it") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m web_process")
+    parser.add_argument("--connection")
+    add_web_arguments(parser)
+    logging.basicConfig(level=logging.WARNING)
+    try:
+        return run_web(parser.parse_args())
+    except ConfigError as exc:
+        print(f"elicitron web: {exc}", file=sys.stderr)
+        return 2
