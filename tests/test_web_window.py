@@ -1,6 +1,8 @@
 """The web window in a real browser: Debian's chromium (Playwright) -> `elicitron web` -> a real
 main -> the demo server. Pairing by link, a form answered, a server's markup shown as text, a
-foreign Origin refused, a pairing code that works once."""
+foreign Origin refused, a pairing code that works once, a request replayed to a page that opens
+later and dismissed when another window answers first, and the page back after main restarts.
+Skipped (with the reason) where /usr/bin/chromium is missing; CI installs it."""
 
 import json
 import shutil
@@ -35,6 +37,7 @@ def web() -> Iterator[WebWindow]:
             main.wait_server_ready("demo")
             with web_window(main, home / "web") as window:
                 yield window
+                main = window.main  # a test may have restarted it
         finally:
             main.stop()
     finally:
@@ -141,3 +144,34 @@ def test_without_a_device_cookie_the_page_and_its_stream_get_nothing(web: WebWin
     assert _status(f"{web.url}/pair") == 200  # the pairing page itself holds nothing
     # A foreign name resolved to our address (DNS rebinding) is refused before anything else.
     assert _status(urllib.request.Request(f"{web.url}/pair", headers={"Host": "evil.example:80"})) == 403
+
+
+def test_a_request_open_before_the_page_is_replayed_and_the_first_answer_elsewhere_dismisses_it(
+        web: WebWindow, page: "Page") -> None:
+    window = web.main.peer("wire-window")  # a renderer of the contract alone, beside the browser
+    host = web.main.peer("web-test-host", role="controller")
+    channel = host.call_tool("demo", "book_table", {"restaurant": "Chez Replay"})
+    invoke = window.expect_topic("msgElicitationTransferInvoke")
+    _pair(page, web)  # attaches after the request opened: it comes in the welcome's pending
+    page.get_by_text("Book a table at Chez Replay?").wait_for(timeout=TIMEOUT_MS)
+    window.answer(invoke, "accept", {"name": "Wire", "party_size": 3})
+    page.get_by_text("Nothing is waiting for you.").wait_for(timeout=TIMEOUT_MS)
+    assert page.locator("#cards article").count() == 0
+    assert _result_text(host.expect_topic(channel, timeout_s=15))["content"] == {"name": "Wire", "party_size": 3}
+
+
+def test_the_page_attaches_again_after_main_restarts(web: WebWindow, page: "Page") -> None:
+    """Last in the file: it restarts the module's main (the fixture stops the new one)."""
+    _pair(page, web)
+    main = web.main
+    main.stop()
+    page.get_by_text("Not connected to main").wait_for(timeout=TIMEOUT_MS)
+    assert main.home is not None
+    web.main = start_main(main.home / "mcp.json", main.runtime, home=main.home)  # as the module started it
+    web.main.wait_server_ready("demo")
+    page.get_by_text("Connected to main.").wait_for(timeout=TIMEOUT_MS)
+    host = web.main.peer("web-test-host", role="controller")
+    channel = host.call_tool("demo", "book_table", {"restaurant": "After the restart"})
+    page.get_by_text("Book a table at After the restart?").wait_for(timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="Decline").click()
+    assert _result_text(host.expect_topic(channel, timeout_s=15))["action"] == "decline"
