@@ -22,6 +22,8 @@ BOOKING = {
         "outdoor": {"type": "boolean", "default": False},
         "budget": {"type": "number", "minimum": 0},
         "cuisine": {"type": "string", "oneOf": [{"const": "fr", "title": "French"}, {"const": "jp", "title": "Japanese"}]},
+        "extras": {"type": "array", "items": {"anyOf": [{"const": "wine", "title": "Wine"}]}, "maxItems": 1},
+        "email": {"type": "string", "format": "email"},
     },
     "required": ["name", "size"],
 }
@@ -116,6 +118,9 @@ def test_a_form_card_has_a_labelled_control_per_property_with_its_limits() -> No
     assert fields["outdoor"]["kind"] == "boolean" and fields["outdoor"]["title"] == "outdoor"
     assert fields["budget"]["kind"] == "number" and not fields["budget"]["required"]
     assert fields["cuisine"]["choices"] == [{"value": "fr", "title": "French"}, {"value": "jp", "title": "Japanese"}]
+    assert fields["extras"] == {"name": "extras", "title": "extras", "description": "", "required": False,
+                                "kind": "multi", "choices": [{"value": "wine", "title": "Wine"}], "maxItems": 1}
+    assert fields["email"]["inputType"] == "email"
 
 
 def test_a_schema_no_form_can_take_becomes_a_card_that_says_why() -> None:

@@ -40,7 +40,8 @@ logger = logging.getLogger(__name__)
 COOKIE = "elicitron_device"
 COOKIE_MAX_AGE_S = 365 * 24 * 3600
 KEEPALIVE_S = 15.0  # a comment line now and then: proxies close streams that say nothing
-MAX_BODY_BYTES = 1_000_000
+MAX_BODY_BYTES = 1_000_000  # an answer's content, with room; more is refused unread
+MAX_STREAMS = 64  # pages open at once (each is a peer of main): more get 503
 STATIC = Path(__file__).parent / "static"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -176,9 +177,8 @@ class WebWindow:
         stream = self.streams.get(request.query_params.get("stream", ""))
         if stream is None or stream.device.id != device.id:
             return JSONResponse({"error": "this page is no longer connected; reload it"}, 409)
-        body = await request.body()
         try:
-            message = read_page_message(body)
+            message = read_page_message(await _capped_body(request))
         except PageMessageError as exc:
             return JSONResponse({"error": str(exc)}, 400)
         stream.page.answer(message)
@@ -191,6 +191,8 @@ class WebWindow:
         device = self._device(request)
         if device is None:
             return PlainTextResponse("not paired", 401)
+        if len(self.streams) >= MAX_STREAMS:
+            return PlainTextResponse(f"{MAX_STREAMS} pages are open already; close one", 503)
         return StreamingResponse(self._stream(device), media_type="text/event-stream",
                                  headers={"x-accel-buffering": "no"})
 
@@ -219,11 +221,20 @@ def _event(message: dict[str, Any]) -> str:
     return f"data: {json.dumps(message, ensure_ascii=False)}\n\n"
 
 
+async def _capped_body(request: Request) -> bytes:
+    """The body, or PageMessageError once it passes MAX_BODY_BYTES (the rest is not read)."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise PageMessageError(f"a request body over {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def _json_body(request: Request) -> object:
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        return None
     try:
-        return json.loads(body)
-    except ValueError:
+        return json.loads(await _capped_body(request))
+    except (PageMessageError, ValueError):
         return None
