@@ -80,6 +80,9 @@ def test_a_pairing_code_works_once_and_keeps_no_secret_on_disk(tmp_path: Path) -
     devices = tmp_path / "web" / "devices.json"
     assert token not in devices.read_text() and stat.S_IMODE(devices.stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "web").stat().st_mode) == 0o700
+    assert web.device_for_id(device.id) == device
+    devices.write_text('{"devices": []}')  # revoked
+    assert web.device_for(token) is None and web.device_for_id(device.id) is None
 
 
 def test_a_pairing_code_expires_after_five_minutes(tmp_path: Path) -> None:

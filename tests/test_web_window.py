@@ -103,6 +103,36 @@ def test_a_server_message_with_markup_shows_as_text(web: WebWindow, page: "Page"
     assert _result_text(host.expect_topic(channel, timeout_s=15))["action"] == "decline"
 
 
+def test_a_url_card_shows_the_real_host_and_refuses_a_link_with_a_bidi_override(web: WebWindow, page: "Page") -> None:
+    _pair(page, web)
+    host = web.main.peer("web-test-host", role="controller")
+    channel = host.call_tool("demo", "open_link", {"url": "https://bank.example\u202e/moc.live", "elicitation_id": "b"})
+    link = page.locator("#cards .link")
+    link.wait_for(timeout=TIMEOUT_MS)
+    assert link.locator("strong").text_content() == "bank.example⟦U+202E⟧"  # the override shown, not obeyed
+    assert page.get_by_role("button", name="Open link").is_disabled()
+    assert page.get_by_text("This link cannot be opened: it contains hidden or blank characters.").is_visible()
+    page.get_by_role("button", name="Decline").click()
+    assert _result_text(host.expect_topic(channel, timeout_s=15))["action"] == "decline"
+
+
+def test_a_revoked_device_gets_nothing_more(web: WebWindow, page: "Page") -> None:
+    _pair(page, web, "lost phone")
+    devices = web.web_dir / "devices.json"
+    kept = [device for device in json.loads(devices.read_text())["devices"] if device["name"] != "lost phone"]
+    devices.write_text(json.dumps({"devices": kept}))  # what revoking it does
+    window = web.main.peer("wire-window")
+    host = web.main.peer("web-test-host", role="controller")
+    channel = host.call_tool("demo", "book_table", {"restaurant": "Chez Revoked"})
+    invoke = window.expect_topic("msgElicitationTransferInvoke")
+    page.get_by_text("This browser is no longer paired").wait_for(timeout=TIMEOUT_MS)
+    assert page.locator("#cards article").count() == 0
+    response = page.goto(f"{web.url}/")
+    assert response is not None and response.status == 401
+    window.answer(invoke, "decline")
+    assert _result_text(host.expect_topic(channel, timeout_s=15))["action"] == "decline"
+
+
 def _status(request: urllib.request.Request | str) -> int:
     try:
         with urllib.request.urlopen(request, timeout=10) as response:

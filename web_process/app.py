@@ -41,6 +41,7 @@ COOKIE = "elicitron_device"
 COOKIE_MAX_AGE_S = 365 * 24 * 3600
 KEEPALIVE_S = 15.0  # a comment line now and then: proxies close streams that say nothing
 MAX_BODY_BYTES = 1_000_000  # an answer's content, with room; more is refused unread
+RETRY_MS = 1000  # EventSource's wait before it opens a stream again (Chromium's default is 3 s)
 MAX_STREAMS = 64  # pages open at once (each is a peer of main): more get 503
 STATIC = Path(__file__).parent / "static"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
@@ -203,14 +204,17 @@ class WebWindow:
         self.streams[stream_id] = _Stream(device, page)
         attaching = asyncio.create_task(page.run())
         try:
-            yield _event({"type": "hello", "stream": stream_id, "device": device.name})
+            # retry: a restarted web window (or a stream ended for a revoked device) is tried again after 1 s
+            yield f"retry: {RETRY_MS}\n" + _event({"type": "hello", "stream": stream_id, "device": device.name})
             while True:
                 try:
                     message = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
                 except TimeoutError:
-                    yield ": keepalive\n\n"
-                    continue
-                yield _event(message)
+                    message = None
+                if self.web_dir.device_for_id(device.id) is None:
+                    logger.info("device %s (%s) was revoked: its page gets nothing more", device.id, device.name)
+                    return
+                yield ": keepalive\n\n" if message is None else _event(message)
         finally:
             del self.streams[stream_id]
             attaching.cancel()

@@ -13,7 +13,8 @@ the fragment: it never reaches a log or a Referer). Opening the link shows a pag
 POSTs the code; the web process unlinks the file, and only the request whose unlink succeeded is
 paired, so a code works once, even with two tabs racing. A code older than CODE_LIFETIME_S fails.
 The device gets a fresh random credential as a cookie; only its SHA-256 is stored. Removing a
-device from devices.json revokes it at once (the file is read again on every check).
+device from devices.json revokes it at once (the file is read again on every check, and an open
+page's stream before each event it would get).
 """
 
 import hashlib
@@ -160,6 +161,10 @@ class WebDir:
                 return Device(id=str(entry.get("id")), name=str(entry.get("name")),
                               paired_at=float(entry.get("pairedAt", 0) or 0))  # type: ignore[arg-type]
         return None
+
+    def device_for_id(self, device_id: str) -> Device | None:
+        """The device still paired under `device_id` (None once it was removed from devices.json)."""
+        return next((device for device in self.devices() if device.id == device_id), None)
 
     def devices(self) -> list[Device]:
         return [Device(id=str(e.get("id")), name=str(e.get("name")), paired_at=float(e.get("pairedAt", 0) or 0))  # type: ignore[arg-type]

@@ -241,5 +241,11 @@ document.addEventListener("DOMContentLoaded", () => {
   updateCount();
   const events = new EventSource("/events");
   events.onmessage = (event) => onMessage(JSON.parse(event.data));
-  events.onerror = () => { clearCards(); setStatus("The web window is unreachable; trying again…"); };
+  events.onerror = () => {
+    clearCards();
+    // A refused stream (HTTP 401: the device was revoked) is final; a lost connection is retried.
+    setStatus(events.readyState === EventSource.CLOSED
+      ? "This browser is no longer paired (or the web window refused it): pair it again with `elicitron pair --web`."
+      : "The web window is unreachable; trying again…");
+  };
 });
