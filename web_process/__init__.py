@@ -3,9 +3,10 @@
 cli.py       `elicitron web`: arguments, the listen checks, uvicorn
 listen.py    which addresses and origins the web window serves (loopback unless TLS or --insecure-http)
 devices.py   pairing codes and device credentials on disk (0600), `elicitron pair --web`
-page_peer.py one page's WebSocket as one renderer peer of main (shared/peer_asyncio.py)
+page_peer.py one page's event stream as one renderer peer of main (shared/peer_asyncio.py)
 cards.py     an invoke as the plain JSON card the page draws (URL safety, fields from the schema)
-app.py       the Starlette app: static page, pairing, the WebSocket; Origin, Host and cookie checks
+app.py       the Starlette app: static page, pairing, one event stream per page; Origin, Host, cookie checks
+server.py    uvicorn's server, ending the pages' streams at once when the web window stops
 static/      index.html, app.js, app.css (and pair.html, pair.js): no build step, no inline script
 
 Never imports Qt, renderer_process or main_process.

@@ -69,6 +69,7 @@ Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
 class _Stream:
     device: Device
     page: PagePeer
+    queue: "asyncio.Queue[dict[str, Any] | None]"  # None: the web window stops
 
 
 class SecurityHeaders:
@@ -103,6 +104,11 @@ class WebWindow:
         self.streams: dict[str, _Stream] = {}
         self._files = {name: (STATIC / name).read_bytes() for name in (*PUBLIC_FILES, *PAIRED_FILES)}
 
+    def close_streams(self) -> None:
+        """End every page's stream now (the web window stops): each page peer says bye to main."""
+        for stream in self.streams.values():
+            stream.queue.put_nowait(None)
+
     def asgi(self) -> Asgi:
         app = Starlette(routes=[
             Route("/", self.index),
@@ -127,7 +133,7 @@ class WebWindow:
             if not required and request.headers.get("sec-fetch-site") == "same-origin":
                 return None
             return PlainTextResponse("a request without an Origin header is refused", 403)
-        if origin not in self.origins:
+        if origin.lower() not in self.origins:
             return PlainTextResponse("foreign origin", 403)
         return None
 
@@ -198,10 +204,10 @@ class WebWindow:
                                  headers={"x-accel-buffering": "no"})
 
     async def _stream(self, device: Device) -> AsyncIterator[str]:
-        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         stream_id = secrets.token_urlsafe(18)
         page = PagePeer(self.connection_path, f"{device.name} (web)", queue.put_nowait)
-        self.streams[stream_id] = _Stream(device, page)
+        self.streams[stream_id] = _Stream(device, page, queue)
         attaching = asyncio.create_task(page.run())
         try:
             # retry: a restarted web window (or a stream ended for a revoked device) is tried again after 1 s
@@ -210,11 +216,13 @@ class WebWindow:
                 try:
                     message = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
                 except TimeoutError:
-                    message = None
+                    message = {}
+                if message is None:
+                    return
                 if self.web_dir.device_for_id(device.id) is None:
                     logger.info("device %s (%s) was revoked: its page gets nothing more", device.id, device.name)
                     return
-                yield ": keepalive\n\n" if message is None else _event(message)
+                yield _event(message) if message else ": keepalive\n\n"
         finally:
             del self.streams[stream_id]
             attaching.cancel()

@@ -19,6 +19,8 @@ from web_process.listen import DEFAULT_HOST, DEFAULT_PORT, Listen, check_listen
 
 logger = logging.getLogger(__name__)
 
+SHUTDOWN_GRACE_S = 2
+
 
 def add_web_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--listen", default=f"{DEFAULT_HOST}:{DEFAULT_PORT}", metavar="[HOST:]PORT",
@@ -48,12 +50,16 @@ def run_web(args: argparse.Namespace) -> int:
     import uvicorn  # only now: `elicitron web --help` stays fast
 
     from web_process.app import WebWindow
+    from web_process.server import WebServer
 
-    app = WebWindow(connection, web_dir, listen).asgi()
+    window = WebWindow(connection, web_dir, listen)
+    app = window.asgi()
     tls = listen.tls
+    # An open page's stream never ends by itself: on SIGTERM or Ctrl-C it gets SHUTDOWN_GRACE_S.
     config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
                             ssl_certfile=str(tls[0]) if tls else None, ssl_keyfile=str(tls[1]) if tls else None)
-    server = uvicorn.Server(config)
+    server = WebServer(config, window.close_streams)
     web_dir.announce(listen.url())
     print(f"elicitron web: {listen.url()} (pair a browser: elicitron pair --web)", flush=True)
     try:

@@ -36,8 +36,9 @@ class Listen:
         names = {f"[{self.host}]" if ":" in self.host else self.host}
         if is_loopback(self.host):
             names |= {"localhost", "127.0.0.1", "[::1]"}
-        found = {f"{self.scheme}://{name}:{self.port}" for name in names}
-        return frozenset(found | set(self.extra_origins))
+        default_port = self.port == (443 if self.tls else 80)  # a browser leaves the default port out
+        found = {f"{self.scheme}://{name}" + ("" if default_port else f":{self.port}") for name in names}
+        return frozenset(origin.lower() for origin in found | set(self.extra_origins))
 
     def hosts(self) -> frozenset[str]:
         """Every Host header we answer: the origins' host:port. Anything else is a rebinding attempt

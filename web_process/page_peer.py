@@ -1,4 +1,4 @@
-"""PagePeer: one browser page's WebSocket as one renderer peer of main.
+"""PagePeer: one browser page's event stream as one renderer peer of main.
 
 Each page gets its own window id and name, so main treats it as it treats a Qt window: it gets
 every request (the welcome's `pending` replayed on attach, then each invoke), the first answer of
