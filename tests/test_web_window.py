@@ -9,6 +9,7 @@ import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -88,6 +89,26 @@ def test_a_paired_browser_answers_a_form_and_the_server_gets_the_values(web: Web
         "name": "Grace", "party_size": 4, "outdoor": True, "budget": 35.5, "cuisine": "japanese"}}
     page.get_by_text("Nothing is waiting for you.").wait_for(timeout=TIMEOUT_MS)
     assert "my phone (web)" in [peer["name"] for peer in web.main.status()["peers"]]
+
+
+@pytest.mark.screenshot
+def test_the_page_at_phone_size_in_light_and_desktop_size_in_dark(web: WebWindow, browser: "Browser",
+                                                                  screenshot_dir: Path) -> None:
+    window = web.main.peer("wire-window")  # answers once the pictures are taken
+    host = web.main.peer("web-test-host", role="controller")
+    channel = host.call_tool("demo", "book_table", {"restaurant": "Chez MCP"})
+    for name, viewport, scheme in (("web-phone.png", {"width": 360, "height": 780}, "light"),
+                                   ("web-desktop.png", {"width": 1100, "height": 760}, "dark")):
+        context = browser.new_context(viewport=viewport, color_scheme=scheme)  # type: ignore[arg-type]
+        page = context.new_page()
+        _pair(page, web, f"{scheme} screen")
+        page.get_by_text("Book a table at Chez MCP?").wait_for(timeout=TIMEOUT_MS)
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert background == ("rgb(246, 246, 244)" if scheme == "light" else "rgb(21, 21, 21)")
+        page.screenshot(path=str(screenshot_dir / name))
+        context.close()
+    window.answer(window.expect_topic("msgElicitationTransferInvoke"), "decline")
+    assert _result_text(host.expect_topic(channel, timeout_s=15))["action"] == "decline"
 
 
 def test_a_server_message_with_markup_shows_as_text(web: WebWindow, page: "Page") -> None:
