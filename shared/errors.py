@@ -151,3 +151,7 @@ class PairingError(ElicitronError):
 
 class PageMessageError(ElicitronError):
     """The web window: what a browser page sent is not a message it may send."""
+
+
+class WebWindowNotRunningError(ElicitronError):
+    """`elicitron pair --web` found no running web window (`elicitron web`) to pair with."""

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from shared.errors import ConfigError, PageMessageError, PairingError
+from cli_process import cli
+from cli_process.command import EXIT_FAILED, EXIT_USAGE
+from shared.errors import ConfigError, PageMessageError, PairingError, WebWindowNotRunningError
 from shared.messages import ApprovalInfo, ElicitationInvoke, ElicitationRequest
 from web_process.cards import card_of
 from web_process.devices import CODE_LIFETIME_S, WebDir
@@ -97,15 +99,23 @@ def test_a_pairing_code_expires_after_five_minutes(tmp_path: Path) -> None:
     assert list((tmp_path / "web" / "pairing").iterdir()) == []  # an expired code is gone, not kept
 
 
-def test_pair_web_says_when_no_web_window_runs(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="no web window is running"):
+def test_pair_web_says_when_no_web_window_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["pair", "--web", "--web-dir", str(tmp_path / "web")]) == EXIT_FAILED
+    said = capsys.readouterr().err
+    assert said.startswith("elicitron: no web window is running") and "start one with `elicitron web`" in said
+    with pytest.raises(WebWindowNotRunningError, match="start one with `elicitron web`"):
         WebDir(tmp_path / "web").running_url()
     web = WebDir(tmp_path / "web")
     web.announce("http://127.0.0.1:8766")
     assert web.running_url() == "http://127.0.0.1:8766"  # this test's own pid is alive
     web.withdraw()
-    with pytest.raises(ConfigError):
+    with pytest.raises(WebWindowNotRunningError):
         web.running_url()
+
+
+def test_web_refuses_a_non_loopback_address_without_tls_before_it_binds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["web", "--listen", "0.0.0.0:0"]) == EXIT_USAGE
+    assert "reachable from other machines" in capsys.readouterr().err
 
 
 # ---- cards ---------------------------------------------------------------------------------------

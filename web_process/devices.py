@@ -29,7 +29,7 @@ from pathlib import Path
 import platformdirs
 
 from shared.connection_file import ensure_private_dir, pid_alive
-from shared.errors import ConfigError, PairingError
+from shared.errors import PairingError, WebWindowNotRunningError
 
 CODE_LIFETIME_S = 300.0  # five minutes
 CODE_BYTES = 24
@@ -86,15 +86,15 @@ class WebDir:
             pass
 
     def running_url(self) -> str:
-        """The URL of the web window that runs now; ConfigError when none does."""
+        """The URL of the web window that runs now; WebWindowNotRunningError when none does."""
         try:
             info = json.loads((self.path / "web.json").read_text())
             url, pid = str(info["url"]), int(info["pid"])
         except (OSError, ValueError, KeyError, TypeError):
-            raise ConfigError(f"no web window is running (nothing in {self.path}); start one with "
+            raise WebWindowNotRunningError(f"no web window is running (nothing in {self.path}); start one with "
                               "`elicitron web`") from None
         if not pid_alive(pid):
-            raise ConfigError(f"no web window is running (pid {pid} of {self.path / 'web.json'} is gone); "
+            raise WebWindowNotRunningError(f"no web window is running (pid {pid} of {self.path / 'web.json'} is gone); "
                               "start one with `elicitron web`")
         return url
 
