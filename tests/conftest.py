@@ -32,6 +32,7 @@ LONGEST_FILES = (
     "test_oauth.py", "test_supervision.py", "test_consent_binding.py", "test_gateway.py", "test_first_hour.py",
     "test_windows.py", "test_consent_window_e2e.py", "test_terminal_text.py", "test_security.py",
     "test_first_hour_window.py", "test_approval_gateway.py", "test_merged_gateway.py", "test_lockout.py",
+    "test_web_window.py",
 )
 
 
