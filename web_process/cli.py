@@ -6,16 +6,16 @@ all name the real one.
 """
 
 import argparse
-import asyncio
 import logging
-import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from shared.connection_file import resolve_connection_path
 from shared.errors import ConfigError
-from web_process.devices import WebDir
 from web_process.listen import DEFAULT_HOST, DEFAULT_PORT, Listen, check_listen
+
+if TYPE_CHECKING:
+    import socket
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,11 @@ def add_web_dir_argument(p: argparse.ArgumentParser) -> None:
 
 
 def run_web(args: argparse.Namespace) -> int:
+    import asyncio  # here, not above: every command's parser loads this module for its arguments
+
+    from shared.connection_file import resolve_connection_path
+    from web_process.devices import WebDir
+
     listen = check_listen(args.listen, args.tls_cert, args.tls_key, args.insecure_http, tuple(args.origin))
     connection = resolve_connection_path(args.connection)
     web_dir = WebDir(args.web_dir)
@@ -70,7 +75,9 @@ def run_web(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bind(listen: Listen) -> socket.socket:
+def _bind(listen: Listen) -> "socket.socket":
+    import socket
+
     family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -2,7 +2,6 @@
 non-loopback address only with TLS (`--tls-cert/--tls-key`) or an explicit `--insecure-http` (the
 device cookie would cross the network in clear text), as main's `--mcp-http` does."""
 
-import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +69,8 @@ def check_listen(value: str, cert: Path | None, key: Path | None, insecure: bool
                               "cookie in clear text: give --tls-cert FILE --tls-key FILE, or --insecure-http "
                               "if this network is yours alone (or put a TLS reverse proxy in front, see --origin)")
         return Listen(host, port, None, origins)
+    import ssl  # only with TLS: the CLI's parser imports this module
+
     cert, key = cert.expanduser().absolute(), key.expanduser().absolute()
     try:
         ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
