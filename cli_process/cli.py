@@ -161,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="a name for the remote window's key (default remote), or the browser's (--web)")
     p.add_argument("--web", action="store_true",
                    help="print a one-time link (5 minutes) that pairs a browser with the running web window")
-    from web_process.cli import add_web_arguments, add_web_dir_argument  # argparse only: no uvicorn until it runs
+    from web_process.cli import add_web_arguments, add_web_dir_argument  # no uvicorn until it runs
 
     add_web_dir_argument(p)
     p.add_argument("--host", help="host name the remote machine uses to reach this one")
