@@ -70,6 +70,7 @@ class _Stream:
     device: Device
     page: PagePeer
     queue: "asyncio.Queue[dict[str, Any] | None]"  # None: the web window stops
+    loop: asyncio.AbstractEventLoop
 
 
 class SecurityHeaders:
@@ -107,7 +108,8 @@ class WebWindow:
     def close_streams(self) -> None:
         """End every page's stream now (the web window stops): each page peer says bye to main."""
         for stream in self.streams.values():
-            stream.queue.put_nowait(None)
+            # from a signal handler: between any two bytecodes of the loop, so through its wake-up
+            stream.loop.call_soon_threadsafe(stream.queue.put_nowait, None)
 
     def asgi(self) -> Asgi:
         app = Starlette(routes=[
@@ -207,7 +209,7 @@ class WebWindow:
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         stream_id = secrets.token_urlsafe(18)
         page = PagePeer(self.connection_path, f"{device.name} (web)", queue.put_nowait)
-        self.streams[stream_id] = _Stream(device, page, queue)
+        self.streams[stream_id] = _Stream(device, page, queue, asyncio.get_running_loop())
         attaching = asyncio.create_task(page.run())
         try:
             # retry: a restarted web window (or a stream ended for a revoked device) is tried again after 1 s
