@@ -41,10 +41,10 @@ from gateway_process.http_peers import PeerPool
 from gateway_process.http_relay import RelayedServer
 from gateway_process.http_sessions import IDLE_S, SessionBudget
 from gateway_process.link import MainLink
-from shared.addresses import is_loopback
+from shared.addresses import is_loopback, split_listen
 from shared.connection_file import read_connection_file
 from shared.descriptors import raise_soft_limit
-from shared.errors import ConnectionFileError, MainUnreachableError
+from shared.errors import ConfigError, ConnectionFileError, MainUnreachableError
 from shared.messages import (
     ElicitationDismiss,
     ElicitationInvoke,
@@ -69,13 +69,8 @@ REPORT_S = 1.0  # how often main hears the counts (when they changed)
 
 
 def parse_listen(value: str) -> tuple[str, int]:
-    """`[HOST:]PORT` -> (host, port); 127.0.0.1 unless a host is named. Raises ValueError."""
-    host, _, port = value.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    number = int(port)
-    if not 0 <= number <= 65535:
-        raise ValueError(f"port {number} is out of range")
-    return host, number
+    """`[HOST:]PORT` -> (host, port); 127.0.0.1 unless a host is named. Raises ConfigError."""
+    return split_listen(value, "--listen-http", 8765)
 
 
 def security_settings(names: list[str]) -> TransportSecuritySettings:
@@ -252,7 +247,7 @@ def run_http(connection: Path, listen: str, tls: tuple[Path, Path] | None = None
     try:
         host, port = parse_listen(listen)
         info = read_connection_file(connection)
-    except (ValueError, ConnectionFileError) as exc:
+    except (ConfigError, ConnectionFileError) as exc:
         print(f"elicitron http gateway: {exc}", file=sys.stderr)
         return EXIT_FAILED
     if not info.mcp_http_token:

@@ -20,7 +20,6 @@ import json
 import logging
 import secrets
 import socket
-import ssl
 import sys
 import time
 from collections.abc import Callable
@@ -29,7 +28,7 @@ from pathlib import Path
 import platformdirs
 
 from main_process.capped_log import CappedLog
-from shared.addresses import is_loopback
+from shared.addresses import split_listen, tls_files
 from shared.errors import ConfigError
 from shared.messages import HttpGatewayState, HttpGatewayStatus
 
@@ -61,31 +60,18 @@ def forget_old_token_file(path: Path | None = None) -> None:
 
 def check_listen(value: str) -> str:
     """`[HOST:]PORT` as given, or ConfigError saying what is wrong (checked before main starts)."""
-    host, _, port = value.rpartition(":")
-    if not port.isdigit() or not 0 <= int(port) <= 65535 or (host and not host.strip("[]")):
-        raise ConfigError(f"--mcp-http {value!r}: expected [HOST:]PORT, e.g. 8765 or 127.0.0.1:8765")
-    return value if host else f"127.0.0.1:{port}"
+    host, port = split_listen(value, "--mcp-http", 8765)
+    return value if value.rpartition(":")[0] else f"{host}:{port}"
 
 
 def check_exposure(listen: str, cert: Path | None, key: Path | None, insecure: bool) -> tuple[Path, Path] | None:
     """The (certificate, key) to serve https with, or None for http; ConfigError (one line) when
     `listen` (checked) leaves this machine without TLS and without `--insecure-http`, or the
     certificate and key cannot be loaded."""
-    if (cert is None) != (key is None):
-        raise ConfigError("--tls-cert and --tls-key go together: give both (PEM files)")
-    host = listen.rpartition(":")[0].strip("[]")
-    if cert is None or key is None:
-        if not insecure and not is_loopback(host):
-            raise ConfigError(f"--mcp-http {listen} is reachable from other machines and would send the bearer "
-                              "token in clear text: give --tls-cert FILE --tls-key FILE (hosts then use https://), "
-                              "or --insecure-http if this network is yours alone")
-        return None
-    cert, key = cert.expanduser().absolute(), key.expanduser().absolute()
-    try:
-        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert, key)
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(f"--tls-cert {cert} / --tls-key {key}: cannot load them ({exc})") from None
-    return cert, key
+    return tls_files(listen.rpartition(":")[0].strip("[]"), cert, key, insecure,
+                     f"--mcp-http {listen} is reachable from other machines and would send the bearer "
+                     "token in clear text: give --tls-cert FILE --tls-key FILE (hosts then use https://), "
+                     "or --insecure-http if this network is yours alone")
 
 
 class ListenError(ConfigError):

@@ -129,6 +129,15 @@ class WebWindow:
     def _device(self, request: Request) -> Device | None:
         return self.web_dir.device_for(request.cookies.get(COOKIE))
 
+    def _paired_device(self, request: Request, *, origin_required: bool) -> Device | Response:
+        """The paired device a request comes from, or the refusal to send: a foreign Origin (403)
+        before the cookie is looked at, then no device credential (401)."""
+        refused = self._origin_refused(request, required=origin_required)
+        if refused is not None:
+            return refused
+        device = self._device(request)
+        return PlainTextResponse("not paired", 401) if device is None else device
+
     def _origin_refused(self, request: Request, *, required: bool) -> Response | None:
         origin = request.headers.get("origin")
         if origin is None:
@@ -177,12 +186,9 @@ class WebWindow:
         return response
 
     async def answer(self, request: Request) -> Response:
-        refused = self._origin_refused(request, required=True)
-        if refused is not None:
-            return refused
-        device = self._device(request)
-        if device is None:
-            return PlainTextResponse("not paired", 401)
+        device = self._paired_device(request, origin_required=True)
+        if isinstance(device, Response):
+            return device
         stream = self.streams.get(request.query_params.get("stream", ""))
         if stream is None or stream.device.id != device.id:
             return JSONResponse({"error": "this page is no longer connected; reload it"}, 409)
@@ -194,12 +200,9 @@ class WebWindow:
         return JSONResponse({"sent": True}, 202)
 
     async def events(self, request: Request) -> Response:
-        refused = self._origin_refused(request, required=False)
-        if refused is not None:
-            return refused
-        device = self._device(request)
-        if device is None:
-            return PlainTextResponse("not paired", 401)
+        device = self._paired_device(request, origin_required=False)
+        if isinstance(device, Response):
+            return device
         if len(self.streams) >= MAX_STREAMS:
             return PlainTextResponse(f"{MAX_STREAMS} pages are open already; close one", 503)
         return StreamingResponse(self._stream(device), media_type="text/event-stream",
