@@ -33,6 +33,7 @@ from main_process.http_gateway import (
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
 from main_process.peers import Peer
+from main_process.pending import RequestOptions
 from main_process.questions import QuestionDesk
 from main_process.relay import Relay
 from main_process.rule_store import RuleStore, path_beside
@@ -294,7 +295,7 @@ class MainApp:
         if found is None:
             return None
         rule_id, answer = found
-        self.broker.pending.record_by_rule(request, answer, rule_id, origin=None, timeout_s=0, kind="question")
+        self.broker.pending.record_by_rule(request, answer, rule_id, RequestOptions(timeout_s=0, kind="question"))
         return answer
 
     def _remote_listener(self) -> tuple[Listener | None, AsyncioAuthenticator | None, TcpFront | None]:

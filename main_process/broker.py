@@ -25,7 +25,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol, cast
 
 import zmq
@@ -35,7 +35,7 @@ from main_process.audit_writer import AuditWriter
 from main_process.hosts import Cancel, PeerCalls, plan_delivery
 from main_process.log_limiter import RateLimitedLog, cut
 from main_process.peers import PEER_SLOTS, Peer, PeerTable, RateLimiter
-from main_process.pending import DEFAULT_MAX_REQUEST_BYTES, WELCOME_PENDING_BYTES, PendingRequests, Unanswered
+from main_process.pending import WELCOME_PENDING_BYTES, PendingRequests, RequestOptions, Unanswered
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_peer_body, encode, encode_welcome, split_from_peer
 from shared.errors import ProtocolError, RpcCode, WireCode
@@ -285,31 +285,20 @@ class Broker:
 
     # ---- what the servers call ---------------------------------------------------------
 
-    async def elicit(
-        self,
-        server: str,
-        params: dict[str, Any],
-        origin: str | None,
-        timeout_s: float,
-        cancel_reason: Callable[[], Unanswered] = lambda: "cancelled",
-        max_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-        route: str = "windows",
-        call: str | None = None,
-    ) -> ElicitationResult:
+    async def elicit(self, server: str, params: dict[str, Any], options: RequestOptions, route: str = "windows",
+                     cancel_reason: Callable[[], Unanswered] = lambda: "cancelled") -> ElicitationResult:
         """Show one server request in the windows and wait for the one valid answer (steps 3-8).
-        `call` is the response channel of the call that caused it; when that call came from a host
-        peer, `route` (the server's elicitationRoute) decides whether the host gets it too.
+        `options.call` is the response channel of the call that caused it; when that call came from
+        a host peer, `route` (the server's elicitationRoute) decides whether the host gets it too.
 
         Raises UndeliverableRequestError (before anything is shown) for a request the windows
         cannot be sent."""
-        host = self._peers.by_window(origin) if origin else None
+        host = self._peers.by_window(options.origin) if options.origin else None
         if host is not None and host.role != "host":
             host = None
         delivery = plan_delivery(route, host, str(params.get("mode", "form")), self._peers.renderers())
-        return await self.pending.ask(ElicitationRequest(server=server, params=params), origin=origin,
-                                      timeout_s=timeout_s, max_bytes=max_bytes, cancel_reason=cancel_reason,
-                                      recipients=delivery.recipients, for_windows=delivery.for_windows,
-                                      via=delivery.via, call=call)
+        options = replace(options, recipients=delivery.recipients, for_windows=delivery.for_windows, via=delivery.via)
+        return await self.pending.ask(ElicitationRequest(server=server, params=params), options, cancel_reason)
 
     def withdraw_server(self, server: str) -> None:
         """A server's connection ended: its open requests can never be answered."""

@@ -36,7 +36,7 @@ from main_process import approvals
 from main_process.broker import ProgressTo, ReplyTo
 from main_process.hosts import Cancel
 from main_process.peers import Peer
-from main_process.pending import PendingRequests
+from main_process.pending import PendingRequests, RequestOptions
 from main_process.rule_store import RuleStore
 from main_process.rules import Party, Rule, RuleBook, question_key, schema_fields
 from main_process.servers import READY_TIMEOUT_S, ManagedServer, cancelled_reply, error_reply
@@ -401,8 +401,9 @@ class Consent:
         params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
                   "requestedSchema": approvals.APPROVAL_SCHEMA}
         self._host.pending.record_by_rule(
-            ElicitationRequest(server=server.name, params=params), answer, rule.id, origin=host.window,
-            timeout_s=server.config.elicitation_timeout_s, kind="approval", via=host_name, approval=info,
+            ElicitationRequest(server=server.name, params=params), answer, rule.id,
+            RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window, kind="approval",
+                           via=host_name, approval=info),
             batched=True)  # the decision is on disk already: the config, the store, or the allow-session row
         if approvals.allowed(decision):
             call.run()
@@ -433,9 +434,10 @@ class Consent:
         try:
             opened = pending.open(
                 ElicitationRequest(server=server.name, params=approvals.approval_params(host_name, info)),
-                origin=host.window, timeout_s=server.config.elicitation_timeout_s, resolve=resolve,
-                owner=host.routing_id, max_bytes=server.config.max_request_bytes, kind="approval", via=host_name,
-                approval=info)
+                RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window,
+                               owner=host.routing_id, max_bytes=server.config.max_request_bytes, kind="approval",
+                               via=host_name, approval=info),
+                resolve)
         except UndeliverableRequestError as exc:
             self._host.publish_notice("warning", f"an approval for {server.name}/{tool} could not be shown: "
                                                  f"{exc}", server.name)

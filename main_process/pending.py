@@ -87,6 +87,35 @@ class Outbox(Protocol):
         """Send `frames` to each attached id among `routing_ids`; the ids it reached."""
 
 
+@dataclass(frozen=True, slots=True)
+class RequestOptions:
+    """Everything about one request but the request itself: how long it waits, who may see it, and
+    the invoke's optional extension fields. Made once by whoever opens the request (a server's
+    elicitation, a relay, an approval, a question, a sign-in) and read as is by every layer below."""
+
+    timeout_s: float
+    origin: str | None = None  # the window of the peer whose call caused it
+    max_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # the encoded invoke's limit (maxRequestBytes)
+    owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
+    recipients: list[bytes] | None = None  # None: every window attached now
+    for_windows: bool = True  # False: windows that attach later do not get it (meant for one peer)
+    kind: RequestKind | None = None
+    via: str | None = None  # the host whose call caused it, by name
+    asker: AskerInfo | None = None
+    approval: ApprovalInfo | None = None
+    sign_in: SignInInfo | None = None
+    call: str | None = None  # the response channel of the call that caused it
+    record_only: bool = False  # sent to nobody, only kept and audited (a host answers it itself)
+
+
+def _invoke(request: ElicitationRequest, options: RequestOptions) -> ElicitationInvoke:
+    now_ms = time.time_ns() // 1_000_000
+    return ElicitationInvoke(request=request, response_channel=channels.new_result_channel(), created_at=now_ms,
+                             expires_at=now_ms + int(options.timeout_s * 1000), origin=options.origin,
+                             kind=options.kind, via=options.via, asker=options.asker, approval=options.approval,
+                             sign_in=options.sign_in, call=options.call)
+
+
 @dataclass(eq=False)
 class PendingRequest:
     invoke: ElicitationInvoke
@@ -138,80 +167,37 @@ class PendingRequests:
 
     # ---- opening -----------------------------------------------------------------------
 
-    def open(
-        self,
-        request: ElicitationRequest,
-        *,
-        origin: str | None,
-        timeout_s: float,
-        resolve: Resolve,
-        owner: bytes | None = None,
-        max_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-        recipients: list[bytes] | None = None,
-        for_windows: bool = True,
-        kind: RequestKind | None = None,
-        via: str | None = None,
-        asker: AskerInfo | None = None,
-        approval: ApprovalInfo | None = None,
-        sign_in: SignInInfo | None = None,
-        call: str | None = None,
-        record_only: bool = False,
-    ) -> PendingRequest:
-        """Register a request and send it to `recipients` (default: every window); `resolve` gets
-        its one answer. `for_windows=False` keeps it from windows that attach later (a request
-        meant for one peer). `kind` .. `call` are the invoke's optional extension fields.
-        `record_only`: sent to nobody (a host answers the server's own request; see
-        `answered_elsewhere`), only kept and audited.
+    def open(self, request: ElicitationRequest, options: RequestOptions, resolve: Resolve) -> PendingRequest:
+        """Register a request and send it to `options.recipients` (default: every window); `resolve`
+        gets its one answer.
 
         Raises UndeliverableRequestError, before anything is registered or sent, when the request
-        cannot be encoded, is over `max_bytes`, or would take open requests past their budget."""
-        now_ms = time.time_ns() // 1_000_000
-        invoke = ElicitationInvoke(
-            request=request,
-            response_channel=channels.new_result_channel(),
-            created_at=now_ms,
-            expires_at=now_ms + int(timeout_s * 1000),
-            origin=origin,
-            kind=kind,
-            via=via,
-            asker=asker,
-            approval=approval,
-            sign_in=sign_in,
-            call=call,
-        )
-        frames = encode_request(channels.INVOKE, invoke, max_bytes)
+        cannot be encoded, is over `options.max_bytes`, or would take open requests past their budget."""
+        invoke = _invoke(request, options)
+        frames = encode_request(channels.INVOKE, invoke, options.max_bytes)
         if self._open_bytes + len(frames[1]) > self._max_pending_bytes:
             raise UndeliverableRequestError(f"{len(self._open)} requests already wait "
                                             f"({self._open_bytes:,} bytes); try again once some are answered")
-        pending = PendingRequest(invoke=invoke, frames=frames, resolve=resolve, owner=owner, for_windows=for_windows)
+        pending = PendingRequest(invoke=invoke, frames=frames, resolve=resolve, owner=options.owner,
+                                 for_windows=options.for_windows)
         self._open[pending.channel] = pending
         self._open_bytes += pending.size
-        targets = [] if record_only else self._outbox.renderers() if recipients is None else recipients
+        record_only = options.record_only
+        targets = [] if record_only else self._outbox.renderers() if options.recipients is None \
+            else options.recipients
         if targets:
             pending.sent_to.update(self._outbox.send(targets, frames))
         if self._audit is not None:
             self._audit.request(invoke)  # written while the windows show it
         # A timer rather than wait_for: no timeout context per request on the hot path.
-        pending.expiry = self._loop.call_later(timeout_s, self._expire, pending)
+        pending.expiry = self._loop.call_later(options.timeout_s, self._expire, pending)
         if not pending.sent_to and not record_only:
             self._unseen()
         return pending
 
-    async def ask(
-        self,
-        request: ElicitationRequest,
-        *,
-        origin: str | None,
-        timeout_s: float,
-        max_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-        cancel_reason: Callable[[], Unanswered] = lambda: "cancelled",
-        recipients: list[bytes] | None = None,
-        for_windows: bool = True,
-        via: str | None = None,
-        call: str | None = None,
-    ) -> ElicitationResult:
+    async def ask(self, request: ElicitationRequest, options: RequestOptions,
+                  cancel_reason: Callable[[], Unanswered] = lambda: "cancelled") -> ElicitationResult:
         """Open a request and wait for its answer (a server's elicitation callback does this).
-        `recipients` .. `call` are as for `open`.
 
         When the caller is cancelled, the request closes with `cancel_reason()`: whether the
         server withdrew it or its connection went away."""
@@ -219,7 +205,7 @@ class PendingRequests:
             ruled = self.rules.answer_for(request)
             if ruled is not None:
                 rule_id, result = ruled
-                self.record_by_rule(request, result, rule_id, origin=origin, timeout_s=timeout_s)
+                self.record_by_rule(request, result, rule_id, options)
                 return result
         answer: asyncio.Future[ElicitationResult] = self._loop.create_future()
 
@@ -227,8 +213,7 @@ class PendingRequests:
             if not answer.done():
                 answer.set_result(result)
 
-        pending = self.open(request, origin=origin, timeout_s=timeout_s, resolve=resolve, max_bytes=max_bytes,
-                            recipients=recipients, for_windows=for_windows, via=via, call=call)
+        pending = self.open(request, options, resolve)
         try:
             return await answer
         except asyncio.CancelledError:
@@ -278,19 +263,15 @@ class PendingRequests:
         if self._open.get(pending.channel) is pending:
             self._close(pending, answer.action, answer, by=None, rule_id=rule_id)
 
-    def record_by_rule(self, request: ElicitationRequest, answer: ElicitationResult, rule_id: str, *,
-                       origin: str | None, timeout_s: float, kind: RequestKind | None = None,
-                       via: str | None = None, approval: ApprovalInfo | None = None, batched: bool = False) -> None:
+    def record_by_rule(self, request: ElicitationRequest, answer: ElicitationResult, rule_id: str,
+                       options: RequestOptions, *, batched: bool = False) -> None:
         """Audit a request a rule answered before it opened: one row, request and outcome committed
         together before the caller hands the answer on (`batched`: with the next batch of rows,
         within 20 ms, for decisions that are on disk already as the rule). Nothing is sent to any
         window."""
         if self._audit is None:
             return
-        now_ms = time.time_ns() // 1_000_000
-        invoke = ElicitationInvoke(request=request, response_channel=channels.new_result_channel(),
-                                   created_at=now_ms, expires_at=now_ms + int(timeout_s * 1000), origin=origin,
-                                   kind=kind, via=via, approval=approval)
+        invoke = _invoke(request, options)
         if batched:
             self._audit.decided(invoke, answer.action, content=answer.content, rule_id=rule_id,
                                 decision=_decision(invoke, answer))

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from main_process.broker import ReplyTo
-from main_process.pending import DEFAULT_MAX_REQUEST_BYTES, PendingRequest, PendingRequests
+from main_process.pending import DEFAULT_MAX_REQUEST_BYTES, PendingRequest, PendingRequests, RequestOptions
 from shared import channels
 from shared.errors import ProtocolError, QuestionRefusedError, RpcCode, UndeliverableRequestError, WireCode
 from shared.messages import (
@@ -83,9 +83,10 @@ class QuestionDesk:
 
         try:
             self._open[key] = self._pending.open(
-                ElicitationRequest(server=request.asker.name, params=params), origin=None,
-                timeout_s=timeout_s, resolve=resolve, owner=asker_id, max_bytes=self._max_request_bytes,
-                kind="question", asker=request.asker)
+                ElicitationRequest(server=request.asker.name, params=params),
+                RequestOptions(timeout_s=timeout_s, owner=asker_id, max_bytes=self._max_request_bytes,
+                               kind="question", asker=request.asker),
+                resolve)
         except UndeliverableRequestError as exc:
             reply(ChannelReply(error=CallError(code=RpcCode.INVALID_PARAMS,
                                                message=f"question not shown: {exc}")))

@@ -35,7 +35,7 @@ import msgspec
 from main_process.config import HttpServerConfig
 from main_process.hosts import Cancel
 from main_process.peers import Peer
-from main_process.pending import PendingRequest, PendingRequests
+from main_process.pending import PendingRequest, PendingRequests, RequestOptions
 from main_process.servers import ManagedServer
 from main_process.upstream import StdioUpstream, UpstreamError
 from main_process.upstream_http import HttpUpstream
@@ -842,25 +842,27 @@ class _Ports:
         server = session.server
         request = ElicitationRequest(server=server.name, params=params)
         peer = session.peer
+        options = RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=peer.window,
+                                 max_bytes=server.config.max_request_bytes, via=peer.name or None)
         if pending.rules is not None:
             ruled = pending.rules.answer_for(request)
             if ruled is not None:
                 rule_id, result = ruled
-                pending.record_by_rule(request, result, rule_id, origin=peer.window,
-                                       timeout_s=server.config.elicitation_timeout_s, via=peer.name or None)
+                pending.record_by_rule(request, result, rule_id, options)
                 resolve(result)
                 return None
-        return pending.open(request, origin=peer.window, timeout_s=server.config.elicitation_timeout_s,
-                            resolve=resolve, max_bytes=server.config.max_request_bytes, via=peer.name or None)
+        return pending.open(request, options, resolve)
 
     def record_for_host(self, session: RelaySession, params: dict[str, Any]) -> PendingRequest | None:
         server = session.server
         peer = session.peer
         try:
             return self._relay._host.pending.open(
-                ElicitationRequest(server=server.name, params=params), origin=peer.window,
-                timeout_s=server.config.elicitation_timeout_s, resolve=lambda _answer: None,
-                max_bytes=server.config.max_request_bytes, for_windows=False, via=peer.name or None, record_only=True)
+                ElicitationRequest(server=server.name, params=params),
+                RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=peer.window,
+                               max_bytes=server.config.max_request_bytes, for_windows=False, via=peer.name or None,
+                               record_only=True),
+                lambda _answer: None)
         except UndeliverableRequestError as exc:
             logger.info("%s: a request for host %r is not audited: %s", server.name, peer.name, exc)
             return None

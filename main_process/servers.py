@@ -57,7 +57,7 @@ from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfi
 from main_process.hosts import Cancel
 from main_process.oauth.sign_in import SignIn
 from main_process.oauth.token_store import shared_store
-from main_process.pending import PendingRequests, Unanswered
+from main_process.pending import PendingRequests, RequestOptions, Unanswered
 from main_process.private_files import open_private, safe_filename
 from main_process.upstream import spawn_error
 from shared.errors import RpcCode, UndeliverableRequestError, UnsupportedSchemaError
@@ -100,11 +100,8 @@ _call_channel: contextvars.ContextVar[str | None] = contextvars.ContextVar("call
 class ServerHost(Protocol):
     """What a server needs from main: the broker's elicitation path and ways to tell the windows."""
 
-    async def elicit(
-        self, server: str, params: dict[str, Any], origin: str | None, timeout_s: float,
-        cancel_reason: Callable[[], Unanswered] = ..., max_bytes: int = ..., route: str = ...,
-        call: str | None = ...,
-    ) -> ElicitationResult: ...
+    async def elicit(self, server: str, params: dict[str, Any], options: RequestOptions, route: str = ...,
+                     cancel_reason: Callable[[], Unanswered] = ...) -> ElicitationResult: ...
 
     def withdraw_server(self, server: str) -> None: ...
 
@@ -588,9 +585,10 @@ class ManagedServer:
         """Put one request in front of the windows; one the windows can't be sent is refused
         (UndeliverableRequestError) and the windows get a notice saying so."""
         try:
-            return await self._host.elicit(self.name, wire, origin, self.config.elicitation_timeout_s,
-                                           self._cancel_reason, self.config.max_request_bytes,
-                                           self.config.elicitation_route, call)
+            options = RequestOptions(timeout_s=self.config.elicitation_timeout_s, origin=origin,
+                                     max_bytes=self.config.max_request_bytes, call=call)
+            return await self._host.elicit(self.name, wire, options, self.config.elicitation_route,
+                                           self._cancel_reason)
         except UndeliverableRequestError as exc:
             logger.warning("server %r sent a request that was not shown: %s", self.name, exc)
             self._host.publish_notice("warning", f"refused a request: {exc}", self.name)

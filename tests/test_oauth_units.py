@@ -126,8 +126,8 @@ class _Cards:
     def __init__(self) -> None:
         self.opened: list[dict[str, Any]] = []
 
-    def open(self, request: Any, **options: Any) -> Any:
-        self.opened.append({"request": request, **options})
+    def open(self, request: Any, options: Any, resolve: Any) -> Any:
+        self.opened.append({"request": request, "sign_in": options.sign_in})
         return type("Pending", (), {"channel": "card-1"})()
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
-from main_process.pending import PendingRequests
+from main_process.pending import PendingRequests, RequestOptions
 from shared import channels
 from shared.errors import ProtocolError, UndeliverableRequestError, WireCode
 from shared.messages import ElicitationRequest, ElicitationResult
@@ -19,6 +19,7 @@ from shared.messages import ElicitationRequest, ElicitationResult
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1}}, "required": ["name"]}
 FORM = {"mode": "form", "message": "Your name?", "requestedSchema": SCHEMA}
 WINDOW_A, WINDOW_B, ASKER = b"\x00a", b"\x00b", b"\x00asker"
+MINUTE = RequestOptions(timeout_s=60)
 
 
 class Outbox:
@@ -63,7 +64,7 @@ def test_an_answer_dismisses_everywhere_audits_and_resolves_once(tmp_path: Path)
         outbox = Outbox()
         pending = PendingRequests(outbox, loop, audit=AuditWriter(log, loop))
         answers: list[ElicitationResult] = []
-        opened = pending.open(request(), origin=None, timeout_s=60, resolve=answers.append)
+        opened = pending.open(request(), MINUTE, answers.append)
         assert [rid for rid, _ in outbox.topics(channels.INVOKE)] == [WINDOW_A, WINDOW_B]
         pending.answer(WINDOW_B, "window-b", opened.channel, result("accept", {"name": "Ada"}))
         assert answers == [ElicitationResult(action="accept", content={"name": "Ada"})]
@@ -86,7 +87,7 @@ def test_refusals_leave_the_request_open_and_never_read_a_stranger_s_body() -> N
         outbox = Outbox()
         pending = PendingRequests(outbox, asyncio.get_running_loop())
         answers: list[ElicitationResult] = []
-        opened = pending.open(request(), origin=None, timeout_s=60, resolve=answers.append)
+        opened = pending.open(request(), MINUTE, answers.append)
         garbage = b"\xc1 not msgpack"
         with pytest.raises(ProtocolError) as stranger:
             pending.answer(b"\x00stranger", "x", opened.channel, garbage)
@@ -113,7 +114,7 @@ def test_expiry_cancels_the_asker_and_dismisses_expired(tmp_path: Path) -> None:
         log = AuditLog(tmp_path / "audit.sqlite3")
         outbox = Outbox()
         pending = PendingRequests(outbox, loop, audit=AuditWriter(log, loop))
-        answer = await pending.ask(request(), origin=None, timeout_s=0.05)
+        answer = await pending.ask(request(), RequestOptions(timeout_s=0.05))
         assert answer == ElicitationResult(action="cancel")
         assert {body["reason"] for _, body in outbox.topics(channels.DISMISS)} == {"expired"}
         assert log.entries()[0].outcome == "expired"
@@ -126,8 +127,7 @@ def test_a_cancelled_asker_withdraws_with_the_reason_it_gives() -> None:
     async def body() -> None:
         outbox = Outbox()
         pending = PendingRequests(outbox, asyncio.get_running_loop())
-        task = asyncio.ensure_future(pending.ask(request(), origin=None, timeout_s=60,
-                                                 cancel_reason=lambda: "server-closed"))
+        task = asyncio.ensure_future(pending.ask(request(), MINUTE, cancel_reason=lambda: "server-closed"))
         while not outbox.topics(channels.INVOKE):
             await asyncio.sleep(0)  # one loop turn: the task opens its request
         task.cancel()
@@ -145,11 +145,10 @@ def test_a_server_closing_and_an_owner_leaving_withdraw_only_their_own() -> None
         outbox = Outbox()
         pending = PendingRequests(outbox, asyncio.get_running_loop())
         answers: dict[str, list[ElicitationResult]] = {"server": [], "other": [], "asked": []}
-        from_server = pending.open(request(), origin=None, timeout_s=60, resolve=answers["server"].append)
-        other = pending.open(ElicitationRequest(server="other", params=FORM), origin=None, timeout_s=60,
-                             resolve=answers["other"].append)
-        asked = pending.open(ElicitationRequest(server="deploy.sh", params=FORM), origin=None, timeout_s=60,
-                             resolve=answers["asked"].append, owner=ASKER, kind="question")
+        from_server = pending.open(request(), MINUTE, answers["server"].append)
+        other = pending.open(ElicitationRequest(server="other", params=FORM), MINUTE, answers["other"].append)
+        asked = pending.open(ElicitationRequest(server="deploy.sh", params=FORM),
+                             RequestOptions(timeout_s=60, owner=ASKER, kind="question"), answers["asked"].append)
         pending.withdraw_server("demo")
         pending.withdraw_owner(ASKER)
         assert answers == {"server": [ElicitationResult(action="cancel")], "other": [],
@@ -168,14 +167,14 @@ def test_nothing_that_cannot_be_carried_ever_becomes_pending() -> None:
         poison = {**FORM, "requestedSchema": {"type": "object", "properties": {
             "n": {"type": "integer", "maximum": 2**70}}}}
         with pytest.raises(UndeliverableRequestError, match="cannot carry"):
-            pending.open(request(poison), origin=None, timeout_s=60, resolve=print)
+            pending.open(request(poison), MINUTE, print)
         huge = {**FORM, "message": "x" * 5000}
         with pytest.raises(UndeliverableRequestError, match="maxRequestBytes"):
-            pending.open(request(huge), origin=None, timeout_s=60, resolve=print, max_bytes=4096)
+            pending.open(request(huge), RequestOptions(timeout_s=60, max_bytes=4096), print)
         for _ in range(2):
-            pending.open(request({**FORM, "message": "y" * 3000}), origin=None, timeout_s=60, resolve=print)
+            pending.open(request({**FORM, "message": "y" * 3000}), MINUTE, print)
         with pytest.raises(UndeliverableRequestError, match="already wait"):
-            pending.open(request({**FORM, "message": "y" * 3000}), origin=None, timeout_s=60, resolve=print)
+            pending.open(request({**FORM, "message": "y" * 3000}), MINUTE, print)
         assert len(pending) == 2 and outbox.topics(channels.INVOKE) and len(outbox.topics(channels.INVOKE)) == 4
 
     run(body)
@@ -188,10 +187,10 @@ def test_a_window_that_attaches_gets_what_fits_in_its_welcome_and_the_rest_after
         unseen: list[int] = []
         pending = PendingRequests(outbox, asyncio.get_running_loop(), welcome_pending_bytes=5000,
                                   unseen=lambda: unseen.append(1))
-        opened = [pending.open(request({**FORM, "message": f"{i}" * 2000}), origin=None, timeout_s=60,
-                               resolve=print) for i in range(4)]
-        only_host = pending.open(request(), origin=None, timeout_s=60, resolve=print, recipients=[],
-                                 for_windows=False)
+        opened = [pending.open(request({**FORM, "message": f"{i}" * 2000}), MINUTE, print)
+                  for i in range(4)]
+        only_host = pending.open(request(), RequestOptions(timeout_s=60, recipients=[], for_windows=False),
+                                 print)
         assert len(unseen) == 5  # nobody saw any of them: the auto-open hook ran
         in_welcome, after, open_channels = pending.deliver_on_attach(WINDOW_A)
         assert [msgspec.msgpack.decode(raw)["responseChannel"] for raw in in_welcome] == \

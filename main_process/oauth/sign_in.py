@@ -29,7 +29,7 @@ from main_process.oauth.hosts import allowed_origins, needs_allowing, origin, re
 from main_process.oauth.loopback import ListenerCounts, RedirectListener
 from main_process.oauth.provider import PORTLESS_REDIRECT, ElicitronOAuthProvider
 from main_process.oauth.token_store import ServerTokens, TokenStore
-from main_process.pending import PendingRequest, PendingRequests
+from main_process.pending import PendingRequest, PendingRequests, RequestOptions
 from shared import channels
 from shared.errors import (
     SignInDeclinedError,
@@ -141,10 +141,12 @@ class SignIn:
         self._deadline = time.monotonic() + timeout_s
         try:
             self._pending = self._requests().open(
-                ElicitationRequest(server=self.name, params=params), origin=None, timeout_s=timeout_s,
-                resolve=self._answered, max_bytes=self.config.max_request_bytes, kind="sign-in",
-                sign_in=SignInInfo(authorization_server=host, scopes=scopes, redirect_uri=listener.redirect_uri,
-                                   resource=self.config.url, legacy_metadata=legacy, hosts=hosts))
+                ElicitationRequest(server=self.name, params=params),
+                RequestOptions(timeout_s=timeout_s, max_bytes=self.config.max_request_bytes, kind="sign-in",
+                               sign_in=SignInInfo(authorization_server=host, scopes=scopes,
+                                                  redirect_uri=listener.redirect_uri, resource=self.config.url,
+                                                  legacy_metadata=legacy, hosts=hosts)),
+                self._answered)
         except UndeliverableRequestError as exc:
             listener.close()
             raise SignInError(f"the sign-in card could not be shown: {exc}") from None
@@ -168,12 +170,14 @@ class SignIn:
                              f"its redirect address; the sign-in card comes next. Tick the host to allow it."}
         try:
             pending = self._requests().open(
-                ElicitationRequest(server=self.name, params=params), origin=None,
-                timeout_s=self.config.elicitation_timeout_s, resolve=resolve, max_bytes=self.config.max_request_bytes,
-                kind="sign-in", sign_in=SignInInfo(authorization_server=urlsplit(issuer).hostname or issuer,
-                                                   resource=self.config.url,
-                                                   hosts=[SignInHost(role="registration", origin=elsewhere,
-                                                                     elsewhere=True)]))
+                ElicitationRequest(server=self.name, params=params),
+                RequestOptions(timeout_s=self.config.elicitation_timeout_s, max_bytes=self.config.max_request_bytes,
+                               kind="sign-in",
+                               sign_in=SignInInfo(authorization_server=urlsplit(issuer).hostname or issuer,
+                                                  resource=self.config.url,
+                                                  hosts=[SignInHost(role="registration", origin=elsewhere,
+                                                                    elsewhere=True)])),
+                resolve)
         except UndeliverableRequestError as exc:
             raise SignInError(f"the registration card could not be shown: {exc}") from None
         self._on_needed(True)
