@@ -23,7 +23,6 @@ import asyncio
 import errno
 import logging
 import os
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol, cast
@@ -32,6 +31,7 @@ import zmq
 
 from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
+from main_process.clock import MONOTONIC, Clock, Timer
 from main_process.hosts import Cancel, PeerCalls, plan_delivery
 from main_process.log_limiter import RateLimitedLog, cut
 from main_process.peers import PEER_SLOTS, Peer, PeerTable, RateLimiter
@@ -110,7 +110,8 @@ _BAD_HELLO_LIMIT: Final = 3  # per routing id within _BAD_HELLO_WINDOW_S; furthe
 _BAD_HELLO_WINDOW_S: Final = 10.0
 DRAIN_BUDGET: Final = 200  # messages per drain callback before the loop gets a turn
 PEERS_COALESCE_S: Final = 0.1
-_SHARED_FRAME_BYTES: Final = 4096  # broadcast bodies at least this big are sent as one shared buffer
+_SHARED_FRAME_BYTES: Final = 4096
+_HEARTBEAT_FRAMES: Final = encode(channels.HEARTBEAT, Heartbeat())  # broadcast bodies at least this big are sent as one shared buffer
 
 
 ReplyTo = Callable[[ChannelReply], None]  # sends one answer on a peer's response channel
@@ -191,8 +192,10 @@ class Broker:
         peer_slots: Mapping[Role, int] = PEER_SLOTS,
         limiter: RateLimiter | None = None,
         welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
+        clock: Clock = MONOTONIC,
     ) -> None:
         self.endpoint = endpoint
+        self._clock = clock  # liveness and expiry run on it (tests move a SettableClock)
         self.session = session
         self._token = token
         self._host = host
@@ -212,6 +215,7 @@ class Broker:
         self._drain_scheduled = False
         self._draining = False
         self._peers_publish: asyncio.TimerHandle | None = None
+        self._heartbeat: Timer | None = None
         self._peers_sent: dict[bytes, bytes] = {}  # the last `peers` body each peer got
         self._loop: asyncio.AbstractEventLoop | None = None
         self.http_gateway_status: Callable[[], HttpGatewayStatus] | None = None  # main --mcp-http
@@ -255,15 +259,17 @@ class Broker:
             self._audit = AuditWriter(self._audit_log, self._loop)
         self._pending = PendingRequests(self, self._loop, audit=self._audit, unseen=self._host.no_window_attached,
                                         welcome_pending_bytes=self._welcome_pending_bytes,
-                                        window_name=self._window_name)
+                                        window_name=self._window_name, clock=self._clock)
         for sock in self._socks:
             self._loop.add_reader(sock.fileno(), self._drain)
-        self._spawn(self._heartbeat_loop())
+        self._heartbeat = self._clock.call_later(self._heartbeat_s, self._heartbeat_tick)
         self._drain()
 
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
         if self._peers_publish is not None:
             self._peers_publish.cancel()
         for sock in self._socks:
@@ -422,7 +428,7 @@ class Broker:
     def _handle(self, frames: list[bytes]) -> None:
         routing_id = frames[0]
         peer = self._peers.get(routing_id)
-        now = time.monotonic()
+        now = self._clock.now()
         if peer is not None:
             peer.last_seen = now  # any message counts, even one we refuse or drop
         # Bytes count only for a body main may read: an oversized one is refused unread.
@@ -554,7 +560,7 @@ class Broker:
                 err = ProtocolError(WireCode.BAD_TOKEN, "the token does not match this main's connection file",
                                     channels.HELLO)
             raise err  # a welcomed peer stays attached: bad frames never detach
-        peer = Peer(routing_id, hello.window, hello.name, hello.role, time.monotonic())
+        peer = Peer(routing_id, hello.window, hello.name, hello.role, self._clock.now())
         try:
             replaced = self._peers.attach(peer)
         except ProtocolError as err:
@@ -584,7 +590,7 @@ class Broker:
         self._peers_changed()
 
     def _hello_throttled(self, routing_id: bytes) -> bool:
-        now = time.monotonic()
+        now = self._clock.now()
         first, count = self._bad_hellos.get(routing_id, (now, 0))
         if now - first > _BAD_HELLO_WINDOW_S:
             first, count = now, 0
@@ -656,17 +662,17 @@ class Broker:
 
     # ---- liveness ----------------------------------------------------------------------
 
-    async def _heartbeat_loop(self) -> None:
-        frames = encode(channels.HEARTBEAT, Heartbeat())
-        while True:
-            await asyncio.sleep(self._heartbeat_s)
-            now = time.monotonic()
-            for peer in self._peers:
-                if now - peer.last_seen > self._peer_timeout_s:
-                    self._detach(peer, f"silent for {now - peer.last_seen:.1f} s")
-                else:
-                    self._send_frames(peer.routing_id, frames)
-            self._schedule_drain()
+    def _heartbeat_tick(self) -> None:
+        """Every heartbeat_s: a peer silent past its limit is detached, every other one hears
+        `heartbeat`."""
+        self._heartbeat = self._clock.call_later(self._heartbeat_s, self._heartbeat_tick)
+        now = self._clock.now()
+        for peer in self._peers:
+            if now - peer.last_seen > self._peer_timeout_s:
+                self._detach(peer, f"silent for {now - peer.last_seen:.1f} s")
+            else:
+                self._send_frames(peer.routing_id, _HEARTBEAT_FRAMES)
+        self._schedule_drain()
 
     def _detach(self, peer: Peer, why: str) -> None:
         if self._peers.get(peer.routing_id) is peer:

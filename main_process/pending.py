@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol
 
 from main_process.audit_writer import AuditWriter
+from main_process.clock import MONOTONIC, Clock, Timer
 from main_process.oauth.hosts import allowance
 from shared import channels
 from shared.codec import decode_peer_body, encode, encode_request
@@ -123,7 +124,7 @@ class PendingRequest:
     resolve: Resolve  # hands the asker its answer; called once, by `_close`
     owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
     sent_to: set[bytes] = field(default_factory=set)  # routing ids the invoke reached
-    expiry: asyncio.TimerHandle | None = None
+    expiry: Timer | None = None
     for_windows: bool = True  # windows that attach later get it too
 
     @property
@@ -152,10 +153,12 @@ class PendingRequests:
         max_pending_bytes: int = MAX_PENDING_BYTES,
         welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
         window_name: Callable[[str], str | None] = lambda _window: None,
+        clock: Clock = MONOTONIC,
     ) -> None:
         self._outbox = outbox
         self._window_name = window_name  # an answering window's name, for the audit log
         self._loop = loop
+        self._clock = clock  # expiry runs on it (tests move a SettableClock)
         self._audit = audit
         self._unseen = unseen  # called when a request reached no window (auto-open hook)
         self._max_pending_bytes = max_pending_bytes
@@ -190,7 +193,7 @@ class PendingRequests:
         if self._audit is not None:
             self._audit.request(invoke)  # written while the windows show it
         # A timer rather than wait_for: no timeout context per request on the hot path.
-        pending.expiry = self._loop.call_later(options.timeout_s, self._expire, pending)
+        pending.expiry = self._clock.call_later(options.timeout_s, self._expire, pending)
         if not pending.sent_to and not record_only:
             self._unseen()
         return pending

@@ -17,7 +17,6 @@ ERA_DRAIN_S) and the request that showed the fault is sent once more on the new 
 import asyncio
 import contextvars
 import logging
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -53,6 +52,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from main_process.broker import ProgressTo, ReplyTo
+from main_process.clock import MONOTONIC, Clock, wait_event
 from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig, differs_beyond_approval
 from main_process.hosts import Cancel
 from main_process.oauth.sign_in import SignIn
@@ -79,6 +79,11 @@ WATCH_INTERVAL_S = 2.0
 WATCH_TIMEOUT_S = 10.0
 RESTART_LIMIT = 5
 STABLE_START_S = 10.0  # a connection that lived this long resets the restart count
+
+
+def restart_backoff_s(failures: int) -> float:
+    """The pause before the next start after `failures` failed starts in a row: 0.5 s, doubling, at most 8 s."""
+    return min(0.5 * 2.0 ** (failures - 1), 8.0)
 STDERR_TAIL_LINES = 20
 ERA_DRAIN_S = 10.0  # a connection replaced for its era lets its other calls finish this long
 
@@ -118,8 +123,9 @@ class ServerHost(Protocol):
 
 
 class ManagedServer:
-    def __init__(self, config: ServerConfig, host: ServerHost, log_dir: Path) -> None:
+    def __init__(self, config: ServerConfig, host: ServerHost, log_dir: Path, clock: Clock = MONOTONIC) -> None:
         self.config = config
+        self._clock = clock  # restart backoff and the stable-start window run on it
         self.name = config.name
         self.status: ServerStatus = "stopped"
         self.tools: list[str] = []
@@ -213,7 +219,7 @@ class ManagedServer:
         failures = 0
         while not self._stopping.is_set():
             self._set_status("starting" if failures == 0 else "restarting", self.error)
-            started = time.monotonic()
+            started = self._clock.now()
             error = "connection closed"
             if self.sign_in is not None:
                 self.sign_in.failure = None
@@ -238,7 +244,7 @@ class ManagedServer:
                 await self._wait_for_sign_in(self.sign_in)  # no restart loop re-asking the user
                 failures = 0
                 continue
-            failures = 1 if time.monotonic() - started > STABLE_START_S else failures + 1
+            failures = 1 if self._clock.now() - started > STABLE_START_S else failures + 1
             tail = self._stderr_tail()
             self.error = f"{error}\n{tail}".strip() if tail else error
             logger.warning("server %s stopped (%s); failure %d of %d", self.name, error, failures, RESTART_LIMIT)
@@ -247,11 +253,7 @@ class ManagedServer:
                 await self._stopping.wait()
                 break
             self._set_status("restarting", self.error)
-            backoff = min(0.5 * 2 ** (failures - 1), 8.0)
-            try:
-                await asyncio.wait_for(self._stopping.wait(), backoff)
-            except TimeoutError:
-                pass
+            await wait_event(self._clock, self._stopping, restart_backoff_s(failures))
         self._set_status("stopped", None)
 
     async def _run_connection(self) -> None:
@@ -599,7 +601,7 @@ class ManagedServer:
 
     def _within_burst(self) -> bool:
         """Sliding-window rate limit (the spec's SHOULD): at most `burst` requests per window."""
-        now = time.monotonic()
+        now = self._clock.now()
         window = self._recent_requests
         while window and now - window[0] > self.config.burst_window_s:
             window.popleft()

@@ -12,6 +12,7 @@ import zmq
 import zmq.asyncio
 
 from main_process.broker import Broker, ProgressTo, ReplyTo
+from main_process.clock import SettableClock
 from main_process.peers import PEER_SLOTS, RateLimiter
 from main_process.peers import Peer as AttachedPeer
 from main_process.pending import RequestOptions
@@ -174,6 +175,31 @@ def test_hello_token_and_attachment_rules() -> None:
         assert status["servers"] == [{"name": "demo", "status": "ready", "tools": ["echo"]}]
 
     with_broker(test)
+
+
+def test_liveness_on_a_settable_clock_silence_detaches_and_any_message_even_a_bad_one_counts() -> None:
+    clock = SettableClock()
+
+    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+        beating, noisy, quiet = await new_peer(name="beating"), await new_peer(name="noisy"), await new_peer(name="quiet")
+
+        def attached() -> set[str]:
+            return {peer.name for peer in broker.peers()}
+
+        for second in range(1, 8):
+            await beating.send("heartbeat", {})
+            await noisy.send("heartbeat", b"\xc1 not msgpack")  # refused, but it is a message
+            assert (await noisy.expect_topic("error"))["topic"] == "heartbeat"
+            await beating.send("msgStatus", {"responseChannel": f"s{second}"})
+            await beating.expect_topic(f"s{second}")  # main has read both of its messages
+            clock.advance(1.0)  # main's tick: silence checked, heartbeats sent
+            # quiet said nothing after its hello: exactly 5 s of silence is allowed, more is not
+            assert attached() == ({"beating", "noisy", "quiet"} if second <= 5 else {"beating", "noisy"}), second
+        assert await quiet.expect_topic("heartbeat") == {}  # main's own heartbeats reached it meanwhile
+        await quiet.send("msgStatus", {"responseChannel": "late"})
+        assert (await quiet.expect_topic("error"))["code"] == "not-attached"
+
+    with_broker(test, clock=clock)
 
 
 def test_the_round_trip_through_the_broker() -> None:

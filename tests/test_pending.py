@@ -11,6 +11,7 @@ import pytest
 
 from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
+from main_process.clock import SettableClock
 from main_process.pending import PendingRequests, RequestOptions
 from shared import channels
 from shared.errors import ProtocolError, UndeliverableRequestError, WireCode
@@ -113,9 +114,19 @@ def test_expiry_cancels_the_asker_and_dismisses_expired(tmp_path: Path) -> None:
         loop = asyncio.get_running_loop()
         log = AuditLog(tmp_path / "audit.sqlite3")
         outbox = Outbox()
-        pending = PendingRequests(outbox, loop, audit=AuditWriter(log, loop))
-        answer = await pending.ask(request(), RequestOptions(timeout_s=0.05))
-        assert answer == ElicitationResult(action="cancel")
+        clock = SettableClock()
+        pending = PendingRequests(outbox, loop, audit=AuditWriter(log, loop), clock=clock)
+        asked = asyncio.ensure_future(pending.ask(request(), RequestOptions(timeout_s=600)))
+        await asyncio.sleep(0)  # the request opens
+        clock.advance(599.9)
+        assert len(pending) == 1 and not outbox.topics(channels.DISMISS)
+        clock.advance(0.1)  # ten minutes, on the dot
+        answer = await asyncio.wait_for(asked, 5)
+        assert answer == ElicitationResult(action="cancel") and len(pending) == 0
+        channel = outbox.topics(channels.INVOKE)[0][1]["responseChannel"]
+        with pytest.raises(ProtocolError) as late:  # an answer after expiry is refused, the asker untouched
+            pending.answer(WINDOW_A, "a", channel, result("accept", {"name": "Ada"}))
+        assert (late.value.code, late.value.message) == (WireCode.ALREADY_ANSWERED, "request is expired")
         assert {body["reason"] for _, body in outbox.topics(channels.DISMISS)} == {"expired"}
         assert log.entries()[0].outcome == "expired"
         log.close()
