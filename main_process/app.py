@@ -130,18 +130,16 @@ class MainApp:
     def server_infos(self) -> list[ServerInfo]:
         return [server.info() for server in self.servers.values()]
 
-    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo,
+    def call_tool(self, request: CallTool, caller: Peer, reply: ReplyTo,
                   progress: ProgressTo | None = None) -> Cancel | None:
         server = self.servers.get(request.server)
         if server is None:
             reply(self._unknown_server(request.server))
             return None
-        if self.consent is not None and self.broker is not None:
-            caller = self.broker.peer_by_window(origin)
-            if caller is not None and caller.role == "host":  # only hosts' calls are approved
-                return self.consent.call_from_host(server, request, caller, reply, progress)
-        return server.call_tool(request.tool, request.arguments, origin, reply, call_id=request.response_channel,
-                                progress=progress)
+        if self.consent is not None and caller.role == "host":  # only hosts' calls are approved
+            return self.consent.call_from_host(server, request, caller, reply, progress)
+        return server.call_tool(request.tool, request.arguments, caller.window, reply,
+                                call_id=request.response_channel, progress=progress)
 
     # ---- relayed sessions (extension msgMcpRelay) ----------------------------------------
 
@@ -160,10 +158,10 @@ class MainApp:
     def rules_report(self) -> ChannelReply:
         return self.consent.rules_report() if self.consent is not None else ChannelReply(rules=[])
 
-    def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
+    def revoke_rules(self, request: RevokeRules, caller: Peer) -> ChannelReply:
         if self.consent is None:
             return ChannelReply(revoked=RevokeReport(revoked=[], refused=["this main runs without rules"]))
-        return self.consent.revoke_rules(request, by)
+        return self.consent.revoke_rules(request, caller.name or caller.window)
 
     def mcp_request(self, request: McpRequest, reply: ReplyTo) -> None:
         server = self.servers.get(request.server)
@@ -215,13 +213,14 @@ class MainApp:
         logger.info("reloaded %s: added %s, removed %s, changed %s", fresh.source, added, removed, changed)
         return ChannelReply(reload=ReloadReport(added=added, removed=removed, changed=changed, unchanged=unchanged))
 
-    def set_server_policy(self, policy: ServerPolicy, by: str) -> None:
+    def set_server_policy(self, policy: ServerPolicy, caller: Peer) -> None:
         server = self.servers.get(policy.server)
         if server is None:
             return
         server.decline_all = policy.decline_all
         verb = "declining every request" if policy.decline_all else "asking again"
-        logger.info("server %s: %s for this session (chosen in %s)", policy.server, verb, by)
+        logger.info("server %s: %s for this session (chosen in %s)", policy.server, verb,
+                    caller.name or caller.window)
         assert self.broker is not None
         self.broker.publish_notice("info", f"{verb} from this server for this session", policy.server)
 
@@ -275,13 +274,13 @@ class MainApp:
 
     # ---- questions from programs (extension msgAsk; main_process/questions.py) ---------------
 
-    def ask_question(self, request: Ask, asker_id: bytes, reply: ReplyTo) -> None:
+    def ask_question(self, request: Ask, caller: Peer, reply: ReplyTo) -> None:
         assert self.questions is not None
-        self.questions.ask(asker_id, request, reply)
+        self.questions.ask(caller.routing_id, request, reply)
 
-    def withdraw_question(self, request: Withdraw, asker_id: bytes) -> None:
+    def withdraw_question(self, request: Withdraw, caller: Peer) -> None:
         assert self.questions is not None
-        self.questions.withdraw(asker_id, request)
+        self.questions.withdraw(caller.routing_id, request)
 
     def answer_question_by_rule(self, asker: AskerInfo, params: dict[str, Any]) -> ElicitationResult | None:
         """The one place a rule or a remembered answer may answer a program's form question

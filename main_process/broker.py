@@ -7,6 +7,9 @@ connection may cost, in `peers`. Here:
 
 - every frame is split first and its body decoded only once main knows it will act on it (a result
   for a closed or foreign channel, or anything from a peer over its rate, is refused undecoded);
+- what a welcomed peer's topic does, and who may send it, is one table (TOPICS, at the end): topic
+  -> handler, the body type being shared/codec.py's PEER_TOPICS[topic]; the handler gets the
+  sender's `Peer`, looked up once per message, and passes it on as the `caller`;
 - one drain handles at most DRAIN_BUDGET messages, then yields to the loop, so a flooding peer
   cannot hold up heartbeats, servers or other peers;
 - every send goes through `send`/`_send_frames`, which schedule the drain a send may need (a
@@ -119,11 +122,12 @@ ProgressTo = Callable[[float, float | None, str | None], None]  # sends msgProgr
 
 
 class BrokerHost(Protocol):
-    """What the broker needs from the rest of main."""
+    """What the broker needs from the rest of main. A method that acts for a peer gets it as
+    `caller`, looked up once per message by the broker (its window, name, role, host info)."""
 
     def server_infos(self) -> list[ServerInfo]: ...
 
-    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo,
+    def call_tool(self, request: CallTool, caller: Peer, reply: ReplyTo,
                   progress: ProgressTo | None = None) -> Cancel | None:
         """Start the call; `reply` is called exactly once, with its result or error (also when it
         is cancelled). Returns how to cancel it at the server (None: it has already replied)."""
@@ -135,7 +139,7 @@ class BrokerHost(Protocol):
 
     def reload(self, config: str | None = None) -> Awaitable[ChannelReply]: ...
 
-    def set_server_policy(self, policy: ServerPolicy, by: str) -> None: ...
+    def set_server_policy(self, policy: ServerPolicy, caller: Peer) -> None: ...
 
     def request_shutdown(self) -> None: ...
 
@@ -151,13 +155,13 @@ class BrokerHost(Protocol):
     def rules_report(self) -> ChannelReply:
         """Every rule (`ChannelReply.rules`), for msgRules."""
 
-    def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
+    def revoke_rules(self, request: RevokeRules, caller: Peer) -> ChannelReply:
         """Revoke rules (`ChannelReply.revoked`), for msgRevokeRules."""
-    # extension msgAsk: a program's questions, owned by the asking peer's routing id
-    def ask_question(self, request: Ask, asker_id: bytes, reply: ReplyTo) -> None:
+    # extension msgAsk: a program's questions, owned by the asking peer
+    def ask_question(self, request: Ask, caller: Peer, reply: ReplyTo) -> None:
         """Open the question or refuse it; `reply` gets its one answer (or error)."""
 
-    def withdraw_question(self, request: Withdraw, asker_id: bytes) -> None: ...
+    def withdraw_question(self, request: Withdraw, caller: Peer) -> None: ...
 
     # extension msgMcpRelay: hosts' own sessions with a server (main_process/relay.py)
     def relay(self, peer: Peer, message: McpRelay) -> None: ...
@@ -452,62 +456,89 @@ class Broker:
             elif channels.is_result_channel(topic):
                 self.pending.answer(routing_id, peer.window, topic, raw)
             else:
-                self._dispatch(peer, topic, decode_peer_body(topic, raw))
+                self._dispatch(peer, topic, raw)
         except ProtocolError as err:
             self._refuse(routing_id, err)
 
-    def _dispatch(self, peer: Peer, topic: str, body: Any) -> None:
-        match body:
-            case Heartbeat():
-                pass
-            case CallTool():
-                reply, started = self._calls.track(peer, body.response_channel,
-                                                   self._replier(peer, topic, body.response_channel))
-                progress = self._progress_sender(peer, body.response_channel) if body.progress else None
-                started(self._host.call_tool(body, peer.window, reply, progress))
-            case CancelCall():
-                self._calls.cancel(peer.routing_id, body.response_channel)
-            case HostInfo():
-                self._on_host_info(peer, body)
-            case McpRequest():
-                self._host.mcp_request(body, self._replier(peer, topic, body.response_channel))
-            case StatusRequest():
-                self._replier(peer, topic, body.response_channel)(ChannelReply(status=self._status_report()))
-            case ServerControl():
-                self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
-                                              self._host.control_server(body)))
-            case Reload():
-                self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
-                                              self._host.reload(body.config)))
-            case RotateHttpToken():
-                self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
-                                              self._rotated_http_token()))
-            case ServerPolicy():
-                self._host.set_server_policy(body, peer.name or peer.window)
-            case AuthRequest():
-                self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
-                                              self._host.auth(body)))
-            case SignInRedirect():
-                self._spawn(self._reply_later(self._replier(peer, topic, body.response_channel),
-                                              self._host.sign_in_redirect(body)))
-            case Shutdown():
-                logger.info("shutdown requested by %r (%s)", cut(peer.name or peer.window), peer.role)
-                self._host.request_shutdown()
-            case Ask():
-                self._host.ask_question(body, peer.routing_id, self._replier(peer, topic, body.response_channel))
-            case Withdraw():
-                self._host.withdraw_question(body, peer.routing_id)
-            case Bye():
-                self._detach(peer, "said bye")
-            case RulesRequest():
-                self._replier(peer, topic, body.response_channel)(self._host.rules_report())
-            case RevokeRules():
-                reply = self._replier(peer, topic, body.response_channel)
-                reply(self._host.revoke_rules(body, peer.name or peer.window))
-            case McpRelay():
-                self._host.relay(peer, body)
-            case McpClose():
-                self._host.relay_close(peer, body)
+    def _dispatch(self, peer: Peer, topic: str, raw: bytes) -> None:
+        """A welcomed peer's message on a fixed topic, as TOPICS says: decoded, checked, handled."""
+        route = TOPICS[topic]
+        body = decode_peer_body(topic, raw)
+        if route.roles is not None and peer.role not in route.roles:
+            allowed = " or ".join(f'"{role}"' for role in sorted(route.roles))
+            raise ProtocolError(WireCode.BAD_BODY, f"{topic} is for peers with role {allowed}", topic)
+        route.handle(self, peer, body)
+
+    # ---- what each topic does (TOPICS, at the end of this module, names them) -------------
+
+    def _on_heartbeat(self, peer: Peer, body: Heartbeat) -> None:
+        pass  # its arrival is the point: `_handle` noted the peer as alive
+
+    def _on_bye(self, peer: Peer, body: Bye) -> None:
+        self._detach(peer, "said bye")
+
+    def _on_call_tool(self, peer: Peer, body: CallTool) -> None:
+        reply, started = self._calls.track(peer, body.response_channel,
+                                           self._replier(peer, channels.CALL_TOOL, body.response_channel))
+        progress = self._progress_sender(peer, body.response_channel) if body.progress else None
+        started(self._host.call_tool(body, peer, reply, progress))
+
+    def _on_cancel_call(self, peer: Peer, body: CancelCall) -> None:
+        self._calls.cancel(peer.routing_id, body.response_channel)
+
+    def _on_mcp_request(self, peer: Peer, body: McpRequest) -> None:
+        self._host.mcp_request(body, self._replier(peer, channels.MCP_REQUEST, body.response_channel))
+
+    def _on_status(self, peer: Peer, body: StatusRequest) -> None:
+        self._replier(peer, channels.STATUS, body.response_channel)(ChannelReply(status=self._status_report()))
+
+    def _on_server_control(self, peer: Peer, body: ServerControl) -> None:
+        self._reply_soon(peer, channels.SERVER_CONTROL, body.response_channel, self._host.control_server(body))
+
+    def _on_reload(self, peer: Peer, body: Reload) -> None:
+        self._reply_soon(peer, channels.RELOAD, body.response_channel, self._host.reload(body.config))
+
+    def _on_rotate_http_token(self, peer: Peer, body: RotateHttpToken) -> None:
+        self._reply_soon(peer, channels.ROTATE_HTTP_TOKEN, body.response_channel, self._rotated_http_token())
+
+    def _on_server_policy(self, peer: Peer, body: ServerPolicy) -> None:
+        self._host.set_server_policy(body, peer)
+
+    def _on_auth(self, peer: Peer, body: AuthRequest) -> None:
+        self._reply_soon(peer, channels.AUTH, body.response_channel, self._host.auth(body))
+
+    def _on_sign_in_redirect(self, peer: Peer, body: SignInRedirect) -> None:
+        self._reply_soon(peer, channels.SIGN_IN_REDIRECT, body.response_channel, self._host.sign_in_redirect(body))
+
+    def _on_shutdown(self, peer: Peer, body: Shutdown) -> None:
+        logger.info("shutdown requested by %r (%s)", cut(peer.name or peer.window), peer.role)
+        self._host.request_shutdown()
+
+    def _on_ask(self, peer: Peer, body: Ask) -> None:
+        self._host.ask_question(body, peer, self._replier(peer, channels.ASK, body.response_channel))
+
+    def _on_withdraw(self, peer: Peer, body: Withdraw) -> None:
+        self._host.withdraw_question(body, peer)
+
+    def _on_rules(self, peer: Peer, body: RulesRequest) -> None:
+        self._replier(peer, channels.RULES, body.response_channel)(self._host.rules_report())
+
+    def _on_revoke_rules(self, peer: Peer, body: RevokeRules) -> None:
+        reply = self._replier(peer, channels.REVOKE_RULES, body.response_channel)
+        reply(self._host.revoke_rules(body, peer))
+
+    def _on_host_info(self, peer: Peer, body: HostInfo) -> None:
+        self.note_host_info(peer, body)
+
+    def _on_mcp_relay(self, peer: Peer, body: McpRelay) -> None:
+        self._host.relay(peer, body)
+
+    def _on_mcp_close(self, peer: Peer, body: McpClose) -> None:
+        self._host.relay_close(peer, body)
+
+    def _reply_soon(self, peer: Peer, topic: str, channel: str, work: Awaitable[ChannelReply]) -> None:
+        reply = self._replier(peer, topic, channel)
+        self._spawn(self._reply_later(reply, work))
 
     def _replier(self, peer: Peer, topic: str, channel: str) -> ReplyTo:
         """How to answer on a peer's response channel; refuses a channel it could confuse."""
@@ -533,11 +564,6 @@ class Broker:
                 self._schedule_drain()
 
         return progress
-
-    def _on_host_info(self, peer: Peer, info: HostInfo) -> None:
-        if peer.role != "host":
-            raise ProtocolError(WireCode.BAD_BODY, "msgHostInfo is for peers with role \"host\"", channels.HOST_INFO)
-        self.note_host_info(peer, info)
 
     def note_host_info(self, peer: Peer, info: HostInfo) -> None:
         """Who the MCP host behind a host peer is: from its msgHostInfo, or from the `initialize`
@@ -717,3 +743,40 @@ class Broker:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """main's side of one topic a welcomed peer sends; its body type is shared/codec.py's
+    PEER_TOPICS[topic], the one decode point peers use too."""
+
+    handle: Callable[[Broker, Peer, Any], None]  # one of Broker's _on_* methods, with the decoded body
+    roles: frozenset[Role] | None = None  # who may send it (None: any welcomed peer); others get bad-body
+
+
+# Every fixed topic but hello (the one a peer sends before it is welcomed: Broker._on_hello) and the
+# one-time result channels (PendingRequests.answer). tests/test_shared_codec.py keeps it equal to
+# PEER_TOPICS. What each does to the caller's limits (rate, size, nesting) is the same for all and
+# happens before a route is looked up (`_handle`, `split_from_peer`).
+TOPICS: Final[dict[str, Route]] = {
+    channels.HEARTBEAT: Route(Broker._on_heartbeat),
+    channels.BYE: Route(Broker._on_bye),
+    channels.CALL_TOOL: Route(Broker._on_call_tool),
+    channels.CANCEL_CALL: Route(Broker._on_cancel_call),
+    channels.MCP_REQUEST: Route(Broker._on_mcp_request),
+    channels.STATUS: Route(Broker._on_status),
+    channels.SERVER_CONTROL: Route(Broker._on_server_control),
+    channels.RELOAD: Route(Broker._on_reload),
+    channels.ROTATE_HTTP_TOKEN: Route(Broker._on_rotate_http_token),
+    channels.SERVER_POLICY: Route(Broker._on_server_policy),
+    channels.AUTH: Route(Broker._on_auth),
+    channels.SIGN_IN_REDIRECT: Route(Broker._on_sign_in_redirect),
+    channels.SHUTDOWN: Route(Broker._on_shutdown),
+    channels.ASK: Route(Broker._on_ask),
+    channels.WITHDRAW: Route(Broker._on_withdraw),
+    channels.RULES: Route(Broker._on_rules),
+    channels.REVOKE_RULES: Route(Broker._on_revoke_rules),
+    channels.HOST_INFO: Route(Broker._on_host_info, roles=frozenset({"host"})),
+    channels.MCP_RELAY: Route(Broker._on_mcp_relay),
+    channels.MCP_CLOSE: Route(Broker._on_mcp_close),
+}

@@ -30,29 +30,33 @@ MAIN_MAX_NESTING_DEPTH = 256
 
 _encoder = msgspec.msgpack.Encoder()
 
-_PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[messages.PeerBody]] = {
-    channels.HELLO: msgspec.msgpack.Decoder(messages.Hello),
-    channels.HEARTBEAT: msgspec.msgpack.Decoder(messages.Heartbeat),
-    channels.BYE: msgspec.msgpack.Decoder(messages.Bye),
-    channels.CALL_TOOL: msgspec.msgpack.Decoder(messages.CallTool),
-    channels.STATUS: msgspec.msgpack.Decoder(messages.StatusRequest),
-    channels.SHUTDOWN: msgspec.msgpack.Decoder(messages.Shutdown),
-    channels.SERVER_CONTROL: msgspec.msgpack.Decoder(messages.ServerControl),
-    channels.RELOAD: msgspec.msgpack.Decoder(messages.Reload),
-    channels.SERVER_POLICY: msgspec.msgpack.Decoder(messages.ServerPolicy),
-    channels.MCP_REQUEST: msgspec.msgpack.Decoder(messages.McpRequest),
-    channels.AUTH: msgspec.msgpack.Decoder(messages.AuthRequest),
-    channels.SIGN_IN_REDIRECT: msgspec.msgpack.Decoder(messages.SignInRedirect),
-    channels.RULES: msgspec.msgpack.Decoder(messages.RulesRequest),
-    channels.REVOKE_RULES: msgspec.msgpack.Decoder(messages.RevokeRules),
-    channels.ASK: msgspec.msgpack.Decoder(messages.Ask),
-    channels.WITHDRAW: msgspec.msgpack.Decoder(messages.Withdraw),
-    channels.HOST_INFO: msgspec.msgpack.Decoder(messages.HostInfo),
-    channels.CANCEL_CALL: msgspec.msgpack.Decoder(messages.CancelCall),
-    channels.MCP_RELAY: msgspec.msgpack.Decoder(messages.McpRelay),
-    channels.MCP_CLOSE: msgspec.msgpack.Decoder(messages.McpClose),
-    channels.ROTATE_HTTP_TOKEN: msgspec.msgpack.Decoder(messages.RotateHttpToken),
+# Every fixed topic a peer may send and its body. main's side of each (who may send it, what it
+# does) is main_process/broker.py's TOPICS, which covers exactly these keys.
+PEER_TOPICS: dict[str, type[messages.PeerBody]] = {
+    channels.HELLO: messages.Hello,
+    channels.HEARTBEAT: messages.Heartbeat,
+    channels.BYE: messages.Bye,
+    channels.CALL_TOOL: messages.CallTool,
+    channels.STATUS: messages.StatusRequest,
+    channels.SHUTDOWN: messages.Shutdown,
+    channels.SERVER_CONTROL: messages.ServerControl,
+    channels.RELOAD: messages.Reload,
+    channels.SERVER_POLICY: messages.ServerPolicy,
+    channels.MCP_REQUEST: messages.McpRequest,
+    channels.AUTH: messages.AuthRequest,
+    channels.SIGN_IN_REDIRECT: messages.SignInRedirect,
+    channels.RULES: messages.RulesRequest,
+    channels.REVOKE_RULES: messages.RevokeRules,
+    channels.ASK: messages.Ask,
+    channels.WITHDRAW: messages.Withdraw,
+    channels.HOST_INFO: messages.HostInfo,
+    channels.CANCEL_CALL: messages.CancelCall,
+    channels.MCP_RELAY: messages.McpRelay,
+    channels.MCP_CLOSE: messages.McpClose,
+    channels.ROTATE_HTTP_TOKEN: messages.RotateHttpToken,
 }
+_PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[messages.PeerBody]] = {
+    topic: msgspec.msgpack.Decoder(body) for topic, body in PEER_TOPICS.items()}
 _RESULT_DECODER: msgspec.msgpack.Decoder[messages.PeerBody] = msgspec.msgpack.Decoder(
     messages.ElicitationResult)
 

@@ -2,6 +2,7 @@
 hello and welcome, the 9 steps, replay, the limits that keep one peer from locking others out."""
 
 import asyncio
+import typing
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -11,11 +12,12 @@ import pytest
 import zmq
 import zmq.asyncio
 
-from main_process.broker import Broker, ProgressTo, ReplyTo
+from main_process.broker import TOPICS, Broker, ProgressTo, ReplyTo
 from main_process.clock import SettableClock
 from main_process.peers import PEER_SLOTS, RateLimiter
 from main_process.peers import Peer as AttachedPeer
 from main_process.pending import RequestOptions
+from shared.codec import PEER_TOPICS
 from shared.errors import UndeliverableRequestError
 from shared.messages import (
     Ask,
@@ -50,8 +52,9 @@ class FakeHost:
     def server_infos(self) -> list[ServerInfo]:
         return [ServerInfo(name="demo", status="ready", tools=["echo"])]
 
-    def call_tool(self, request: CallTool, origin: str, reply: ReplyTo, progress: ProgressTo | None = None) -> None:
-        reply(ChannelReply(result={"content": [{"type": "text", "text": f"{request.tool} from {origin}"}]}))
+    def call_tool(self, request: CallTool, caller: AttachedPeer, reply: ReplyTo,
+                  progress: ProgressTo | None = None) -> None:
+        reply(ChannelReply(result={"content": [{"type": "text", "text": f"{request.tool} from {caller.window}"}]}))
 
     def mcp_request(self, request: McpRequest, reply: ReplyTo) -> None:
         reply(ChannelReply(result={"tools": []}))
@@ -62,7 +65,7 @@ class FakeHost:
     async def reload(self, config: str | None = None) -> ChannelReply:
         return ChannelReply()
 
-    def set_server_policy(self, policy: ServerPolicy, by: str) -> None:
+    def set_server_policy(self, policy: ServerPolicy, caller: AttachedPeer) -> None:
         pass
 
     def request_shutdown(self) -> None:
@@ -81,13 +84,13 @@ class FakeHost:
     def rules_report(self) -> ChannelReply:
         return ChannelReply(rules=[])
 
-    def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
+    def revoke_rules(self, request: RevokeRules, caller: AttachedPeer) -> ChannelReply:
         return NOT_FAKED
 
-    def ask_question(self, request: Ask, asker_id: bytes, reply: ReplyTo) -> None:
+    def ask_question(self, request: Ask, caller: AttachedPeer, reply: ReplyTo) -> None:
         reply(NOT_FAKED)
 
-    def withdraw_question(self, request: Withdraw, asker_id: bytes) -> None:
+    def withdraw_question(self, request: Withdraw, caller: AttachedPeer) -> None:
         pass
 
     def relay(self, peer: AttachedPeer, message: McpRelay) -> None:
@@ -159,6 +162,28 @@ def with_broker(test: Callable[..., Awaitable[None]], **broker_args: Any) -> Non
             await broker.close()
 
     asyncio.run(body())
+
+
+def test_every_topic_a_peer_sends_has_one_route_whose_handler_takes_the_body_codec_decodes() -> None:
+    assert set(TOPICS) | {"hello"} == set(PEER_TOPICS)
+    for topic, route in TOPICS.items():
+        assert typing.get_type_hints(route.handle)["body"] is PEER_TOPICS[topic], topic
+
+
+def test_a_topic_for_one_role_is_bad_body_from_another_and_the_sender_stays_attached() -> None:
+    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+        window, gateway = await new_peer("renderer"), await new_peer("host")
+        info = {"name": "Claude Desktop", "formElicitation": True}
+        await window.send("msgHostInfo", info)
+        error = await window.expect_topic("error")
+        assert error == {"code": "bad-body", "message": 'msgHostInfo is for peers with role "host"',
+                         "topic": "msgHostInfo"}
+        await gateway.send("msgHostInfo", info)
+        await gateway.send("msgStatus", {"responseChannel": "s"})  # read after the msgHostInfo before it
+        peers = {p["role"]: p["name"] for p in (await gateway.expect_topic("s"))["status"]["peers"]}
+        assert peers == {"renderer": "renderer", "host": "Claude Desktop"}
+
+    with_broker(test)
 
 
 def test_hello_token_and_attachment_rules() -> None:
