@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import zmq
@@ -33,7 +32,7 @@ from main_process.http_gateway import (
 from main_process.lock import InstanceLock
 from main_process.paths import default_log_dir
 from main_process.peers import Peer
-from main_process.pending import RequestOptions
+from main_process.pending import Elicitation, RequestOptions
 from main_process.questions import QuestionDesk
 from main_process.relay import Relay
 from main_process.rule_store import RuleStore, path_beside
@@ -58,7 +57,6 @@ from shared.messages import (
     AuthRequest,
     CallTool,
     ChannelReply,
-    ElicitationRequest,
     ElicitationResult,
     McpClose,
     McpRelay,
@@ -282,19 +280,18 @@ class MainApp:
         assert self.questions is not None
         self.questions.withdraw(caller.routing_id, request)
 
-    def answer_question_by_rule(self, asker: AskerInfo, params: dict[str, Any]) -> ElicitationResult | None:
+    def answer_question_by_rule(self, asker: AskerInfo, elicitation: Elicitation) -> ElicitationResult | None:
         """The one place a rule or a remembered answer may answer a program's form question
         before it opens (url-mode questions never come here), audited with the rule's id. The
         asker's name stands where a server's would (its rules are the asker's own, never a
         server's). None: ask the windows."""
         if self.consent is None or self.broker is None:
             return None
-        request = ElicitationRequest(server=asker.name, params=params)
-        found = self.consent.answer_asker(asker.name, params)
+        found = self.consent.answer_asker(asker.name, elicitation.params)
         if found is None:
             return None
         rule_id, answer = found
-        self.broker.pending.record_by_rule(request, answer, rule_id, RequestOptions(timeout_s=0, kind="question"))
+        self.broker.pending.record_by_rule(elicitation, answer, rule_id, RequestOptions(timeout_s=0, kind="question"))
         return answer
 
     def _remote_listener(self) -> tuple[Listener | None, AsyncioAuthenticator | None, TcpFront | None]:

@@ -40,6 +40,7 @@ import platformdirs
 
 from main_process.log_limiter import RateLimitedLog
 from main_process.private_files import open_private_sqlite
+from shared.elicit_params import mode_of
 from shared.errors import AuditLogError
 from shared.messages import ElicitationInvoke
 from shared.terminal_text import table_cell
@@ -444,8 +445,8 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
 
 
 def _request_row(invoke: ElicitationInvoke, arguments_json: str | None) -> tuple[Any, ...]:
-    params = invoke.request.params
-    mode = params.get("mode", "form")
+    params = invoke.request.params  # the JSON as the windows got it: the row records what was sent
+    mode = mode_of(params)
     mode = mode if isinstance(mode, str) else str(mode)
     message = params.get("message")
     message = message if isinstance(message, str) else ""

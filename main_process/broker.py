@@ -38,7 +38,13 @@ from main_process.clock import MONOTONIC, Clock, Timer
 from main_process.hosts import Cancel, PeerCalls, plan_delivery
 from main_process.log_limiter import RateLimitedLog, cut
 from main_process.peers import PEER_SLOTS, Peer, PeerTable, RateLimiter
-from main_process.pending import WELCOME_PENDING_BYTES, PendingRequests, RequestOptions, Unanswered
+from main_process.pending import (
+    WELCOME_PENDING_BYTES,
+    Elicitation,
+    PendingRequests,
+    RequestOptions,
+    Unanswered,
+)
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_peer_body, encode, encode_welcome, split_from_peer
 from shared.errors import ProtocolError, RpcCode, WireCode
@@ -52,7 +58,6 @@ from shared.messages import (
     CancelCall,
     ChannelReply,
     ElicitationComplete,
-    ElicitationRequest,
     ElicitationResult,
     ErrorNotice,
     Heartbeat,
@@ -295,7 +300,7 @@ class Broker:
 
     # ---- what the servers call ---------------------------------------------------------
 
-    async def elicit(self, server: str, params: dict[str, Any], options: RequestOptions, route: str = "windows",
+    async def elicit(self, elicitation: Elicitation, options: RequestOptions, route: str = "windows",
                      cancel_reason: Callable[[], Unanswered] = lambda: "cancelled") -> ElicitationResult:
         """Show one server request in the windows and wait for the one valid answer (steps 3-8).
         `options.call` is the response channel of the call that caused it; when that call came from
@@ -306,9 +311,9 @@ class Broker:
         host = self._peers.by_window(options.origin) if options.origin else None
         if host is not None and host.role != "host":
             host = None
-        delivery = plan_delivery(route, host, str(params.get("mode", "form")), self._peers.renderers())
+        delivery = plan_delivery(route, host, elicitation.params.mode, self._peers.renderers())
         options = replace(options, recipients=delivery.recipients, for_windows=delivery.for_windows, via=delivery.via)
-        return await self.pending.ask(ElicitationRequest(server=server, params=params), options, cancel_reason)
+        return await self.pending.ask(elicitation, options, cancel_reason)
 
     def withdraw_server(self, server: str) -> None:
         """A server's connection ended: its open requests can never be answered."""

@@ -36,10 +36,11 @@ from main_process import approvals
 from main_process.broker import ProgressTo, ReplyTo
 from main_process.hosts import Cancel
 from main_process.peers import Peer
-from main_process.pending import PendingRequests, RequestOptions
+from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from main_process.rule_store import RuleStore
 from main_process.rules import Party, Rule, RuleBook, question_key, schema_fields
 from main_process.servers import READY_TIMEOUT_S, ManagedServer, cancelled_reply, error_reply
+from shared.elicit_params import ElicitParams, FormParams
 from shared.errors import (
     InvalidContentError,
     ProtocolError,
@@ -55,7 +56,6 @@ from shared.messages import (
     CallTool,
     ChannelReply,
     ElicitationInvoke,
-    ElicitationRequest,
     ElicitationResult,
     Remember,
     RevokeReport,
@@ -199,19 +199,19 @@ class Consent:
 
     # ---- RuleHook: elicitations -------------------------------------------------------
 
-    def answer_for(self, request: ElicitationRequest) -> tuple[str, ElicitationResult] | None:
+    def answer_for(self, elicitation: Elicitation) -> tuple[str, ElicitationResult] | None:
         """A server's form request answered by a rule given to that server's program, or None."""
-        if not self.book.has_answer_rules(request.server):
+        if not self.book.has_answer_rules(elicitation.server):
             return None  # the common case: one set lookup
-        return self._answer(request.server, "server", request.params)
+        return self._answer(elicitation.server, "server", elicitation.params)
 
-    def answer_asker(self, asker: str, params: dict[str, Any]) -> tuple[str, ElicitationResult] | None:
+    def answer_asker(self, asker: str, params: ElicitParams) -> tuple[str, ElicitationResult] | None:
         """A program's form question answered by a rule given to that asker (never a server's), or None."""
         if not self.book.has_answer_rules(asker, "asker"):
             return None
         return self._answer(asker, "asker", params)
 
-    def _answer(self, name: str, party: Party, params: dict[str, Any]) -> tuple[str, ElicitationResult] | None:
+    def _answer(self, name: str, party: Party, params: ElicitParams) -> tuple[str, ElicitationResult] | None:
         now = _now_ms()
         identity = self._identities.get(name) if party == "server" else None
         for rule in self.book.answer_candidates(name, params, party=party, identity=identity):
@@ -224,7 +224,7 @@ class Consent:
                 return rule.id, answer
         return None
 
-    def _replay(self, rule: Rule, server: str, params: dict[str, Any]) -> ElicitationResult | None:
+    def _replay(self, rule: Rule, server: str, params: ElicitParams) -> ElicitationResult | None:
         """The rule's answer checked against this request's schema; None (and a notice, once) if it
         does not fit."""
         assert rule.answer is not None
@@ -232,7 +232,7 @@ class Consent:
             return ElicitationResult(action=rule.answer.action)
         content = dict(rule.answer.content or {})
         try:
-            validate_content(params.get("requestedSchema", {}), content)
+            validate_content(params.requested_schema if isinstance(params, FormParams) else {}, content)
         except InvalidContentError as exc:
             key = (rule.id, question_key(params) or "")
             if key not in self._misfits:
@@ -244,14 +244,15 @@ class Consent:
             return None
         return ElicitationResult(action="accept", content=content)
 
-    def check_remember(self, invoke: ElicitationInvoke, result: ElicitationResult) -> None:
+    def check_remember(self, pending: PendingRequest, result: ElicitationResult) -> None:
         remember = result.remember
         assert remember is not None
+        invoke = pending.invoke
         channel = invoke.response_channel
         if invoke.kind not in _REMEMBERED_KINDS:
             raise ProtocolError(WireCode.BAD_BODY, f"a {invoke.kind} request is not remembered this way "
                                 "(approvals carry their scope in `decision`)", channel)
-        if question_key(invoke.request.params) is None:
+        if question_key(pending.params) is None:
             raise ProtocolError(WireCode.BAD_BODY, "URL-mode requests are never remembered", channel)
         if result.action == "cancel":
             raise ProtocolError(WireCode.BAD_BODY, "a cancel is not remembered: remember an accept or a decline",
@@ -263,8 +264,9 @@ class Consent:
         elif remember.until is not None:
             raise ProtocolError(WireCode.BAD_BODY, "remember.until goes only with scope \"until\"", channel)
 
-    def answered(self, invoke: ElicitationInvoke, answer: ElicitationResult, remember: Remember | None,
+    def answered(self, pending: PendingRequest, answer: ElicitationResult, remember: Remember | None,
                  routing_id: bytes, window: str) -> None:
+        invoke = pending.invoke
         server = invoke.request.server
         if invoke.kind == "approval":
             decision = approvals.decision_of(answer)
@@ -277,10 +279,10 @@ class Consent:
             return
         if remember is None:
             return
-        params = invoke.request.params
+        params = pending.params
         rule = self._new_rule(
             server, self._who(routing_id, window), remember.scope, remember.until,
-            answer=answer, question=question_key(params), message=str(params.get("message", "")),
+            answer=answer, question=question_key(params), message=params.message,
             fields=schema_fields(params), party=_party_of(invoke))
         if rule.party == "asker":
             self._add(rule)
@@ -401,7 +403,7 @@ class Consent:
         params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
                   "requestedSchema": approvals.APPROVAL_SCHEMA}
         self._host.pending.record_by_rule(
-            ElicitationRequest(server=server.name, params=params), answer, rule.id,
+            Elicitation.read(server.name, params), answer, rule.id,
             RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window, kind="approval",
                            via=host_name, approval=info),
             batched=True)  # the decision is on disk already: the config, the store, or the allow-session row
@@ -433,7 +435,7 @@ class Consent:
 
         try:
             opened = pending.open(
-                ElicitationRequest(server=server.name, params=approvals.approval_params(host_name, info)),
+                Elicitation.read(server.name, approvals.approval_params(host_name, info)),
                 RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window,
                                owner=host.routing_id, max_bytes=server.config.max_request_bytes, kind="approval",
                                via=host_name, approval=info),
@@ -479,8 +481,8 @@ class Consent:
             if item.server != rule.server:
                 continue
             if rule.kind == "answer" and invoke.kind in _REMEMBERED_KINDS and _party_of(invoke) == rule.party \
-                    and question_key(invoke.request.params) == rule.question:
-                answer = self._replay(rule, rule.server, invoke.request.params)
+                    and question_key(item.params) == rule.question:
+                answer = self._replay(rule, rule.server, item.params)
                 if answer is not None:
                     pending.close_by_rule(item, answer, rule.id)
             elif rule.kind == "tool" and invoke.kind == "approval" and invoke.approval is not None \

@@ -26,13 +26,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from main_process.audit_writer import AuditWriter
 from main_process.clock import MONOTONIC, Clock, Timer
 from main_process.oauth.hosts import allowance
 from shared import channels
 from shared.codec import decode_peer_body, encode, encode_request
+from shared.elicit_params import ElicitParams, FormParams, read_params
 from shared.errors import InvalidContentError, ProtocolError, UndeliverableRequestError, WireCode
 from shared.messages import (
     DECISION_PROPERTY,
@@ -67,13 +68,13 @@ _SUMMARY_MESSAGE_CHARS: Final = 200
 class RuleHook(Protocol):
     """What the lifecycle needs from the consent layer (main_process/consent.py)."""
 
-    def answer_for(self, request: ElicitationRequest) -> tuple[str, ElicitationResult] | None:
+    def answer_for(self, elicitation: "Elicitation") -> tuple[str, ElicitationResult] | None:
         """(rule id, answer) when a rule answers this request now; None to ask the windows."""
 
-    def check_remember(self, invoke: ElicitationInvoke, result: ElicitationResult) -> None:
+    def check_remember(self, pending: "PendingRequest", result: ElicitationResult) -> None:
         """Raise ProtocolError for a `remember` main cannot keep (before the answer is taken)."""
 
-    def answered(self, invoke: ElicitationInvoke, answer: ElicitationResult, remember: Remember | None,
+    def answered(self, pending: "PendingRequest", answer: ElicitationResult, remember: Remember | None,
                  routing_id: bytes, window: str) -> None:
         """A window's answer was taken (and handed to the asker)."""
 
@@ -86,6 +87,25 @@ class Outbox(Protocol):
 
     def send(self, routing_ids: Iterable[bytes], frames: list[bytes]) -> list[bytes]:
         """Send `frames` to each attached id among `routing_ids`; the ids it reached."""
+
+
+@dataclass(frozen=True, slots=True)
+class Elicitation:
+    """One request as main holds it: its params read once, where it entered main (a server, a relayed
+    session, a program's question, main's own approval and sign-in cards), beside their JSON as
+    the windows get it, unchanged."""
+
+    request: ElicitationRequest  # {server, params JSON}
+    params: ElicitParams
+
+    @classmethod
+    def read(cls, server: str, params: dict[str, Any]) -> "Elicitation":
+        """Raises UndeliverableRequestError for params that are neither a form nor a URL request."""
+        return cls(ElicitationRequest(server=server, params=params), read_params(params))
+
+    @property
+    def server(self) -> str:
+        return self.request.server
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +129,9 @@ class RequestOptions:
     record_only: bool = False  # sent to nobody, only kept and audited (a host answers it itself)
 
 
-def _invoke(request: ElicitationRequest, options: RequestOptions) -> ElicitationInvoke:
+def _invoke(elicitation: Elicitation, options: RequestOptions) -> ElicitationInvoke:
     now_ms = time.time_ns() // 1_000_000
-    return ElicitationInvoke(request=request, response_channel=channels.new_result_channel(), created_at=now_ms,
+    return ElicitationInvoke(request=elicitation.request, response_channel=channels.new_result_channel(), created_at=now_ms,
                              expires_at=now_ms + int(options.timeout_s * 1000), origin=options.origin,
                              kind=options.kind, via=options.via, asker=options.asker, approval=options.approval,
                              sign_in=options.sign_in, call=options.call)
@@ -120,6 +140,7 @@ def _invoke(request: ElicitationRequest, options: RequestOptions) -> Elicitation
 @dataclass(eq=False)
 class PendingRequest:
     invoke: ElicitationInvoke
+    params: ElicitParams  # the invoke's params, typed
     frames: list[bytes]  # the invoke, encoded once when it opened
     resolve: Resolve  # hands the asker its answer; called once, by `_close`
     owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
@@ -170,18 +191,18 @@ class PendingRequests:
 
     # ---- opening -----------------------------------------------------------------------
 
-    def open(self, request: ElicitationRequest, options: RequestOptions, resolve: Resolve) -> PendingRequest:
+    def open(self, elicitation: Elicitation, options: RequestOptions, resolve: Resolve) -> PendingRequest:
         """Register a request and send it to `options.recipients` (default: every window); `resolve`
         gets its one answer.
 
         Raises UndeliverableRequestError, before anything is registered or sent, when the request
         cannot be encoded, is over `options.max_bytes`, or would take open requests past their budget."""
-        invoke = _invoke(request, options)
+        invoke = _invoke(elicitation, options)
         frames = encode_request(channels.INVOKE, invoke, options.max_bytes)
         if self._open_bytes + len(frames[1]) > self._max_pending_bytes:
             raise UndeliverableRequestError(f"{len(self._open)} requests already wait "
                                             f"({self._open_bytes:,} bytes); try again once some are answered")
-        pending = PendingRequest(invoke=invoke, frames=frames, resolve=resolve, owner=options.owner,
+        pending = PendingRequest(invoke=invoke, params=elicitation.params, frames=frames, resolve=resolve, owner=options.owner,
                                  for_windows=options.for_windows)
         self._open[pending.channel] = pending
         self._open_bytes += pending.size
@@ -198,17 +219,17 @@ class PendingRequests:
             self._unseen()
         return pending
 
-    async def ask(self, request: ElicitationRequest, options: RequestOptions,
+    async def ask(self, elicitation: Elicitation, options: RequestOptions,
                   cancel_reason: Callable[[], Unanswered] = lambda: "cancelled") -> ElicitationResult:
         """Open a request and wait for its answer (a server's elicitation callback does this).
 
         When the caller is cancelled, the request closes with `cancel_reason()`: whether the
         server withdrew it or its connection went away."""
         if self.rules is not None:
-            ruled = self.rules.answer_for(request)
+            ruled = self.rules.answer_for(elicitation)
             if ruled is not None:
                 rule_id, result = ruled
-                self.record_by_rule(request, result, rule_id, options)
+                self.record_by_rule(elicitation, result, rule_id, options)
                 return result
         answer: asyncio.Future[ElicitationResult] = self._loop.create_future()
 
@@ -216,7 +237,7 @@ class PendingRequests:
             if not answer.done():
                 answer.set_result(result)
 
-        pending = self.open(request, options, resolve)
+        pending = self.open(elicitation, options, resolve)
         try:
             return await answer
         except asyncio.CancelledError:
@@ -240,10 +261,10 @@ class PendingRequests:
         result = decode_peer_body(channel, raw_body)
         assert isinstance(result, ElicitationResult)
         content = None
-        if result.action == "accept" and pending.invoke.request.params.get("mode", "form") == "form":
+        if result.action == "accept" and isinstance(pending.params, FormParams):
             content = result.content or {}
             try:
-                validate_content(pending.invoke.request.params.get("requestedSchema", {}), content)
+                validate_content(pending.params.requested_schema, content)
             except InvalidContentError as exc:
                 raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
         elif result.action == "accept" and pending.invoke.kind == "sign-in":
@@ -252,11 +273,11 @@ class PendingRequests:
             except InvalidContentError as exc:
                 raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
         if result.remember is not None and self.rules is not None:
-            self.rules.check_remember(pending.invoke, result)
+            self.rules.check_remember(pending, result)
         answer = ElicitationResult(action=result.action, content=content)
         self._close(pending, result.action, answer, by=window)
         if self.rules is not None:
-            self.rules.answered(pending.invoke, answer, result.remember, routing_id, window)
+            self.rules.answered(pending, answer, result.remember, routing_id, window)
 
     # ---- answered by a rule -------------------------------------------------------------
 
@@ -266,7 +287,7 @@ class PendingRequests:
         if self._open.get(pending.channel) is pending:
             self._close(pending, answer.action, answer, by=None, rule_id=rule_id)
 
-    def record_by_rule(self, request: ElicitationRequest, answer: ElicitationResult, rule_id: str,
+    def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
                        options: RequestOptions, *, batched: bool = False) -> None:
         """Audit a request a rule answered before it opened: one row, request and outcome committed
         together before the caller hands the answer on (`batched`: with the next batch of rows,
@@ -274,7 +295,7 @@ class PendingRequests:
         window."""
         if self._audit is None:
             return
-        invoke = _invoke(request, options)
+        invoke = _invoke(elicitation, options)
         if batched:
             self._audit.decided(invoke, answer.action, content=answer.content, rule_id=rule_id,
                                 decision=_decision(invoke, answer))
@@ -369,8 +390,8 @@ class PendingRequests:
     def summaries(self) -> list[PendingSummary]:
         return [
             PendingSummary(
-                response_channel=p.channel, server=p.server, mode=str(p.invoke.request.params.get("mode", "form")),
-                message=str(p.invoke.request.params.get("message", ""))[:_SUMMARY_MESSAGE_CHARS],
+                response_channel=p.channel, server=p.server, mode=p.params.mode,
+                message=p.params.message[:_SUMMARY_MESSAGE_CHARS],
                 created_at=p.invoke.created_at, expires_at=p.invoke.expires_at, origin=p.invoke.origin,
                 sent_to=len(p.sent_to),
             )

@@ -16,18 +16,24 @@ What is particular to questions is here:
 
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from main_process.broker import ReplyTo
-from main_process.pending import DEFAULT_MAX_REQUEST_BYTES, PendingRequest, PendingRequests, RequestOptions
+from main_process.pending import (
+    DEFAULT_MAX_REQUEST_BYTES,
+    Elicitation,
+    PendingRequest,
+    PendingRequests,
+    RequestOptions,
+)
 from shared import channels
+from shared.elicit_params import FormParams
 from shared.errors import ProtocolError, QuestionRefusedError, RpcCode, UndeliverableRequestError, WireCode
 from shared.messages import (
     Ask,
     AskerInfo,
     CallError,
     ChannelReply,
-    ElicitationRequest,
     ElicitationResult,
     QuestionAnswer,
     QuestionOutcome,
@@ -37,7 +43,7 @@ from shared.questions import check_asker, check_question, check_timeout
 
 logger = logging.getLogger(__name__)
 
-QuestionRule = Callable[[AskerInfo, dict[str, Any]], ElicitationResult | None]
+QuestionRule = Callable[[AskerInfo, Elicitation], ElicitationResult | None]
 MAX_OPEN_PER_ASKER: Final = 100  # one peer cannot fill every window's queue
 
 
@@ -64,12 +70,16 @@ class QuestionDesk:
             if sum(1 for owner, _ in self._open if owner == asker_id) >= MAX_OPEN_PER_ASKER:
                 raise QuestionRefusedError(RpcCode.INVALID_PARAMS, f"this asker already has "
                                            f"{MAX_OPEN_PER_ASKER} open questions; withdraw some or wait")
+            elicitation = Elicitation.read(request.asker.name, params)
         except QuestionRefusedError as exc:
             logger.info("refused a question from %r: %s", request.asker.name[:80], exc.message)
             reply(ChannelReply(error=CallError(code=exc.code, message=exc.message)))
             return
-        if params["mode"] == "form":  # never a URL: opening a link is always a person's decision
-            ruled = self._rule(request.asker, params)
+        except UndeliverableRequestError as exc:  # (check_question lets no such params through)
+            reply(ChannelReply(error=CallError(code=RpcCode.INVALID_PARAMS, message=f"question not shown: {exc}")))
+            return
+        if isinstance(elicitation.params, FormParams):  # never a URL: opening a link is always a person's decision
+            ruled = self._rule(request.asker, elicitation)
             if ruled is not None:
                 reply(_answer(ruled, ruled.action))
                 return
@@ -83,7 +93,7 @@ class QuestionDesk:
 
         try:
             self._open[key] = self._pending.open(
-                ElicitationRequest(server=request.asker.name, params=params),
+                elicitation,
                 RequestOptions(timeout_s=timeout_s, owner=asker_id, max_bytes=self._max_request_bytes,
                                kind="question", asker=request.asker),
                 resolve)

@@ -35,7 +35,7 @@ import msgspec
 from main_process.config import HttpServerConfig
 from main_process.hosts import Cancel
 from main_process.peers import Peer
-from main_process.pending import PendingRequest, PendingRequests, RequestOptions
+from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from main_process.servers import ManagedServer
 from main_process.upstream import StdioUpstream, UpstreamError
 from main_process.upstream_http import HttpUpstream
@@ -46,7 +46,6 @@ from shared.messages import (
     MAX_ID_CHARS,
     CallError,
     ChannelReply,
-    ElicitationRequest,
     ElicitationResult,
     HostInfo,
     McpClose,
@@ -83,12 +82,12 @@ class RelayPorts(Protocol):
                     reply: Callable[[ChannelReply], None]) -> Cancel | None:
         """The consent layer's decision on a tools/call; None when it was decided at once."""
 
-    def ask_windows(self, session: "RelaySession", params: dict[str, Any],
+    def ask_windows(self, session: "RelaySession", elicitation: Elicitation,
                     resolve: Callable[[ElicitationResult], None]) -> PendingRequest | None:
         """Open a request in the windows (a rule may answer at once: then None, `resolve` called).
         Raises UndeliverableRequestError when it cannot be shown."""
 
-    def record_for_host(self, session: "RelaySession", params: dict[str, Any]) -> PendingRequest | None:
+    def record_for_host(self, session: "RelaySession", elicitation: Elicitation) -> PendingRequest | None:
         """A request the host itself answers: audited, shown to no window."""
 
     def answered_by_host(self, session: "RelaySession", pending: PendingRequest, answer: ElicitationResult) -> None:
@@ -336,11 +335,20 @@ class RelaySession:
                 self.ports.elicitation_complete(self, elicitation_id)
         self.ports.to_host(self, raw)
 
-    def _route(self, params: dict[str, Any], host_form: bool, host_url: bool) -> tuple[bool, bool]:
+    def _read(self, params: dict[str, Any]) -> Elicitation | UndeliverableRequestError:
+        """The server's elicitation params read once, as they enter main (`mode` set), or why not."""
+        try:
+            return Elicitation.read(self.server.name, params)
+        except UndeliverableRequestError as exc:
+            return exc
+
+    def _route(self, read: Elicitation | UndeliverableRequestError, host_form: bool,
+               host_url: bool) -> tuple[bool, bool]:
         """(to the host, to the windows) for one elicitation, by elicitationRoute and what the
-        host declared for its mode."""
+        host declared for its mode (params main cannot read go as a form would)."""
         route = self.server.config.elicitation_route
-        host_can = host_url if params.get("mode") == "url" else host_form
+        url = isinstance(read, Elicitation) and read.params.mode == "url"
+        host_can = host_url if url else host_form
         if not host_can or route == "windows":
             return False, True
         return True, route == "first"
@@ -350,12 +358,18 @@ class RelaySession:
         assert isinstance(request_id, (int, str))
         params = envelope.params_dict()
         params.setdefault("mode", "form")
-        to_host, to_windows = self._route(params, self.host_form, self.host_url)
+        read = self._read(params)
+        to_host, to_windows = self._route(read, self.host_form, self.host_url)
         if not to_windows:
-            self._host_asked[request_id] = _HostAsked(self.ports.record_for_host(self, params), first=False)
+            recorded = self.ports.record_for_host(self, read) if isinstance(read, Elicitation) else None
+            self._host_asked[request_id] = _HostAsked(recorded, first=False)
             self.ports.to_host(self, raw)
             return
-        screened = self.server.screen_elicitation(params)
+        if not isinstance(read, Elicitation):
+            self.to_server(jsonrpc.error_response(request_id, RpcCode.INVALID_PARAMS, f"request not shown: {read}"),
+                           None)
+            return
+        screened = self.server.screen_elicitation(read.params)
         if isinstance(screened, CallError):
             self.to_server(jsonrpc.error_response(request_id, screened.code, screened.message), None)
             return
@@ -363,7 +377,7 @@ class RelaySession:
             self.to_server(jsonrpc.response(request_id, _result_json(screened)), None)
             return
         try:
-            pending = self.ports.ask_windows(self, params, lambda answer: self._windows_answered(request_id, answer))
+            pending = self.ports.ask_windows(self, read, lambda answer: self._windows_answered(request_id, answer))
         except UndeliverableRequestError as exc:
             self.to_server(jsonrpc.error_response(request_id, RpcCode.INVALID_PARAMS, f"request not shown: {exc}"),
                            None)
@@ -415,16 +429,16 @@ class RelaySession:
                     or not isinstance(params, dict):
                 round_.host_keys.add(key)
                 continue
-            params = {"mode": "form", **params}
-            to_host, to_windows = self._route(params, modern.host_form, modern.host_url)
+            read = self._read({"mode": "form", **params})
+            to_host, to_windows = self._route(read, modern.host_form, modern.host_url)
             if to_host:
                 round_.host_keys.add(key)
             if not to_windows:
-                recorded = self.ports.record_for_host(self, params)
+                recorded = self.ports.record_for_host(self, read) if isinstance(read, Elicitation) else None
                 if recorded is not None:
                     round_.host_audit[key] = recorded
                 continue
-            self._ask_for_round(round_, key, params, to_host)
+            self._ask_for_round(round_, key, read, to_host)
         round_.building = False
         if not round_.windows and not round_.host_audit:
             return False
@@ -451,8 +465,13 @@ class RelaySession:
             if len(self._continuations) > _MAX_CONTINUATIONS:
                 self._continuations.pop(next(iter(self._continuations)))
 
-    def _ask_for_round(self, round_: _Round, key: str, params: dict[str, Any], first: bool) -> None:
-        screened = self.server.screen_elicitation(params)
+    def _ask_for_round(self, round_: _Round, key: str, read: Elicitation | UndeliverableRequestError,
+                       first: bool) -> None:
+        if not isinstance(read, Elicitation):  # as one the windows cannot be sent
+            round_.windows[key] = None
+            round_.answers[key] = {"action": "cancel"}
+            return
+        screened = self.server.screen_elicitation(read.params)
         if screened is not None:
             answer = screened if isinstance(screened, ElicitationResult) else ElicitationResult(action="cancel")
             round_.windows[key] = None
@@ -467,7 +486,7 @@ class RelaySession:
 
         round_.windows[key] = None
         try:
-            pending = self.ports.ask_windows(self, params, resolve)
+            pending = self.ports.ask_windows(self, read, resolve)
         except UndeliverableRequestError:
             round_.answers[key] = {"action": "cancel"}
             return
@@ -836,29 +855,28 @@ class _Ports:
             return None
         return consent.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply)
 
-    def ask_windows(self, session: RelaySession, params: dict[str, Any],
+    def ask_windows(self, session: RelaySession, elicitation: Elicitation,
                     resolve: Callable[[ElicitationResult], None]) -> PendingRequest | None:
         pending = self._relay._host.pending
         server = session.server
-        request = ElicitationRequest(server=server.name, params=params)
         peer = session.peer
         options = RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=peer.window,
                                  max_bytes=server.config.max_request_bytes, via=peer.name or None)
         if pending.rules is not None:
-            ruled = pending.rules.answer_for(request)
+            ruled = pending.rules.answer_for(elicitation)
             if ruled is not None:
                 rule_id, result = ruled
-                pending.record_by_rule(request, result, rule_id, options)
+                pending.record_by_rule(elicitation, result, rule_id, options)
                 resolve(result)
                 return None
-        return pending.open(request, options, resolve)
+        return pending.open(elicitation, options, resolve)
 
-    def record_for_host(self, session: RelaySession, params: dict[str, Any]) -> PendingRequest | None:
+    def record_for_host(self, session: RelaySession, elicitation: Elicitation) -> PendingRequest | None:
         server = session.server
         peer = session.peer
         try:
             return self._relay._host.pending.open(
-                ElicitationRequest(server=server.name, params=params),
+                elicitation,
                 RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=peer.window,
                                max_bytes=server.config.max_request_bytes, for_windows=False, via=peer.name or None,
                                record_only=True),

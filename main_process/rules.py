@@ -43,6 +43,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from shared.elicit_params import ElicitParams, FormParams
 from shared.messages import ElicitationResult, RuleInfo
 
 Scope = Literal["session", "always", "until"]
@@ -113,17 +114,13 @@ def normalise_message(message: str) -> str:
     return " ".join(unicodedata.normalize("NFC", message).split())
 
 
-def question_key(params: Mapping[str, Any]) -> str | None:
+def question_key(params: ElicitParams) -> str | None:
     """The key of a form-mode request's question (message + schema, normalised); None for
     anything else (URL mode, sign-in): those are never answered by a rule."""
-    if params.get("mode", "form") != "form":
+    if not isinstance(params, FormParams):
         return None
-    message = params.get("message")
-    schema = params.get("requestedSchema")
-    if not isinstance(message, str) or not isinstance(schema, Mapping):
-        return None
-    canonical = msgspec.json.encode(_without_defaults(schema), order="sorted")
-    digest = hashlib.blake2b(normalise_message(message).encode() + b"\0" + canonical, digest_size=16)
+    canonical = msgspec.json.encode(_without_defaults(params.requested_schema), order="sorted")
+    digest = hashlib.blake2b(normalise_message(params.message).encode() + b"\0" + canonical, digest_size=16)
     return digest.hexdigest()
 
 
@@ -138,9 +135,8 @@ def _without_defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
     return copy
 
 
-def schema_fields(params: Mapping[str, Any]) -> tuple[str, ...]:
-    schema = params.get("requestedSchema")
-    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+def schema_fields(params: ElicitParams) -> tuple[str, ...]:
+    properties = params.requested_schema.get("properties") if isinstance(params, FormParams) else None
     return tuple(str(name) for name in properties) if isinstance(properties, Mapping) else ()
 
 
@@ -251,7 +247,7 @@ class RuleBook:
     def has_tool_rules(self, server: str) -> bool:
         return server in self._tool_servers
 
-    def answer_candidates(self, server: str, params: Mapping[str, Any], *, party: Party = "server",
+    def answer_candidates(self, server: str, params: ElicitParams, *, party: Party = "server",
                           identity: str | None = None) -> list[Rule]:
         """Answer rules that match this request of `server` (an asker's name with party "asker"),
         in the order they apply (config, then user); a server's user rule only if it was given to
@@ -261,7 +257,7 @@ class RuleBook:
         key = question_key(params)
         if key is None:
             return []
-        message = normalise_message(str(params.get("message", "")))
+        message = normalise_message(params.message)
         found = [
             rule for rule in self._config
             if rule.answer is not None and rule.server == server and rule.party == party

@@ -57,9 +57,10 @@ from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfi
 from main_process.hosts import Cancel
 from main_process.oauth.sign_in import SignIn
 from main_process.oauth.token_store import shared_store
-from main_process.pending import PendingRequests, RequestOptions, Unanswered
+from main_process.pending import Elicitation, PendingRequests, RequestOptions, Unanswered
 from main_process.private_files import open_private, safe_filename
 from main_process.upstream import spawn_error
+from shared.elicit_params import ElicitParams, FormParams
 from shared.errors import RpcCode, UndeliverableRequestError, UnsupportedSchemaError
 from shared.messages import (
     CallError,
@@ -105,7 +106,7 @@ _call_channel: contextvars.ContextVar[str | None] = contextvars.ContextVar("call
 class ServerHost(Protocol):
     """What a server needs from main: the broker's elicitation path and ways to tell the windows."""
 
-    async def elicit(self, server: str, params: dict[str, Any], options: RequestOptions, route: str = ...,
+    async def elicit(self, elicitation: Elicitation, options: RequestOptions, route: str = ...,
                      cancel_reason: Callable[[], Unanswered] = ...) -> ElicitationResult: ...
 
     def withdraw_server(self, server: str) -> None: ...
@@ -541,13 +542,12 @@ class ManagedServer:
 
     # ---- elicitation (steps 2 and 9) ---------------------------------------------------
 
-    def screen_elicitation(self, wire: dict[str, Any]) -> ElicitationResult | CallError | None:
+    def screen_elicitation(self, params: ElicitParams) -> ElicitationResult | CallError | None:
         """What to answer a request at once, before anyone sees it (None: ask): an error for a
-        schema the windows cannot show, decline under "Decline all", cancel past the burst limit.
-        `wire` is the request's params JSON, `mode` set."""
-        if wire.get("mode") == "form":
+        schema the windows cannot show, decline under "Decline all", cancel past the burst limit."""
+        if isinstance(params, FormParams):
             try:
-                self._checked_schemas.check(wire.get("requestedSchema"))
+                self._checked_schemas.check(params.requested_schema)
             except UnsupportedSchemaError as exc:
                 logger.warning("server %s sent an unsupported schema: %s", self.name, exc)
                 self._host.publish_notice("warning", f"refused a request with an unsupported schema: {exc}",
@@ -564,8 +564,13 @@ class ManagedServer:
 
     async def _on_elicit(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
         wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
-        wire.setdefault("mode", "form")
-        screened = self.screen_elicitation(wire)
+        wire.setdefault("mode", "form")  # the windows' JSON names its mode
+        try:
+            elicitation = Elicitation.read(self.name, wire)
+        except UndeliverableRequestError as exc:
+            self._host.publish_notice("warning", f"refused a request: {exc}", self.name)
+            return ErrorData(code=INVALID_PARAMS, message=f"request not shown: {exc}")
+        screened = self.screen_elicitation(elicitation.params)
         if isinstance(screened, CallError):
             return ErrorData(code=screened.code, message=screened.message)
         if screened is not None:
@@ -578,18 +583,18 @@ class ManagedServer:
             if len(self._inflight) == 1:
                 call = self._inflight[0][1]
         try:
-            answer = await self._ask(wire, origin, call)
+            answer = await self._ask(elicitation, origin, call)
         except UndeliverableRequestError as exc:
             return ErrorData(code=INVALID_PARAMS, message=f"request not shown: {exc}")
         return ElicitResult(action=answer.action, content=answer.content)
 
-    async def _ask(self, wire: dict[str, Any], origin: str | None, call: str | None) -> ElicitationResult:
+    async def _ask(self, elicitation: Elicitation, origin: str | None, call: str | None) -> ElicitationResult:
         """Put one request in front of the windows; one the windows can't be sent is refused
         (UndeliverableRequestError) and the windows get a notice saying so."""
         try:
             options = RequestOptions(timeout_s=self.config.elicitation_timeout_s, origin=origin,
                                      max_bytes=self.config.max_request_bytes, call=call)
-            return await self._host.elicit(self.name, wire, options, self.config.elicitation_route,
+            return await self._host.elicit(elicitation, options, self.config.elicitation_route,
                                            self._cancel_reason)
         except UndeliverableRequestError as exc:
             logger.warning("server %r sent a request that was not shown: %s", self.name, exc)
@@ -798,7 +803,7 @@ class ManagedServer:
             try:
                 wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
                 try:
-                    answer = await self._ask(wire, origin, call)
+                    answer = await self._ask(Elicitation.read(self.name, wire), origin, call)
                 except UndeliverableRequestError:
                     return False
                 if answer.action != "accept":

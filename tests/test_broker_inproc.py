@@ -16,7 +16,7 @@ from main_process.broker import TOPICS, Broker, ProgressTo, ReplyTo
 from main_process.clock import SettableClock
 from main_process.peers import PEER_SLOTS, RateLimiter
 from main_process.peers import Peer as AttachedPeer
-from main_process.pending import RequestOptions
+from main_process.pending import Elicitation, RequestOptions
 from shared.codec import PEER_TOPICS
 from shared.errors import UndeliverableRequestError
 from shared.messages import (
@@ -231,7 +231,7 @@ def test_the_round_trip_through_the_broker() -> None:
     async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
         window = await new_peer()
         other = await new_peer()
-        asked = asyncio.ensure_future(broker.elicit("demo", FORM, RequestOptions(timeout_s=60)))
+        asked = asyncio.ensure_future(broker.elicit(Elicitation.read("demo", FORM), RequestOptions(timeout_s=60)))
         invoke = await window.expect_topic("msgElicitationTransferInvoke")
         assert invoke["request"] == {"server": "demo", "params": FORM}
         await other.expect_topic("msgElicitationTransferInvoke")
@@ -266,8 +266,9 @@ def test_replay_in_the_welcome_and_after_it_and_a_poison_request_never_pending()
         poison = {**FORM, "requestedSchema": {"type": "object", "properties": {
             "n": {"type": "integer", "maximum": 2**70}}}}
         with pytest.raises(UndeliverableRequestError):
-            await broker.elicit("demo", poison, RequestOptions(timeout_s=60))
-        asks = [asyncio.ensure_future(broker.elicit("demo", {**FORM, "message": str(i) * 3000}, RequestOptions(timeout_s=60)))
+            await broker.elicit(Elicitation.read("demo", poison), RequestOptions(timeout_s=60))
+        asks = [asyncio.ensure_future(broker.elicit(Elicitation.read("demo", {**FORM, "message": str(i) * 3000}),
+                                                    RequestOptions(timeout_s=60)))
                 for i in range(3)]
         await asyncio.sleep(0)  # one loop turn: the three requests open
         assert host.unseen == 3  # nobody attached: the auto-open hook heard of each

@@ -313,9 +313,9 @@ def test_rules_stored_before_binding_bind_to_the_program_configured_now_and_aske
     from kit.env import short_tmp_dir
 
     from main_process.rules import question_key
+    from shared.elicit_params import read_params
 
-    params = {"mode": "form", "message": QUESTION, "requestedSchema": SCHEMA}
-    key = question_key(params)
+    key = question_key(read_params({"mode": "form", "message": QUESTION, "requestedSchema": SCHEMA}))
     ok = json.dumps({"ok": True})
     home = tmp_path / "home"
     write_schema_1_store(home / "data" / "elicitron" / "rules.sqlite3", [

@@ -150,9 +150,9 @@ def test_a_metadata_less_sign_in_card_carries_legacy_metadata_and_says_so(tmp_pa
 
     legacy = asyncio.run(run(True))
     assert legacy["sign_in"].legacy_metadata is True
-    assert legacy["request"].params["message"].endswith(LEGACY_NOTE)
+    assert legacy["request"].params.message.endswith(LEGACY_NOTE)
     plain = asyncio.run(run(False))
-    assert plain["sign_in"].legacy_metadata is False and LEGACY_NOTE not in plain["request"].params["message"]
+    assert plain["sign_in"].legacy_metadata is False and LEGACY_NOTE not in plain["request"].params.message
 
 
 def test_the_same_sign_in_failure_is_logged_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -12,10 +12,10 @@ import pytest
 from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
 from main_process.clock import SettableClock
-from main_process.pending import PendingRequests, RequestOptions
+from main_process.pending import Elicitation, PendingRequests, RequestOptions
 from shared import channels
 from shared.errors import ProtocolError, UndeliverableRequestError, WireCode
-from shared.messages import ElicitationRequest, ElicitationResult
+from shared.messages import ElicitationResult
 
 SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1}}, "required": ["name"]}
 FORM = {"mode": "form", "message": "Your name?", "requestedSchema": SCHEMA}
@@ -43,8 +43,8 @@ class Outbox:
         return [(rid, body) for rid, t, body in self.sent if t == topic]
 
 
-def request(params: dict[str, Any] | None = None) -> ElicitationRequest:
-    return ElicitationRequest(server="demo", params=params or FORM)
+def request(params: dict[str, Any] | None = None) -> Elicitation:
+    return Elicitation.read("demo", params or FORM)
 
 
 def result(action: str, content: Any = None) -> bytes:
@@ -157,8 +157,8 @@ def test_a_server_closing_and_an_owner_leaving_withdraw_only_their_own() -> None
         pending = PendingRequests(outbox, asyncio.get_running_loop())
         answers: dict[str, list[ElicitationResult]] = {"server": [], "other": [], "asked": []}
         from_server = pending.open(request(), MINUTE, answers["server"].append)
-        other = pending.open(ElicitationRequest(server="other", params=FORM), MINUTE, answers["other"].append)
-        asked = pending.open(ElicitationRequest(server="deploy.sh", params=FORM),
+        other = pending.open(Elicitation.read("other", FORM), MINUTE, answers["other"].append)
+        asked = pending.open(Elicitation.read("deploy.sh", FORM),
                              RequestOptions(timeout_s=60, owner=ASKER, kind="question"), answers["asked"].append)
         pending.withdraw_server("demo")
         pending.withdraw_owner(ASKER)

@@ -4,7 +4,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
-from main_process.pending import PendingRequests
+from main_process.pending import Elicitation, PendingRequests
 from main_process.questions import MAX_OPEN_PER_ASKER, QuestionDesk
 from shared import channels
 from shared.codec import decode_from_main
@@ -39,8 +39,8 @@ def desk_with(rule: Any) -> tuple[QuestionDesk, Windows, list[ChannelReply]]:
 def test_a_rule_answers_a_form_question_before_any_window_sees_it_and_never_a_link() -> None:
     asked: list[tuple[AskerInfo, dict[str, Any]]] = []
 
-    def rule(asker: AskerInfo, params: dict[str, Any]) -> ElicitationResult | None:
-        asked.append((asker, params))
+    def rule(asker: AskerInfo, elicitation: Elicitation) -> ElicitationResult | None:
+        asked.append((asker, elicitation.request.params))
         return ElicitationResult(action="accept", content={"ok": True})
 
     async def scenario() -> None:

@@ -10,9 +10,10 @@ from typing import Any, cast
 from gateway_process.relay_pump import RelayPump
 from main_process.hosts import Cancel
 from main_process.peers import Peer
-from main_process.pending import PendingRequest
+from main_process.pending import Elicitation, PendingRequest
 from main_process.relay import RelaySession
 from main_process.servers import ManagedServer
+from shared.elicit_params import ElicitParams
 from shared.messages import ChannelReply, ElicitationResult
 
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -44,7 +45,7 @@ class _Server:
     config: _Config = field(default_factory=_Config)
     name: str = "demo"
 
-    def screen_elicitation(self, params: dict[str, Any]) -> None:
+    def screen_elicitation(self, params: ElicitParams) -> None:
         return None
 
 
@@ -86,14 +87,14 @@ class Ports:
         self.held.append((send_on, reply))
         return lambda: self.cancelled.append(tool)
 
-    def ask_windows(self, session: RelaySession, params: dict[str, Any],
+    def ask_windows(self, session: RelaySession, elicitation: Elicitation,
                     resolve: Callable[[ElicitationResult], None]) -> PendingRequest | None:
-        card = _Card(params, resolve)
+        card = _Card(elicitation.request.params, resolve)
         self.cards.append(card)
         return cast(PendingRequest, card)
 
-    def record_for_host(self, session: RelaySession, params: dict[str, Any]) -> PendingRequest | None:
-        card = _Card(params, lambda _answer: None, for_host=True)
+    def record_for_host(self, session: RelaySession, elicitation: Elicitation) -> PendingRequest | None:
+        card = _Card(elicitation.request.params, lambda _answer: None, for_host=True)
         self.cards.append(card)
         return cast(PendingRequest, card)
 
@@ -239,6 +240,21 @@ def test_host_route_for_a_mode_the_host_did_not_declare_goes_to_the_windows() ->
     relay.from_server(req(2, "elicitation/create", {"mode": "url", "url": "https://x.test/", "message": "m",
                                                     "elicitationId": "e1"}))
     assert ports.host == [] and not ports.cards[0].for_host
+
+
+def test_params_main_cannot_read_are_refused_to_the_server_unless_the_host_answers_them_itself() -> None:
+    unreadable = {"mode": "url", "message": "m"}  # a URL request without its url
+    relay, ports, sent = session("windows")
+    initialize(relay, {"elicitation": {"form": {}}})
+    relay.from_server(req(3, "elicitation/create", unreadable))
+    [refusal] = decoded(sent)
+    assert refusal["id"] == 3 and refusal["error"]["code"] == -32602
+    assert "request not shown" in refusal["error"]["message"] and ports.cards == [] and ports.host == []
+    relay, ports, sent = session("host")
+    initialize(relay, {"elicitation": {"form": {}}})
+    passed = req(4, "elicitation/create", {"message": "m", "requestedSchema": "not a schema"})
+    relay.from_server(passed)
+    assert ports.host == [passed] and ports.cards == [] and sent == []  # the host's to judge; nothing audited
 
 
 def test_first_route_a_window_first_cancels_the_hosts_copy_and_drops_its_late_answer() -> None:

@@ -13,7 +13,8 @@ from main_process.config import StdioServerConfig, parse_config
 from main_process.rule_store import RuleStore
 from main_process.rules import Rule, RuleBook, question_key
 from shared import tool_hints
-from shared.errors import ConfigError, RuleStoreError
+from shared.elicit_params import ElicitParams, read_params
+from shared.errors import ConfigError, RuleStoreError, UndeliverableRequestError
 from shared.messages import ElicitationResult
 
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "string", "default": "Ada"},
@@ -21,8 +22,8 @@ SCHEMA: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "str
                           "required": ["name"]}
 
 
-def form(message: str, schema: dict[str, Any] = SCHEMA, **extra: Any) -> dict[str, Any]:
-    return {"mode": "form", "message": message, "requestedSchema": schema, **extra}
+def form(message: str, schema: dict[str, Any] = SCHEMA, **extra: Any) -> ElicitParams:
+    return read_params({"mode": "form", "message": message, "requestedSchema": schema, **extra})
 
 
 def user_rule(rule_id: str, server: str = "demo", **what: Any) -> Rule:
@@ -37,7 +38,7 @@ def test_the_same_question_ignores_key_order_whitespace_defaults_and_request_ids
     reordered = {"required": ["name"], "type": "object",
                  "properties": {"n": {"minimum": 1, "type": "integer"}, "name": {"type": "string", "default": "Bo"}}}
     assert question_key(form("  Book a\ttable?\n", reordered, _meta={"requestId": "42"})) == key
-    assert question_key({k: v for k, v in form("Book a table?").items() if k != "mode"}) == key  # mode defaults
+    assert question_key(read_params({"message": "Book a table?", "requestedSchema": SCHEMA})) == key  # mode defaults
 
 
 @pytest.mark.parametrize("other", [
@@ -47,13 +48,15 @@ def test_the_same_question_ignores_key_order_whitespace_defaults_and_request_ids
     form("Book a table?", {**SCHEMA, "properties": {"name": {"type": "string", "title": "Your name"},
                                                     "n": SCHEMA["properties"]["n"]}}),
 ])
-def test_another_message_or_schema_is_another_question(other: dict[str, Any]) -> None:
+def test_another_message_or_schema_is_another_question(other: ElicitParams) -> None:
     assert question_key(other) != question_key(form("Book a table?"))
 
 
 def test_url_mode_and_sign_in_requests_have_no_question_key() -> None:
-    assert question_key({"mode": "url", "message": "Sign in", "url": "https://x.test", "elicitationId": "e"}) is None
-    assert question_key({"mode": "something-new", "message": "?", "requestedSchema": SCHEMA}) is None
+    assert question_key(read_params({"mode": "url", "message": "Sign in", "url": "https://x.test",
+                                     "elicitationId": "e"})) is None
+    with pytest.raises(UndeliverableRequestError, match="neither 'form' nor 'url'"):  # refused before any rule
+        read_params({"mode": "something-new", "message": "?", "requestedSchema": SCHEMA})
 
 
 # ---- which rule applies -------------------------------------------------------------------
@@ -291,7 +294,8 @@ def test_rows_decided_by_a_rule_are_written_with_the_next_batch(tmp_path: Path, 
 
     def invoke(kind: RequestKind | None) -> ElicitationInvoke:
         approval = ApprovalInfo(server="demo", tool="echo", arguments={"text": "x"}) if kind else None
-        return ElicitationInvoke(request=ElicitationRequest(server="demo", params=form("Q?")),
+        return ElicitationInvoke(request=ElicitationRequest(server="demo", params={
+                                     "mode": "form", "message": "Q?", "requestedSchema": SCHEMA}),
                                  response_channel=channels.new_result_channel(), created_at=1, expires_at=2,
                                  origin="host", kind=kind, via="Host" if kind else None, approval=approval)
 

@@ -29,7 +29,7 @@ from main_process.oauth.hosts import allowed_origins, needs_allowing, origin, re
 from main_process.oauth.loopback import ListenerCounts, RedirectListener
 from main_process.oauth.provider import PORTLESS_REDIRECT, ElicitronOAuthProvider
 from main_process.oauth.token_store import ServerTokens, TokenStore
-from main_process.pending import PendingRequest, PendingRequests, RequestOptions
+from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from shared import channels
 from shared.errors import (
     SignInDeclinedError,
@@ -40,7 +40,6 @@ from shared.errors import (
 )
 from shared.messages import (
     AuthReport,
-    ElicitationRequest,
     ElicitationResult,
     ServerStatus,
     SignInHost,
@@ -141,7 +140,7 @@ class SignIn:
         self._deadline = time.monotonic() + timeout_s
         try:
             self._pending = self._requests().open(
-                ElicitationRequest(server=self.name, params=params),
+                Elicitation.read(self.name, params),
                 RequestOptions(timeout_s=timeout_s, max_bytes=self.config.max_request_bytes, kind="sign-in",
                                sign_in=SignInInfo(authorization_server=host, scopes=scopes,
                                                   redirect_uri=listener.redirect_uri, resource=self.config.url,
@@ -170,7 +169,7 @@ class SignIn:
                              f"its redirect address; the sign-in card comes next. Tick the host to allow it."}
         try:
             pending = self._requests().open(
-                ElicitationRequest(server=self.name, params=params),
+                Elicitation.read(self.name, params),
                 RequestOptions(timeout_s=self.config.elicitation_timeout_s, max_bytes=self.config.max_request_bytes,
                                kind="sign-in",
                                sign_in=SignInInfo(authorization_server=urlsplit(issuer).hostname or issuer,
