@@ -4,6 +4,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
+from main_process.clock import SettableClock
 from main_process.pending import Elicitation, PendingRequests
 from main_process.questions import MAX_OPEN_PER_ASKER, QuestionDesk
 from shared import channels
@@ -30,10 +31,25 @@ class Windows:
         return list(routing_ids)
 
 
-def desk_with(rule: Any) -> tuple[QuestionDesk, Windows, list[ChannelReply]]:
+def desk_with(rule: Any, clock: SettableClock | None = None) -> tuple[QuestionDesk, Windows, list[ChannelReply]]:
     windows = Windows()
-    pending = PendingRequests(windows, asyncio.get_running_loop())
+    pending = PendingRequests(windows, asyncio.get_running_loop(), clock=clock or SettableClock())
     return QuestionDesk(pending, rule), windows, []
+
+
+def test_a_question_nobody_answers_in_its_time_is_dismissed_and_the_asker_hears_expired() -> None:
+    async def scenario() -> None:
+        clock = SettableClock()
+        desk, windows, replies = desk_with(lambda asker, elicitation: None, clock)
+        desk.ask(b"asker", Ask(response_channel="a1", params=FORM, asker=ASKER, timeout_seconds=30), replies.append)
+        clock.advance(29.9)
+        assert replies == [] and windows.topics == [channels.INVOKE]
+        clock.advance(0.1)
+        assert windows.topics == [channels.INVOKE, channels.DISMISS]
+        [expired] = replies
+        assert expired.answer is not None and (expired.answer.action, expired.answer.outcome) == ("cancel", "expired")
+
+    asyncio.run(scenario())
 
 
 def test_a_rule_answers_a_form_question_before_any_window_sees_it_and_never_a_link() -> None:
