@@ -118,8 +118,8 @@ _BAD_HELLO_LIMIT: Final = 3  # per routing id within _BAD_HELLO_WINDOW_S; furthe
 _BAD_HELLO_WINDOW_S: Final = 10.0
 DRAIN_BUDGET: Final = 200  # messages per drain callback before the loop gets a turn
 PEERS_COALESCE_S: Final = 0.1
-_SHARED_FRAME_BYTES: Final = 4096
-_HEARTBEAT_FRAMES: Final = encode(channels.HEARTBEAT, Heartbeat())  # broadcast bodies at least this big are sent as one shared buffer
+_SHARED_FRAME_BYTES: Final = 4096  # broadcast bodies at least this big are sent as one shared buffer
+_HEARTBEAT_FRAMES: Final = encode(channels.HEARTBEAT, Heartbeat())
 
 
 ReplyTo = Callable[[ChannelReply], None]  # sends one answer on a peer's response channel
@@ -498,22 +498,24 @@ class Broker:
         self._replier(peer, channels.STATUS, body.response_channel)(ChannelReply(status=self._status_report()))
 
     def _on_server_control(self, peer: Peer, body: ServerControl) -> None:
-        self._reply_soon(peer, channels.SERVER_CONTROL, body.response_channel, self._host.control_server(body))
+        self._reply_soon(peer, channels.SERVER_CONTROL, body.response_channel,
+                         lambda: self._host.control_server(body))
 
     def _on_reload(self, peer: Peer, body: Reload) -> None:
-        self._reply_soon(peer, channels.RELOAD, body.response_channel, self._host.reload(body.config))
+        self._reply_soon(peer, channels.RELOAD, body.response_channel, lambda: self._host.reload(body.config))
 
     def _on_rotate_http_token(self, peer: Peer, body: RotateHttpToken) -> None:
-        self._reply_soon(peer, channels.ROTATE_HTTP_TOKEN, body.response_channel, self._rotated_http_token())
+        self._reply_soon(peer, channels.ROTATE_HTTP_TOKEN, body.response_channel, self._rotated_http_token)
 
     def _on_server_policy(self, peer: Peer, body: ServerPolicy) -> None:
         self._host.set_server_policy(body, peer)
 
     def _on_auth(self, peer: Peer, body: AuthRequest) -> None:
-        self._reply_soon(peer, channels.AUTH, body.response_channel, self._host.auth(body))
+        self._reply_soon(peer, channels.AUTH, body.response_channel, lambda: self._host.auth(body))
 
     def _on_sign_in_redirect(self, peer: Peer, body: SignInRedirect) -> None:
-        self._reply_soon(peer, channels.SIGN_IN_REDIRECT, body.response_channel, self._host.sign_in_redirect(body))
+        self._reply_soon(peer, channels.SIGN_IN_REDIRECT, body.response_channel,
+                         lambda: self._host.sign_in_redirect(body))
 
     def _on_shutdown(self, peer: Peer, body: Shutdown) -> None:
         logger.info("shutdown requested by %r (%s)", cut(peer.name or peer.window), peer.role)
@@ -541,9 +543,10 @@ class Broker:
     def _on_mcp_close(self, peer: Peer, body: McpClose) -> None:
         self._host.relay_close(peer, body)
 
-    def _reply_soon(self, peer: Peer, topic: str, channel: str, work: Awaitable[ChannelReply]) -> None:
-        reply = self._replier(peer, topic, channel)
-        self._spawn(self._reply_later(reply, work))
+    def _reply_soon(self, peer: Peer, topic: str, channel: str,
+                    work: Callable[[], Awaitable[ChannelReply]]) -> None:
+        reply = self._replier(peer, topic, channel)  # first: a refused channel starts no work
+        self._spawn(self._reply_later(reply, work()))
 
     def _replier(self, peer: Peer, topic: str, channel: str) -> ReplyTo:
         """How to answer on a peer's response channel; refuses a channel it could confuse."""

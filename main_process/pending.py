@@ -131,8 +131,8 @@ class RequestOptions:
 
 def _invoke(elicitation: Elicitation, options: RequestOptions) -> ElicitationInvoke:
     now_ms = time.time_ns() // 1_000_000
-    return ElicitationInvoke(request=elicitation.request, response_channel=channels.new_result_channel(), created_at=now_ms,
-                             expires_at=now_ms + int(options.timeout_s * 1000), origin=options.origin,
+    return ElicitationInvoke(request=elicitation.request, response_channel=channels.new_result_channel(),
+                             created_at=now_ms, expires_at=now_ms + int(options.timeout_s * 1000), origin=options.origin,
                              kind=options.kind, via=options.via, asker=options.asker, approval=options.approval,
                              sign_in=options.sign_in, call=options.call)
 
@@ -202,8 +202,8 @@ class PendingRequests:
         if self._open_bytes + len(frames[1]) > self._max_pending_bytes:
             raise UndeliverableRequestError(f"{len(self._open)} requests already wait "
                                             f"({self._open_bytes:,} bytes); try again once some are answered")
-        pending = PendingRequest(invoke=invoke, params=elicitation.params, frames=frames, resolve=resolve, owner=options.owner,
-                                 for_windows=options.for_windows)
+        pending = PendingRequest(invoke=invoke, params=elicitation.params, frames=frames, resolve=resolve,
+                                 owner=options.owner, for_windows=options.for_windows)
         self._open[pending.channel] = pending
         self._open_bytes += pending.size
         record_only = options.record_only

@@ -206,7 +206,8 @@ def test_liveness_on_a_settable_clock_silence_detaches_and_any_message_even_a_ba
     clock = SettableClock()
 
     async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
-        beating, noisy, quiet = await new_peer(name="beating"), await new_peer(name="noisy"), await new_peer(name="quiet")
+        beating, noisy = await new_peer(name="beating"), await new_peer(name="noisy")
+        quiet = await new_peer(name="quiet")
 
         def attached() -> set[str]:
             return {peer.name for peer in broker.peers()}

@@ -86,8 +86,8 @@ def test_a_crash_looping_server_backs_off_doubling_then_fails_and_a_stable_run_r
     async def body() -> None:
         clock = SettableClock(start=0.0)
         host = _Host()
-        server = ManagedServer(StdioServerConfig(name="crasher", command="never-run"), host, tmp_path,  # type: ignore[arg-type]
-                               clock=clock)
+        config = StdioServerConfig(name="crasher", command="never-run")
+        server = ManagedServer(config, host, tmp_path, clock=clock)  # type: ignore[arg-type]
         host.server = server
         starts: list[float] = []
         lives = iter([0.0, 0.0, STABLE_START_S + 1, 0.0, 0.0, 0.0, 0.0, 0.0])

@@ -14,7 +14,8 @@ def test_a_form_with_or_without_its_mode_and_a_url_with_or_without_an_id() -> No
     assert read_params({"mode": "form", "message": "Name?", "requestedSchema": SCHEMA}) == form
     url = read_params({"mode": "url", "message": "Sign in", "url": "https://x.test/", "elicitationId": "e1"})
     assert url == UrlParams(message="Sign in", url="https://x.test/", elicitation_id="e1") and url.mode == "url"
-    assert read_params({"mode": "url", "message": "Open", "url": "https://x.test/"}).elicitation_id is None  # type: ignore[union-attr]
+    no_id = read_params({"mode": "url", "message": "Open", "url": "https://x.test/"})
+    assert isinstance(no_id, UrlParams) and no_id.elicitation_id is None
 
 
 @pytest.mark.parametrize(("params", "says"), [
