@@ -156,7 +156,8 @@ class Controller:
                                                             self.connection_path))
             if (sock := self._socket.sock) is None:
                 raise MainUnreachableError("not attached to main")
-            self._apply(self._core.tick(now))  # a loss it finds closes the socket
+            self._socket.drain()  # main's heartbeats waiting unread are no silence
+            self._apply(self._core.tick(time.monotonic()))  # a loss it finds closes the socket
             wait_ms = int(min(self._core.timing.tick, deadline - now) * 1000) + 1
             if self._socket.sock is sock and sock.poll(wait_ms):
                 self._socket.drain()

@@ -700,6 +700,10 @@ class Broker:
         """Every heartbeat_s: a peer silent past its limit is detached, every other one hears
         `heartbeat`."""
         self._heartbeat = self._clock.call_later(self._heartbeat_s, self._heartbeat_tick)
+        if not self._draining:
+            # Read what waits first: after a stall of main's own loop, a peer's heartbeat sitting
+            # in the socket is no silence.
+            self._drain()
         now = self._clock.now()
         for peer in self._peers:
             if now - peer.last_seen > self._peer_timeout_s:

@@ -147,8 +147,10 @@ class AsyncPeer:
         while self.core.state not in ("idle", "closed"):
             await asyncio.sleep(self.core.timing.tick)
             self.check_main()
-            self._apply(self.core.tick(time.monotonic()))
+            # What main sent while this loop was busy (a slow import, a starved CPU) is read before
+            # its silence is judged: main's heartbeats may be waiting in our own socket.
             self._drain()
+            self._apply(self.core.tick(time.monotonic()))
 
 
 def _settle[T](future: asyncio.Future[T], outcome: T | MainUnreachableError) -> None:
