@@ -313,16 +313,22 @@ class RelaySession:
         if kind == "response":
             request_id = envelope.id
             if isinstance(request_id, (int, str)):
-                if request_id in self._calls:
+                ended = request_id in self._calls
+                if ended:
                     self._calls.discard(request_id)
-                    self.ports.calls_changed(self, -1)
                 modern = self._modern.pop(request_id, None)
                 if modern is not None and _INPUT_REQUIRED in raw:
                     result = envelope.result_dict()
                     if result.get("resultType") == "input_required":
                         if self._input_round(request_id, modern, result):
+                            if ended:
+                                self.ports.calls_changed(self, -1)
                             return
                         self._continues(result.get("requestState"))
+                self.ports.to_host(self, raw)
+                if ended:  # after the answer left: the count is for `peers`, not on the host's path
+                    self.ports.calls_changed(self, -1)
+                return
         elif kind == "request" and envelope.method == "elicitation/create":
             self._elicit(envelope, raw)
             return
@@ -731,7 +737,8 @@ class Relay:
             return None
         server = self._servers(body.server or "")
         assert server is not None
-        session = RelaySession(peer=peer, name=body.session, server=server, ports=_Ports(self))
+        session = RelaySession(peer=peer, name=body.session, server=server,
+                               ports=_Ports(self, peer.routing_id, body.session))
         opened = _Open(session)
         self._sessions[(peer.routing_id, body.session)] = opened
         opened.starting = asyncio.ensure_future(self._start(opened))
@@ -837,11 +844,15 @@ class _Events:
 class _Ports:
     """RelayPorts over main: the broker's sockets, the consent layer, the lifecycle."""
 
-    def __init__(self, relay: Relay) -> None:
+    def __init__(self, relay: Relay, routing_id: bytes, name: str) -> None:
         self._relay = relay
+        self._routing_id = routing_id
+        self._name = name
+        self._send_to_peer = relay._host.send_to_peer
 
     def to_host(self, session: RelaySession, raw: bytes) -> None:
-        self._relay._to_host(session, raw)
+        # Every server message takes this path: straight to the broker, no hops in between.
+        self._send_to_peer(self._routing_id, encode(channels.MCP_RELAY, McpRelay(session=self._name, message=raw)))
 
     def needs_decision(self, session: RelaySession) -> bool:
         consent = self._relay._consent
