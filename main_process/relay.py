@@ -116,10 +116,28 @@ class _Modern:
     """A 2026-07-28 request on its way: what it asked and what the host declared with it."""
 
     method: str
-    params: dict[str, Any]
+    given: dict[str, Any] | bytes  # its params, or the request as sent on (read only if asked: rarely)
     host_form: bool
     host_url: bool
     headers: "Headers" = None  # the host's HTTP routing headers, which a retry carries too
+
+    @property
+    def params(self) -> dict[str, Any]:
+        if isinstance(self.given, bytes):
+            message = _decode_object(self.given)
+            params = message.get("params") if message is not None else None
+            self.given = params if isinstance(params, dict) else {}
+        return self.given
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """A 2026-07-28 envelope's `_meta` as the server gets it, and what the host declared in it."""
+
+    meta: msgspec.Raw  # with elicitation declared in both modes
+    client_info: Any
+    form: bool
+    url: bool
 
 
 @dataclass(eq=False)
@@ -164,6 +182,7 @@ class RelaySession:
     _round_tokens: "count[int]" = field(default_factory=count)
     _continuations: dict[str, None] = field(default_factory=dict)  # requestStates the host got (bounded)
     _modern_host: tuple[Any, bool, bool] | None = None  # the last clientInfo and modes of an envelope
+    _last_meta: tuple[bytes, _Declared] | None = None  # a host sends the same `_meta` every time
     closed: bool = False
 
     # ---- host -> server ----------------------------------------------------------------
@@ -232,19 +251,33 @@ class RelaySession:
 
     def _modern_request(self, raw: bytes, method: str, headers: Headers) -> tuple[bytes, _Modern | None]:
         """A 2026-07-28 request (its envelope names the protocol): the capabilities the server sees
-        include elicitation, as for `initialize`; what the host declared is kept for its answer."""
-        message = _decode_object(raw)
-        params = message.get("params") if message is not None else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
-        if message is None or not isinstance(params, dict) or not isinstance(meta, dict) \
-                or _PROTOCOL_KEY not in meta:
+        include elicitation, as for `initialize`; what the host declared is kept for its answer.
+
+        Only the levels down to `_meta` are read and written again; the rest (the arguments, say)
+        goes on as the host wrote it, and a `_meta` seen last time is not read again."""
+        try:
+            message = _RAW_OBJECT.decode(raw)
+            params = _RAW_OBJECT.decode(message["params"])
+            meta = bytes(params["_meta"])
+        except (KeyError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return raw, None
-        form, url = _declare_elicitation(meta, _CAPABILITIES_KEY)
-        info = meta.get(_CLIENT_INFO_KEY)
-        if (info, form, url) != self._modern_host:
-            self._modern_host = (info, form, url)
-            self.ports.note_host(self, info, form, url)
-        return jsonrpc.encode(message), _Modern(method, params, form, url, headers)
+        last = self._last_meta
+        if last is not None and last[0] == meta:
+            declared = last[1]
+        else:
+            found = _declared(meta)
+            if found is None:
+                return raw, None
+            declared = found
+            self._last_meta = (meta, declared)
+        host = (declared.client_info, declared.form, declared.url)
+        if host != self._modern_host:
+            self._modern_host = host
+            self.ports.note_host(self, *host)
+        params["_meta"] = declared.meta
+        message["params"] = msgspec.Raw(jsonrpc.encode(params))
+        raw = jsonrpc.encode(message)
+        return raw, _Modern(method, raw, declared.form, declared.url, headers)
 
     def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None,
               headers: Headers) -> None:
@@ -287,10 +320,10 @@ class RelaySession:
     def _send_on_call(self, request_id: jsonrpc.Id, raw: bytes, headers: Headers) -> None:
         if self.closed:
             return
-        if request_id not in self._calls:
+        self.to_server(raw, headers)
+        if request_id not in self._calls:  # after it left: the count is for `peers`, not on the call's path
             self._calls.add(request_id)
             self.ports.calls_changed(self, +1)
-        self.to_server(raw, headers)
 
     def _host_answered(self, envelope: jsonrpc.Envelope, raw: bytes) -> bool:
         """The host's response to a server request: True to pass it to the server."""
@@ -551,6 +584,8 @@ class RelaySession:
     def _resume(self, request_id: jsonrpc.Id, modern: _Modern) -> bool:
         """The host's retry of a request with a round here: the windows' answers join its own
         (held until they are all in). False: not a round of ours."""
+        if not self._rounds:
+            return False  # the common case: no round open, and the params need not be read
         token = modern.params.get("requestState")
         round_ = self._rounds.get(token) if isinstance(token, str) else None
         if round_ is None:
@@ -615,6 +650,18 @@ class RelaySession:
         if self._calls:
             self.ports.calls_changed(self, -len(self._calls))
             self._calls.clear()
+
+
+_RAW_OBJECT: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])  # one level of an object, values unread
+
+
+def _declared(meta: bytes) -> _Declared | None:
+    """A 2026-07-28 `_meta` with elicitation declared; None when it names no protocol."""
+    decoded = _decode_object(meta)
+    if decoded is None or _PROTOCOL_KEY not in decoded:
+        return None
+    form, url = _declare_elicitation(decoded, _CAPABILITIES_KEY)
+    return _Declared(msgspec.Raw(jsonrpc.encode(decoded)), decoded.get(_CLIENT_INFO_KEY), form, url)
 
 
 def _decode_object(raw: bytes) -> dict[str, Any] | None:
