@@ -27,6 +27,9 @@ class LineSplitter:
         self._skipping: Oversized | None = None  # the rest of an oversized line is dropped unread
 
     def feed(self, chunk: bytes) -> list["bytes | Oversized"]:
+        if not self._buffer and self._skipping is None and len(chunk) <= self.limit and chunk.endswith(b"\n"):
+            lines: list[bytes | Oversized] = [*chunk.split(b"\n")[:-1]]  # the usual chunk: whole lines
+            return lines
         out: list[bytes | Oversized] = []
         start = 0
         while True:
@@ -127,6 +130,7 @@ class LineWriter:
         self._fd = fd
         self._stream: asyncio.StreamWriter | None = None
         self._outgoing: list[bytes] = []  # for the write at the end of this turn of the loop
+        self._turn_open = False  # a line went out in this turn of the loop: the rest wait for its end
         self._queue: asyncio.Queue[bytes] | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -145,17 +149,25 @@ class LineWriter:
         return writer
 
     def write(self, data: bytes) -> None:
-        """Lines written in one turn of the loop leave in one write (each write wakes the reader)."""
+        """The first line in a turn of the loop is written at once (one call at a time waits on
+        it); the others of that turn leave together at its end (each write wakes the reader)."""
         if self.closed:
             return
         if self._stream is not None:
-            if not self._outgoing:
-                asyncio.get_running_loop().call_soon(self._flush)
-            self._outgoing.append(data)
+            if self._turn_open:
+                self._outgoing.append(data)
+                return
+            if self._stream.is_closing():
+                self.closed = True
+                return
+            self._turn_open = True
+            asyncio.get_running_loop().call_soon(self._flush)
+            self._stream.write(data)
         elif self._queue is not None:
             self._queue.put_nowait(data)
 
     def _flush(self) -> None:
+        self._turn_open = False
         outgoing, self._outgoing = self._outgoing, []
         if self._stream is None or not outgoing:
             return

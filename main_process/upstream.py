@@ -111,6 +111,7 @@ class StdioUpstream:
         self._transport = transport
         self._stdin = stdin
         self._outgoing: list[bytes] = []  # for the write at the end of this turn of the loop
+        self._turn_open = False  # a message went out in this turn of the loop: the rest wait for its end
         self._closing: asyncio.Task[None] | None = None
 
     @classmethod
@@ -138,14 +139,19 @@ class StdioUpstream:
 
     def send(self, raw: bytes, headers: dict[str, str] | None = None) -> None:
         """One message for the server (`headers`, HTTP routing headers, mean nothing on stdio).
-        What is sent in one turn of the loop goes out in one write: every write wakes the server,
+        The first in a turn of the loop is written at once (one call at a time waits on it); what
+        follows in the same turn goes out in one write at its end: every write wakes the server,
         and the wake-ups, not the bytes, are what a relayed message costs."""
         if self._closing is None and not self._stdin.is_closing():
-            if not self._outgoing:
-                asyncio.get_running_loop().call_soon(self._flush)
-            self._outgoing += (jsonrpc.one_line(raw), b"\n")
+            if self._turn_open:
+                self._outgoing += (jsonrpc.one_line(raw), b"\n")
+                return
+            self._turn_open = True
+            asyncio.get_running_loop().call_soon(self._flush)
+            self._stdin.writelines((jsonrpc.one_line(raw) if b"\n" in raw or b"\r" in raw else raw, b"\n"))
 
     def _flush(self) -> None:
+        self._turn_open = False
         outgoing, self._outgoing = self._outgoing, []
         if outgoing and not self._stdin.is_closing():
             self._stdin.writelines(outgoing)

@@ -1,6 +1,8 @@
 """The gateway's pure parts, one unit each: naming, the stdio line reader, where a host's request
 goes, the host's calls in main, the config key, and the window's host texts."""
 
+import asyncio
+import os
 import socket
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from gateway_process.http_app import parse_listen, security_settings
 from gateway_process.http_hosts import route_addresses, served_names
 from gateway_process.http_logs import MAX_CHARS, RepeatFilter
 from gateway_process.http_sessions import EVICT_IDLE_S, OWN_IDLE_S, SessionBudget
-from gateway_process.lines import LineSplitter, Oversized
+from gateway_process.lines import LineSplitter, LineWriter, Oversized
 from gateway_process.names import Exposure, combined_instructions
 from main_process.config import parse_config
 from main_process.hosts import PeerCalls, plan_delivery
@@ -54,6 +56,41 @@ def test_the_stdio_reader_splits_lines_and_skips_an_oversized_one_unread() -> No
 
 def _host(form: bool = True, url: bool = False) -> Peer:
     return Peer(b"\x00host", "h1", "Claude Desktop", "host", 0.0, form_elicitation=form, url_elicitation=url)
+
+
+def test_the_stdio_reader_gives_the_same_lines_whatever_the_chunks() -> None:
+    stream = b'{"id":1}\n\n{"id":2}\n' + b"x" * 30 + b'\n{"id":3}\n'
+    for size in (1, 5, 9, 10, 11, len(stream)):
+        splitter = LineSplitter(limit=20)
+        got: list[bytes | Oversized] = []
+        for start in range(0, len(stream), size):
+            got += splitter.feed(stream[start:start + size])
+        assert [line if isinstance(line, bytes) else line.size for line in got] == \
+            [b'{"id":1}', b"", b'{"id":2}', 30, b'{"id":3}'], size
+
+
+def test_the_stdio_writer_sends_a_turns_first_line_at_once_and_the_rest_together() -> None:
+    async def scenario() -> tuple[bytes, bytes, bytes]:
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        writer = await LineWriter.open(write_end)
+        try:
+            writer.write(b"first\n")
+            at_once = os.read(read_end, 100)  # what the host can read before this turn of the loop ends
+            writer.write(b"second\n")
+            writer.write(b"third\n")
+            try:
+                before_end = os.read(read_end, 100)
+            except BlockingIOError:
+                before_end = b""
+            await writer.flush()
+            return at_once, before_end, os.read(read_end, 100)
+        finally:
+            writer.close()
+            os.close(read_end)
+            os.close(write_end)
+
+    assert asyncio.run(scenario()) == (b"first\n", b"", b"second\nthird\n")
 
 
 def test_where_a_request_a_host_caused_goes() -> None:
