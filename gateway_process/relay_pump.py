@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import count
 
+import msgspec
+
 from shared import jsonrpc
 from shared.errors import RpcCode
 
@@ -53,9 +55,8 @@ class RelayPump:
     def from_host(self, raw: bytes, headers: Headers = None) -> None:
         """`headers`: the HTTP routing headers the host sent with it (HTTP gateways only)."""
         envelope = jsonrpc.peek(raw)
-        if envelope.kind == "request" and isinstance(envelope.id, (int, str)):
-            method = envelope.method
-            assert isinstance(method, str)
+        method = envelope.method
+        if isinstance(method, str) and isinstance(envelope.id, (int, str)):  # a request (inline: every message)
             self._outstanding[envelope.id] = method
             if method == "initialize":
                 self._initialize = raw
@@ -73,7 +74,12 @@ class RelayPump:
                 return
             self._waiting.append((raw, headers))
             return
-        self._send(raw, headers)
+        if self._replay:
+            self._send(raw, headers)
+            return
+        problem = self.to_main(raw, headers)  # (what _send does with nothing to replay)
+        if problem is not None:
+            self._refuse(envelope, problem)
 
     def _send(self, raw: bytes, headers: Headers = None) -> None:
         if self._replay:
@@ -93,7 +99,8 @@ class RelayPump:
 
     def from_main(self, raw: bytes) -> None:
         envelope = jsonrpc.peek(raw)
-        if envelope.kind == "response" and isinstance(envelope.id, (int, str)):
+        if isinstance(envelope.id, (int, str)) and not isinstance(envelope.method, str) \
+                and (envelope.result is not msgspec.UNSET or envelope.error is not msgspec.UNSET):  # a response
             if envelope.id in self._replayed:
                 self._replayed.discard(envelope.id)
                 return

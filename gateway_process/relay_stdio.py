@@ -13,6 +13,7 @@ SIGTERM/SIGINT, or the host closing our stdin, end the session: main stops the s
 """
 
 import asyncio
+import functools
 import logging
 import os
 import signal
@@ -57,7 +58,7 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
     out = await LineWriter.open(out_fd)
 
     def to_host(raw: bytes) -> None:
-        out.write(jsonrpc.one_line(raw) + b"\n")
+        out.write((jsonrpc.one_line(raw) if b"\n" in raw or b"\r" in raw else raw) + b"\n")
 
     attachment = MainAttachment(connection, "elicitron serve", config=config)
     relayed = RelayedSession(attachment, server, to_host) if server is not None else MergedRelay(attachment, to_host)
@@ -70,7 +71,7 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
         except MainUnreachableError as exc:
             logger.warning("no main yet (%s); trying again on the host's first message", exc)
         splitter = LineSplitter(MAX_LINE_BYTES)
-        await feed_chunks(0, lambda chunk: _lines(splitter, chunk, relayed, to_host))
+        await feed_chunks(0, functools.partial(_lines, splitter, relayed, to_host))  # (no frame of its own)
         await out.flush()  # what the host is owed goes out before we leave
     except asyncio.CancelledError:
         pass
@@ -83,8 +84,8 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
     return 0
 
 
-def _lines(splitter: LineSplitter, chunk: bytes, relayed: RelayedSession | MergedRelay,
-           to_host: Callable[[bytes], None]) -> None:
+def _lines(splitter: LineSplitter, relayed: RelayedSession | MergedRelay, to_host: Callable[[bytes], None],
+           chunk: bytes) -> None:
     for line in splitter.feed(chunk):
         if isinstance(line, Oversized):
             logger.warning("refused a %d-byte message from the host (limit %d)", line.size, MAX_LINE_BYTES)

@@ -189,7 +189,7 @@ class RelaySession:
 
     def from_host(self, raw: bytes, headers: Headers = None) -> None:
         """`headers`: the host's HTTP routing headers for this message (for a server over HTTP)."""
-        if jsonrpc.is_batch(raw):
+        if raw[:1] != b"{" and jsonrpc.is_batch(raw):  # (an object, the usual case, is never one)
             items = jsonrpc.split_batch(raw)
             if items is not None and any(self._decides(jsonrpc.peek(item)) for item in items):
                 for item in items:  # consent is decided per call; the server gets them one by one
@@ -206,16 +206,16 @@ class RelaySession:
 
     def _from_host_one(self, raw: bytes, headers: Headers) -> None:
         envelope = jsonrpc.peek(raw)
-        kind = envelope.kind
-        if kind == "request":
-            request_id = envelope.id
-            method = envelope.method
-            assert isinstance(request_id, (int, str)) and isinstance(method, str)
+        method = envelope.method
+        request_id = envelope.id
+        # Every message of a session comes this way, so its kind is read here, not in Envelope.kind.
+        if isinstance(method, str) and request_id is not msgspec.UNSET:  # a request
+            assert isinstance(request_id, (int, str))
             modern: _Modern | None = None
             if _PROTOCOL_KEY_BYTES in raw:  # cheap first look; decided on the params below
                 raw, modern = self._modern_request(raw, method, headers)
                 if modern is not None:
-                    if self._resume(request_id, modern):
+                    if self._rounds and self._resume(request_id, modern):
                         return
                     self._modern[request_id] = modern
             if method == "tools/call":
@@ -223,7 +223,10 @@ class RelaySession:
                 return
             if method == "initialize":
                 raw = self._initialize(raw)
-        elif kind == "response":
+            self.to_server(raw, headers)
+            return
+        kind = envelope.kind
+        if kind == "response":
             if not self._host_answered(envelope, raw):
                 return
         elif kind == "notification" and envelope.method == "notifications/cancelled":
@@ -341,9 +344,12 @@ class RelaySession:
     # ---- server -> host ----------------------------------------------------------------
 
     def from_server(self, raw: bytes) -> None:
+        if self.closed:
+            return
         envelope = jsonrpc.peek(raw)
-        kind = envelope.kind
-        if kind == "response":
+        # Every message of the server comes this way, so a response is told here, not in Envelope.kind.
+        if not isinstance(envelope.method, str) and (envelope.result is not msgspec.UNSET
+                                                     or envelope.error is not msgspec.UNSET):
             request_id = envelope.id
             if isinstance(request_id, (int, str)):
                 ended = request_id in self._calls
@@ -362,7 +368,8 @@ class RelaySession:
                 if ended:  # after the answer left: the count is for `peers`, not on the host's path
                     self.ports.calls_changed(self, -1)
                 return
-        elif kind == "request" and envelope.method == "elicitation/create":
+        kind = envelope.kind
+        if kind == "request" and envelope.method == "elicitation/create":
             self._elicit(envelope, raw)
             return
         elif kind == "notification" and envelope.method == "notifications/cancelled":
@@ -878,11 +885,8 @@ class _Events:
     def __init__(self, relay: Relay, opened: _Open) -> None:
         self._relay = relay
         self._opened = opened
-
-    def on_message(self, raw: bytes) -> None:
-        session = self._opened.session
-        if not session.closed:
-            session.from_server(raw)
+        # Every message of the server: straight to its session (which drops it once closed).
+        self.on_message: Callable[[bytes], None] = opened.session.from_server
 
     def on_closed(self, why: str) -> None:
         self._relay._end(self._opened, f"server {self._opened.session.server.name!r}: {why}", tell_host=True)
