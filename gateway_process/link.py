@@ -16,7 +16,7 @@ from typing import Protocol
 from shared import channels, messages
 from shared.codec import encode_request
 from shared.errors import MainUnreachableError
-from shared.peer import Effect, Lost, PeerCore, Pushed, Refused, Waiter, Welcomed
+from shared.peer import HOST_MAIN_SILENT_S, Effect, Lost, PeerCore, Pushed, Refused, Timing, Waiter, Welcomed
 from shared.peer_asyncio import AsyncPeer
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class MainLink:
         self.servers: dict[str, messages.ServerInfo] = {}
         self._events = events
         self._host_info: messages.HostInfo | None = None
-        self._core = PeerCore(role=role, name=name, window=self.window)
+        self._core = PeerCore(role=role, name=name, window=self.window, timing=Timing(main_silent=HOST_MAIN_SILENT_S))
         self._peer = AsyncPeer(connection_path, self._core, self._on_effect)
 
     @property

@@ -57,6 +57,10 @@ logger = logging.getLogger(__name__)
 
 HEARTBEAT_AFTER_S = 1.0  # contract: a peer that has sent nothing for 1 s sends a heartbeat
 MAIN_SILENT_S = 3.0  # contract: main heartbeats every second; 3 s of nothing means it is gone
+# A host gateway waits longer: what it loses on a detach (requests in flight, its hosts' server
+# sessions) costs more than a late notice, a busy main (ten hosts starting twenty servers on two
+# cores) can fall silent for 3 s, and a local main that exits is seen at once by its pid.
+HOST_MAIN_SILENT_S = 10.0
 ATTACH_TIMEOUT_S = 5.0  # hello to welcome
 RETRY_FIRST_S = 0.25  # a restarting main writes its file within moments
 RETRY_MAX_S = 1.0  # a window finds a main that is back within a second
