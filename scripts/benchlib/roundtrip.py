@@ -29,6 +29,7 @@ from kit.paths import PYTHON
 
 from benchlib.common import BENCH_CONTENT, BENCH_SCHEMA, Figure, fmt_us, now_ns, summarize_ns
 from main_process.broker import Broker
+from main_process.pending import Elicitation, RequestOptions
 from shared import channels
 from shared.codec import encode
 from shared.messages import ChannelReply, ElicitationInvoke, ElicitationRequest, ElicitationResult, ServerInfo
@@ -40,6 +41,8 @@ PARAMS: dict[str, Any] = {
     "requestedSchema": BENCH_SCHEMA,
 }
 TIMEOUT_S = 30.0
+ELICITATION = Elicitation.read("bench", PARAMS)  # read once, as main reads a server's request
+OPTIONS = RequestOptions(timeout_s=TIMEOUT_S)
 
 
 class StubHost:
@@ -221,7 +224,7 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
         async def broker_block(count: int, keep: bool) -> None:
             for _ in range(count):
                 t0 = now_ns()
-                await elicit("bench", PARAMS, None, TIMEOUT_S)
+                await elicit(ELICITATION, OPTIONS)
                 t1 = now_ns()
                 if keep:
                     out.append(t1 - t0)
@@ -242,7 +245,7 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
         await wait_until(lambda: raw.peer is not None, 20, "raw answerer hello")
         for kind, broker in brokers.items():
             await wait_until(lambda: bool(broker.peers()), 20, f"{kind} answerer attach")  # noqa: B023
-            first = await broker.elicit("bench", PARAMS, None, TIMEOUT_S)
+            first = await broker.elicit(ELICITATION, OPTIONS)
             assert first.action == "accept" and first.content == BENCH_CONTENT, first
         counts = {"raw": n, "broker": n, "audited": n_audited}
         for kind in kinds:

@@ -195,9 +195,9 @@ async def _hook_alone(n: int) -> tuple[float, float]:
     from main_process.config import StdioServerConfig
     from main_process.consent import Consent
     from main_process.peers import Peer
-    from main_process.pending import PendingRequests
+    from main_process.pending import Elicitation, PendingRequests, RequestOptions
     from main_process.rules import Rule, question_key
-    from shared.messages import CallTool, ElicitationRequest, ElicitationResult
+    from shared.messages import CallTool, ElicitationResult
 
     class NoWindows:
         def renderers(self) -> list[bytes]:
@@ -249,7 +249,8 @@ async def _hook_alone(n: int) -> tuple[float, float]:
                               answer=ElicitationResult(action="accept", content=BENCH_CONTENT)))
         server, host = StubServer(), Peer(b"h", "host-window", "bench host", "host", 0.0)
         call = CallTool(server="demo", tool="echo", response_channel="c", arguments={"text": "bench"})
-        request = ElicitationRequest(server="demo", params=params)
+        request = Elicitation.read("demo", params)
+        options = RequestOptions(timeout_s=60)
         try:
             started = time.perf_counter_ns()
             for index in range(n):
@@ -260,7 +261,7 @@ async def _hook_alone(n: int) -> tuple[float, float]:
             allow_ns = (time.perf_counter_ns() - started) / n
             started = time.perf_counter_ns()
             for _ in range(n):
-                await pending.ask(request, origin=None, timeout_s=60)
+                await pending.ask(request, options)
             answer_ns = (time.perf_counter_ns() - started) / n
             assert server.calls == n
         finally:
