@@ -197,6 +197,7 @@ async def _hook_alone(n: int) -> tuple[float, float]:
     from main_process.peers import Peer
     from main_process.pending import Elicitation, PendingRequests, RequestOptions
     from main_process.rules import Rule, question_key
+    from main_process.server_identity import server_identity
     from shared.messages import CallTool, ElicitationResult
 
     class NoWindows:
@@ -239,14 +240,15 @@ async def _hook_alone(n: int) -> tuple[float, float]:
         loop = asyncio.get_running_loop()
         writer = AuditWriter(log, loop)
         pending = PendingRequests(NoWindows(), loop, audit=writer)
-        consent = Consent(Host(pending), None, [], loop)  # type: ignore[arg-type]
+        program = server_identity(StubServer.config)  # user rules bind to the program they were given to
+        consent = Consent(Host(pending), None, [], loop, {"demo": program})  # type: ignore[arg-type]
         pending.rules = consent
         params = {"mode": "form", "message": "Book a table?", "requestedSchema": BENCH_SCHEMA}
         consent.book.add(Rule(id="r-call", source="user", server="demo", created_at=0, created_by="bench",
-                              tool="echo", decision="allow"))
+                              tool="echo", decision="allow", identity=program))
         consent.book.add(Rule(id="r-answer", source="user", server="demo", created_at=0, created_by="bench",
-                              question=question_key(params),
-                              answer=ElicitationResult(action="accept", content=BENCH_CONTENT)))
+                              question=question_key(Elicitation.read("demo", params).params),
+                              answer=ElicitationResult(action="accept", content=BENCH_CONTENT), identity=program))
         server, host = StubServer(), Peer(b"h", "host-window", "bench host", "host", 0.0)
         call = CallTool(server="demo", tool="echo", response_channel="c", arguments={"text": "bench"})
         request = Elicitation.read("demo", params)
