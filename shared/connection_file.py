@@ -103,10 +103,16 @@ def ipc_endpoint_beside(connection_path: Path, name: str = "main.sock") -> str:
 def write_connection_file(path: Path, info: ConnectionInfo) -> None:
     """Write atomically, 0600 from the first byte, in a 0700 directory."""
     ensure_private_dir(path.parent)
+    replace_private(path, msgspec.json.encode(info))
+
+
+def replace_private(path: Path, data: bytes) -> None:
+    """`path` holds `data`, whole or not at all (a temp file renamed over it), 0600 from the first
+    byte; its directory must exist."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, msgspec.json.encode(info))
+        os.write(fd, data)
     finally:
         os.close(fd)
     os.replace(tmp, path)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import platformdirs
 
-from shared.connection_file import ensure_private_dir, pid_alive
+from shared.connection_file import ensure_private_dir, pid_alive, replace_private
 from shared.errors import PairingError, WebWindowNotRunningError
 
 CODE_LIFETIME_S = 300.0  # five minutes
@@ -44,15 +44,6 @@ def default_web_dir() -> Path:
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Whole or not at all (a temp file renamed over), 0600 from the start."""
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
-    os.replace(temp, path)
 
 
 @dataclass(frozen=True)
@@ -75,7 +66,7 @@ class WebDir:
 
     def announce(self, url: str) -> None:
         self._ensure()
-        _write_private(self.path / "web.json", json.dumps({"url": url, "pid": os.getpid()}))
+        replace_private(self.path / "web.json", json.dumps({"url": url, "pid": os.getpid()}).encode())
 
     def withdraw(self) -> None:
         try:
@@ -130,7 +121,7 @@ class WebDir:
         devices = self._read_devices()
         devices.append({"id": device.id, "name": device.name, "tokenSha256": _digest(token),
                         "pairedAt": device.paired_at})
-        _write_private(self.path / "devices.json", json.dumps({"devices": devices}, indent=1))
+        replace_private(self.path / "devices.json", json.dumps({"devices": devices}, indent=1).encode())
         return device, token
 
     def _drop_expired(self) -> None:
