@@ -39,7 +39,7 @@ from main_process.paths import default_log_dir
 from shared.terminal_text import for_terminal, json_for_terminal
 
 if TYPE_CHECKING:
-    from shared.messages import ChannelReply, ListenerStatus, ServerInfo
+    from shared.messages import ChannelReply, ListenerStatus, NotifyStatus, ServerInfo
 
 from shared.errors import (
     AlreadyRunningError,
@@ -636,6 +636,8 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"(over a cap), {gateway.timed_out_connections} closed for sending no request in time")
     for listener in report.listeners:
         print(_listener_line(listener))
+    for notify in report.notify:
+        print("\n  ".join(_notify_lines(notify)))
     print(f"servers ({len(report.servers)}):")
     for server in report.servers:
         tools = ", ".join(for_terminal(tool) for tool in server.tools) or "-"
@@ -683,6 +685,20 @@ def _listener_line(listener: "ListenerStatus") -> str:
     if listener.dropped:
         line += f", {listener.dropped:,} closed ({by_reason(listener.dropped_by)})"
     return line
+
+
+def _notify_lines(notify: "NotifyStatus") -> list[str]:
+    """`notify ntfy https://ntfy.sh/…: 4 sent, 1 failed, 2 held (rate limit)`, then the last failure."""
+    held = f", {notify.held:,} held ({'rate limit' if notify.state == 'rate-limited' else 'queued'})" \
+        if notify.held else ""
+    dropped = f", {notify.dropped:,} dropped (queue full)" if notify.dropped else ""
+    busy = f" ({notify.state})" if notify.state in ("sending", "retrying") else ""
+    counts = f"{notify.sent:,} sent, {notify.failed:,} failed{held}{dropped}{busy}"
+    lines = [f"notify {for_terminal(notify.target)}: {counts}"]
+    if notify.last_error is not None:
+        when = time.strftime("%H:%M:%S", time.localtime((notify.last_error_at or 0) / 1000))
+        lines.append(f"last failure at {when}: {for_terminal(notify.last_error)}")
+    return lines
 
 
 def cmd_auth(args: argparse.Namespace) -> int:

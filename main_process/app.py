@@ -30,6 +30,7 @@ from main_process.http_gateway import (
     probe_listen,
 )
 from main_process.lock import InstanceLock
+from main_process.notify import Notifier
 from main_process.paths import default_log_dir
 from main_process.peers import Peer
 from main_process.pending import Elicitation, RequestOptions
@@ -122,6 +123,7 @@ class MainApp:
         self.consent: Consent | None = None
         self.questions: QuestionDesk | None = None  # made once the broker has started
         self._relay: Relay | None = None  # hosts' own sessions with a server, once the broker runs
+        self.notifier: Notifier | None = None  # the config's `notify` webhooks, once the broker runs
 
     # ---- BrokerHost --------------------------------------------------------------------
 
@@ -195,6 +197,8 @@ class MainApp:
         removed = [n for n in old if n not in fresh.servers]
         changed = [n for n in fresh.servers if n in old and differs_beyond_approval(fresh.servers[n], old[n])]
         unchanged = [n for n in fresh.servers if n in old and n not in changed]
+        if fresh.notify != self.config.notify:
+            await self._start_notifier(fresh)
         self.config = fresh
         if self.consent is not None:
             self.consent.set_config_rules(fresh.rules, identities(fresh.servers))
@@ -339,6 +343,19 @@ class MainApp:
         child.start()
         return child
 
+    async def _start_notifier(self, config: Config) -> None:
+        """The config's webhooks (replacing those of the config before it, counts and all)."""
+        assert self.broker is not None
+        pending = self.broker.pending
+        if self.notifier is not None:
+            await self.notifier.close()
+        self.notifier = Notifier(config.notify, still_open=lambda channel: pending.get(channel) is not None) \
+            if config.notify else None
+        pending.opened = self.notifier.opened if self.notifier is not None else None
+        self.broker.notify_status = self.notifier.statuses if self.notifier is not None else None
+        if self.notifier is not None:
+            self.notifier.start()
+
     def _unknown_server(self, name: str) -> ChannelReply:
         configured = ", ".join(sorted(self.servers)) or "none"
         return error_reply(RpcCode.INVALID_PARAMS, f"unknown server {name!r} (configured: {configured})")
@@ -393,6 +410,7 @@ class MainApp:
                                    identities(self.config.servers))
             broker.pending.rules = self.consent
         self.questions = QuestionDesk(broker.pending, rule=self.answer_question_by_rule)
+        await self._start_notifier(self.config)
         self._relay = Relay(broker, self.servers.get, self.consent)
         info = ConnectionInfo(
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
@@ -420,6 +438,8 @@ class MainApp:
             locator.main_stopped(self.connection_path)
             if self._relay is not None:
                 await self._relay.close()
+            if self.notifier is not None:
+                await self.notifier.close()
             await asyncio.gather(*(server.stop() for server in self.servers.values()))
             if front is not None:
                 await front.close()

@@ -71,6 +71,7 @@ from shared.messages import (
     McpRelay,
     McpRequest,
     Notice,
+    NotifyStatus,
     PeerInfo,
     PeersUpdate,
     Progress,
@@ -230,6 +231,7 @@ class Broker:
         self.http_gateway_status: Callable[[], HttpGatewayStatus] | None = None  # main --mcp-http
         self.rotate_http_token: Callable[[], Awaitable[None]] | None = None  # main --mcp-http
         self.listener_status: Callable[[], list[ListenerStatus]] | None = None  # main --listen tcp://
+        self.notify_status: Callable[[], list[NotifyStatus]] | None = None  # the config's `notify`
         self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
         # One ROUTER per listener (CURVE is per socket); a routing id inside the broker is the
         # socket's index byte + ZeroMQ's routing id, so ids from different sockets never clash.
@@ -749,7 +751,8 @@ class Broker:
                             pending=self.pending.summaries(),
                             event_loop=describe_loop(self._loop) if self._loop is not None else None,
                             mcp_http=None if self.http_gateway_status is None else self.http_gateway_status(),
-                            listeners=[] if self.listener_status is None else self.listener_status())
+                            listeners=[] if self.listener_status is None else self.listener_status(),
+                            notify=[] if self.notify_status is None else self.notify_status())
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)

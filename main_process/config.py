@@ -12,7 +12,8 @@ force the pre-2026 initialize handshake for a server that mishandles discovery);
 with -32602 and a notice instead of being shown; `elicitationRoute` ("windows", the default;
 "host"; "first"): where a request caused by an MCP host's call through `elicitron serve` goes: the
 windows, that host (when it can answer it, else the windows), or both with the first answer winning.
-`toolApproval`, `toolApprovalOverrides` and the top-level `elicitron.rules`: see `consent_config`.
+`toolApproval`, `toolApprovalOverrides` and the top-level `elicitron.rules`: see `consent_config`;
+the top-level `elicitron.notify` (webhooks for new requests): see `notify_config`.
 
 Every time is at most MAX_TIMEOUT_S (7 days); a key given twice in one object is an error, not
 "the last one wins".
@@ -30,6 +31,7 @@ from typing import Any
 import platformdirs
 
 from main_process.consent_config import ToolPolicy, parse_rules, parse_tool_approval
+from main_process.notify_config import NotifyTarget, parse_notify
 from main_process.oauth.settings import OAuthSettings, parse_oauth
 from main_process.pending import DEFAULT_MAX_REQUEST_BYTES
 from main_process.rules import Rule
@@ -99,6 +101,7 @@ class Config:
     audit_values: bool = False  # top-level {"elicitron": {"auditValues": true}} opts in
     auto_open_window: bool | None = None  # {"elicitron": {"autoOpenWindow": …}}; None = CLI default
     rules: tuple[Rule, ...] = ()  # {"elicitron": {"rules": [...]}} (consent_config)
+    notify: tuple[NotifyTarget, ...] = ()  # {"elicitron": {"notify": {...} | [...]}} (notify_config)
 
 
 def default_config_path() -> Path:
@@ -148,7 +151,7 @@ def parse_config(data: Any, source: str) -> Config:
         raise ConfigError(f"{source}: elicitron.auditValues and elicitron.autoOpenWindow must be true or false")
     rules = parse_rules(options.get("rules", []), source)
     return Config(servers=servers, source=source, audit_values=audit_values, auto_open_window=auto_open,
-                  rules=rules)
+                  rules=rules, notify=parse_notify(options.get("notify"), source))
 
 
 def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:

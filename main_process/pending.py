@@ -17,7 +17,8 @@ The broker owns the sockets and implements `Outbox`; tests drive this class with
 Rules (`rules`, a `RuleHook`, set by main when it has a consent layer) answer before any window:
 `ask` consults them and a request a rule answers never opens (it is only audited, with the rule's
 id); `close_by_rule` answers an open one when a new rule covers it. After each window's answer
-the hook sees it (to remember it, or to keep an approval's "allow for this session").
+the hook sees it (to remember it, or to keep an approval's "allow for this session"). `opened`,
+when main has `notify` receivers, hears of every request that opened and whether a window got it.
 """
 
 import asyncio
@@ -188,6 +189,9 @@ class PendingRequests:
         self._open_bytes = 0
         self._closed: OrderedDict[str, str] = OrderedDict()
         self.rules: RuleHook | None = None
+        # Told of each request that opened for the windows, and whether a window got it (main's
+        # `notify` webhooks: main_process/notify.py); it must not wait.
+        self.opened: Callable[[PendingRequest, bool], None] | None = None
 
     # ---- opening -----------------------------------------------------------------------
 
@@ -217,6 +221,8 @@ class PendingRequests:
         pending.expiry = self._clock.call_later(options.timeout_s, self._expire, pending)
         if not pending.sent_to and not record_only:
             self._unseen()
+        if self.opened is not None and not record_only:
+            self.opened(pending, not pending.sent_to.isdisjoint(self._outbox.renderers()))
         return pending
 
     async def ask(self, elicitation: Elicitation, options: RequestOptions,

@@ -365,6 +365,26 @@ class ListenerStatus(Body):
     dropped_by: dict[str, int] = {}
 
 
+NotifyState = Literal["idle", "sending", "retrying", "rate-limited"]
+
+
+class NotifyStatus(Body):
+    """Extension: one `notify` receiver (main POSTs a notice of each new request): named by its
+    scheme and host alone (its path or query may be a credential), POSTs it took and that failed
+    after their retries, notices held by the rate limit and dropped from a full queue, the last
+    failure (ms since the epoch)."""
+
+    target: str
+    state: NotifyState
+    sent: int = 0
+    failed: int = 0
+    held: int = 0
+    dropped: int = 0
+    last_error: str | None = None
+    last_error_at: int | None = None
+    last_sent_at: int | None = None
+
+
 class StatusReport(Body):
     session: str
     pid: int
@@ -375,6 +395,7 @@ class StatusReport(Body):
     event_loop: str | None = None  # extension: "uvloop 0.23.0" or "asyncio", what main runs on
     mcp_http: HttpGatewayStatus | None = None  # extension: only with `main --mcp-http`
     listeners: list[ListenerStatus] = []  # extension: main's own listeners (tcp+CURVE), refusals counted
+    notify: list[NotifyStatus] = []  # extension: the config's webhook receivers
 
 
 class ServerControlReport(Body):

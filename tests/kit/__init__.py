@@ -20,5 +20,6 @@ Modules, one job each:
     main          RunningMain: `elicitron main` in isolated dirs, and waits on what it reports
     demo          the demo MCP server: its config entry, and over HTTP
     window        WindowProcess: a real window process and the events it reports
+    receiver      WebhookReceiver: a real HTTP server on loopback that keeps what it is sent
     window_probe  (run as `python -m kit.window_probe`) the real window, reporting its events
 """
