@@ -8,6 +8,9 @@ peers.py         PeerTable (who is attached, slots per role) and RateLimiter (pe
 servers.py       ManagedServer: one supervised mcp.Client per configured server, its tool calls
 config.py        the mcpServers config (Claude Desktop format) and Elicitron's own keys
 audit.py         AuditLog: SQLite rows of every request and its outcome; audit_writer.py: when
+notify.py        Notifier: webhooks for new requests (the config's `notify`); notify_config.py its keys,
+                 notify_payload.py what a notice says per format, notify_sender.py the rate-limited,
+                 retrying POSTs, notify_link.py the web window's URL (its web.json)
 lock.py          InstanceLock: one main per connection file
 store_owner.py   StoreLock: the running main that owns the rule store (the CLI goes through it)
 server_identity.py which program a configured server is (what its rules are bound to)
