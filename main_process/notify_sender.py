@@ -40,6 +40,7 @@ RETRY_FIRST_S: Final = 1.0
 RETRY_MOST_S: Final = 60.0
 RETRY_AFTER_MOST_S: Final = 300.0
 _RETRIED_STATUSES: Final = frozenset({408, 425, 429})
+_SAID_CHARS: Final = 200
 
 
 class _HideUrls(logging.Filter):
@@ -195,13 +196,13 @@ class WebhookSender:
                     retry_after = response.headers.get("retry-after")
         except (TimeoutError, httpx2.TimeoutException):  # ours (the whole POST) or httpx's (one phase)
             return _Failure(f"no answer within {self.target.timeout_s:g} s", retry=True)
-        except httpx2.TransportError as exc:
+        except httpx2.HTTPError as exc:  # unreachable, refused, TLS, a broken answer
             # The exception's text may repeat the URL, which may be the secret: never shown.
-            text = (str(exc) or type(exc).__name__).replace(self.target.url, self.target.label)
+            text = _cut((str(exc) or type(exc).__name__).replace(self.target.url, self.target.label))
             return _Failure(f"could not reach it ({type(exc).__name__}: {text})", retry=True)
         if 200 <= code < 300:
             return None
-        answered = f"HTTP {code} {reason}".rstrip()
+        answered = f"HTTP {code} {_cut(reason)}".rstrip()
         if 300 <= code < 400:
             return _Failure(f"{answered}: redirects are not followed; put the address it redirects to in the "
                             "config", retry=False)
@@ -213,6 +214,11 @@ class WebhookSender:
         self._status = msgspec.structs.replace(self._status, **changes)
         self._changed.set()
         self._changed = asyncio.Event()
+
+
+def _cut(text: str) -> str:
+    """What a receiver said, short enough for one status line."""
+    return text if len(text) <= _SAID_CHARS else text[: _SAID_CHARS - 1] + "…"
 
 
 def _retry_after(value: str | None) -> float | None:

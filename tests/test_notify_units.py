@@ -5,6 +5,7 @@ SettableClock: one POST per request, the rate limit, retries and backoff, the bo
 import asyncio
 import base64
 import json
+import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -185,8 +186,6 @@ def test_the_link_is_the_running_web_window_s(tmp_path: Path) -> None:
     assert running_web_url(tmp_path) is None
     (tmp_path / "web.json").write_text(json.dumps({"url": "http://127.0.0.1:8766", "pid": 2 ** 22 + 7}))
     assert running_web_url(tmp_path) is None  # its process is gone
-    import os
-
     (tmp_path / "web.json").write_text(json.dumps({"url": "http://127.0.0.1:8766", "pid": os.getpid()}))
     assert running_web_url(tmp_path) == "http://127.0.0.1:8766/"
 
@@ -341,6 +340,21 @@ def test_a_receiver_that_does_not_answer_holds_at_most_the_queue_and_counts_what
             status = await until(sender, lambda s: s.sent == 2, "both sent")
             assert (status.held, status.dropped) == (0, 15)
             await sender.close()
+
+    run(body)
+
+
+def test_a_receiver_that_never_answers_is_cut_off_after_the_timeout() -> None:
+    async def body() -> None:
+        clock = SettableClock()
+        pending = PendingRequests(Outbox(), asyncio.get_running_loop(), clock=clock)
+        with WebhookReceiver() as receiver:
+            receiver.hold()
+            notifier = notifier_for(pending, target(receiver.url, retries=0, timeoutSeconds=0.3), clock=clock)
+            opened(pending)
+            status = await until(notifier._senders[0], lambda s: s.failed == 1, "cut off")
+            assert status.last_error == "no answer within 0.3 s (1 attempt; 1 request not notified)"
+            await notifier.close()
 
     run(body)
 
