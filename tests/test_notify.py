@@ -135,3 +135,14 @@ def test_a_notify_url_that_is_not_http_is_refused_at_start_and_on_reload(
     assert (reload.returncode, said.removeprefix("elicitron: config error: ") in reload.stderr) == (2, True), \
         reload.stderr
     assert [n["target"] for n in main.status()["notify"]] == [f"json {receiver.url.removesuffix('/hook')}/…"]
+    with WebhookReceiver("/elicitron-topic") as ntfy:  # a reload to another receiver takes it from then on
+        good = write_config(tmp_path / "good.json", {"demo": demo_stdio_entry()},
+                            elicitron={"notify": {"url": ntfy.url, "format": "ntfy"}})
+        assert main.cli("reload", "--config", str(good)).returncode == 0
+        assert [n["target"] for n in main.status()["notify"]] == [f"ntfy {ntfy.url.removesuffix('/elicitron-topic')}/…"]
+        main.wait_server_ready("demo")
+        main.peer("caller", role="controller").call_tool("demo", "ask", {"message": "ntfy?"})
+        (pushed,) = ntfy.wait_for(1)
+    assert (pushed.path, pushed.headers["title"], pushed.body.decode()) == (
+        "/elicitron-topic", "demo asks for your input", "demo asks for your input. Open an Elicitron window to answer.")
+    assert receiver.received == []
