@@ -21,6 +21,8 @@ Figures (NAME for --only):
             --mcp-http) and 1,000 HTTP sessions are open, and whether main and the HTTP child serve
   gateway   a host through `elicitron serve` vs the same host on the server directly; 10 hosts at once
   serve     a host spawns `elicitron serve` -> its `initialize` answered, with main running and without
+  web       the web window: invoke leaves main -> card painted in Debian's chromium; the web process idle
+            (CPU, RSS); main's RSS with 50 more pages attached
 
 It always exits 0: it reports, the table says PASS/FAIL per target. `--profile DIR` also writes
 profiles: pyinstrument of the broker round trip (pyinstrument importable from $BENCH_TOOLS,
@@ -43,7 +45,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from benchlib.common import Figure
 
 FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "rules", "ask", "cli", "card", "abuse",
-           "gateway", "serve"]
+           "gateway", "serve", "web"]
 
 
 def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure]:
@@ -92,6 +94,10 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
         from benchlib import gateway
 
         return gateway.run(quick)
+    if name == "web":
+        from benchlib import web
+
+        return web.run(quick)
     raise ValueError(name)
 
 
