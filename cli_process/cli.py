@@ -821,13 +821,9 @@ def _main_is_running(connection: Path) -> bool:
 
 
 def _start_main_in_background(connection: Path, config: Path | None, auto_open: bool) -> None:
-    from shared.connection_file import ensure_private_dir, read_connection_file
+    from shared.connection_file import ensure_private_dir, names_remote_main
 
-    try:
-        remote = read_connection_file(connection).endpoint.startswith("tcp://")
-    except ConnectionFileError:
-        remote = False
-    if remote:  # a paired file: its main runs on another machine, and this file must stay as it is
+    if names_remote_main(connection):  # a paired file: its main runs on another machine, and this file must stay as it is
         raise MainUnreachableError(f"main named by {connection} (a remote main, over tcp) does not answer; "
                                    "start it on its own machine")
 

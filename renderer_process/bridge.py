@@ -1,51 +1,27 @@
-"""MainBridge: the renderer's one ZeroMQ DEALER to main, turned into Qt signals.
+"""MainBridge: the renderer's one peer of main, everything main says turned into Qt signals.
 
-The Qt adapter (qtconsole's client.py style) over shared/peer.py's core, which decides the life
-cycle of wire contract v1, and shared/peer_socket.py, which runs the socket: the bridge watches it
-with a QSocketNotifier (`zmq.FD` is edge-triggered: it drains on every notice, send and tick), runs
-the timers and turns the core's effects into signals. No widget touches the socket.
-
-`main_missing(True)` when the connection file is gone (main stopped, or never started) or main says
-`bye` (its file counts as gone until it names another main), `main_missing(False)` once it is back.
-A file that is there but cannot be used (not 0600, malformed, another protocol) is
-`connection_problem(reason)`, the fix in the reason; `connection_problem("")` once it can. A bridge
-main answers `not-attached` (e.g. after a SIGSTOP past main's silence limit) says hello again at once.
+renderer_process/qt_peer.py runs shared/peer.py's core (the life cycle of wire contract v1) on the
+Qt loop; the bridge gives it a window's timing, sends what the window asks and turns the core's
+events into signals. No widget touches the socket. A window keeps trying until a main answers, and
+says hello again at once when main answers `not-attached` (e.g. after a SIGSTOP past main's silence
+limit); renderer_process/connection_status.py says when `main_missing` and `connection_problem` fire.
 """
 
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Concatenate
 
-import zmq
-from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 
+from renderer_process.bridge_messages import pushed_signal, unsent_notice, unsent_reply
+from renderer_process.connection_status import CONNECTED, CONNECTING, ConnectionStatus
+from renderer_process.qt_peer import QtPeer
 from shared import channels, messages, peer
 from shared import peer_requests as requests
-from shared.connection_file import read_connection_file
-from shared.errors import ConnectionFileError
-from shared.peer_socket import BYE_LINGER_MS, MainSocket
+from shared.connection_file import names_remote_main
 
 logger = logging.getLogger(__name__)
-
-CONNECTING = "connecting"
-CONNECTED = "connected"
-RECONNECTING = "disconnected - reconnecting"
-
-NOT_SENT = "not-sent"
-"""Local code (not on the wire) of the ErrorNotice emitted through `refused` when a send fails."""
-
-NOT_SENT_CALL_CODE = -32000
-"""JSON-RPC 'server error' code of the local ChannelReply for a request that could not be sent."""
-
-
-_PUSHED: dict[type, tuple[str, str]] = {  # what main pushes: the signal that tells it (and of which field)
-    messages.ElicitationInvoke: ("invoked", ""), messages.ElicitationDismiss: ("dismissed", ""),
-    messages.ElicitationComplete: ("completed", ""), messages.Notice: ("noticed", ""),
-    messages.ServersUpdate: ("servers_changed", "servers"), messages.PeersUpdate: ("peers_changed", "peers"),
-    messages.RulesUpdate: ("rules_changed", "rules"),
-}
 
 
 def _request_method[**P](build: Callable[P, requests.Request]) -> Callable[Concatenate["MainBridge", P], str]:
@@ -84,46 +60,35 @@ class MainBridge(QObject):
         self.window_id = channels.new_uuid7()  # one per bridge: main sees the same window after reconnects
         # A window keeps trying until a main answers, every `retry_every` at most.
         timing = peer.Timing(heartbeat_after=heartbeat_after, main_silent=silence_limit, attach_timeout=retry_every,
-                             retry_first=min(peer.RETRY_FIRST_S, retry_every), retry_max=retry_every)
-        self._core = peer.PeerCore(role="renderer", name=name, window=self.window_id, timing=timing,
-                                   policy=peer.Policy(retry_first_attach=True))
-        # LINGER 0: a dead main never blocks close() or exit; IMMEDIATE: nothing queued for no main.
-        self._socket = MainSocket(self._connection_path, self._core, self._apply, check_pid=False,
-                                  options=((zmq.LINGER, 0), (zmq.IMMEDIATE, 1)), watch=self._watch,
-                                  unwatch=self._unwatch, after_send=lambda: self._socket.drain())
-        self._work = peer.SocketWork(self._send_or_hello, self._socket.connect, self._socket.close)
-        self._notifier: QSocketNotifier | None = None
-        self._closed = False
-        self.state = ""
-        self._file_problem = ""
-        self._missing: bool | None = None
-        self._tick = QTimer(self)
-        self._tick.setInterval(tick_ms)
-        self._tick.timeout.connect(self._on_tick)
-        self._hello_timer = QTimer(self)  # with IMMEDIATE a hello fails until the connection is up
-        self._hello_timer.setInterval(20)
-        self._hello_timer.timeout.connect(self._try_hello)
+                             retry_first=min(peer.RETRY_FIRST_S, retry_every), retry_max=retry_every,
+                             tick=tick_ms / 1000)
+        core = peer.PeerCore(role="renderer", name=name, window=self.window_id, timing=timing,
+                             policy=peer.Policy(retry_first_attach=True))
+        self._status = ConnectionStatus(self._connection_path, on_state=self.state_changed.emit,
+                                        on_missing=self.main_missing.emit, on_problem=self.connection_problem.emit)
+        self._peer = QtPeer(self._connection_path, core, self._on_effect, on_hello=self._status.found_main,
+                            parent=self)
 
     # ---- public ---------------------------------------------------------------------------
 
     @property
+    def state(self) -> str:
+        """CONNECTING | CONNECTED | RECONNECTING (renderer_process/connection_status.py)."""
+        return self._status.state
+
+    @property
     def is_welcomed(self) -> bool:
-        return self._core.attached
+        return self._peer.core.attached
 
     @property
     def is_remote(self) -> bool:
         """Attached over tcp: main (and its loopback sign-in listener) is on another machine."""
-        try:
-            return read_connection_file(self._connection_path).endpoint.startswith("tcp://")
-        except ConnectionFileError:
-            return False
+        return names_remote_main(self._connection_path)
 
     def start(self) -> None:
         """Connect and say hello; from here on the bridge keeps itself connected until close()."""
-        self._closed = False
-        self._set_state(CONNECTING)
-        self._tick.start()
-        self._apply(self._core.attach(time.monotonic()))
+        self._status.set_state(CONNECTING)
+        self._peer.start()
 
     def send_result(self, channel: str, action: messages.Action, content: dict[str, Any] | None,
                     remember: messages.Remember | None = None) -> bool:
@@ -149,117 +114,37 @@ class MainBridge(QObject):
 
     def close(self) -> None:
         """Say bye and let go of the socket; the bridge stays quiet afterwards."""
-        # May run from inside one of our own slots (a window closed mid-tick), so
-        # `_closed` stops whatever bridge code resumes afterwards from reconnecting.
-        self._closed = True
-        self._tick.stop()
-        self._hello_timer.stop()
-        self._apply(self._core.close(), BYE_LINGER_MS)  # a bye even while main may be attaching us
+        self._peer.close()
 
-    # ---- the core's effects as signals ----------------------------------------------------
+    # ---- the core's events as signals -----------------------------------------------------
 
-    def _apply(self, effects: list[peer.Effect], linger_ms: int = 0) -> None:
-        for effect in effects:
-            if self._work.do(effect, linger_ms):
-                continue
-            match effect:
-                case peer.Welcomed(welcome):
-                    self._set_state(CONNECTED)
-                    self.welcomed.emit(welcome)
-                case peer.AttachFailed(refusal=refusal, stopping=stopping):
-                    self._reconnecting(stopping)
-                    if refusal is not None:
-                        self.refused.emit(refusal)
-                case peer.Lost(why, stopping):
-                    logger.warning("lost main (%s); attaching again", why)
-                    self._reconnecting(stopping)
-                case peer.Pushed(_, body) if (pushed := _PUSHED.get(type(body))) is not None:
-                    signal, field = pushed
-                    getattr(self, signal).emit(getattr(body, field) if field else body)
-                case peer.Refused(notice):
-                    logger.warning("main refused %s: %s %s", notice.topic, notice.code, notice.message)
-                    self.refused.emit(notice)
-
-    def _reconnecting(self, stopping: bool) -> None:
-        if (problem := self._socket.problem) is not None:
-            self._show_file_problem(problem)
-        self._set_state(RECONNECTING)
-        if stopping:  # main said bye: it is gone now, not after the silence limit
-            self._set_missing(True)
-
-    def _show_file_problem(self, problem: ConnectionFileError) -> None:
-        exists = self._connection_path.exists()
-        if str(problem) != self._file_problem:  # log each new problem once, not every second
-            logger.warning("cannot reach main yet: %s", problem)
-            self._file_problem = str(problem)
-            # A file that is there but unusable is ours to fix, and the window says how.
-            self.connection_problem.emit(str(problem) if exists else "")
-        self._set_missing(not exists)
-
-    def _set_missing(self, missing: bool) -> None:
-        if missing != self._missing:
-            self._missing = missing
-            self.main_missing.emit(missing)
-
-    def _set_state(self, state: str) -> None:
-        if state != self.state:
-            self.state = state
-            logger.info("connection state: %s", state)
-            self.state_changed.emit(state)
-
-    # ---- socket mechanics -----------------------------------------------------------------
-
-    def _watch(self, fd: int) -> None:
-        self._notifier = QSocketNotifier(fd, QSocketNotifier.Type.Read, self)
-        self._notifier.activated.connect(self._socket.drain)
-
-    def _unwatch(self, fd: int) -> None:
-        if self._notifier is not None:
-            self._notifier.setEnabled(False)
-            self._notifier.deleteLater()
-            self._notifier = None
-        self._hello_timer.stop()
-
-    def _send_or_hello(self, topic: str, body: messages.Body) -> None:
-        if topic != channels.HELLO:
-            self._socket.send(topic, body)
-            return
-        self._set_missing(False)  # the file names a main that is not stopping
-        if self._file_problem:
-            self._file_problem = ""
-            self.connection_problem.emit("")
-        self._hello_timer.start()  # with IMMEDIATE a send fails until the connection is up
-        self._try_hello()
-
-    def _try_hello(self) -> None:
-        if self._core.state != "hello-sent" or self._socket.send(channels.HELLO, self._core.hello()):
-            self._hello_timer.stop()
-
-    def _on_tick(self) -> None:
-        self._socket.drain()
-        if not self._closed:
-            self._apply(self._core.tick(time.monotonic()))
+    def _on_effect(self, effect: peer.Effect) -> None:
+        match effect:
+            case peer.Welcomed(welcome):
+                self._status.set_state(CONNECTED)
+                self.welcomed.emit(welcome)
+            case peer.AttachFailed(refusal=refusal, stopping=stopping):
+                self._status.reconnecting(self._peer.problem, stopping)
+                if refusal is not None:
+                    self.refused.emit(refusal)
+            case peer.Lost(why, stopping):
+                logger.warning("lost main (%s); attaching again", why)
+                self._status.reconnecting(self._peer.problem, stopping)
+            case peer.Pushed(_, body) if (pushed := pushed_signal(body)) is not None:
+                signal, value = pushed
+                getattr(self, signal).emit(value)
+            case peer.Refused(notice):
+                logger.warning("main refused %s: %s %s", notice.topic, notice.code, notice.message)
+                self.refused.emit(notice)
 
     def _send_or_refuse(self, topic: str, body: messages.Body, what: str) -> bool:
-        if self._core.attached and self._socket.send(topic, body):
-            return True
-        notice = messages.ErrorNotice(code=NOT_SENT, message=f"not connected to main; {what}", topic=topic)
-        QTimer.singleShot(0, self, lambda: self.refused.emit(notice))
-        return False
+        return self._peer.send(topic, body, lambda: self.refused.emit(unsent_notice(topic, what)))
 
     def _request(self, request: requests.Request) -> str:
         """Send a request answered on its channel; if it cannot go, answer it here with an error."""
         channel = request.channel
-        if self._core.attached:  # the waiter first: the answer may come at once
-            self._core.expect(channel, requests.Answer(lambda answer: self._answered(channel, answer)))
-            if self._socket.send(request.topic, request.body):
-                return channel
-            self._core.forget(channel)
-        error = messages.CallError(code=NOT_SENT_CALL_CODE,
-                                   message=f"not connected to main; {request.what} was not sent")
-        # Queued so the caller has recorded the channel before the reply shows up.
-        QTimer.singleShot(0, self, lambda: self.replied.emit(channel, messages.ChannelReply(error=error)))
-        return channel
+        return self._peer.request(request, lambda answer: self._answered(channel, answer),
+                                  lambda: self.replied.emit(channel, unsent_reply(request.what)))
 
     def _answered(self, channel: str, answer: messages.ChannelReply) -> None:
         if answer.rules is not None:

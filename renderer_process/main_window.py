@@ -43,10 +43,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from renderer_process.bridge import CONNECTED, NOT_SENT, MainBridge
+from renderer_process.bridge import MainBridge
+from renderer_process.bridge_messages import NOT_SENT
 from renderer_process.call_panel import CallPanel
 from renderer_process.card import URL, UrlOpener, open_in_browser
 from renderer_process.card_queue import CardQueue
+from renderer_process.connection_status import CONNECTED
 from renderer_process.consent_cards import Card, card_for, remember_choice
 from renderer_process.elsewhere import ElsewhereList
 from renderer_process.hosts import HostsLabel

@@ -38,6 +38,11 @@ class ConnectionInfo(msgspec.Struct, rename="camel", omit_defaults=True):
     mcp_http_url: str | None = None  # `main --mcp-http`: where MCP hosts reach the gateway (`/mcp`)
     mcp_http_token: str | None = None  # ... and the bearer token they must send
 
+    @property
+    def is_remote(self) -> bool:
+        """Main is reached over tcp: a paired file, main (and its pid) on another machine."""
+        return self.endpoint.startswith("tcp://")
+
 
 def default_connection_path() -> Path:
     with warnings.catch_warnings():
@@ -136,6 +141,14 @@ def read_connection_file(path: Path) -> ConnectionInfo:
     if info.protocol != PROTOCOL_VERSION:
         raise ConnectionFileError(f"connection file {path} speaks protocol {info.protocol}, not {PROTOCOL_VERSION}")
     return info
+
+
+def names_remote_main(path: Path) -> bool:
+    """The file at `path` names a main over tcp (False when there is no file it can read)."""
+    try:
+        return read_connection_file(path).is_remote
+    except ConnectionFileError:
+        return False
 
 
 def remove_connection_file(path: Path, token: str) -> None:

@@ -13,7 +13,8 @@ import pytest
 import zmq
 from pytestqt.qtbot import QtBot
 
-from renderer_process.bridge import CONNECTED, CONNECTING, RECONNECTING, MainBridge
+from renderer_process.bridge import MainBridge
+from renderer_process.connection_status import CONNECTED, CONNECTING, RECONNECTING
 from shared import channels, codec, messages
 from shared.connection_file import ConnectionInfo, ensure_private_dir, write_connection_file
 
