@@ -1,8 +1,8 @@
 """A controller peer for the CLI: attach to a running main, ask something, wait for the answer.
 
-The blocking adapter over shared/peer.py's core and shared/peer_socket.py's socket: a wait loop
-(poll, drain, tick); the core says when to heartbeat, when main is gone (3 s of silence, its `bye`)
-and where each reply goes. It never attaches again by itself: a CLI command says main went away.
+shared/peer.py's core in shared/peer_blocking.py's wait loop: the core says when to heartbeat,
+when main is gone (3 s of silence, its `bye`) and where each reply goes. It never attaches again by
+itself: a CLI command says main went away.
 """
 
 import time
@@ -11,12 +11,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-import zmq
-
 from shared import channels, messages, peer
 from shared import peer_requests as requests
 from shared.errors import MainUnreachableError
-from shared.peer_socket import BYE_LINGER_MS, MainSocket, unreachable_text
+from shared.peer_blocking import BlockingPeer
 
 
 class Controller:
@@ -29,9 +27,7 @@ class Controller:
         self.welcome: messages.Welcome | None = None
         self.pid: int | None = None
         self.remote = False  # a paired file: `pid` is on main's machine
-        self._core: peer.PeerCore | None = None
-        self._socket: MainSocket | None = None
-        self._events: list[peer.Effect] = []  # what the core said that is not socket work, for the wait loop
+        self._peer: BlockingPeer | None = None
 
     def __enter__(self) -> Self:
         self.attach()
@@ -44,21 +40,17 @@ class Controller:
     def attach(self) -> messages.Welcome:
         self.window = self.window or channels.new_uuid7()
         timing = peer.Timing(attach_timeout=self._attach_timeout_s)
-        core = self._core = peer.PeerCore(role="controller", name=self._name, window=self.window,
-                                          timing=timing, policy=peer.Policy(reattach=False))
-        socket = self._socket = MainSocket(self.connection_path, core, self._apply,
-                                           options=((zmq.LINGER, BYE_LINGER_MS),))
-        self._work = peer.SocketWork(socket.send, socket.connect, socket.close)
-        self._apply(core.attach(time.monotonic()))
-        effect = self._wait_for(lambda e: isinstance(e, peer.Welcomed), self._attach_timeout_s + 1.0)
-        assert isinstance(effect, peer.Welcomed) and core.info is not None
-        self.pid, self.remote = core.info.pid, core.info.endpoint.startswith("tcp://")
-        self.welcome = effect.welcome
-        return effect.welcome
+        core = peer.PeerCore(role="controller", name=self._name, window=self.window, timing=timing,
+                             policy=peer.Policy(reattach=False))
+        self._peer = BlockingPeer(self.connection_path, core)
+        self.welcome = self._peer.attach(self._attach_timeout_s + 1.0)
+        assert core.info is not None
+        self.pid, self.remote = core.info.pid, core.info.is_remote
+        return self.welcome
 
     def close(self) -> None:
-        if self._core is not None:
-            self._apply(self._core.close(), BYE_LINGER_MS)
+        if self._peer is not None:
+            self._peer.close()
 
     def status(self, timeout_s: float = 5.0) -> messages.StatusReport:
         return _given(self._request(requests.status(), timeout_s).status, "status")
@@ -94,7 +86,7 @@ class Controller:
         current = next((s for s in self.status().servers if s.name == name), None)
         while current is not None and not settled(current) and (left := deadline - time.monotonic()) > 0:
             try:
-                pushed = self._wait_for(_servers_pushed, left)
+                pushed = self._attached().wait_for(_servers_pushed, left)
             except MainUnreachableError:
                 if time.monotonic() < deadline:
                     raise  # main went away
@@ -118,56 +110,16 @@ class Controller:
         """Extension msgAuth: a server's sign-in status, login or logout."""
         return self._request(requests.auth(server, action), timeout_s)  # type: ignore[arg-type]
 
-    # ---- the blocking adapter ----------------------------------------------------------------
+    def _attached(self) -> BlockingPeer:
+        assert self._peer is not None, "attach() first"
+        return self._peer
 
     def _request(self, request: requests.Request, timeout_s: float) -> messages.ChannelReply:
-        assert self._core is not None
-        answers: list[messages.ChannelReply] = []
-        self._core.expect(request.channel, requests.Answer(answers.append))
-        try:
-            self._send(request.topic, request.body)
-            self._wait_for(lambda _: bool(answers), timeout_s)
-        finally:
-            self._core.forget(request.channel)
-        return answers[0]
+        return self._attached().request(request, timeout_s)
 
     def _send(self, topic: str, body: messages.Body) -> None:
-        if self._socket is not None:
-            self._socket.send(topic, body)
-
-    def _apply(self, effects: list[peer.Effect], linger_ms: int = 0) -> None:
-        """Socket work done at once; the rest is for the wait loop."""
-        self._events += [effect for effect in effects if not self._work.do(effect, linger_ms)]
-
-    def _wait_for(self, wanted: Callable[[peer.Effect | None], bool], timeout_s: float) -> peer.Effect | None:
-        """Pump the socket and the core until `wanted` holds of an effect (or of None, checked after
-        every burst of frames); heartbeats go out meanwhile. Raises MainUnreachableError when main
-        is gone, refuses the request, or says nothing wanted within `timeout_s`."""
-        assert self._core is not None and self._socket is not None
-        deadline = time.monotonic() + timeout_s
-        while True:
-            events, self._events = self._events, []
-            for effect in [*events, None]:
-                self._raise_for(effect)
-                if wanted(effect):
-                    return effect
-            if (now := time.monotonic()) >= deadline:
-                raise MainUnreachableError(unreachable_text(f"no answer from main within {timeout_s:.0f} s",
-                                                            self.connection_path))
-            if (sock := self._socket.sock) is None:
-                raise MainUnreachableError("not attached to main")
-            self._socket.drain()  # main's heartbeats waiting unread are no silence
-            self._apply(self._core.tick(time.monotonic()))  # a loss it finds closes the socket
-            wait_ms = int(min(self._core.timing.tick, deadline - now) * 1000) + 1
-            if self._socket.sock is sock and sock.poll(wait_ms):
-                self._socket.drain()
-
-    def _raise_for(self, effect: peer.Effect | None) -> None:
-        match effect:
-            case peer.AttachFailed(why) | peer.Lost(why):
-                raise MainUnreachableError(unreachable_text(why, self.connection_path))
-            case peer.Refused(notice) if notice.topic in requests.TOPICS:
-                raise MainUnreachableError(f"main refused the request: {notice.code}: {notice.message}")
+        if self._peer is not None:
+            self._peer.send(topic, body)
 
 
 def _servers_pushed(effect: peer.Effect | None) -> bool:

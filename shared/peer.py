@@ -2,9 +2,11 @@
 
 No sockets, timers or event loop in here (h11's way): an adapter feeds it what main sent and the
 time `now` (a float it passes, monotonic seconds), and gets back `Effect`s: bodies to send and
-events to act on. Four adapters drive it, each over shared/peer_socket.py's MainSocket: the
-window's Qt bridge, the asyncio link of the gateways and the asker (shared/peer_asyncio.py), and the
-CLI's blocking controller; shared/peer_requests.py builds the requests they send.
+events to act on. Three adapters drive it, each over shared/peer_socket.py's MainSocket: the
+windows' Qt one (renderer_process/qt_peer.py), asyncio's for the gateways, the asker and the web
+window (shared/peer_asyncio.py), and the CLI's blocking wait loop (shared/peer_blocking.py); each
+peer is its adapter plus what its role does with main's words. shared/peer_requests.py builds the
+requests they send.
 
     idle ──attach──► connecting ──connected(info)──► hello-sent ──welcome──► attached
       ▲               ▲    ▲  │                           │                     │
