@@ -20,47 +20,18 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
+from asker_process.open_questions import OpenQuestions, Question
 from shared import channels, peer
-from shared.codec import DEFAULT_MAX_BODY_BYTES, encode_request
 from shared.connection_file import resolve_connection_path
-from shared.errors import MainNotRunningError, QuestionRefusedError, RpcCode, UndeliverableRequestError
-from shared.messages import Ask, AskerInfo, ChannelReply, ErrorNotice, QuestionAnswer, Withdraw
+from shared.errors import MainNotRunningError, QuestionRefusedError, RpcCode
+from shared.messages import AskerInfo, ErrorNotice, QuestionAnswer, Withdraw
 from shared.peer_asyncio import AsyncPeer
 from shared.peer_requests import Answer
 from shared.questions import check_asker, check_question, check_timeout
 
 logger = logging.getLogger(__name__)
-
-
-def _new_channel() -> str:
-    return f"ask-{uuid.uuid4()}"  # any fresh name does (uuid4: no uuid6 import on the asking path)
-
-
-@dataclass(eq=False)
-class _Question:
-    """One open question; `reply` gets main's answer on its current response channel (a loss
-    leaves it open: it is asked again once a main is back, `_ask_again`)."""
-
-    params: dict[str, Any]
-    deadline: float  # monotonic
-    answer: asyncio.Future[QuestionAnswer]
-    asker: AskerInfo
-    channel: str = field(default_factory=_new_channel)
-    sent: bool = False  # to the main attached now (a re-attach asks only these again)
-
-    def reply(self, reply: ChannelReply) -> None:
-        if self.answer.done():
-            return  # a withdrawn question's confirmation
-        if reply.answer is not None:
-            self.answer.set_result(reply.answer)
-        elif reply.error is not None:
-            self.answer.set_exception(QuestionRefusedError(reply.error.code, reply.error.message))
-        else:
-            self.answer.set_exception(QuestionRefusedError(
-                RpcCode.INTERNAL_ERROR, "main answered the question with nothing usable"))
 
 
 class AskerClient:
@@ -71,7 +42,7 @@ class AskerClient:
         self.asker = asker
         self.connection_path = resolve_connection_path(connection)
         self.window = str(uuid.uuid4())  # the same peer to main across re-attaches
-        self._questions: dict[str, _Question] = {}  # by current response channel
+        self._questions = OpenQuestions()
         timing = peer.Timing(attach_timeout=attach_timeout_s, give_up_after=reattach_grace_s)
         self._core = peer.PeerCore(role="asker", name=asker.name, window=self.window, timing=timing)
         self._peer = AsyncPeer(self.connection_path, self._core, self._on_effect, unreachable=MainNotRunningError,
@@ -91,10 +62,10 @@ class AskerClient:
         timeout_s = check_timeout(timeout_s)
         if asker is not None:
             check_asker(asker)
-        question = _Question(params=params, deadline=time.monotonic() + timeout_s,
-                             answer=asyncio.get_running_loop().create_future(), asker=asker or self.asker)
-        frames = self._ask_frames(question, timeout_s)  # refuses an oversized question before attaching
-        self._questions[question.channel] = question  # first: another question ending keeps us attached
+        question = Question(params=params, deadline=time.monotonic() + timeout_s,
+                            answer=asyncio.get_running_loop().create_future(), asker=asker or self.asker)
+        frames = question.frames(timeout_s)  # refuses an oversized question before attaching
+        self._questions.add(question)  # first: another question ending keeps us attached
         try:
             await self._peer.attach()
             if not question.sent:  # a re-attach meanwhile may have asked it already
@@ -104,33 +75,24 @@ class AskerClient:
             self._withdraw(question)
             raise
         finally:
-            self._questions.pop(question.channel, None)
+            self._questions.remove(question)
             self._core.forget(question.channel)
             if not self._questions:
                 self._peer.detach()
 
-    def _ask_frames(self, question: _Question, timeout_s: float) -> list[bytes]:
-        body = Ask(response_channel=question.channel, params=question.params, asker=question.asker,
-                   timeout_seconds=timeout_s)
-        try:
-            return encode_request(channels.ASK, body, DEFAULT_MAX_BODY_BYTES)
-        except UndeliverableRequestError as exc:
-            raise QuestionRefusedError(RpcCode.INVALID_PARAMS, f"question not sent: {exc}") from None
-
-    def _send_question(self, question: _Question, frames: list[bytes]) -> None:
+    def _send_question(self, question: Question, frames: list[bytes]) -> None:
         question.sent = True
         self._core.expect(question.channel, Answer(question.reply))
         self._peer.send_frames(frames)
 
-    def _withdraw(self, question: _Question) -> None:
-        if question.sent and self._questions.get(question.channel) is question:
+    def _withdraw(self, question: Question) -> None:
+        if question.sent and self._questions.holds(question):
             self._peer.send(channels.WITHDRAW, Withdraw(response_channel=question.channel))
 
     async def aclose(self) -> None:
         """Withdraw whatever is still open and detach."""
-        for question in list(self._questions.values()):
-            if not question.answer.done():
-                question.answer.cancel()
+        for question in self._questions.unanswered():
+            question.answer.cancel()
         self._peer.detach()
 
     # ---- what main said ------------------------------------------------------------------
@@ -140,32 +102,15 @@ class AskerClient:
             case peer.Welcomed(welcome, again):
                 self.session = welcome.session
                 logger.debug("attached to main %s as asker %r", welcome.session, self.asker.name)
-                if again:
-                    self._ask_again()
+                if again:  # a main is back after a loss: ask it what the lost one had, in the time left
+                    for question, left in self._questions.renew(time.monotonic()):
+                        self._send_question(question, question.frames(left))
             case peer.GaveUp(why):
-                error = MainNotRunningError(f"main stopped while a question was open: {why}")
-                for question in list(self._questions.values()):
-                    if not question.answer.done():
-                        question.answer.set_exception(error)
+                self._questions.fail(MainNotRunningError(f"main stopped while a question was open: {why}"))
             case peer.Refused(notice):
                 self._on_refused(notice)
             case _:
                 pass  # a loss: the core attaches again; a failed try: it tries again
-
-    def _ask_again(self) -> None:
-        """A main is back after a loss: ask every question the lost one had, with the time it has left."""
-        now = time.monotonic()
-        for old_channel, question in list(self._questions.items()):
-            if not question.sent or question.answer.done():
-                continue  # not asked yet (its own call asks it), or over
-            del self._questions[old_channel]
-            left = question.deadline - now
-            if left <= 0:
-                question.answer.set_result(QuestionAnswer(action="cancel", outcome="expired"))
-                continue
-            question.channel = _new_channel()
-            self._questions[question.channel] = question
-            self._send_question(question, self._ask_frames(question, left))
 
     def _on_refused(self, notice: ErrorNotice) -> None:
         """main refused one of our messages unread (e.g. a question over its size limit). The
@@ -173,8 +118,7 @@ class AskerClient:
         logger.warning("main refused %s: %s: %s", notice.topic, notice.code, notice.message)
         if notice.topic != channels.ASK:
             return
-        for question in list(self._questions.values()):
-            if not question.answer.done():
-                self._withdraw(question)
-                question.answer.set_exception(QuestionRefusedError(
-                    RpcCode.INVALID_PARAMS, f"main refused the question: {notice.code}: {notice.message}"))
+        for question in self._questions.unanswered():
+            self._withdraw(question)
+            question.answer.set_exception(QuestionRefusedError(
+                RpcCode.INVALID_PARAMS, f"main refused the question: {notice.code}: {notice.message}"))
