@@ -10,7 +10,8 @@ import asyncio
 from pathlib import Path
 from typing import Protocol
 
-from gateway_process.link import LinkEvents, MainLink
+from gateway_process.link import MainLink
+from gateway_process.link_events import LinkEvents
 from gateway_process.starter import start_main
 from shared.errors import MainUnreachableError
 from shared.messages import (

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gateway_process.attachment import MainAttachment
-from gateway_process.link import LinkEvents, MainLink
+from gateway_process.link import MainLink
+from gateway_process.link_events import LinkEvents
 from shared.messages import (
     ElicitationDismiss,
     ElicitationInvoke,

@@ -11,8 +11,8 @@ wants one (see `MainAttachment.ready`).
 
 import logging
 from pathlib import Path
-from typing import Protocol
 
+from gateway_process.link_events import LinkEvents, tell_pushed
 from shared import channels, messages
 from shared.codec import encode_request
 from shared.errors import MainUnreachableError
@@ -22,32 +22,6 @@ from shared.peer_asyncio import AsyncPeer
 logger = logging.getLogger(__name__)
 
 ChannelListener = Waiter  # whoever waits on one of this link's response channels
-
-
-class LinkEvents(Protocol):
-    """What main pushes that is not an answer to one of our requests."""
-
-    def on_invoke(self, invoke: messages.ElicitationInvoke) -> None: ...
-
-    def on_dismiss(self, dismiss: messages.ElicitationDismiss) -> None: ...
-
-    def on_refused(self, notice: messages.ErrorNotice) -> None:
-        """main refused something we sent on a result channel (e.g. `invalid-content`)."""
-
-    def on_list_changed(self, change: messages.ListChanged) -> None: ...
-
-    def on_attached(self, servers: list[messages.ServerInfo], again: bool) -> None:
-        """Welcomed; `again` after a detach (main may have restarted: every list may differ)."""
-
-    def on_servers(self, servers: list[messages.ServerInfo]) -> None: ...
-
-    def on_relay(self, message: messages.McpRelay) -> None:
-        """A message of one of our relayed sessions (extension msgMcpRelay)."""
-
-    def on_relay_closed(self, close: messages.McpClose) -> None: ...
-
-    def on_detached(self, why: str) -> None:
-        """main went away (or dropped us); the link attaches again by itself."""
 
 
 class MainLink:
@@ -126,7 +100,7 @@ class MainLink:
     def _on_effect(self, effect: Effect) -> None:
         match effect:
             case Welcomed(welcome, again):
-                self.servers = {server.name: server for server in welcome.servers}
+                self.servers = _by_name(welcome.servers)
                 if self._host_info is not None:
                     self._peer.send(channels.HOST_INFO, self._host_info)
                 logger.info("attached to main %s as %s %r", welcome.session, self.role, self.name)
@@ -135,7 +109,9 @@ class MainLink:
                 logger.warning("detached from main: %s; attaching again", why)
                 self._events.on_detached(why)
             case Pushed(_, body):
-                self._on_push(body)
+                if isinstance(body, messages.ServersUpdate):
+                    self.servers = _by_name(body.servers)
+                tell_pushed(self._events, body)
             case Refused(notice) if notice.topic is not None and channels.is_result_channel(notice.topic):
                 self._events.on_refused(notice)
             case Refused(notice):
@@ -143,20 +119,6 @@ class MainLink:
             case _:
                 pass  # a background reattach that found no main yet: the next tick tries again
 
-    def _on_push(self, body: object) -> None:
-        match body:
-            case messages.ElicitationInvoke():
-                self._events.on_invoke(body)
-            case messages.ElicitationDismiss():
-                self._events.on_dismiss(body)
-            case messages.ListChanged():
-                self._events.on_list_changed(body)
-            case messages.ServersUpdate():
-                self.servers = {server.name: server for server in body.servers}
-                self._events.on_servers(body.servers)
-            case messages.McpRelay():
-                self._events.on_relay(body)
-            case messages.McpClose():
-                self._events.on_relay_closed(body)
-            case _:
-                pass  # peers, notices: nothing a host needs
+
+def _by_name(servers: list[messages.ServerInfo]) -> dict[str, messages.ServerInfo]:
+    return {server.name: server for server in servers}
