@@ -6,8 +6,10 @@
 
 api.py       ask(message, schema, url=, timeout=) -> ElicitResult; elicitation_callback(name=) for
              mcp.Client / ClientSession (imports mcp lazily)
-client.py    AskerClient: the DEALER to main (asyncio): attach per question, heartbeats, msgAsk,
+client.py    AskerClient: the peer of main (asyncio): attach per question, heartbeats, msgAsk,
              msgWithdraw on cancel, re-attach and ask again when main restarts
+open_questions.py  the open questions: deadline, current channel, the msgAsk frames, the answer,
+             asked again after a loss with the time left (no socket)
 identity.py  who asks, as the card shows it: "deploy.sh (pid 4242 on build-7)"
 cli.py       `elicitron ask` (cli_process dispatches here): flags, exit codes, signals withdraw
 """

@@ -31,7 +31,8 @@ class Question:
 
     def frames(self, timeout_s: float) -> list[bytes]:
         """The question as main reads it, on its channel; QuestionRefusedError when it is too large."""
-        body = Ask(response_channel=self.channel, params=self.params, asker=self.asker, timeout_seconds=timeout_s)
+        body = Ask(response_channel=self.channel, params=self.params, asker=self.asker,
+                   timeout_seconds=timeout_s)
         try:
             return encode_request(channels.ASK, body, DEFAULT_MAX_BODY_BYTES)
         except UndeliverableRequestError as exc:

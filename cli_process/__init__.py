@@ -5,8 +5,8 @@ code in this process), talks to a running main as a controller peer, and hands `
 gateway_process and `ask` to asker_process. main never imports this package.
 
 cli.py        the commands and their arguments; each command imports only what it needs
-controller.py Controller: the CLI's peer (attach, ask main something, wait for the answer), the
-              blocking adapter over shared/peer.py
+controller.py Controller: the CLI's peer (attach, ask main something, wait for the answer) over
+              shared/peer_blocking.py's wait loop
 rules_cli.py  `elicitron rules [revoke]`: through the running main, or the rule store directly
 __main__.py   `python -m cli_process ...` = `elicitron ...`
 """

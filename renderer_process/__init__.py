@@ -1,6 +1,9 @@
 """Elicitron's renderer: one PySide6 window attached to main over ZeroMQ. Never imports `mcp`.
 
-bridge.py        MainBridge: the DEALER socket to main, as Qt signals (hello, heartbeat, reconnect)
+bridge.py        MainBridge: the window's peer of main, what main says as Qt signals
+qt_peer.py       QtPeer: shared/peer.py's core on the Qt loop (the DEALER, its notifier, ticks, hello)
+connection_status.py  connecting / connected / reconnecting, main missing, an unusable file (no Qt)
+bridge_messages.py    which signal tells each push; the local answers to what was not sent (no Qt)
 main_window.py   MainWindow: servers, tool calls, results, notices, one elicitation card at a time
 card.py          ElicitationCard: the modal dialog for one request (form, URL consent, notice), built
                  with what it offers (Offers: decline all, remember, a yes/no confirm)

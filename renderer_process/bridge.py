@@ -65,7 +65,8 @@ class MainBridge(QObject):
         core = peer.PeerCore(role="renderer", name=name, window=self.window_id, timing=timing,
                              policy=peer.Policy(retry_first_attach=True))
         self._status = ConnectionStatus(self._connection_path, on_state=self.state_changed.emit,
-                                        on_missing=self.main_missing.emit, on_problem=self.connection_problem.emit)
+                                        on_missing=self.main_missing.emit,
+                                        on_problem=self.connection_problem.emit)
         self._peer = QtPeer(self._connection_path, core, self._on_effect, on_hello=self._status.found_main,
                             parent=self)
 
@@ -73,8 +74,7 @@ class MainBridge(QObject):
 
     @property
     def state(self) -> str:
-        """CONNECTING | CONNECTED | RECONNECTING (renderer_process/connection_status.py)."""
-        return self._status.state
+        return self._status.state  # CONNECTING | CONNECTED | RECONNECTING
 
     @property
     def is_welcomed(self) -> bool:
@@ -94,8 +94,7 @@ class MainBridge(QObject):
                     remember: messages.Remember | None = None) -> bool:
         """Answer one elicitation on its one-time channel (with `remember`: keep it as a rule);
         False (and `refused`) if not sent."""
-        body = messages.ElicitationResult(action=action, content=content if action == "accept" else None,
-                                          remember=remember)
+        body = requests.result(action, content, remember)
         return self._send_or_refuse(channel, body, "the answer was not sent")
 
     def set_server_policy(self, server: str, decline_all: bool) -> bool:

@@ -15,7 +15,8 @@ peer.py             PeerCore: a peer's side of the contract with no I/O (hello, 
                     replies by channel, errors by WireCode) and curve_options(); every peer's core
 peer_socket.py      MainSocket: the DEALER under that core (file, CURVE, sends, drain), for every adapter
 peer_requests.py    every request answered on a fresh response channel, built once; Answer, its waiter
-peer_asyncio.py     AsyncPeer: that core on an asyncio loop (the gateways' link, the asker's client)
+peer_asyncio.py     AsyncPeer: that core on an asyncio loop (the gateways' link, the asker, a web page)
+peer_blocking.py    BlockingPeer: that core in a blocking wait loop (the CLI's controller)
 url_safety.py       inspect_url(): where a link really goes and whether it may open (both windows)
 addresses.py        is_loopback(): whether a host stays on this machine (`--mcp-http`'s check)
 descriptors.py      raise_soft_limit(): the open-file limit raised toward the hard one at start;

@@ -3,7 +3,7 @@
 Each builder takes the request's typed arguments and returns a `Request`: its topic, its body and
 the channel the answer comes on (a fresh one unless the caller names it). The adapters send it and
 deliver the answer their own way (a Qt signal, a blocking wait); `Answer` is the core's waiter that
-hands the answer to a callback.
+hands the answer to a callback. `result` is a window's answer to one elicitation (no reply comes).
 """
 
 from collections.abc import Callable
@@ -12,16 +12,19 @@ from typing import Any, Literal
 
 from shared import channels
 from shared.messages import (
+    Action,
     AuthAction,
     AuthRequest,
     Body,
     CallTool,
     ChannelReply,
+    ElicitationResult,
     ErrorNotice,
     McpMethod,
     McpRequest,
     Progress,
     Reload,
+    Remember,
     RevokeRules,
     RotateHttpToken,
     RulesRequest,
@@ -121,6 +124,13 @@ def auth(server: str, action: AuthAction, channel: str | None = None) -> Request
     channel = _fresh("auth", channel)
     body = AuthRequest(server=server, action=action, response_channel=channel)
     return Request(channels.AUTH, body, channel, f"{action} of {server}")
+
+
+def result(action: Action, content: dict[str, Any] | None,
+           remember: Remember | None = None) -> ElicitationResult:
+    """The answer to one elicitation, sent on its one-time channel: content goes only with accept."""
+    kept = content if action == "accept" else None
+    return ElicitationResult(action=action, content=kept, remember=remember)
 
 
 class Answer:

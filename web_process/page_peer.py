@@ -27,16 +27,10 @@ import msgspec
 
 from shared import channels
 from shared.errors import PageMessageError
-from shared.messages import (
-    ChannelReply,
-    ElicitationDismiss,
-    ElicitationInvoke,
-    ElicitationResult,
-    ErrorNotice,
-    Progress,
-)
+from shared.messages import ChannelReply, ElicitationDismiss, ElicitationInvoke, ErrorNotice, Progress
 from shared.peer import AttachFailed, Effect, Lost, PeerCore, Policy, Pushed, Refused, Welcomed
 from shared.peer_asyncio import AsyncPeer
+from shared.peer_requests import result
 from web_process.cards import card_of
 
 logger = logging.getLogger(__name__)
@@ -105,9 +99,8 @@ class PagePeer:
             self.say({"type": "refused", "channel": message.channel,
                       "message": "this request is no longer open here"})
             return
-        content = message.content if message.action == "accept" else None
         self._peer.core.expect(message.channel, _AnswerWaiter(self, message.channel))
-        self._peer.send(message.channel, ElicitationResult(action=message.action, content=content))
+        self._peer.send(message.channel, result(message.action, message.content))
 
     # ---- what main said ----------------------------------------------------------------------
 
