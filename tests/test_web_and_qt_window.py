@@ -66,7 +66,7 @@ def window(qtbot: QtBot, web: WebWindow) -> Iterator[MainWindow]:
     shown.show()
     bridge.start()
     try:
-        qtbot.waitUntil(bridge.is_welcomed, timeout=TIMEOUT_MS)
+        qtbot.waitUntil(lambda: bridge.is_welcomed, timeout=TIMEOUT_MS)
         yield shown
     finally:
         bridge.close()
