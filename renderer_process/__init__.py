@@ -8,7 +8,6 @@ main_window.py   MainWindow: servers, tool calls, results, notices, one elicitat
 card.py          ElicitationCard: the modal dialog for one request (form, URL consent, notice), built
                  with what it offers (Offers: decline all, remember, a yes/no confirm)
 form_body.py     the fields of a form card and whether the answer validates
-question_card.py a program's question: "deploy.sh (pid 4242 on build-7)", which boolean is a yes/no (no Qt)
 fields.py        one widget adapter per requestedSchema property type
 time_left.py     "Expires in 4:05" from a request's expiresAt (pure, no Qt)
 tones.py         error and warning text colours that follow the light/dark palette

@@ -39,13 +39,13 @@ from PySide6.QtWidgets import (
 from renderer_process.form_body import FormBody
 from renderer_process.hosts import via_label
 from renderer_process.long_text import LongText
-from renderer_process.question_card import is_question, who_asks, yes_no_property
 from renderer_process.remember import RememberBox
 from renderer_process.sign_in_card import build_sign_in_body, is_sign_in, sign_in_answer, sign_in_ready
 from renderer_process.time_left import SOON_S, now_ms, seconds_left, time_left_text
 from renderer_process.tones import ToneLabel
 from shared import messages
 from shared.errors import UnsupportedSchemaError
+from shared.question_card import is_question, who_asks, yes_no_property
 from shared.schema import check_schema
 from shared.url_safety import inspect_url
 

@@ -1,12 +1,13 @@
-"""A program's question on a card (invoke extension `kind: "question"`, `asker`).
+"""A program's question on a card (invoke extension `kind: "question"`, `asker`), the same in the
+Qt window (renderer_process/card.py) and the web window (web_process/cards.py).
 
 who_asks(invoke)           "deploy.sh (pid 4242 on build-7)": a program is named as a program, with
                            its process and machine; a server's request keeps the server's name
 yes_no_property(invoke)    the one required boolean of a yes/no question (`elicitron ask --yes-no`)
 
-What the card makes of them (card.offers_for): no "Decline all from …" (a policy for servers, not
-programs), and a yes/no question drawn as a confirm: Yes accepts `true`, No declines, the checkbox
-itself hidden. Plain functions of the invoke: the card asks them, they know nothing of the card.
+What a card makes of them: no "Decline all from …" (a policy for servers, not programs), and a
+yes/no question drawn as a confirm: Yes accepts `true`, No declines, the checkbox itself hidden.
+Plain functions of the invoke: the cards ask them, they know nothing of the cards.
 
 A window that ignores these fields still shows the same question as a plain form.
 """
