@@ -4,10 +4,15 @@ cli.py       `elicitron web`: arguments, the listen checks, uvicorn
 listen.py    which addresses and origins the web window serves (loopback unless TLS or --insecure-http)
 devices.py   pairing codes and device credentials on disk (0600), `elicitron pair --web`
 page_peer.py one page's event stream as one renderer peer of main (shared/peer_asyncio.py)
-cards.py     an invoke as the plain JSON card the page draws (URL safety, fields from the schema)
+cards.py     an invoke as the plain JSON card the page draws (who asks, URL safety, sign-in, fields
+             from the schema, what it offers, time left)
+remembered.py  remembered answers and approvals as the page lists them; main's answer to a revoke
 app.py       the Starlette app: static page, pairing, one event stream per page; Origin, Host, cookie checks
 server.py    uvicorn's server, ending the pages' streams at once when the web window stops
-static/      index.html, app.js, app.css (and pair.html, pair.js): no build step, no inline script
+static/      index.html, app.css and the page's modules: app.js (stream, cards), dom.js, time_left.js,
+             sign_in.js, remembered.js, notify.js; sw.js (the service worker: notifications),
+             manifest.webmanifest and icon.svg (installable); pair.html, pair.js. No build step,
+             no inline script, nothing from anywhere else
 
 Never imports Qt, renderer_process or main_process.
 """

@@ -2,8 +2,9 @@
 
 Pushes go to the page as server-sent events (`GET /events`, an EventSource): the installed uvicorn
 has no WebSocket library, and a stream one way plus a POST per answer is all a card needs. Each
-stream is one renderer peer of main (page_peer.py); its first event names the stream, and the
-page's answers (`POST /api/answer`) name it back.
+stream is one renderer peer of main (page_peer.py); its first event names the stream, and what the
+page sends (`POST /api/answer`: answers, revocations of remembered answers, a pasted sign-in
+address) names it back.
 
 Checks, before anything is read or answered:
 - Host must be one of ours (listen.py): a foreign name resolved to our address (DNS rebinding)
@@ -54,9 +55,12 @@ SECURITY_HEADERS = [
     (b"x-frame-options", b"DENY"),
 ]
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-          ".css": "text/css; charset=utf-8"}
-PUBLIC_FILES = ("pair.html", "pair.js", "app.css")  # what a browser not yet paired may load
-PAIRED_FILES = ("index.html", "app.js")
+          ".css": "text/css; charset=utf-8", ".webmanifest": "application/manifest+json",
+          ".svg": "image/svg+xml"}
+# What a browser not yet paired may load; the manifest and icon too, since browsers fetch them
+# without cookies, and the service worker, which holds nothing but its notification click.
+PUBLIC_FILES = ("pair.html", "pair.js", "app.css", "manifest.webmanifest", "icon.svg", "sw.js")
+PAIRED_FILES = ("index.html", "app.js", "dom.js", "notify.js", "remembered.js", "sign_in.js", "time_left.js")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -114,10 +118,9 @@ class WebWindow:
     def asgi(self) -> Asgi:
         app = Starlette(routes=[
             Route("/", self.index),
-            Route("/app.js", self.static_file),
-            Route("/app.css", self.static_file),
+            *[Route(f"/{name}", self.static_file) for name in (*PUBLIC_FILES, *PAIRED_FILES)
+              if name not in ("index.html", "pair.html")],
             Route("/pair", self.pair_page),
-            Route("/pair.js", self.static_file),
             Route("/api/pair", self.pair, methods=["POST"]),
             Route("/api/answer", self.answer, methods=["POST"]),
             Route("/events", self.events),
@@ -196,7 +199,7 @@ class WebWindow:
             message = read_page_message(await _capped_body(request))
         except PageMessageError as exc:
             return JSONResponse({"error": str(exc)}, 400)
-        stream.page.answer(message)
+        stream.page.handle(message)
         return JSONResponse({"sent": True}, 202)
 
     async def events(self, request: Request) -> Response:

@@ -13,43 +13,83 @@ What goes to the page is plain JSON (`say`, never blocking: the app's sender dra
     {"type": "dismiss", "channel", "reason", "mine"}
     {"type": "refused", "channel", "message"}    main refused our answer (e.g. invalid-content)
     {"type": "detached", "why"}                  main is gone; the page keeps nothing to answer
+    {"type": "rules", "rules": [row...]}         after each welcome and every change (remembered.py)
+    {"type": "revoked", "lines", "problem"}      main's answer to the page's revoke
+    {"type": "completed", "server", "elicitationId"}   a link's step is done (a sign-in arrived)
+    {"type": "signed-in" | "sign-in-refused", "elicitationId", "message"}  a pasted sign-in address
 
-and what comes back is `{"type": "answer", "channel", "action", "content"?}`, checked by
-`read_page_message`, sent to main as `msgElicitationTransferResult-*`.
+and what comes back, checked by `read_page_message`:
+
+    {"type": "answer", "channel", "action", "content"?, "remember"?}   -> msgElicitationTransferResult-*
+    {"type": "revoke", "ids": [id...], "all": bool}                   -> msgRevokeRules
+    {"type": "sign-in-redirect", "server", "elicitationId", "url"}    -> msgSignInRedirect (a browser
+                                     on another machine than main cannot reach its 127.0.0.1)
 """
 
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from shared import channels
+from shared import peer_requests as requests
 from shared.errors import PageMessageError
-from shared.messages import ChannelReply, ElicitationDismiss, ElicitationInvoke, ErrorNotice, Progress
+from shared.messages import (
+    MAX_ID_CHARS,
+    CallError,
+    ChannelReply,
+    ElicitationComplete,
+    ElicitationDismiss,
+    ElicitationInvoke,
+    ErrorNotice,
+    Progress,
+    Remember,
+    RulesUpdate,
+)
 from shared.peer import AttachFailed, Effect, Lost, PeerCore, Policy, Pushed, Refused, Welcomed
 from shared.peer_asyncio import AsyncPeer
 from shared.peer_requests import result
 from web_process.cards import card_of
+from web_process.remembered import revoked_message, rules_message
 
 logger = logging.getLogger(__name__)
 
 MAX_PAGE_MESSAGE_BYTES = 1_000_000
 
 
+ShortText = Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)]
+
+
 class PageAnswer(msgspec.Struct, tag_field="type", tag="answer"):
     channel: str
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, Any] | None = None
+    remember: Remember | None = None
 
 
-def read_page_message(text: str | bytes) -> PageAnswer:
-    """The page's one message kind, or PageMessageError saying what is wrong with it."""
+class PageRevoke(msgspec.Struct, tag_field="type", tag="revoke", rename={"revoke_all": "all"}):
+    ids: Annotated[list[ShortText], msgspec.Meta(max_length=1000)] = []
+    revoke_all: bool = False
+
+
+class PageSignInRedirect(msgspec.Struct, tag_field="type", tag="sign-in-redirect",
+                         rename={"elicitation_id": "elicitationId"}):
+    server: str
+    elicitation_id: ShortText
+    url: Annotated[str, msgspec.Meta(max_length=16_384)]
+
+
+PageMessage = PageAnswer | PageRevoke | PageSignInRedirect
+
+
+def read_page_message(text: str | bytes) -> PageMessage:
+    """One of the page's messages, or PageMessageError saying what is wrong with it."""
     if len(text) > MAX_PAGE_MESSAGE_BYTES:
         raise PageMessageError(f"a page message over {MAX_PAGE_MESSAGE_BYTES} bytes")
     try:
-        return msgspec.json.decode(text, type=PageAnswer)
+        return msgspec.json.decode(text, type=PageMessage)
     except msgspec.ValidationError as exc:
         raise PageMessageError(f"bad page message: {exc}") from None
     except msgspec.DecodeError as exc:
@@ -94,13 +134,39 @@ class PagePeer:
     def close(self) -> None:
         self._peer.close()
 
+    def handle(self, message: PageMessage) -> None:
+        """What the page sent, to main."""
+        match message:
+            case PageAnswer():
+                self.answer(message)
+            case PageRevoke(ids, revoke_all):
+                if not self.attached:
+                    self.say(revoked_message(None, "not connected to main; try again when it is"))
+                    return
+                self._request(requests.revoke_rules(list(ids), revoke_all),
+                              lambda reply: self.say(revoked_message(reply.revoked, _error_text(reply))))
+            case PageSignInRedirect(server, elicitation_id, url):
+                def told(reply: ChannelReply) -> None:
+                    refused = reply.auth is None
+                    self.say({"type": "sign-in-refused" if refused else "signed-in", "elicitationId": elicitation_id,
+                              "message": _error_text(reply) if refused else f"Signed in to {server}."})
+
+                self._request(requests.sign_in_redirect(server, elicitation_id, url), told)
+
     def answer(self, message: PageAnswer) -> None:
         if message.channel not in self.open or not self.attached:
             self.say({"type": "refused", "channel": message.channel,
                       "message": "this request is no longer open here"})
             return
+        remember = message.remember if message.action in ("accept", "decline") else None
         self._peer.core.expect(message.channel, _AnswerWaiter(self, message.channel))
-        self._peer.send(message.channel, result(message.action, message.content))
+        self._peer.send(message.channel, result(message.action, message.content, remember))
+
+    def _request(self, request: requests.Request, on_answer: Callable[[ChannelReply], None]) -> None:
+        self._peer.core.expect(request.channel, requests.Answer(on_answer))
+        if not self._peer.send(request.topic, request.body):
+            self._peer.core.forget(request.channel)
+            on_answer(ChannelReply(error=CallError(code=-32000, message=f"{request.what} was not sent")))
 
     # ---- what main said ----------------------------------------------------------------------
 
@@ -110,6 +176,7 @@ class PagePeer:
                 self._forget_all()
                 self.open = {invoke.response_channel for invoke in welcome.pending}
                 self.say({"type": "attached", "cards": [card_of(invoke) for invoke in welcome.pending]})
+                self._request(requests.rules(), lambda reply: self.say(rules_message(reply.rules or [])))
             case Pushed(_, ElicitationInvoke() as invoke):
                 self.open.add(invoke.response_channel)
                 self.say({"type": "invoke", "card": card_of(invoke)})
@@ -118,15 +185,23 @@ class PagePeer:
                 self._peer.core.forget(dismiss.response_channel)
                 self.say({"type": "dismiss", "channel": dismiss.response_channel, "reason": dismiss.reason,
                           "mine": dismiss.by == self.window})
+            case Pushed(_, RulesUpdate(rules)):
+                self.say(rules_message(rules))
+            case Pushed(_, ElicitationComplete(server, elicitation_id)):
+                self.say({"type": "completed", "server": server, "elicitationId": elicitation_id})
             case Lost(why) | AttachFailed(why):
                 self._forget_all()
                 self.say({"type": "detached", "why": why})
             case Refused(notice):
                 logger.warning("main refused %s: %s: %s", notice.topic, notice.code, notice.message)
             case _:
-                pass  # servers, peers, rules, notices: not shown by this first web window
+                pass  # servers, peers, notices: not shown by the web window
 
     def _forget_all(self) -> None:
         for channel in self.open:
             self._peer.core.forget(channel)
         self.open = set()
+
+
+def _error_text(reply: ChannelReply) -> str:
+    return reply.error.message if reply.error is not None else ""

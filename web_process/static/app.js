@@ -1,64 +1,47 @@
 // The web window's page: one event stream from the web process (a renderer peer of main), one
-// card per open request, answers POSTed back. Everything a server sent is put in with textContent
-// (never innerHTML), so a message carrying markup shows as the text it is.
-"use strict";
+// card per open request, what the person does POSTed back. Everything a server or program sent is
+// put in with textContent (never innerHTML), so a message carrying markup shows as the text it is.
+// The cards are the Qt window's: a form (a program's yes/no question as Yes / No), a link, a
+// sign-in (sign_in.js), a tool approval; each with its time left (time_left.js); remembered answers
+// and their revocation (remembered.js); notifications while the page is hidden (notify.js).
 
-const cards = new Map();  // response channel -> {card, element, timer}
+import {buttons, el, linkParts, post, text} from "./dom.js";
+import {notifyNew, setUpNotifications, unnotify} from "./notify.js";
+import {rememberBox, rememberedPanel} from "./remembered.js";
+import {signInBody, signInNews} from "./sign_in.js";
+import {countDown} from "./time_left.js";
+
+const cards = new Map();  // response channel -> {card, element, problem, stop}
 let stream = null;
 let fieldCount = 0;
+let remembered = null;
 
-function el(tag, props = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(props)) {
-    if (key === "text") node.textContent = value;
-    else if (key === "class") node.className = value;
-    else if (value !== undefined && value !== null && value !== false) node.setAttribute(key, value);
-  }
-  for (const child of children) if (child) node.append(child);
-  return node;
-}
+const send = (message) => post(stream, message);
 
-// Bidi overrides, zero-width and control characters, odd spaces: shown as ⟦U+XXXX⟧ in a link.
-function visible(text) {
-  return text.replace(/[\p{Cc}\p{Cf}\p{Z}]/gu, (ch) => ch === " " ? " " :
-    "⟦U+" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "⟧");
-}
+function setStatus(value) { document.getElementById("status").textContent = value; }
 
-function setStatus(text) { document.getElementById("status").textContent = text; }
-
+// "2 requests waiting (demo: 1, deploy.sh: 1)", as the Qt window counts them
 function updateCount() {
   const count = cards.size;
+  const perWho = new Map();
+  for (const {card} of cards.values()) perWho.set(card.who, (perWho.get(card.who) || 0) + 1);
+  const groups = [...perWho].map(([who, n]) => `${who}: ${n}`).join(", ");
   document.getElementById("waiting").textContent =
-    count === 0 ? "" : count === 1 ? "1 request waiting" : `${count} requests waiting`;
+    count === 0 ? "" : `${count} ${count === 1 ? "request" : "requests"} waiting (${groups})`;
   document.getElementById("empty").hidden = count !== 0;
   document.title = count ? `(${count}) Elicitron` : "Elicitron";
 }
 
-function timeLeft(expiresAt) {
-  const seconds = Math.max(0, Math.round((expiresAt - Date.now()) / 1000));
-  const minutes = Math.floor(seconds / 60);
-  return `Expires in ${minutes}:${String(seconds % 60).padStart(2, "0")}`;
-}
-
-async function send(card, action, content) {
+async function answer(card, action, content, remember) {
   const entry = cards.get(card.channel);
   if (!entry) return;
   entry.element.querySelectorAll("button").forEach((b) => { b.disabled = true; });
   entry.problem.textContent = "Sending…";
   const body = {type: "answer", channel: card.channel, action};
   if (content !== undefined) body.content = content;
-  try {
-    const response = await fetch(`/api/answer?stream=${encodeURIComponent(stream)}`, {
-      method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body),
-      credentials: "same-origin",
-    });
-    if (!response.ok) {
-      const reply = await response.json().catch(() => ({}));
-      refused(card.channel, reply.error || `the web window answered ${response.status}`);
-    }
-  } catch (error) {
-    refused(card.channel, String(error));
-  }
+  if (remember !== undefined) body.remember = remember;
+  const problem = await send(body);
+  if (problem) refused(card.channel, problem);
 }
 
 function refused(channel, message) {
@@ -66,16 +49,6 @@ function refused(channel, message) {
   if (!entry) return;
   entry.element.querySelectorAll("button").forEach((b) => { b.disabled = b.dataset.blocked === "1"; });
   entry.problem.textContent = "Not accepted: " + message;
-}
-
-function buttons(...specs) {
-  const row = el("div", {class: "buttons"});
-  for (const [text, onClick, primary, name] of specs) {
-    const button = el("button", {type: "button", class: primary ? "primary" : "", text, "data-name": name});
-    button.addEventListener("click", onClick);
-    row.append(button);
-  }
-  return row;
 }
 
 function fieldControl(field) {
@@ -90,7 +63,7 @@ function fieldControl(field) {
     input.checked = field.default === true;
     read = () => input.checked;
     const row = el("div", {class: "field check"}, input, label, help);
-    return {row, read, name: field.name, required: field.required};
+    return {row, read, input, name: field.name, required: field.required};
   }
   if (field.kind === "choice") {
     input = el("select", {id, required: field.required, "aria-describedby": describedBy});
@@ -124,14 +97,16 @@ function fieldControl(field) {
     if (typeof field.default === "string") input.value = field.default;
     read = () => input.value === "" && !field.required ? undefined : input.value;
   }
-  return {row: el("div", {class: "field"}, label, input, help), read, name: field.name, required: field.required};
+  return {row: el("div", {class: "field"}, label, input, help), read, input, name: field.name, required: field.required};
 }
 
 function formBody(card, article) {
-  const form = el("form", {novalidate: false});
+  const form = el("form", {"aria-label": "Answer"});
   const controls = card.fields.map(fieldControl);
   controls.forEach((control) => form.append(control.row));
   form.addEventListener("submit", (event) => event.preventDefault());
+  const remember = card.remember ? rememberBox(card.remember.who) : null;
+  const reply = (action, content) => answer(card, action, content, remember ? remember.choice(action) : undefined);
   const accept = () => {
     if (!form.reportValidity()) return;
     const content = {};
@@ -139,29 +114,29 @@ function formBody(card, article) {
       const value = control.read();
       if (value !== undefined) content[control.name] = value;
     }
-    send(card, "accept", content);
+    reply("accept", content);
   };
-  article.append(form, buttons(["Accept", accept, true, "accept"], ["Decline", () => send(card, "decline"), false, "decline"],
-    ["Cancel", () => send(card, "cancel"), false, "cancel"]));
+  // A program's yes/no question (`elicitron ask --yes-no`): Yes accepts its boolean ticked, No declines.
+  const confirm = card.confirm !== null ? controls.find((control) => control.name === card.confirm) : undefined;
+  if (confirm) {
+    confirm.input.checked = true;
+    form.hidden = true;
+  }
+  article.append(form);
+  if (remember) article.append(remember.row);
+  article.append(buttons([confirm ? "Yes" : "Accept", accept, true, "accept"],
+    [confirm ? "No" : "Decline", () => reply("decline"), false, "decline"], ["Cancel", () => reply("cancel"), false, "cancel"]));
 }
 
 function linkBody(card, article) {
   const link = card.link;
-  const [before, host, after] = link.runs;
-  article.append(el("p", {class: "link"}, document.createTextNode(visible(before)), el("strong", {text: visible(host)}),
-    document.createTextNode(visible(after))));
-  if (link.address) article.append(el("p", {text: visible(`${link.host} is the address ${link.address}.`)}));
-  if (link.warnings.length) {
-    const list = el("ul", {class: "warnings"});
-    link.warnings.forEach((warning) => list.append(el("li", {text: visible(warning)})));
-    article.append(list);
-  }
+  article.append(...linkParts(link));
   const open = () => {
     window.open(link.url, "_blank", "noopener,noreferrer");
-    send(card, "accept");
+    answer(card, "accept");
   };
-  const row = buttons(["Open link", open, true, "open"], ["Decline", () => send(card, "decline"), false, "decline"],
-    ["Cancel", () => send(card, "cancel"), false, "cancel"]);
+  const row = buttons(["Open link", open, true, "open"], ["Decline", () => answer(card, "decline"), false, "decline"],
+    ["Cancel", () => answer(card, "cancel"), false, "cancel"]);
   if (!link.openable) {
     const button = row.querySelector('[data-name="open"]');
     button.disabled = true;
@@ -173,43 +148,39 @@ function linkBody(card, article) {
 
 function approvalBody(card, article) {
   const info = card.approval;
-  article.append(el("p", {class: "tool"}, document.createTextNode("Run "), el("strong", {text: `${info.server}/${info.tool}`}),
-    document.createTextNode(info.title ? ` (${info.title})` : "")));
+  article.append(el("p", {class: "tool"}, text("Run "), el("strong", {text: `${info.server}/${info.tool}`}),
+    text(info.title ? ` (${info.title})` : "")));
   if (info.description) article.append(el("p", {class: "message", text: info.description}));
   const list = el("dl", {class: "arguments"});
   info.arguments.forEach(([key, value]) => list.append(el("dt", {text: key}), el("dd", {text: value})));
   if (!info.arguments.length) list.append(el("dt", {text: "(no arguments)"}));
-  article.append(list, buttons(...info.buttons.map(([decision, text]) =>
-    [text, () => send(card, "accept", {decision}), decision === "allow-once", decision])));
+  article.append(list, buttons(...info.buttons.map(([decision, label]) =>
+    [label, () => answer(card, "accept", {decision}), decision === "allow-once", decision])));
 }
+
+const HEADINGS = {form: " asks for input", url: " asks you to open a link", "sign-in": " needs you to sign in",
+  approval: " wants to run a tool", unsupported: " asks for something this page cannot show"};
 
 function addCard(card) {
   if (cards.has(card.channel)) return;
-  const article = el("article", {class: "card", "aria-labelledby": `${card.channel}-h`});
-  const who = card.asker ? `${card.asker.name}${card.asker.pid ? ` (pid ${card.asker.pid}` +
-    (card.asker.machine ? ` on ${card.asker.machine})` : ")") : ""}` : card.server;
-  article.append(el("h2", {id: `${card.channel}-h`}, el("strong", {text: who}),
-    document.createTextNode(card.kind === "approval" ? " wants to run a tool" : " asks")));
+  const article = el("article", {class: "card", "aria-labelledby": `${card.channel}-h`, "data-kind": card.kind});
+  article.append(el("h2", {id: `${card.channel}-h`}, el("strong", {text: card.who}), text(HEADINGS[card.kind] || " asks")));
   if (card.via) article.append(el("p", {class: "via", text: `via ${card.via}`}));
-  const expires = card.expiresAt ? el("p", {class: "time-left"}) : null;
+  const expires = card.msLeft !== null ? el("p", {class: "time-left", role: "timer", "aria-live": "off"}) : null;
   if (expires) article.append(expires);
   if (card.kind !== "approval") article.append(el("p", {class: "message", text: card.message}));
   if (card.kind === "form") formBody(card, article);
   else if (card.kind === "url") linkBody(card, article);
+  else if (card.kind === "sign-in") signInBody(card, article, (action, content) => answer(card, action, content), send);
   else if (card.kind === "approval") approvalBody(card, article);
   else {
     article.append(el("p", {class: "refusal", text: `This request cannot be shown here: ${card.why}`}),
-      buttons(["Decline", () => send(card, "decline"), true, "decline"], ["Cancel", () => send(card, "cancel"), false, "cancel"]));
+      buttons(["Decline", () => answer(card, "decline"), true, "decline"], ["Cancel", () => answer(card, "cancel"), false, "cancel"]));
   }
   const problem = el("p", {class: "problem", role: "alert"});
   article.append(problem);
-  let timer = null;
-  if (expires) {
-    const tick = () => { expires.textContent = timeLeft(card.expiresAt); };
-    tick();
-    timer = setInterval(tick, 1000);
-  }
-  cards.set(card.channel, {card, element: article, problem, timer});
+  const stop = expires ? countDown(expires, Date.now() + card.msLeft) : () => {};
+  cards.set(card.channel, {card, element: article, problem, stop});
   document.getElementById("cards").append(article);
   updateCount();
 }
@@ -217,9 +188,10 @@ function addCard(card) {
 function removeCard(channel) {
   const entry = cards.get(channel);
   if (!entry) return;
-  clearInterval(entry.timer);
+  entry.stop();
   entry.element.remove();
   cards.delete(channel);
+  unnotify(channel);
   updateCount();
 }
 
@@ -229,20 +201,28 @@ function onMessage(message) {
   switch (message.type) {
     case "hello": stream = message.stream; setStatus(`Paired as ${message.device}; connecting to main…`); break;
     case "attached": clearCards(); message.cards.forEach(addCard); setStatus("Connected to main."); break;
-    case "invoke": addCard(message.card); break;
+    case "invoke": addCard(message.card); notifyNew(message.card); break;
     case "dismiss": removeCard(message.channel); break;
     case "refused": refused(message.channel, message.message); break;
-    case "detached": clearCards(); setStatus(`Not connected to main (${message.why}); trying again…`); break;
+    case "detached": clearCards(); remembered.clear(); setStatus(`Not connected to main (${message.why}); trying again…`); break;
+    case "rules": remembered.show(message.rules); break;
+    case "revoked": remembered.report(message.lines, message.problem); break;
+    case "completed": case "signed-in": case "sign-in-refused": signInNews(message); break;
     default: break;
   }
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  remembered = rememberedPanel((ids, all) => send({type: "revoke", ids, all}).then((problem) => {
+    if (problem) remembered.report([`Not revoked: ${problem}`], true);
+  }));
+  setUpNotifications();
   updateCount();
   const events = new EventSource("/events");
   events.onmessage = (event) => onMessage(JSON.parse(event.data));
   events.onerror = () => {
     clearCards();
+    remembered.clear();
     // A refused stream (HTTP 401: the device was revoked) is final; a lost connection is retried.
     setStatus(events.readyState === EventSource.CLOSED
       ? "This browser is no longer paired (or the web window refused it): pair it again with `elicitron pair --web`."
