@@ -10,11 +10,21 @@ import pytest
 from cli_process import cli
 from cli_process.command import EXIT_FAILED, EXIT_USAGE
 from shared.errors import ConfigError, PageMessageError, PairingError, WebWindowNotRunningError
-from shared.messages import ApprovalInfo, ElicitationInvoke, ElicitationRequest
-from web_process.cards import card_of
+from shared.messages import (
+    ApprovalInfo,
+    AskerInfo,
+    ElicitationInvoke,
+    ElicitationRequest,
+    RevokeReport,
+    RuleInfo,
+    SignInHost,
+    SignInInfo,
+)
+from web_process.cards import LEGACY_METADATA_LINE, card_of
 from web_process.devices import CODE_LIFETIME_S, WebDir
 from web_process.listen import check_listen
-from web_process.page_peer import read_page_message
+from web_process.page_peer import PageAnswer, PageRevoke, PageSignInRedirect, read_page_message
+from web_process.remembered import revoked_message, rule_row
 
 BOOKING = {
     "type": "object",
@@ -160,11 +170,96 @@ def test_an_approval_card_offers_the_qt_cards_four_decisions() -> None:
     assert card["approval"]["arguments"] == [["id", "7"], ["why", "<b>x</b>"]]
 
 
+YES_NO = {"type": "object", "properties": {"answer": {"type": "boolean"}}, "required": ["answer"]}
+
+
+def test_a_programs_question_names_the_program_and_a_yes_no_one_is_a_confirm() -> None:
+    asker = AskerInfo(name="deploy.sh", pid=4242, machine="build-7")
+    question = ElicitationRequest(server="deploy.sh", params={"mode": "form", "message": "Deploy?",
+                                                              "requestedSchema": YES_NO})  # as main names it
+    card = card_of(ElicitationInvoke(request=question, response_channel="q", created_at=1, expires_at=None,
+                                     origin=None, kind="question", asker=asker))
+    assert (card["who"], card["question"], card["confirm"]) == ("deploy.sh (pid 4242 on build-7)", True, "answer")
+    assert card["remember"] == {"who": "the program deploy.sh"}  # its remembered answers are its own
+    server = card_of(_invoke({"mode": "form", "message": "Deploy?", "requestedSchema": YES_NO}))
+    assert (server["who"], server["confirm"], server["remember"]) == ("demo", None, {"who": "the server demo"})
+    link = card_of(_invoke({"mode": "url", "message": "Go", "url": "https://a.example/", "elicitationId": "1"},
+                           kind="question", asker=asker))
+    assert link["kind"] == "url" and link["remember"] is None  # no rule ever answers a link
+
+
+def _sign_in(url: str, **info: Any) -> ElicitationInvoke:
+    return _invoke({"mode": "url", "message": "Sign in", "url": url, "elicitationId": "sign-in-1"},
+                   kind="sign-in", sign_in=SignInInfo(**info))
+
+
+def test_a_sign_in_card_shows_where_you_sign_in_and_the_hosts_to_allow() -> None:
+    card = card_of(_sign_in("https://auth.example/authorize?x=1", authorization_server="auth.example",
+                            scopes=["mcp:read"], redirect_uri="http://127.0.0.1:5000/callback", hosts=[
+                                SignInHost(role="authorization", origin="https://auth.example"),
+                                SignInHost(role="token", origin="https://tokens.example", elsewhere=True)]))
+    info = card["signIn"]
+    assert (card["kind"], card["elicitationId"], card["remember"]) == ("sign-in", "sign-in-1", None)
+    assert card["link"]["runs"][1] == "auth.example" and card["link"]["openable"] and not card["link"]["warnings"]
+    assert info["hosts"] == [{"role": "Sign-in page", "origin": "https://auth.example", "elsewhere": False},
+                             {"role": "Tokens (gets the sign-in code)", "origin": "https://tokens.example",
+                              "elsewhere": True}]
+    assert (info["allow"], info["allowProperty"], info["legacy"]) == (["https://tokens.example"], "allowHosts", None)
+    elsewhere = card_of(_sign_in("https://evil.example/authorize", authorization_server="auth.example",
+                                 legacy_metadata=True))
+    assert "The link goes to evil.example, not to auth.example." in elsewhere["link"]["warnings"]
+    assert elsewhere["signIn"]["legacy"] == LEGACY_METADATA_LINE
+
+
+def test_time_left_is_what_main_set_less_the_web_windows_now() -> None:
+    invoke = ElicitationInvoke(request=ElicitationRequest(server="demo", params={"message": "?", "requestedSchema": {
+        "type": "object", "properties": {}}}), response_channel="c", created_at=0, expires_at=1_000_000, origin=None)
+    assert card_of(invoke, now=400_000)["msLeft"] == 600_000
+    assert card_of(invoke, now=2_000_000)["msLeft"] == 0  # past: "Expiring now", never negative
+    never = ElicitationInvoke(request=invoke.request, response_channel="c", created_at=0, expires_at=None, origin=None)
+    assert card_of(never, now=400_000)["msLeft"] is None
+
+
+def test_a_remembered_row_reads_as_in_the_qt_panel_and_only_user_rules_are_revocable() -> None:
+    user = RuleInfo(id="r-1", source="user", kind="answer", server="deploy.sh", party="asker", scope="always",
+                    created_at=0, created_by="my phone (web)", message="Deploy?", fields=["answer"], action="accept")
+    row = rule_row(user)
+    assert (row["who"], row["what"], row["scope"], row["revocable"]) == (
+        "program deploy.sh", "“Deploy?” → accept (answer)", "always", True)
+    assert row["made"].startswith("made by my phone (web), ")
+    config = rule_row(RuleInfo(id="config-1", source="config", kind="tool", server="demo", scope="always",
+                               created_at=0, created_by="mcp.json", tool="read_*", decision="allow"))
+    assert (config["what"], config["revocable"], config["note"]) == (
+        "tool read_* → allow", False, "config rule: change it in the config file")
+    assert revoked_message(RevokeReport(revoked=["r-1"], refused=["config-1 is a config rule"])) == {
+        "type": "revoked", "lines": ["Revoked r-1.", "Not revoked: config-1 is a config rule"], "problem": True}
+    assert revoked_message(None, "not connected")["lines"] == ["Not revoked: not connected"]
+
+
 # ---- what a page sends ---------------------------------------------------------------------------
+
+
+def test_a_page_sends_a_remembered_answer_a_revoke_and_a_sign_in_address() -> None:
+    answer = read_page_message(b'{"type": "answer", "channel": "c", "action": "accept", "content": {},'
+                               b' "remember": {"scope": "until", "until": 1700000000000}}')
+    assert isinstance(answer, PageAnswer) and answer.remember is not None
+    assert (answer.remember.scope, answer.remember.until) == ("until", 1_700_000_000_000)
+    revoke = read_page_message(b'{"type": "revoke", "ids": ["r-1"], "all": false}')
+    assert isinstance(revoke, PageRevoke) and (revoke.ids, revoke.revoke_all) == (["r-1"], False)
+    pasted = read_page_message(b'{"type": "sign-in-redirect", "server": "remote", "elicitationId": "e",'
+                               b' "url": "http://127.0.0.1:1/callback?code=x"}')
+    assert isinstance(pasted, PageSignInRedirect) and pasted.elicitation_id == "e"
+    for bad in (b'{"type": "answer", "channel": "c", "action": "accept", "remember": {"scope": "forever"}}',
+                b'{"type": "revoke", "ids": "r-1"}',
+                b'{"type": "sign-in-redirect", "server": "s", "elicitationId": "e", "url": "' + b"x" * 17_000 + b'"}'):
+        with pytest.raises(PageMessageError):
+            read_page_message(bad)
+
 
 
 def test_a_page_sends_answers_and_nothing_else() -> None:
     answer = read_page_message(b'{"type": "answer", "channel": "c", "action": "accept", "content": {"a": 1}}')
+    assert isinstance(answer, PageAnswer)
     assert (answer.channel, answer.action, answer.content) == ("c", "accept", {"a": 1})
     for bad in (b"{", b'{"type": "answer", "channel": "c", "action": "maybe"}', b'{"type": "shell"}',
                 b"x" * 2_000_000):
