@@ -119,12 +119,15 @@ def test_a_question_answered_in_the_browser_reaches_the_asker(web: WebWindow, pa
     page.get_by_text("Nothing is waiting for you.").wait_for(timeout=TIMEOUT_MS)
 
 
-def test_a_yes_no_question_is_yes_or_no(web: WebWindow, page: "Page", tmp_path: Path) -> None:
+@pytest.mark.screenshot
+def test_a_yes_no_question_is_yes_or_no(web: WebWindow, page: "Page", tmp_path: Path, screenshot_dir: Path) -> None:
     _pair(page, web)
     for button, expected in (("Yes", (0, "true\n")), ("No", (1, "false\n"))):
         proc = _ask(web, tmp_path, "--yes-no", f"Deploy 1.4 to prod ({button})?")
         card = page.locator("#cards article")
         card.get_by_text(f"Deploy 1.4 to prod ({button})?").wait_for(timeout=TIMEOUT_MS)
+        if button == "Yes":
+            page.screenshot(path=str(screenshot_dir / "web-question.png"))
         assert card.get_by_role("checkbox").count() == 0 or not card.get_by_role("checkbox").is_visible()
         assert card.get_by_role("button", name="Accept").count() == 0
         card.get_by_role("button", name=button, exact=True).click()
@@ -240,9 +243,11 @@ def test_the_manifest_and_icon_are_served_under_the_csp_and_the_page_is_installa
     assert violations == []
 
 
+@pytest.mark.screenshot
 def test_a_sign_in_card_shows_the_real_host_and_opens_the_sign_in_link(
-        browser: "Browser", tmp_path: Path) -> None:
-    with oauth_servers() as servers:
+        browser: "Browser", tmp_path: Path, screenshot_dir: Path) -> None:
+    with oauth_servers("--token-elsewhere") as servers:  # its token endpoint on another origin
+        assert servers.elsewhere is not None
         main = start_oauth_main(oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data",
                                 short_tmp_dir("eli-webs-"))
         try:
@@ -260,12 +265,20 @@ def test_a_sign_in_card_shows_the_real_host_and_opens_the_sign_in_link(
                     assert card.locator(".link strong").text_content() == "127.0.0.1"
                     assert card.get_by_text("It asks for: mcp:read").is_visible()
                     assert card.get_by_label(re.compile("^Remember")).count() == 0  # no rule answers a sign-in
+                    assert card.locator(".hosts li").filter(has_text="Tokens (gets the sign-in code)").text_content() \
+                        == f"Tokens (gets the sign-in code): {servers.elsewhere} (another host than the authorization server)"
+                    sign_in = card.get_by_role("button", name="Sign in with browser")
+                    assert sign_in.is_disabled()  # until that origin is allowed
+                    card.get_by_label(f"Allow {servers.elsewhere} to receive the sign-in code, the PKCE verifier "
+                                      "and any client secret").check()
+                    page.screenshot(path=str(screenshot_dir / "web-sign-in.png"), full_page=True)
                     with context.expect_page() as opened:
-                        card.get_by_role("button", name="Sign in with browser").click()
+                        sign_in.click()
                     signing_in = opened.value
                     signing_in.wait_for_load_state(timeout=TIMEOUT_MS)
                     server_status(watcher, "remote", "ready")  # the browser got to main's loopback
                     assert signing_in.url.startswith("http://127.0.0.1:") and "/callback" in signing_in.url
+                    assert servers.stats()["elsewhereCodes"] == 1  # the code went where the page allowed
                     page.get_by_text("Signed in to remote.").wait_for(timeout=TIMEOUT_MS)
                 finally:
                     context.close()

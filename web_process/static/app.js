@@ -20,11 +20,11 @@ const send = (message) => post(stream, message);
 
 function setStatus(value) { document.getElementById("status").textContent = value; }
 
-// "2 requests waiting (demo: 1, deploy.sh: 1)", as the Qt window counts them
+// "2 requests waiting (demo: 1, deploy.sh: 1)", as the Qt window counts them (a program by its name)
 function updateCount() {
   const count = cards.size;
   const perWho = new Map();
-  for (const {card} of cards.values()) perWho.set(card.who, (perWho.get(card.who) || 0) + 1);
+  for (const {card} of cards.values()) perWho.set(card.server, (perWho.get(card.server) || 0) + 1);
   const groups = [...perWho].map(([who, n]) => `${who}: ${n}`).join(", ");
   document.getElementById("waiting").textContent =
     count === 0 ? "" : `${count} ${count === 1 ? "request" : "requests"} waiting (${groups})`;
@@ -42,6 +42,7 @@ async function answer(card, action, content, remember) {
   if (remember !== undefined) body.remember = remember;
   const problem = await send(body);
   if (problem) refused(card.channel, problem);
+  return !problem;
 }
 
 function refused(channel, message) {

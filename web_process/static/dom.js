@@ -31,12 +31,12 @@ export function buttons(...specs) {
 }
 
 // The link as the Qt card shows it: before the host, the host in bold, after it; the real
-// address of a numeric host; the warnings.
+// address of a numeric host written another way (0x7f.1); the warnings.
 export function linkParts(link) {
   const [before, host, after] = link.runs;
   const parts = [el("p", {class: "link"}, text(visible(before)), el("strong", {text: visible(host)}),
     text(visible(after)))];
-  if (link.address) parts.push(el("p", {text: visible(`${link.host} is the address ${link.address}.`)}));
+  if (link.address && link.address !== link.host.replace(/^\[|\]$/g, "")) parts.push(el("p", {text: visible(`${link.host} is the address ${link.address}.`)}));
   if (link.warnings.length) {
     const list = el("ul", {class: "warnings"});
     link.warnings.forEach((warning) => list.append(el("li", {text: "⚠ " + visible(warning)})));

@@ -5,9 +5,10 @@
 // browser" a box stays for a browser on another machine than main's: the address it ended on
 // (main's 127.0.0.1, unreachable from there) pasted back finishes the sign-in (msgSignInRedirect).
 
-import {buttons, el, linkParts} from "./dom.js";
+import {buttons, el, linkParts, text} from "./dom.js";
 
-// answer(action, content): answers the card; send(message): posts one more message, its problem or "".
+// answer(action, content): answers the card, true once the web window took it; send(message):
+// posts one more message, its problem or "".
 export function signInBody(card, article, answer, send) {
   const info = card.signIn;
   const link = card.link;
@@ -31,10 +32,12 @@ export function signInBody(card, article, answer, send) {
   });
   if (info.legacy) article.append(el("p", {class: "legacy", text: info.legacy}));
   article.append(...linkParts(link));
-  const open = () => {
-    window.open(link.url, "_blank", "noopener,noreferrer");
+  const open = async () => {
     const allowed = boxes.filter((box) => box.checked).map((box) => box.dataset.origin);
-    answer("accept", allowed.length ? {[info.allowProperty]: allowed} : undefined);
+    // The accept (with the hosts allowed) first: a sign-in page that answers at once sends the
+    // browser back to main before a later accept could say where the code may go.
+    if (!await answer("accept", allowed.length ? {[info.allowProperty]: allowed} : undefined)) return;
+    window.open(link.url, "_blank", "noopener,noreferrer");  // within the click's activation (5 s)
     if (card.elicitationId) finishBox(card, send);
   };
   const row = buttons(["Sign in with browser", open, true, "sign-in"], ["Decline", () => answer("decline"), false, "decline"],
@@ -63,6 +66,8 @@ function finishBox(card, send) {
     el("h2", {id: `${id}-h`, text: `Finishing the sign-in to ${card.server}`}),
     el("p", {text: `If this browser is not on the machine Elicitron runs on, it cannot deliver the sign-in: when it ` +
       `shows an error page at an address starting with ${landing}, copy that whole address and paste it here.`}),
+    el("p", {}, el("a", {href: card.link.url, target: "_blank", rel: "noopener noreferrer",
+      text: "Open the sign-in page again"}), text(" (if no new tab opened)")),
     el("div", {class: "field"}, el("label", {for: id, text: "The address the browser ended on"}), field),
     status, el("div", {class: "buttons"}, finish, close));
   field.addEventListener("input", () => { finish.disabled = !field.value.includes("code="); });
