@@ -1,6 +1,6 @@
 """The web window's cards beyond forms, links and approvals, in Debian's chromium (Playwright) ->
 `elicitron web` -> a real main: a program's question answered in the browser reaches the asker
-(`elicitron ask`), a yes/no question as Yes / No; an answer remembered from the page, listed there
+(`elicitron ask`), a yes/no question as Yes / No; "Decline all from <server>" and "Ask again"; an answer remembered from the page, listed there
 and revoked there, gone in main; time left counting down on the page's clock (Playwright's, moved
 by the test: no sleeps); a notification for a card that arrives while the page is hidden, with no
 value in it; the manifest and icon served under the CSP; a sign-in card that shows the real host and
@@ -173,6 +173,28 @@ def test_a_remembered_answer_listed_and_revoked_from_the_page_is_gone_in_main(we
     asked = host.call_tool("demo", "book_table", {"restaurant": "Chez Memo"})  # asked again
     card.get_by_text("Book a table at Chez Memo?").wait_for(timeout=TIMEOUT_MS)
     card.get_by_role("button", name="Decline").click()
+    assert _result(host.expect_topic(asked, timeout_s=15))["action"] == "decline"
+
+
+def test_decline_all_from_a_server_declines_its_next_request_unasked_until_asked_again(
+        web: WebWindow, page: "Page") -> None:
+    _pair(page, web)
+    host = web.main.peer("web-test-host", role="controller")
+    first = host.call_tool("demo", "book_table", {"restaurant": "Chez Spam"})
+    page.get_by_text("Book a table at Chez Spam?").wait_for(timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="Decline all from demo for this session").click()
+    assert _result(host.expect_topic(first, timeout_s=15))["action"] == "decline"
+    page.get_by_text("Declining all requests from demo for this session.").wait_for(timeout=TIMEOUT_MS)
+    unasked = host.call_tool("demo", "book_table", {"restaurant": "Chez Spam again"})
+    assert _result(host.expect_topic(unasked, timeout_s=15))["action"] == "decline"  # main declined it
+    assert page.locator("#cards article").count() == 0
+
+    page.get_by_role("button", name="Ask again: show demo's requests").click()
+    page.get_by_text("Declining all requests from demo").wait_for(state="detached", timeout=TIMEOUT_MS)
+    asked = host.call_tool("demo", "book_table", {"restaurant": "Chez Welcome"})
+    card = page.locator("#cards article")
+    card.get_by_text("Book a table at Chez Welcome?").wait_for(timeout=TIMEOUT_MS)
+    card.get_by_role("button", name="Decline", exact=True).click()
     assert _result(host.expect_topic(asked, timeout_s=15))["action"] == "decline"
 
 

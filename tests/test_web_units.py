@@ -23,7 +23,13 @@ from shared.messages import (
 from web_process.cards import LEGACY_METADATA_LINE, card_of
 from web_process.devices import CODE_LIFETIME_S, WebDir
 from web_process.listen import check_listen
-from web_process.page_peer import PageAnswer, PageRevoke, PageSignInRedirect, read_page_message
+from web_process.page_peer import (
+    PageAnswer,
+    PageRevoke,
+    PageServerPolicy,
+    PageSignInRedirect,
+    read_page_message,
+)
 from web_process.remembered import revoked_message, rule_row
 
 BOOKING = {
@@ -186,6 +192,8 @@ def test_a_programs_question_names_the_program_and_a_yes_no_one_is_a_confirm() -
     link = card_of(_invoke({"mode": "url", "message": "Go", "url": "https://a.example/", "elicitationId": "1"},
                            kind="question", asker=asker))
     assert link["kind"] == "url" and link["remember"] is None  # no rule ever answers a link
+    # "Decline all from …" is a policy for servers: never offered for a program's question
+    assert (card["declineAll"], link["declineAll"], server["declineAll"]) == (False, False, True)
 
 
 def _sign_in(url: str, **info: Any) -> ElicitationInvoke:
@@ -199,7 +207,8 @@ def test_a_sign_in_card_shows_where_you_sign_in_and_the_hosts_to_allow() -> None
                                 SignInHost(role="authorization", origin="https://auth.example"),
                                 SignInHost(role="token", origin="https://tokens.example", elsewhere=True)]))
     info = card["signIn"]
-    assert (card["kind"], card["elicitationId"], card["remember"]) == ("sign-in", "sign-in-1", None)
+    assert (card["kind"], card["elicitationId"], card["remember"], card["declineAll"]) == (
+        "sign-in", "sign-in-1", None, False)  # no policy or rule ever answers a sign-in
     assert card["link"]["runs"][1] == "auth.example" and card["link"]["openable"] and not card["link"]["warnings"]
     assert info["hosts"] == [{"role": "Sign-in page", "origin": "https://auth.example", "elsewhere": False},
                              {"role": "Tokens (gets the sign-in code)", "origin": "https://tokens.example",
@@ -249,6 +258,8 @@ def test_a_page_sends_a_remembered_answer_a_revoke_and_a_sign_in_address() -> No
     pasted = read_page_message(b'{"type": "sign-in-redirect", "server": "remote", "elicitationId": "e",'
                                b' "url": "http://127.0.0.1:1/callback?code=x"}')
     assert isinstance(pasted, PageSignInRedirect) and pasted.elicitation_id == "e"
+    policy = read_page_message(b'{"type": "server-policy", "server": "demo", "declineAll": true}')
+    assert isinstance(policy, PageServerPolicy) and (policy.server, policy.decline_all) == ("demo", True)
     for bad in (b'{"type": "answer", "channel": "c", "action": "accept", "remember": {"scope": "forever"}}',
                 b'{"type": "revoke", "ids": "r-1"}',
                 b'{"type": "sign-in-redirect", "server": "s", "elicitationId": "e", "url": "' + b"x" * 17_000 + b'"}'):

@@ -10,7 +10,7 @@ remembered.py  remembered answers and approvals as the page lists them; main's a
 app.py       the Starlette app: static page, pairing, one event stream per page; Origin, Host, cookie checks
 server.py    uvicorn's server, ending the pages' streams at once when the web window stops
 static/      index.html, app.css and the page's modules: app.js (stream, cards), dom.js, time_left.js,
-             sign_in.js, remembered.js, notify.js; sw.js (the service worker: notifications),
+             sign_in.js, remembered.js, policy.js, notify.js; sw.js (the service worker: notifications),
              manifest.webmanifest and icon.svg (installable); pair.html, pair.js. No build step,
              no inline script, nothing from anywhere else
 

@@ -61,6 +61,7 @@ def card_of(invoke: ElicitationInvoke, now: int | None = None) -> Card:
         "via": invoke.via,
         "remember": None,
         "confirm": None,
+        "declineAll": False,
     }
     if invoke.asker is not None:
         card["asker"] = {"name": invoke.asker.name, "pid": invoke.asker.pid, "machine": invoke.asker.machine}
@@ -78,6 +79,9 @@ def card_of(invoke: ElicitationInvoke, now: int | None = None) -> Card:
             link["warnings"].append(f"The link goes to {link['host']}, not to {issuer}.")
         card.update(kind="sign-in", link=link, signIn=sign_in_of(sign_in), elicitationId=params.get("elicitationId"))
         return card
+    # "Decline all from <server> for this session", as on the Qt card: a policy for servers, so
+    # neither a program's question nor a sign-in (main never answers one by policy) offers it
+    card["declineAll"] = not is_question(invoke) and invoke.kind != "sign-in"
     if params.get("mode") == "url" or invoke.kind == "sign-in":  # never remembered: no rule answers a link
         card.update(kind="url", link=link_of(str(params.get("url", ""))))
         return card
@@ -85,7 +89,7 @@ def card_of(invoke: ElicitationInvoke, now: int | None = None) -> Card:
     try:
         check_schema(schema)
     except UnsupportedSchemaError as exc:
-        card.update(kind="unsupported", why=str(exc))
+        card.update(kind="unsupported", why=str(exc), declineAll=False)
         return card
     assert isinstance(schema, Mapping)
     required = set(schema.get("required", []))

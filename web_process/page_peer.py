@@ -17,6 +17,7 @@ What goes to the page is plain JSON (`say`, never blocking: the app's sender dra
     {"type": "revoked", "lines", "problem"}      main's answer to the page's revoke
     {"type": "completed", "server", "elicitationId"}   a link's step is done (a sign-in arrived)
     {"type": "signed-in" | "sign-in-refused", "elicitationId", "message"}  a pasted sign-in address
+    {"type": "server-policy", "server", "declineAll", "sent"}   the page's policy went to main (or not)
 
 and what comes back, checked by `read_page_message`:
 
@@ -24,6 +25,7 @@ and what comes back, checked by `read_page_message`:
     {"type": "revoke", "ids": [id...], "all": bool}                   -> msgRevokeRules
     {"type": "sign-in-redirect", "server", "elicitationId", "url"}    -> msgSignInRedirect (a browser
                                      on another machine than main cannot reach its 127.0.0.1)
+    {"type": "server-policy", "server", "declineAll": bool}          -> msgServerPolicy (no answer)
 """
 
 import logging
@@ -47,6 +49,7 @@ from shared.messages import (
     Progress,
     Remember,
     RulesUpdate,
+    ServerPolicy,
 )
 from shared.peer import AttachFailed, Effect, Lost, PeerCore, Policy, Pushed, Refused, Welcomed
 from shared.peer_asyncio import AsyncPeer
@@ -81,7 +84,12 @@ class PageSignInRedirect(msgspec.Struct, tag_field="type", tag="sign-in-redirect
     url: Annotated[str, msgspec.Meta(max_length=16_384)]
 
 
-PageMessage = PageAnswer | PageRevoke | PageSignInRedirect
+class PageServerPolicy(msgspec.Struct, tag_field="type", tag="server-policy", rename={"decline_all": "declineAll"}):
+    server: ShortText
+    decline_all: bool
+
+
+PageMessage = PageAnswer | PageRevoke | PageSignInRedirect | PageServerPolicy
 
 
 def read_page_message(text: str | bytes) -> PageMessage:
@@ -145,6 +153,10 @@ class PagePeer:
                     return
                 self._request(requests.revoke_rules(list(ids), revoke_all),
                               lambda reply: self.say(revoked_message(reply.revoked, _error_text(reply))))
+            case PageServerPolicy(server, decline_all):
+                sent = self.attached and self._peer.send(channels.SERVER_POLICY,
+                                                         ServerPolicy(server=server, decline_all=decline_all))
+                self.say({"type": "server-policy", "server": server, "declineAll": decline_all, "sent": sent})
             case PageSignInRedirect(server, elicitation_id, url):
                 def told(reply: ChannelReply) -> None:
                     refused = reply.auth is None

@@ -3,10 +3,12 @@
 // put in with textContent (never innerHTML), so a message carrying markup shows as the text it is.
 // The cards are the Qt window's: a form (a program's yes/no question as Yes / No), a link, a
 // sign-in (sign_in.js), a tool approval; each with its time left (time_left.js); remembered answers
-// and their revocation (remembered.js); notifications while the page is hidden (notify.js).
+// and their revocation (remembered.js); "Decline all from <server>" (policy.js); notifications
+// while the page is hidden (notify.js).
 
 import {buttons, el, linkParts, post, text} from "./dom.js";
 import {notifyNew, setUpNotifications, unnotify} from "./notify.js";
+import {declineAllButton, policyNews} from "./policy.js";
 import {rememberBox, rememberedPanel} from "./remembered.js";
 import {signInBody, signInNews} from "./sign_in.js";
 import {countDown} from "./time_left.js";
@@ -127,6 +129,11 @@ function formBody(card, article) {
   if (remember) article.append(remember.row);
   article.append(buttons([confirm ? "Yes" : "Accept", accept, true, "accept"],
     [confirm ? "No" : "Decline", () => reply("decline"), false, "decline"], ["Cancel", () => reply("cancel"), false, "cancel"]));
+  if (card.declineAll) article.append(declineAllButton(card.server, () => declineAll(card)));
+}
+
+async function declineAll(card) {
+  if (await send({type: "server-policy", server: card.server, declineAll: true}) === "") answer(card, "decline");
 }
 
 function linkBody(card, article) {
@@ -145,6 +152,7 @@ function linkBody(card, article) {
     article.append(el("p", {class: "refusal", text: `This link cannot be opened: ${link.refusal}.`}));
   }
   article.append(row);
+  if (card.declineAll) article.append(declineAllButton(card.server, () => declineAll(card)));
 }
 
 function approvalBody(card, article) {
@@ -209,6 +217,7 @@ function onMessage(message) {
     case "rules": remembered.show(message.rules); break;
     case "revoked": remembered.report(message.lines, message.problem); break;
     case "completed": case "signed-in": case "sign-in-refused": signInNews(message); break;
+    case "server-policy": policyNews(message, send); break;
     default: break;
   }
 }
