@@ -18,7 +18,9 @@ export function setUpNotifications() {
   const show = () => {
     if (!("Notification" in window)) {
       button.hidden = true;
-      state.textContent = "This browser cannot show notifications.";
+      // Browsers offer notifications (and service workers) only to https pages and to this machine's own
+      state.textContent = window.isSecureContext ? "This browser cannot show notifications."
+        : "Notifications need the web window behind https (--tls-cert, or a TLS reverse proxy).";
       return;
     }
     button.hidden = Notification.permission !== "default";
