@@ -172,7 +172,7 @@ def test_a_remembered_answer_listed_and_revoked_from_the_page_is_gone_in_main(we
     assert _user_rules(web) == []
     asked = host.call_tool("demo", "book_table", {"restaurant": "Chez Memo"})  # asked again
     card.get_by_text("Book a table at Chez Memo?").wait_for(timeout=TIMEOUT_MS)
-    card.get_by_role("button", name="Decline").click()
+    card.get_by_role("button", name="Decline", exact=True).click()
     assert _result(host.expect_topic(asked, timeout_s=15))["action"] == "decline"
 
 
@@ -236,11 +236,11 @@ def test_a_card_arriving_while_the_page_is_hidden_is_notified_without_its_values
     channel = (card.get_attribute("aria-labelledby") or "").removesuffix("-h")
     assert shown == [{"title": "Elicitron: a request is waiting", "body": "demo asks for input", "tag": channel}]
     page.evaluate("() => { window.testHidden = false; }")
-    card.get_by_role("button", name="Decline").click()
+    card.get_by_role("button", name="Decline", exact=True).click()
     assert _result(host.expect_topic(hidden, timeout_s=15))["action"] == "decline"
     page.wait_for_function(f"async () => {{ {NOTIFIED}; return list.length === 0; }}",
                            timeout=TIMEOUT_MS)  # the answered card's notification is gone
-    page.locator("#cards article").get_by_role("button", name="Decline").click()
+    page.locator("#cards article").get_by_role("button", name="Decline", exact=True).click()
     assert _result(host.expect_topic(seen, timeout_s=15))["action"] == "decline"
 
 

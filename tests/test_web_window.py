@@ -120,7 +120,7 @@ def test_a_server_message_with_markup_shows_as_text(web: WebWindow, page: "Page"
     shown.wait_for(timeout=TIMEOUT_MS)
     assert shown.text_content() == message  # the markup itself, as text
     assert page.locator("#cards b").count() == 0 and page.locator("#cards script").count() == 0
-    page.get_by_role("button", name="Decline").click()
+    page.get_by_role("button", name="Decline", exact=True).click()
     assert _result_text(host.expect_topic(channel, timeout_s=15))["action"] == "decline"
 
 
@@ -133,7 +133,7 @@ def test_a_url_card_shows_the_real_host_and_refuses_a_link_with_a_bidi_override(
     assert link.locator("strong").text_content() == "bank.example⟦U+202E⟧"  # the override shown, not obeyed
     assert page.get_by_role("button", name="Open link").is_disabled()
     assert page.get_by_text("This link cannot be opened: it contains hidden or blank characters.").is_visible()
-    page.get_by_role("button", name="Decline").click()
+    page.get_by_role("button", name="Decline", exact=True).click()
     assert _result_text(host.expect_topic(channel, timeout_s=15))["action"] == "decline"
 
 
@@ -224,5 +224,5 @@ def test_the_page_attaches_again_after_main_restarts(web: WebWindow, page: "Page
     host = web.main.peer("web-test-host", role="controller")
     channel = host.call_tool("demo", "book_table", {"restaurant": "After the restart"})
     page.get_by_text("Book a table at After the restart?").wait_for(timeout=TIMEOUT_MS)
-    page.get_by_role("button", name="Decline").click()
+    page.get_by_role("button", name="Decline", exact=True).click()
     assert _result_text(host.expect_topic(channel, timeout_s=15))["action"] == "decline"
