@@ -276,3 +276,24 @@ def test_a_page_sends_answers_and_nothing_else() -> None:
                 b"x" * 2_000_000):
         with pytest.raises(PageMessageError):
             read_page_message(bad)
+
+
+@pytest.mark.parametrize(("listen_origins", "page_origin", "secure"), [
+    ((), "http://127.0.0.1:8766", False),  # plain http on loopback: a Secure cookie would be dropped
+    (("https://phone.example.net",), "https://phone.example.net", True),  # a TLS reverse proxy in front
+])
+def test_the_device_cookie_is_secure_whenever_the_page_came_over_tls(
+        tmp_path: Path, listen_origins: tuple[str, ...], page_origin: str, secure: bool) -> None:
+    from starlette.testclient import TestClient
+
+    from web_process.app import COOKIE, WebWindow
+
+    web_dir = WebDir(tmp_path / "web")
+    listen = check_listen("127.0.0.1:8766", None, None, False, listen_origins)
+    client = TestClient(WebWindow(tmp_path / "connection.json", web_dir, listen).asgi(),
+                        base_url=page_origin)
+    response = client.post("/api/pair", json={"code": web_dir.new_code("phone")}, headers={"Origin": page_origin})
+    assert response.status_code == 200, response.text
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE}=") and "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert ("Secure" in cookie) is secure

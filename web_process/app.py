@@ -152,6 +152,11 @@ class WebWindow:
             return PlainTextResponse("foreign origin", 403)
         return None
 
+    def _served_over_tls(self, request: Request) -> bool:
+        """TLS here, or a TLS reverse proxy in front (the page's Origin, one of ours, is https):
+        either way the browser holds the cookie as Secure."""
+        return self.listen.tls is not None or request.headers.get("origin", "").lower().startswith("https://")
+
     def _file(self, name: str) -> Response:
         return Response(self._files[name], media_type=_TYPES[Path(name).suffix])
 
@@ -186,7 +191,7 @@ class WebWindow:
         logger.info("paired device %s (%s)", device.id, device.name)
         response = JSONResponse({"name": device.name})
         response.set_cookie(COOKIE, token, max_age=COOKIE_MAX_AGE_S, path="/", httponly=True,
-                            samesite="strict", secure=self.listen.tls is not None)
+                            samesite="strict", secure=self._served_over_tls(request))
         return response
 
     async def answer(self, request: Request) -> Response:
