@@ -22,7 +22,6 @@ Every time is at most MAX_TIMEOUT_S (7 days); a key given twice in one object is
 import dataclasses
 import json
 import logging
-import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any
 
 import platformdirs
 
+from main_process.config_values import seconds, whole
 from main_process.consent_config import ToolPolicy, parse_rules, parse_tool_approval
 from main_process.notify_config import NotifyTarget, parse_notify
 from main_process.oauth.settings import OAuthSettings, parse_oauth
@@ -160,20 +160,21 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
         raise ConfigError(f"{where}: server names must be non-empty printable text")
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: must be an object with \"command\" or \"url\"")
+    most = MAX_TIMEOUT_S
     limits = {
-        "elicitation_timeout_s": _seconds(where, entry, "elicitationTimeoutSeconds", DEFAULT_ELICITATION_TIMEOUT_S),
-        "burst_window_s": _seconds(where, entry, "elicitationBurstWindowSeconds", DEFAULT_BURST_WINDOW_S),
-        "burst": _whole(where, entry, "elicitationBurst", DEFAULT_BURST, 1, 10**9),
-        "url_completion_timeout_s": _seconds(where, entry, "urlCompletionTimeoutSeconds",
-                                             DEFAULT_URL_COMPLETION_TIMEOUT_S),
+        "elicitation_timeout_s": seconds(where, entry, "elicitationTimeoutSeconds", DEFAULT_ELICITATION_TIMEOUT_S, most),
+        "burst_window_s": seconds(where, entry, "elicitationBurstWindowSeconds", DEFAULT_BURST_WINDOW_S, most),
+        "burst": whole(where, entry, "elicitationBurst", DEFAULT_BURST, 1, 10**9),
+        "url_completion_timeout_s": seconds(where, entry, "urlCompletionTimeoutSeconds",
+                                            DEFAULT_URL_COMPLETION_TIMEOUT_S, most),
         "protocol_mode": entry.get("protocolMode", "auto"),
-        "max_request_bytes": _whole(where, entry, "maxRequestBytes", DEFAULT_MAX_REQUEST_BYTES, MIN_REQUEST_BYTES,
-                                    MAX_REQUEST_BYTES),
+        "max_request_bytes": whole(where, entry, "maxRequestBytes", DEFAULT_MAX_REQUEST_BYTES, MIN_REQUEST_BYTES,
+                                   MAX_REQUEST_BYTES),
         "elicitation_route": entry.get("elicitationRoute", "windows"),
     }
     limits["tool_approval"], limits["tool_approval_overrides"] = parse_tool_approval(where, entry)
-    limits["tool_timeout_s"] = _seconds(where, entry, "toolTimeoutSeconds",
-                                        min(limits["elicitation_timeout_s"] + 300, MAX_TIMEOUT_S))
+    limits["tool_timeout_s"] = seconds(where, entry, "toolTimeoutSeconds",
+                                       min(limits["elicitation_timeout_s"] + 300, most), most)
     if limits["protocol_mode"] not in ("auto", "legacy"):
         raise ConfigError(f"{where}: \"protocolMode\" must be \"auto\" or \"legacy\"")
     if limits["elicitation_route"] not in ELICITATION_ROUTES:
@@ -201,20 +202,6 @@ def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:
     raise ConfigError(f"{where}: needs \"command\" (stdio) or \"url\" (streamable HTTP)")
 
 
-def _seconds(where: str, entry: dict[str, Any], key: str, default: float) -> float:
-    value = entry.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 < value <= MAX_TIMEOUT_S:
-        raise ConfigError(f"{where}: \"{key}\" must be a number of seconds above 0 and at most "
-                          f"{MAX_TIMEOUT_S:.0f} (7 days)")
-    return float(value)
-
-
-def _whole(where: str, entry: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-    value = entry.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{where}: \"{key}\" must be a whole number from {low} to {high}")
-    return value
 
 
 class _DuplicateKeyError(ValueError):

@@ -19,11 +19,11 @@ The URL and headers may hold secrets (a Slack URL is its own credential): `label
 by scheme and host alone, for status and logs.
 """
 
-import math
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, cast
 
+from main_process.config_values import seconds, whole
 from shared.errors import ConfigError
 
 NotifyFormat = Literal["json", "ntfy", "gotify", "slack", "discord"]
@@ -100,10 +100,10 @@ def _parse_target(where: str, entry: Any) -> NotifyTarget:
     return NotifyTarget(
         url=url, format=cast(NotifyFormat, fmt), headers=_headers(where, entry.get("headers", {})), link=link,
         when=cast(NotifyWhen, when),
-        burst=_whole(where, entry, "burst", DEFAULT_BURST, 1, 1000),
-        burst_window_s=_seconds(where, entry, "burstWindowSeconds", DEFAULT_BURST_WINDOW_S, 24 * 3600.0),
-        retries=_whole(where, entry, "retries", DEFAULT_RETRIES, 0, 10),
-        timeout_s=_seconds(where, entry, "timeoutSeconds", DEFAULT_TIMEOUT_S, 120.0),
+        burst=whole(where, entry, "burst", DEFAULT_BURST, 1, 1000),
+        burst_window_s=seconds(where, entry, "burstWindowSeconds", DEFAULT_BURST_WINDOW_S, 24 * 3600.0),
+        retries=whole(where, entry, "retries", DEFAULT_RETRIES, 0, 10),
+        timeout_s=seconds(where, entry, "timeoutSeconds", DEFAULT_TIMEOUT_S, 120.0),
     )
 
 
@@ -140,18 +140,3 @@ def _headers(where: str, value: Any) -> tuple[tuple[str, str], ...]:
         if any(c in "\r\n\0" for c in text) or not text.isascii():
             raise ConfigError(f"{where}: headers[{name!r}] must be ASCII on one line")
     return tuple(value.items())
-
-
-def _seconds(where: str, entry: dict[str, Any], key: str, default: float, most: float) -> float:
-    value = entry.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or not 0 < value <= most:
-        raise ConfigError(f"{where}: \"{key}\" must be a number of seconds above 0 and at most {most:.0f}")
-    return float(value)
-
-
-def _whole(where: str, entry: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-    value = entry.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{where}: \"{key}\" must be a whole number from {low} to {high}")
-    return value
