@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -18,6 +18,9 @@ from kit.env import short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.procs import end_process
 from kit.window import WindowProcess, start_window
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 # Fixtures that start processes: every test using one (directly or through another) is `slow`.
 PROCESS_FIXTURES = frozenset({"main_factory", "windows", "http_demo_server", "shared_main", "consent_mains"})
@@ -123,3 +126,12 @@ def http_demo_server() -> Iterator[str]:
     end_process(proc)
     assert proc.stdout is not None
     proc.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> "Iterator[Browser]":
+    """Debian's chromium under Playwright for a module's browser tests (skipped where missing)."""
+    from web_kit import chromium
+
+    with chromium() as running:
+        yield running

@@ -4,18 +4,14 @@ offscreen) and Debian's chromium on a real `elicitron web`, both on one real mai
 server. Skipped (with the reason) where /usr/bin/chromium is missing; CI installs it."""
 
 import json
-import shutil
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kit.demo import demo_stdio_entry
-from kit.env import short_tmp_dir
-from kit.main import start_main, write_config
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLineEdit, QPushButton
 from pytestqt.qtbot import QtBot
-from web_kit import WebWindow, chromium, chromium_missing, web_window
+from web_kit import WebWindow, chromium, chromium_missing, demo_web_window, pair
 
 from renderer_process.bridge import MainBridge
 from renderer_process.main_window import MainWindow
@@ -31,17 +27,8 @@ TIMEOUT_MS = 15_000
 
 @pytest.fixture(scope="module")
 def web() -> Iterator[WebWindow]:
-    home = short_tmp_dir("eli-webqt-")
-    try:
-        main = start_main(write_config(home / "mcp.json", {"demo": demo_stdio_entry()}), home, home=home)
-        try:
-            main.wait_server_ready("demo")
-            with web_window(main, home / "web") as window:
-                yield window
-        finally:
-            main.stop()
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    with demo_web_window("eli-webqt-") as window:
+        yield window
 
 
 @pytest.fixture
@@ -49,10 +36,7 @@ def page(web: WebWindow) -> "Iterator[Page]":
     with chromium() as browser:
         context = browser.new_context(viewport={"width": 360, "height": 780})
         page = context.new_page()
-        page.goto(web.pair_link("phone beside qt"))
-        page.get_by_role("button", name="Pair this browser").click()
-        page.wait_for_url(f"{web.url}/", timeout=TIMEOUT_MS)
-        page.get_by_text("Connected to main.").wait_for(timeout=TIMEOUT_MS)
+        pair(page, web, "phone beside qt", TIMEOUT_MS)
         yield page
         context.close()
 

@@ -9,7 +9,6 @@ Skipped (with the reason) where /usr/bin/chromium is missing; CI installs it."""
 
 import json
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -18,12 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from kit.demo import demo_stdio_entry
 from kit.env import child_env, short_tmp_dir
-from kit.main import start_main, write_config
 from kit.paths import ROOT
 from oauth_kit import oauth_config, oauth_servers, server_status, start_oauth_main
-from web_kit import WebWindow, chromium, chromium_missing, web_window
+from web_kit import WebWindow, chromium_missing, demo_web_window, pair, web_window
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
@@ -39,23 +36,8 @@ NOTIFIED = ("const list = (await (await navigator.serviceWorker.ready).getNotifi
 
 @pytest.fixture(scope="module")
 def web() -> Iterator[WebWindow]:
-    home = short_tmp_dir("eli-webc-")
-    try:
-        main = start_main(write_config(home / "mcp.json", {"demo": demo_stdio_entry()}), home, home=home)
-        try:
-            main.wait_server_ready("demo")
-            with web_window(main, home / "web") as window:
-                yield window
-        finally:
-            main.stop()
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def browser() -> "Iterator[Browser]":
-    with chromium() as running:
-        yield running
+    with demo_web_window("eli-webc-") as window:
+        yield window
 
 
 @pytest.fixture
@@ -68,13 +50,6 @@ def context(browser: "Browser") -> "Iterator[BrowserContext]":
 @pytest.fixture
 def page(context: "BrowserContext") -> "Page":
     return context.new_page()
-
-
-def _pair(page: "Page", web: WebWindow, name: str = "test phone") -> None:
-    page.goto(web.pair_link(name))
-    page.get_by_role("button", name="Pair this browser").click()
-    page.wait_for_url(f"{web.url}/", timeout=TIMEOUT_MS)
-    page.get_by_text("Connected to main.").wait_for(timeout=TIMEOUT_MS)
 
 
 def _ask(web: WebWindow, tmp_path: Path, *args: str) -> "subprocess.Popen[str]":
@@ -103,7 +78,7 @@ def _result(reply: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_question_answered_in_the_browser_reaches_the_asker(web: WebWindow, page: "Page", tmp_path: Path) -> None:
-    _pair(page, web)
+    pair(page, web)
     schema = json.dumps({"type": "object", "properties": {"tag": {"type": "string", "title": "Release tag"}},
                          "required": ["tag"]})
     proc = _ask(web, tmp_path, "Which release goes to prod?", "--schema", schema, "--timeout", "60")
@@ -121,7 +96,7 @@ def test_a_question_answered_in_the_browser_reaches_the_asker(web: WebWindow, pa
 
 @pytest.mark.screenshot
 def test_a_yes_no_question_is_yes_or_no(web: WebWindow, page: "Page", tmp_path: Path, screenshot_dir: Path) -> None:
-    _pair(page, web)
+    pair(page, web)
     for button, expected in (("Yes", (0, "true\n")), ("No", (1, "false\n"))):
         proc = _ask(web, tmp_path, "--yes-no", f"Deploy 1.4 to prod ({button})?")
         card = page.locator("#cards article")
@@ -143,7 +118,7 @@ def _user_rules(web: WebWindow) -> list[dict[str, Any]]:
 
 
 def test_a_remembered_answer_listed_and_revoked_from_the_page_is_gone_in_main(web: WebWindow, page: "Page") -> None:
-    _pair(page, web, "rules phone")
+    pair(page, web, "rules phone")
     host = web.main.peer("web-test-host", role="controller")
     channel = host.call_tool("demo", "book_table", {"restaurant": "Chez Memo"})
     card = page.locator("#cards article")
@@ -178,7 +153,7 @@ def test_a_remembered_answer_listed_and_revoked_from_the_page_is_gone_in_main(we
 
 def test_decline_all_from_a_server_declines_its_next_request_unasked_until_asked_again(
         web: WebWindow, page: "Page") -> None:
-    _pair(page, web)
+    pair(page, web)
     host = web.main.peer("web-test-host", role="controller")
     first = host.call_tool("demo", "book_table", {"restaurant": "Chez Spam"})
     page.get_by_text("Book a table at Chez Spam?").wait_for(timeout=TIMEOUT_MS)
@@ -200,7 +175,7 @@ def test_decline_all_from_a_server_declines_its_next_request_unasked_until_asked
 
 def test_time_left_counts_down_on_the_pages_clock(web: WebWindow, page: "Page", tmp_path: Path) -> None:
     page.clock.install()  # the page's Date and timers are the test's: moved below, never waited for
-    _pair(page, web)
+    pair(page, web)
     proc = _ask(web, tmp_path, "Still there?", "--timeout", "600")
     expires = page.locator("#cards .time-left")
     expires.wait_for(timeout=TIMEOUT_MS)
@@ -221,7 +196,7 @@ def test_a_card_arriving_while_the_page_is_hidden_is_notified_without_its_values
     # is the test's to say; the permission, the service worker and its notifications are real.
     context.add_init_script("Object.defineProperty(Document.prototype, 'visibilityState', "
                             "{configurable: true, get() { return window.testHidden ? 'hidden' : 'visible'; }});")
-    _pair(page, web)
+    pair(page, web)
     page.get_by_text("Notifications are on while this page is open.").wait_for(timeout=TIMEOUT_MS)
     page.evaluate("async () => { await navigator.serviceWorker.ready; }")
     host = web.main.peer("web-test-host", role="controller")
@@ -249,7 +224,7 @@ def test_the_manifest_and_icon_are_served_under_the_csp_and_the_page_is_installa
     violations: list[str] = []
     page.on("console", lambda message: violations.append(message.text) if "Content Security Policy" in message.text
             else None)
-    _pair(page, web)
+    pair(page, web)
     cdp = page.context.new_cdp_session(page)
     manifest = cdp.send("Page.getAppManifest")
     assert manifest["url"] == f"{web.url}/manifest.webmanifest" and manifest["errors"] == []
@@ -279,7 +254,7 @@ def test_a_sign_in_card_shows_the_real_host_and_opens_the_sign_in_link(
                 context = browser.new_context(viewport={"width": 360, "height": 780})
                 try:
                     page = context.new_page()
-                    _pair(page, web, "sign-in phone")
+                    pair(page, web, "sign-in phone")
                     card = page.locator('#cards article[data-kind="sign-in"]')
                     card.wait_for(timeout=TIMEOUT_MS)
                     assert card.get_by_role("heading").text_content() == "remote needs you to sign in"

@@ -5,7 +5,6 @@ later and dismissed when another window answers first, and the page back after m
 Skipped (with the reason) where /usr/bin/chromium is missing; CI installs it."""
 
 import json
-import shutil
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -13,10 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from kit.demo import demo_stdio_entry
-from kit.env import short_tmp_dir
-from kit.main import start_main, write_config
-from web_kit import WebWindow, chromium, chromium_missing, web_window
+from kit.main import start_main
+from web_kit import WebWindow, chromium_missing, demo_web_window, pair
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -31,24 +28,8 @@ TIMEOUT_MS = 10_000
 def web() -> Iterator[WebWindow]:
     """One main with the demo server and one web window for the module (each test its own browser
     context, so its own cookies: every test pairs afresh)."""
-    home = short_tmp_dir("eli-web-")
-    try:
-        main = start_main(write_config(home / "mcp.json", {"demo": demo_stdio_entry()}), home, home=home)
-        try:
-            main.wait_server_ready("demo")
-            with web_window(main, home / "web") as window:
-                yield window
-                main = window.main  # a test may have restarted it
-        finally:
-            main.stop()
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def browser() -> "Iterator[Browser]":
-    with chromium() as running:
-        yield running
+    with demo_web_window("eli-web-") as window:
+        yield window
 
 
 @pytest.fixture
@@ -58,13 +39,6 @@ def page(browser: "Browser") -> "Iterator[Page]":
     context.close()
 
 
-def _pair(page: "Page", web: WebWindow, name: str = "test phone") -> None:
-    page.goto(web.pair_link(name))
-    page.get_by_role("button", name="Pair this browser").click()
-    page.wait_for_url(f"{web.url}/", timeout=TIMEOUT_MS)
-    page.get_by_text("Connected to main.").wait_for(timeout=TIMEOUT_MS)
-
-
 def _result_text(reply: dict[str, object]) -> dict[str, object]:
     result = reply["result"]
     assert isinstance(result, dict), reply
@@ -72,7 +46,7 @@ def _result_text(reply: dict[str, object]) -> dict[str, object]:
 
 
 def test_a_paired_browser_answers_a_form_and_the_server_gets_the_values(web: WebWindow, page: "Page") -> None:
-    _pair(page, web, "my phone")
+    pair(page, web, "my phone")
     host = web.main.peer("web-test-host", role="controller")
     channel = host.call_tool("demo", "book_table", {"restaurant": "Le Web"})
     page.get_by_text("Book a table at Le Web?").wait_for(timeout=TIMEOUT_MS)
@@ -101,7 +75,7 @@ def test_the_page_at_phone_size_in_light_and_desktop_size_in_dark(web: WebWindow
                                    ("web-desktop.png", {"width": 1100, "height": 760}, "dark")):
         context = browser.new_context(viewport=viewport, color_scheme=scheme)  # type: ignore[arg-type]
         page = context.new_page()
-        _pair(page, web, f"{scheme} screen")
+        pair(page, web, f"{scheme} screen")
         page.get_by_text("Book a table at Chez MCP?").wait_for(timeout=TIMEOUT_MS)
         background = page.evaluate("getComputedStyle(document.body).backgroundColor")
         assert background == ("rgb(246, 246, 244)" if scheme == "light" else "rgb(21, 21, 21)")
@@ -112,7 +86,7 @@ def test_the_page_at_phone_size_in_light_and_desktop_size_in_dark(web: WebWindow
 
 
 def test_a_server_message_with_markup_shows_as_text(web: WebWindow, page: "Page") -> None:
-    _pair(page, web)
+    pair(page, web)
     host = web.main.peer("web-test-host", role="controller")
     message = '<script>document.title="owned"</script><b>bold?</b>'
     channel = host.call_tool("demo", "ask", {"message": message})
@@ -125,7 +99,7 @@ def test_a_server_message_with_markup_shows_as_text(web: WebWindow, page: "Page"
 
 
 def test_a_url_card_shows_the_real_host_and_refuses_a_link_with_a_bidi_override(web: WebWindow, page: "Page") -> None:
-    _pair(page, web)
+    pair(page, web)
     host = web.main.peer("web-test-host", role="controller")
     channel = host.call_tool("demo", "open_link", {"url": "https://bank.example\u202e/moc.live", "elicitation_id": "b"})
     link = page.locator("#cards .link")
@@ -138,7 +112,7 @@ def test_a_url_card_shows_the_real_host_and_refuses_a_link_with_a_bidi_override(
 
 
 def test_a_revoked_device_gets_nothing_more(web: WebWindow, page: "Page") -> None:
-    _pair(page, web, "lost phone")
+    pair(page, web, "lost phone")
     devices = web.web_dir / "devices.json"
     kept = [device for device in json.loads(devices.read_text())["devices"] if device["name"] != "lost phone"]
     devices.write_text(json.dumps({"devices": kept}))  # what revoking it does
@@ -203,7 +177,7 @@ def test_a_request_open_before_the_page_is_replayed_and_the_first_answer_elsewhe
     host = web.main.peer("web-test-host", role="controller")
     channel = host.call_tool("demo", "book_table", {"restaurant": "Chez Replay"})
     invoke = window.expect_topic("msgElicitationTransferInvoke")
-    _pair(page, web)  # attaches after the request opened: it comes in the welcome's pending
+    pair(page, web)  # attaches after the request opened: it comes in the welcome's pending
     page.get_by_text("Book a table at Chez Replay?").wait_for(timeout=TIMEOUT_MS)
     window.answer(invoke, "accept", {"name": "Wire", "party_size": 3})
     page.get_by_text("Nothing is waiting for you.").wait_for(timeout=TIMEOUT_MS)
@@ -213,7 +187,7 @@ def test_a_request_open_before_the_page_is_replayed_and_the_first_answer_elsewhe
 
 def test_the_page_attaches_again_after_main_restarts(web: WebWindow, page: "Page") -> None:
     """Last in the file: it restarts the module's main (the fixture stops the new one)."""
-    _pair(page, web)
+    pair(page, web)
     main = web.main
     main.stop()
     page.get_by_text("Not connected to main").wait_for(timeout=TIMEOUT_MS)

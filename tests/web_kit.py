@@ -10,13 +10,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from kit.env import child_env
-from kit.main import RunningMain
+from kit.demo import demo_stdio_entry
+from kit.env import child_env, short_tmp_dir
+from kit.main import RunningMain, start_main, write_config
 from kit.paths import PYTHON, ROOT
 from kit.procs import terminate
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser
+    from playwright.sync_api import Browser, Page
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -64,6 +65,33 @@ def web_window(main: RunningMain, web_dir: Path) -> Iterator[WebWindow]:
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+@contextmanager
+def demo_web_window(prefix: str) -> Iterator[WebWindow]:
+    """A main with the demo server, ready, and a web window on it; their dirs in one temp dir. A
+    test may restart main (`window.main` is then the new one, stopped at the end)."""
+    home = short_tmp_dir(prefix)
+    try:
+        main = start_main(write_config(home / "mcp.json", {"demo": demo_stdio_entry()}), home, home=home)
+        try:
+            main.wait_server_ready("demo")
+            with web_window(main, home / "web") as window:
+                yield window
+                main = window.main
+        finally:
+            main.stop()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def pair(page: "Page", web: WebWindow, name: str = "test phone", timeout_ms: int = 10_000) -> None:
+    """Pair the page's browser by a fresh `elicitron pair --web` link, as a person does; back once
+    the page says it is connected."""
+    page.goto(web.pair_link(name))
+    page.get_by_role("button", name="Pair this browser").click()
+    page.wait_for_url(f"{web.url}/", timeout=timeout_ms)
+    page.get_by_text("Connected to main.").wait_for(timeout=timeout_ms)
 
 
 @contextmanager

@@ -26,7 +26,7 @@ from typing import Any
 
 from kit.contract import INVOKE
 from kit.main import RunningMain, running_main
-from web_kit import CHROMIUM, CHROMIUM_ARGS, WebWindow, chromium_missing, web_window
+from web_kit import CHROMIUM, CHROMIUM_ARGS, WebWindow, chromium_missing, pair, web_window
 
 from benchlib.common import Figure, demo_entry, fmt_us, rss_mb, summarize_ns
 from benchlib.gateway import _cpu_s
@@ -57,13 +57,6 @@ _STAMP_PAINTS = """() => {
   window.__paint = n => until(() => painted.length > n).then(() => painted[n]);
   window.__emptied = () => until(() => cards.querySelectorAll("article").length === 0);
 }"""
-
-
-def _pair(page: Any, web: WebWindow) -> None:
-    page.goto(web.pair_link("bench phone"))
-    page.get_by_role("button", name="Pair this browser").click()
-    page.wait_for_url(f"{web.url}/", timeout=TIMEOUT_MS)
-    page.get_by_text("Connected to main.").wait_for(timeout=TIMEOUT_MS)
 
 
 def _paint_samples(main: RunningMain, page: Any, runs: int) -> list[float]:
@@ -151,7 +144,7 @@ def run(quick: bool) -> list[Figure]:
             browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 page = browser.new_context(viewport={"width": 360, "height": 780}).new_page()
-                _pair(page, web)
+                pair(page, web, "bench phone", TIMEOUT_MS)
                 samples = _paint_samples(main, page, runs)
                 cpu_pct, web_rss = _idle(web, 3.0 if quick else 20.0)
                 cookie = next(c["value"] for c in page.context.cookies() if c["name"] == "elicitron_device")
