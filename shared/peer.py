@@ -67,6 +67,7 @@ ATTACH_TIMEOUT_S = 5.0  # hello to welcome
 RETRY_FIRST_S = 0.25  # a restarting main writes its file within moments
 RETRY_MAX_S = 1.0  # a window finds a main that is back within a second
 TICK_S = 0.25  # how often an adapter calls `tick`
+MAIN_PID_CHECK_S = 1.0  # how often an idle adapter looks whether a local main's process still runs
 REATTACH_GRACE_S = 10.0  # an asker's open questions wait this long for a lost main to come back
 
 
@@ -78,6 +79,7 @@ class Timing:
     retry_first: float = RETRY_FIRST_S
     retry_max: float = RETRY_MAX_S
     tick: float = TICK_S
+    main_pid_check: float = MAIN_PID_CHECK_S
     give_up_after: float | None = None  # after a loss; None: try again for as long as it takes
 
 

@@ -40,6 +40,7 @@ class AsyncPeer:
         self._ticker: asyncio.Task[None] | None = None
         self._waiting: list[asyncio.Future[Welcome]] = []
         self._drain_soon = False
+        self._pid_checked = 0.0  # monotonic time of the last look at main's pid from the ticker
         self._socket = MainSocket(connection_path, core, self._apply,
                                   options=((zmq.LINGER, 0), (zmq.SNDHWM, hwm), (zmq.RCVHWM, hwm)),
                                   watch=self._watch, unwatch=self._unwatch, after_send=self._drain_later)
@@ -146,11 +147,14 @@ class AsyncPeer:
     async def _tick(self) -> None:
         while self.core.state not in ("idle", "closed"):
             await asyncio.sleep(self.core.timing.tick)
-            self.check_main()
+            now = time.monotonic()
+            if now - self._pid_checked >= self.core.timing.main_pid_check:  # a file read: not every tick
+                self._pid_checked = now
+                self.check_main()
             # What main sent while this loop was busy (a slow import, a starved CPU) is read before
             # its silence is judged: main's heartbeats may be waiting in our own socket.
             self._drain()
-            self._apply(self.core.tick(time.monotonic()))
+            self._apply(self.core.tick(now))
 
 
 def _settle[T](future: asyncio.Future[T], outcome: T | MainUnreachableError) -> None:

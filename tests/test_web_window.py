@@ -5,6 +5,7 @@ later and dismissed when another window answers first, and the page back after m
 Skipped (with the reason) where /usr/bin/chromium is missing; CI installs it."""
 
 import json
+import signal
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from kit.main import start_main
-from web_kit import WebWindow, chromium_missing, demo_web_window, pair
+from web_kit import WebWindow, chromium_missing, demo_web_window, pair, web_window
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -183,6 +184,17 @@ def test_a_request_open_before_the_page_is_replayed_and_the_first_answer_elsewhe
     page.get_by_text("Nothing is waiting for you.").wait_for(timeout=TIMEOUT_MS)
     assert page.locator("#cards article").count() == 0
     assert _result_text(host.expect_topic(channel, timeout_s=15))["content"] == {"name": "Wire", "party_size": 3}
+
+
+def test_the_web_window_with_a_page_open_stops_at_once_on_sigterm_and_withdraws_its_address(
+        web: WebWindow, page: "Page", tmp_path: Path) -> None:
+    with web_window(web.main, tmp_path / "web") as second:
+        pair(page, second, "short-lived")
+        assert (tmp_path / "web" / "web.json").exists()
+        second.proc.send_signal(signal.SIGTERM)
+        assert second.proc.wait(timeout=5) == 0  # no grace period spent on the open page's stream
+        assert not (tmp_path / "web" / "web.json").exists()
+        page.get_by_text("The web window is unreachable; trying again…").wait_for(timeout=TIMEOUT_MS)
 
 
 def test_the_page_attaches_again_after_main_restarts(web: WebWindow, page: "Page") -> None:

@@ -51,13 +51,27 @@ from shared.messages import (
     RulesUpdate,
     ServerPolicy,
 )
-from shared.peer import AttachFailed, Effect, Lost, PeerCore, Policy, Pushed, Refused, Welcomed
+from shared.peer import (
+    TICK_S,
+    AttachFailed,
+    Effect,
+    Lost,
+    PeerCore,
+    Policy,
+    Pushed,
+    Refused,
+    Timing,
+    Welcomed,
+)
 from shared.peer_asyncio import AsyncPeer
 from shared.peer_requests import result
 from web_process.cards import card_of
 from web_process.remembered import revoked_message, rules_message
 
 logger = logging.getLogger(__name__)
+# Every open page is a peer with its own ticker: half as many wake-ups as a window's (a heartbeat
+# still leaves within 1.5 s, well inside main's 5 s), so 50 pages cost the web window little.
+PAGE_TIMING = Timing(tick=2 * TICK_S)
 
 MAX_PAGE_MESSAGE_BYTES = 1_000_000
 
@@ -128,7 +142,8 @@ class PagePeer:
         self.say = say
         self.window = channels.new_uuid7()
         self.open: set[str] = set()  # channels of the cards the page shows
-        core = PeerCore(role="renderer", name=name, window=self.window, policy=Policy(retry_first_attach=True))
+        core = PeerCore(role="renderer", name=name, window=self.window, timing=PAGE_TIMING,
+                        policy=Policy(retry_first_attach=True))
         self._peer = AsyncPeer(connection_path, core, self._on_effect, fail_on_retry=False)
 
     @property
