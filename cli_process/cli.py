@@ -149,11 +149,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--mcp-http", metavar="[HOST:]PORT",
                    help="also serve every server to MCP hosts over streamable HTTP (/mcp, /mcp/<server>; "
                         "127.0.0.1 unless HOST is given; bearer token in the connection file)")
+    p.add_argument("--web", metavar="[HOST:]PORT",
+                   help="also run the web window (browsers, a phone: pair them with `elicitron pair --web`) "
+                        "as a child of main; 127.0.0.1 unless HOST is given")
     p.add_argument("--tls-cert", type=Path, metavar="FILE",
-                   help="with --mcp-http: serve https with this certificate (PEM); needed off loopback")
-    p.add_argument("--tls-key", type=Path, metavar="FILE", help="with --mcp-http: the certificate's private key (PEM)")
+                   help="with --mcp-http or --web: serve https with this certificate (PEM); needed off loopback")
+    p.add_argument("--tls-key", type=Path, metavar="FILE",
+                   help="with --mcp-http or --web: the certificate's private key (PEM)")
     p.add_argument("--insecure-http", action="store_true",
-                   help="with --mcp-http on a non-loopback address: plain http, the token in clear text")
+                   help="with --mcp-http or --web on a non-loopback address: plain http, the token or the "
+                        "device cookie in clear text")
     p.set_defaults(func=cmd_main)
 
     p = with_connection(sub.add_parser("pair", help="allow a remote window and print its connection file; "
@@ -297,18 +302,24 @@ def cmd_main(args: argparse.Namespace) -> int:
     if args.mcp_http is not None:
         # a bad value, or a LAN address without TLS, fails here with its one-line error, exit 2
         tls = check_exposure(check_listen(args.mcp_http), args.tls_cert, args.tls_key, args.insecure_http)
+    web = None
+    if args.web is not None:
+        from web_process.listen import check_listen as check_web_listen
+
+        web = check_web_listen(args.web, args.tls_cert, args.tls_key, args.insecure_http)  # exit 2 here
     if args.max_message_bytes < 1024:
         print("elicitron: --max-message-bytes must be at least 1024", file=sys.stderr)
         return EXIT_USAGE
     app = MainApp(config, connection_of(args), auto_open_window=args.auto_open_window, listen=args.listen,
                   max_body_bytes=args.max_message_bytes, mcp_http=args.mcp_http, mcp_http_tls=tls,
-                  mcp_http_insecure=args.insecure_http)
+                  mcp_http_insecure=args.insecure_http, web=web.address() if web is not None else None,
+                  web_tls=web.tls if web is not None else None, web_insecure=args.insecure_http)
     try:
         asyncio.run(app.run(), loop_factory=new_loop)
     except ConnectionFileError as exc:  # e.g. a runtime dir main cannot make private
         print(f"elicitron: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    except ListenError as exc:  # --mcp-http on a port in use: main never started
+    except ListenError as exc:  # --mcp-http or --web on a port in use: main never started
         print(f"elicitron: {exc}", file=sys.stderr)
         if args.log_file:
             logger.error("%s", exc)  # and in the log file, where the next look goes
@@ -638,6 +649,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(_listener_line(listener))
     for notify in report.notify:
         print("\n  ".join(_notify_lines(notify)))
+    web = report.web_window
+    if web is not None:
+        why = f" ({for_terminal(web.error)})" if web.error else ""
+        print(f"web window: {for_terminal(web.url)} (pair a browser: elicitron pair --web)"
+              if web.state == "listening" and web.url else
+              f"web window ({for_terminal(web.address)}): {for_terminal(web.state)}{why}")
     print(f"servers ({len(report.servers)}):")
     for server in report.servers:
         tools = ", ".join(for_terminal(tool) for tool in server.tools) or "-"

@@ -41,6 +41,7 @@ from main_process.server_identity import identities
 from main_process.servers import ManagedServer, error_reply
 from main_process.store_owner import StoreLock
 from main_process.tcp_front import TcpFront, parse_tcp_listen
+from main_process.web_child import WebWindowChild
 from shared import PROTOCOL_VERSION, channels, locator
 from shared.codec import DEFAULT_MAX_BODY_BYTES
 from shared.connection_file import (
@@ -99,6 +100,9 @@ class MainApp:
         mcp_http: str | None = None,
         mcp_http_tls: tuple[Path, Path] | None = None,
         mcp_http_insecure: bool = False,
+        web: str | None = None,
+        web_tls: tuple[Path, Path] | None = None,
+        web_insecure: bool = False,
     ) -> None:
         self.config = config
         self.connection_path = connection_path
@@ -110,6 +114,9 @@ class MainApp:
         self.mcp_http = mcp_http
         self.mcp_http_tls = mcp_http_tls  # (certificate, key): https
         self.mcp_http_insecure = mcp_http_insecure
+        self.web = web  # `--web HOST:PORT` (checked by the CLI): the web window runs as a child
+        self.web_tls = web_tls
+        self.web_insecure = web_insecure
         self._stop = asyncio.Event()
         self._last_auto_open = float("-inf")
         self._started_at = time.monotonic()  # again once the connection file is written
@@ -356,6 +363,17 @@ class MainApp:
         if self.notifier is not None:
             self.notifier.start()
 
+    def _start_web_window(self) -> WebWindowChild | None:
+        """`--web`: the web window child; each page a browser opens on it is a window of this main."""
+        if self.web is None:
+            return None
+        child = WebWindowChild(self.web, self.connection_path, self.log_dir, tls=self.web_tls,
+                               insecure=self.web_insecure)
+        if self.broker is not None:
+            self.broker.web_window_status = child.status
+        child.start()
+        return child
+
     def _unknown_server(self, name: str) -> ChannelReply:
         configured = ", ".join(sorted(self.servers)) or "none"
         return error_reply(RpcCode.INVALID_PARAMS, f"unknown server {name!r} (configured: {configured})")
@@ -375,6 +393,8 @@ class MainApp:
         if self.mcp_http is not None:
             probe_listen(check_listen(self.mcp_http))
             forget_old_token_file()  # a port in use: one line before anything starts
+        if self.web is not None:
+            probe_listen(self.web, "--web")
         token = secrets.token_hex(32)
         limit = raise_soft_limit()  # before any socket: libzmq aborts main on EMFILE
         logger.info("open files: up to %d", limit)
@@ -425,6 +445,7 @@ class MainApp:
         for server in self.servers.values():
             server.start()
         http_child = self._start_http_gateway(info)
+        web_child = self._start_web_window()
         try:
             await self._stop.wait()
             logger.info("stopping: %d servers", len(self.servers))
@@ -434,6 +455,8 @@ class MainApp:
                 self._auto_open_timer.cancel()
             if http_child is not None:
                 await http_child.stop()
+            if web_child is not None:
+                await web_child.stop()
             remove_connection_file(self.connection_path, token)
             locator.main_stopped(self.connection_path)
             if self._relay is not None:

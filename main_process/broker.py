@@ -90,6 +90,7 @@ from shared.messages import (
     SignInRedirect,
     StatusReport,
     StatusRequest,
+    WebWindowStatus,
     Welcome,
     Withdraw,
 )
@@ -232,6 +233,7 @@ class Broker:
         self.rotate_http_token: Callable[[], Awaitable[None]] | None = None  # main --mcp-http
         self.listener_status: Callable[[], list[ListenerStatus]] | None = None  # main --listen tcp://
         self.notify_status: Callable[[], list[NotifyStatus]] | None = None  # the config's `notify`
+        self.web_window_status: Callable[[], WebWindowStatus] | None = None  # main --web
         self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
         # One ROUTER per listener (CURVE is per socket); a routing id inside the broker is the
         # socket's index byte + ZeroMQ's routing id, so ids from different sockets never clash.
@@ -752,7 +754,8 @@ class Broker:
                             event_loop=describe_loop(self._loop) if self._loop is not None else None,
                             mcp_http=None if self.http_gateway_status is None else self.http_gateway_status(),
                             listeners=[] if self.listener_status is None else self.listener_status(),
-                            notify=[] if self.notify_status is None else self.notify_status())
+                            notify=[] if self.notify_status is None else self.notify_status(),
+                            web_window=None if self.web_window_status is None else self.web_window_status())
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)

@@ -3,7 +3,7 @@
 main does not grow an HTTP server: it runs `python -m gateway_process --listen-http HOST:PORT` (the
 same gateway `elicitron serve` is, speaking HTTP), reads the `LISTENING <url>` line it prints, puts
 the URL and the bearer token in the connection file, restarts it with backoff if it dies (five
-failures without a stable minute end that), and stops it with main. The child attaches to main like
+failures without a stable minute end that), and stops it with main (child.py supervises it). The child attaches to main like
 any other peer; each host it serves is a host peer. Why the child stopped (its last line on stderr,
 e.g. "cannot listen on 127.0.0.1:8765: Address already in use") goes to main's log and, with the
 gateway's state and address, into `elicitron status` (`StatusReport.mcpHttp`). A port already in use
@@ -15,29 +15,21 @@ restarts on the new one); it lives only in the connection file (0600), for the c
 restart; the stdio `serve` entry carries no token and survives every rotation.
 """
 
-import asyncio
 import json
 import logging
 import secrets
 import socket
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import platformdirs
 
-from main_process.capped_log import CappedLog
+from main_process.child import SupervisedChild
 from shared.addresses import split_listen, tls_files
 from shared.errors import ConfigError
-from shared.messages import HttpGatewayState, HttpGatewayStatus
+from shared.messages import HttpGatewayStatus
 
 logger = logging.getLogger(__name__)
-
-LISTEN_TIMEOUT_S = 60.0  # the child imports mcp and binds before it prints its URL
-STOP_TIMEOUT_S = 5.0
-RESTART_LIMIT = 5
-STABLE_S = 60.0
 
 
 def new_token() -> str:
@@ -78,7 +70,7 @@ class ListenError(ConfigError):
     """--mcp-http names an address main cannot listen on (the port is in use, the host is not ours)."""
 
 
-def probe_listen(listen: str) -> None:
+def probe_listen(listen: str, option: str = "--mcp-http") -> None:
     """Raise ListenError when `HOST:PORT` (checked) cannot be bound now, as the child would bind it."""
     host, _, port = listen.rpartition(":")
     host = host.strip("[]")
@@ -88,33 +80,44 @@ def probe_listen(listen: str) -> None:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             probe.bind((host, int(port)))
     except OSError as exc:
-        raise ListenError(f"--mcp-http {listen}: cannot listen there ({exc.strerror or exc}); pick another "
+        raise ListenError(f"{option} {listen}: cannot listen there ({exc.strerror or exc}); pick another "
                           "port, or stop what listens on it") from None
 
 
-class HttpGatewayChild:
+class HttpGatewayChild(SupervisedChild):
     """Runs and supervises the HTTP gateway process; `on_url(url)` once it listens (again)."""
+
+    what = "MCP HTTP gateway"
 
     def __init__(self, listen: str, connection: Path, log_dir: Path, on_url: Callable[[str], None], *,
                  tls: tuple[Path, Path] | None = None, insecure: bool = False) -> None:
-        self.listen = listen
+        super().__init__(listen, log_dir / "mcp-http.stderr.log", on_url, error_prefix="elicitron http gateway: ")
         self._exposure_args = ([] if tls is None else ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]) + (
             ["--insecure-http"] if insecure else [])
         self.connection = connection
-        self.log_path = log_dir / "mcp-http.stderr.log"
-        self.url: str | None = None
-        self.state: HttpGatewayState = "starting"
-        self.error: str | None = None  # why the child last stopped
         self.counts: dict[str, int] = {}  # the child's own `STATS` line: its connections
-        self._on_url = on_url
-        self._stopping = asyncio.Event()
-        self._process: asyncio.subprocess.Process | None = None
-        self._restarting = False  # restart(): the child's exit is asked for, not a failure
-        self._listening = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._supervise(), name="mcp-http gateway")
+    def argv(self) -> list[str]:
+        return ["-m", "gateway_process", "--listen-http", self.listen, "--connection", str(self.connection),
+                "--log-level", "info", *self._exposure_args]
+
+    def ready_url(self, line: str) -> str | None:
+        return line.split(" ", 1)[1] if line.startswith("LISTENING ") else None
+
+    def on_start(self) -> None:
+        self.counts = {}
+
+    def on_line(self, line: str) -> None:
+        """The child's `STATS {json}` lines."""
+        kind, _, rest = line.partition(" ")
+        if kind != "STATS":
+            return
+        try:
+            counts = json.loads(rest)
+        except ValueError:
+            return
+        if isinstance(counts, dict):
+            self.counts = {key: value for key, value in counts.items() if isinstance(value, int)}
 
     def status(self) -> HttpGatewayStatus:
         """For `elicitron status`: state, the address asked for, where hosts reach it, the last error."""
@@ -125,107 +128,3 @@ class HttpGatewayChild:
                                  timed_out_connections=counts.get("timedOutConnections", 0),
                                  sessions=counts.get("sessions", 0), refused_sessions=counts.get("refusedSessions", 0),
                                  main_peers=counts.get("mainPeers", 0))
-
-    async def stop(self) -> None:
-        self._stopping.set()
-        process = self._process
-        if process is not None and process.returncode is None:
-            process.terminate()
-            try:
-                await asyncio.wait_for(process.wait(), STOP_TIMEOUT_S)
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-        if self._task is not None:
-            await asyncio.wait([self._task], timeout=STOP_TIMEOUT_S)
-
-    async def restart(self) -> None:
-        """Stop the child and start it again now (a new token); returns once it listens (or a
-        timeout passed: `status` says how it went)."""
-        process = self._process
-        self._listening.clear()
-        self.state = "restarting"
-        if self._task is None or self._task.done():  # it had failed for good: a new start, failures forgotten
-            self.start()
-        elif process is not None and process.returncode is None:
-            self._restarting = True
-            process.terminate()
-        try:
-            await asyncio.wait_for(self._listening.wait(), LISTEN_TIMEOUT_S)
-        except TimeoutError:
-            pass
-
-    async def _supervise(self) -> None:
-        failures = 0
-        while not self._stopping.is_set():
-            started = time.monotonic()
-            error = await self._run_once()
-            if self._stopping.is_set():
-                self.state = "stopped"
-                return
-            if self._restarting:
-                self._restarting = False
-                continue
-            self.error = error
-            failures = 1 if time.monotonic() - started > STABLE_S else failures + 1
-            logger.warning("the MCP HTTP gateway on %s stopped (%s); failure %d of %d", self.listen, error,
-                           failures, RESTART_LIMIT)
-            if failures >= RESTART_LIMIT:
-                self.state = "failed"
-                logger.error("not restarting the MCP HTTP gateway on %s (%s); see %s", self.listen, error,
-                             self.log_path)
-                return
-            self.state = "restarting"
-            try:
-                await asyncio.wait_for(self._stopping.wait(), min(0.5 * 2 ** (failures - 1), 8.0))
-            except TimeoutError:
-                pass
-
-    async def _run_once(self) -> str:
-        log = CappedLog(self.log_path)  # its stderr, bounded: a child flooding it cannot fill the disk
-        process = self._process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "gateway_process", "--listen-http", self.listen,
-            "--connection", str(self.connection), "--log-level", "info", *self._exposure_args,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        assert process.stdout is not None and process.stderr is not None
-        copying = asyncio.create_task(log.copy(process.stderr))
-        try:
-            line = await asyncio.wait_for(process.stdout.readline(), LISTEN_TIMEOUT_S)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
-            await copying
-            return f"no LISTENING line within {LISTEN_TIMEOUT_S:.0f} s"
-        text = line.decode(errors="replace").strip()
-        if text.startswith("LISTENING "):
-            self.url = text.split(" ", 1)[1]
-            self.state = "listening"
-            self._on_url(self.url)
-            self._listening.set()
-            logger.info("MCP hosts reach main at %s", self.url)
-            await self._read_reports(process.stdout)
-        code = await process.wait()
-        await copying
-        said = log.last_line.removeprefix("elicitron http gateway: ") or (
-            text if not text.startswith("LISTENING ") else "")
-        return f"exit code {code}" + (f": {said[:300]}" if said else "")
-
-    async def _read_reports(self, stdout: asyncio.StreamReader) -> None:
-        """The child's `STATS {json}` lines, until it exits."""
-        self.counts = {}
-        while True:
-            try:
-                line = await stdout.readline()
-            except ValueError:  # a line over the reader's limit: not ours
-                continue
-            if not line:
-                return
-            kind, _, rest = line.decode(errors="replace").partition(" ")
-            if kind != "STATS":
-                continue
-            try:
-                counts = json.loads(rest)
-            except ValueError:
-                continue
-            if isinstance(counts, dict):
-                self.counts = {key: value for key, value in counts.items() if isinstance(value, int)}

@@ -351,6 +351,16 @@ class HttpGatewayStatus(Body):
     main_peers: int = 0  # host peers of main those sessions share
 
 
+class WebWindowStatus(Body):
+    """Extension (`main --web`): the web window child's state, the address it was given, where
+    browsers reach it once it listens, and why it last stopped."""
+
+    state: HttpGatewayState
+    address: str
+    url: str | None = None
+    error: str | None = None
+
+
 class ListenerStatus(Body):
     """Extension: one listener main runs for others (e.g. `--listen tcp://…` for remote windows):
     connections it holds, and those it refused (at its caps, short of descriptors) or closed (no
@@ -396,6 +406,7 @@ class StatusReport(Body):
     mcp_http: HttpGatewayStatus | None = None  # extension: only with `main --mcp-http`
     listeners: list[ListenerStatus] = []  # extension: main's own listeners (tcp+CURVE), refusals counted
     notify: list[NotifyStatus] = []  # extension: the config's webhook receivers
+    web_window: WebWindowStatus | None = None  # extension: only with `main --web`
 
 
 class ServerControlReport(Body):

@@ -26,6 +26,10 @@ class Listen:
     def with_port(self, port: int) -> "Listen":
         return Listen(self.host, port, self.tls, self.extra_origins)
 
+    def address(self) -> str:
+        """`HOST:PORT` as `--listen` takes it (IPv6 in brackets)."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}"
