@@ -166,6 +166,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="a name for the remote window's key (default remote), or the browser's (--web)")
     p.add_argument("--web", action="store_true",
                    help="print a one-time link (5 minutes) that pairs a browser with the running web window")
+    p.add_argument("--qr", action="store_true",
+                   help="with --web: print the link's QR code even when stdout is not a terminal")
     from web_process.cli import add_web_arguments, add_web_dir_argument  # no uvicorn until it runs
 
     add_web_dir_argument(p)
@@ -431,16 +433,22 @@ def _start_main_from_a_launcher(connection: Path, config: Path | None, auto_open
 
 
 def _pair_web(args: argparse.Namespace) -> int:
-    """`pair --web`: a one-time code for the running web window, as the link that redeems it."""
+    """`pair --web`: a one-time code for the running web window, as the link that redeems it and,
+    on a terminal (or with --qr), its QR code for a phone's camera."""
     from web_process.devices import CODE_LIFETIME_S, WebDir
 
     web_dir = WebDir(args.web_dir)
     url = web_dir.running_url()
     code = web_dir.new_code(args.name or "browser")
-    print(f"{url}/pair#{code}")
+    link = f"{url}/pair#{code}"
+    print(link)
+    if args.qr or sys.stdout.isatty():  # piped, stdout is the link alone
+        from web_process.qr import terminal_qr
+
+        print(terminal_qr(link), end="", flush=True)
     if sys.stdout.isatty():
-        print(f"elicitron: open this link in the browser to pair within {CODE_LIFETIME_S / 60:.0f} minutes; "
-              "it works once", file=sys.stderr)
+        print(f"elicitron: open this link in the browser (or scan the code) to pair within "
+              f"{CODE_LIFETIME_S / 60:.0f} minutes; it works once", file=sys.stderr)
     return 0
 
 
