@@ -42,7 +42,7 @@ from main_process.log_limiter import RateLimitedLog
 from main_process.private_files import open_private_sqlite
 from shared.elicit_params import mode_of
 from shared.errors import AuditLogError
-from shared.messages import ElicitationInvoke
+from shared.messages import DeviceRef, ElicitationInvoke
 from shared.terminal_text import table_cell
 
 logger = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server
 OUTCOMES: Final[frozenset[str]] = frozenset(get_args(Outcome))
 PENDING: Final = "pending"  # the key `counts()` uses for rows without an outcome yet
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # 0 -> 1
     (
@@ -91,13 +91,18 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (
         "ALTER TABLE elicitations ADD COLUMN answer_window_name TEXT",
     ),
+    # 4 -> 5: the paired web device a web window's page answered for (hello extension `device`)
+    (
+        "ALTER TABLE elicitations ADD COLUMN answer_device TEXT",  # its name then
+        "ALTER TABLE elicitations ADD COLUMN answer_device_id TEXT",  # its id (`elicitron devices`)
+    ),
 )
 assert len(_MIGRATIONS) == SCHEMA_VERSION
 
 _REQUEST_COLUMNS: Final = ("channel, server, mode, message, fields, url, origin_window, created_at, expires_at, "
                            "kind, via, tool, arguments")
 _COLUMNS: Final = (_REQUEST_COLUMNS + ", outcome, answer_window, decided_at, content, rule_id, decision, "
-                   "answer_window_name")
+                   "answer_window_name, answer_device, answer_device_id")
 _ERROR_INTERVAL_S: Final = 60.0
 
 
@@ -129,6 +134,8 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     rule_id: str | None = None  # answered by this rule rather than by a window
     decision: str | None = None  # approvals: allow-once | allow-session | allow-always | deny
     window_name: str | None = None  # the answering window's name when it answered
+    device: str | None = None  # a web window answered: the paired device's name then
+    device_id: str | None = None  # and its id, as `elicitron devices` lists it
 
     @property
     def status(self) -> str:
@@ -183,7 +190,7 @@ class AuditLog:
         rows = [self._request_row(invoke) for invoke in invokes]
         full = [(*self._request_row(d.invoke), d.outcome, None, d.decided_at,
                  self._values_json(d.invoke.response_channel, d.content) if d.outcome == "accept" else None,
-                 d.rule_id, d.decision, None) for d in decided]
+                 d.rule_id, d.decision, None, None, None) for d in decided]
         with self._lock:
             try:
                 conn = self._writable()
@@ -214,12 +221,13 @@ class AuditLog:
     def record_outcome(self, channel: str, outcome: str, *, window: str | None = None,
                        content: dict[str, Any] | None = None, request: ElicitationInvoke | None = None,
                        rule_id: str | None = None, decision: str | None = None,
-                       window_name: str | None = None) -> bool:
+                       window_name: str | None = None, device: DeviceRef | None = None) -> bool:
         """Decide a row once; True only after the outcome is committed to disk.
 
         `outcome` is one of `OUTCOMES`. `content` is stored only for "accept" and only with
         `record_values=True`. `rule_id` names the rule that answered instead of a window;
-        `decision` is an approval's decision; `window_name` the answering window's name.
+        `decision` is an approval's decision; `window_name` the answering window's name, `device`
+        the paired web device it answered for.
         The first outcome of a channel wins: a later one returns False.
         With `request` (not yet recorded), request and outcome are written in one statement.
         A channel without a request row still gets a row (server and mode ''), so no decision is lost.
@@ -229,6 +237,7 @@ class AuditLog:
                 return self._failed("record outcome", ValueError(f"unknown outcome {outcome!r}"))
         stored = self._values_json(channel, content) if outcome == "accept" else None
         decided_at = _now_ms()
+        device_name, device_id = (device.name, device.id) if device is not None else (None, None)
         with self._lock:
             try:
                 conn = self._writable()
@@ -238,20 +247,23 @@ class AuditLog:
                         "ON CONFLICT (channel) DO UPDATE SET outcome = excluded.outcome, "
                         "answer_window = excluded.answer_window, decided_at = excluded.decided_at, "
                         "content = excluded.content, rule_id = excluded.rule_id, "
-                        "decision = excluded.decision, answer_window_name = excluded.answer_window_name "
+                        "decision = excluded.decision, answer_window_name = excluded.answer_window_name, "
+                        "answer_device = excluded.answer_device, answer_device_id = excluded.answer_device_id "
                         "WHERE elicitations.outcome IS NULL",
                         (*self._request_row(request), outcome, window, decided_at, stored, rule_id, decision,
-                         window_name),
+                         window_name, device_name, device_id),
                     ).rowcount
                 else:
                     updated = conn.execute(
                         "UPDATE elicitations SET outcome = ?, answer_window = ?, decided_at = ?, content = ?, "
-                        "rule_id = ?, decision = ?, answer_window_name = ? "
-                        "WHERE channel = ? AND outcome IS NULL",
-                        (outcome, window, decided_at, stored, rule_id, decision, window_name, channel),
+                        "rule_id = ?, decision = ?, answer_window_name = ?, answer_device = ?, "
+                        "answer_device_id = ? WHERE channel = ? AND outcome IS NULL",
+                        (outcome, window, decided_at, stored, rule_id, decision, window_name, device_name,
+                         device_id, channel),
                     ).rowcount
                 if updated == 0 and not self._insert_orphan_outcome(conn, channel, outcome, window,
-                                                                    decided_at, stored, window_name):
+                                                                    decided_at, stored, window_name,
+                                                                    device_name, device_id):
                     return False
             except (sqlite3.Error, OSError, AuditLogError) as exc:
                 return self._failed("record outcome", exc)
@@ -259,7 +271,8 @@ class AuditLog:
 
     def _insert_orphan_outcome(self, conn: sqlite3.Connection, channel: str, outcome: str,
                                window: str | None, decided_at: int, stored: str | None,
-                               window_name: str | None = None) -> bool:
+                               window_name: str | None = None, device_name: str | None = None,
+                               device_id: str | None = None) -> bool:
         """The UPDATE matched nothing: refuse a second outcome, or keep an outcome without a request."""
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -271,9 +284,9 @@ class AuditLog:
                 return False
             conn.execute(
                 "INSERT INTO elicitations (channel, server, mode, message, created_at, outcome, "
-                "answer_window, decided_at, content, answer_window_name) "
-                "VALUES (?, '', '', '', ?, ?, ?, ?, ?, ?)",
-                (channel, decided_at, outcome, window, decided_at, stored, window_name),
+                "answer_window, decided_at, content, answer_window_name, answer_device, answer_device_id) "
+                "VALUES (?, '', '', '', ?, ?, ?, ?, ?, ?, ?, ?)",
+                (channel, decided_at, outcome, window, decided_at, stored, window_name, device_name, device_id),
             )
             conn.execute("COMMIT")
         except BaseException:
@@ -471,14 +484,14 @@ def _marks(columns: str) -> str:
 
 def _entry(row: tuple[Any, ...]) -> AuditEntry:
     (channel, server, mode, message, fields, url, origin, created_at, expires_at, kind, via, tool, arguments,
-     outcome, window, decided_at, content, rule_id, decision, window_name) = row
+     outcome, window, decided_at, content, rule_id, decision, window_name, device, device_id) = row
     return AuditEntry(
         channel=channel, server=server, mode=mode, message=message,
         fields=_decode(fields, list[str]), url=url, origin=origin, created_at=created_at,
         expires_at=expires_at, outcome=outcome, window=window, decided_at=decided_at,
         content=_decode(content, dict[str, Any]), kind=kind, via=via, tool=tool,
         arguments=_decode(arguments, dict[str, Any]), rule_id=rule_id, decision=decision,
-        window_name=window_name,
+        window_name=window_name, device=device, device_id=device_id,
     )
 
 
@@ -525,6 +538,8 @@ def format_entries(entries: Sequence[AuditEntry]) -> str:
         # names were kept show the end of the id.
         by = table_cell(entry.window_name, _WIDTHS["BY"]) if entry.window_name else (
             "…" + entry.window[-8:] if entry.window and len(entry.window) > 9 else entry.window or "")
+        if entry.device is not None:  # a web window's page: the paired device is who answered
+            by = "device " + table_cell(entry.device, _WIDTHS["BY"] - 7)
         if entry.rule_id is not None:
             by = f"rule {entry.rule_id}"
         rows.append((

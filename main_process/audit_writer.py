@@ -23,7 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Final
 
 from main_process.audit import AuditLog, Decided
-from shared.messages import ElicitationInvoke
+from shared.messages import DeviceRef, ElicitationInvoke
 
 logger = logging.getLogger(__name__)
 
@@ -62,11 +62,13 @@ class AuditWriter:
 
     def outcome(self, channel: str, outcome: str, *, window: str | None = None,
                 content: dict[str, Any] | None = None, rule_id: str | None = None,
-                decision: str | None = None, window_name: str | None = None) -> bool:
+                decision: str | None = None, window_name: str | None = None,
+                device: DeviceRef | None = None) -> bool:
         """Commit the outcome now (with its request row if that is still queued); True once on disk."""
         request = self._queued.pop(channel, None)
         written = self.log.record_outcome(channel, outcome, window=window, content=content, request=request,
-                                          rule_id=rule_id, decision=decision, window_name=window_name)
+                                          rule_id=rule_id, decision=decision, window_name=window_name,
+                                          device=device)
         self._committed()
         return written
 

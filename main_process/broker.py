@@ -57,6 +57,7 @@ from shared.messages import (
     CallTool,
     CancelCall,
     ChannelReply,
+    DeviceRef,
     ElicitationComplete,
     ElicitationResult,
     ErrorNotice,
@@ -272,7 +273,8 @@ class Broker:
             self._audit = AuditWriter(self._audit_log, self._loop)
         self._pending = PendingRequests(self, self._loop, audit=self._audit, unseen=self._host.no_window_attached,
                                         welcome_pending_bytes=self._welcome_pending_bytes,
-                                        window_name=self._window_name, clock=self._clock)
+                                        window_name=self._window_name, window_device=self._window_device,
+                                        clock=self._clock)
         for sock in self._socks:
             self._loop.add_reader(sock.fileno(), self._drain)
         self._heartbeat = self._clock.call_later(self._heartbeat_s, self._heartbeat_tick)
@@ -370,6 +372,10 @@ class Broker:
     def _window_name(self, window: str) -> str | None:
         peer = self._peers.by_window(window)
         return peer.name if peer is not None else None
+
+    def _window_device(self, window: str) -> DeviceRef | None:
+        peer = self._peers.by_window(window)
+        return peer.device if peer is not None else None
 
     def peers(self) -> list[PeerInfo]:
         return self._peers.infos()
@@ -598,7 +604,8 @@ class Broker:
                 err = ProtocolError(WireCode.BAD_TOKEN, "the token does not match this main's connection file",
                                     channels.HELLO)
             raise err  # a welcomed peer stays attached: bad frames never detach
-        peer = Peer(routing_id, hello.window, hello.name, hello.role, self._clock.now())
+        peer = Peer(routing_id, hello.window, hello.name, hello.role, self._clock.now(),
+                    device=hello.device if hello.role == "renderer" else None)  # only a window answers for one
         try:
             replaced = self._peers.attach(peer)
         except ProtocolError as err:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from shared.errors import ProtocolError, WireCode
-from shared.messages import PeerInfo, Role
+from shared.messages import DeviceRef, PeerInfo, Role
 
 # Slots by role: no role's peers can take another's. Controllers are the CLI's short-lived commands;
 # a host is one MCP session.
@@ -40,10 +40,11 @@ class Peer:
     form_elicitation: bool = False
     url_elicitation: bool = False
     calls: int = 0
+    device: DeviceRef | None = None  # a web window's page (hello extension): the paired device it serves
 
     def info(self) -> PeerInfo:
         return PeerInfo(window=self.window, name=self.name, role=self.role,
-                        calls=self.calls if self.role == "host" else None)
+                        calls=self.calls if self.role == "host" else None, device=self.device)
 
 
 class PeerTable:

@@ -41,6 +41,7 @@ from shared.messages import (
     SIGN_IN_ALLOW_PROPERTY,
     ApprovalInfo,
     AskerInfo,
+    DeviceRef,
     DismissReason,
     ElicitationDismiss,
     ElicitationInvoke,
@@ -175,10 +176,12 @@ class PendingRequests:
         max_pending_bytes: int = MAX_PENDING_BYTES,
         welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
         window_name: Callable[[str], str | None] = lambda _window: None,
+        window_device: Callable[[str], DeviceRef | None] = lambda _window: None,
         clock: Clock = MONOTONIC,
     ) -> None:
         self._outbox = outbox
         self._window_name = window_name  # an answering window's name, for the audit log
+        self._window_device = window_device  # and the paired web device it answered for, if any
         self._loop = loop
         self._clock = clock  # expiry runs on it (tests move a SettableClock)
         self._audit = audit
@@ -358,7 +361,8 @@ class PendingRequests:
             # Committed before the asker hears the answer: a SIGKILL of main loses no decided outcome.
             self._audit.outcome(pending.channel, outcome, window=by, content=answer.content, rule_id=rule_id,
                                 decision=_decision(pending.invoke, answer),
-                                window_name=self._window_name(by) if by is not None else None)
+                                window_name=self._window_name(by) if by is not None else None,
+                                device=self._window_device(by) if by is not None else None)
         pending.resolve(answer)
 
     # ---- delivery to a window that attaches ---------------------------------------------

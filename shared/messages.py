@@ -27,12 +27,23 @@ class Body(msgspec.Struct, rename="camel", omit_defaults=True):
 # ---- peer -> main -------------------------------------------------------------------------
 
 
+class DeviceRef(Body):
+    """Extension: the paired web device a web window's page answers for (`elicitron devices`
+    lists it): its random id and its name, never its credential."""
+
+    id: ShortText
+    name: ShortText
+
+
 class Hello(Body):
+    """Extension `device`: a web window's page names the paired device it serves (renderers only)."""
+
     protocol: int
     token: ShortText
     window: ShortText
     name: ShortText = ""
     role: Role = "renderer"
+    device: DeviceRef | None = None
 
 
 class Heartbeat(Body):
@@ -317,6 +328,7 @@ class PeerInfo(Body):
     name: str
     role: Role
     calls: int | None = None  # extension, hosts only: their tool calls in flight
+    device: DeviceRef | None = None  # extension, web windows only: the paired device of the page
 
 
 class PendingSummary(Body):

@@ -46,6 +46,7 @@ from shared.messages import (
     Body,
     Bye,
     ChannelReply,
+    DeviceRef,
     ErrorNotice,
     Heartbeat,
     Hello,
@@ -189,10 +190,11 @@ class Waiter(Protocol):
 
 class PeerCore:
     def __init__(self, *, role: Role, name: str, window: str, timing: Timing | None = None,
-                 policy: Policy | None = None) -> None:
+                 policy: Policy | None = None, device: DeviceRef | None = None) -> None:
         self.role = role
         self.name = name
         self.window = window
+        self.device = device  # a web window's page: the paired device it speaks for (hello extension)
         self.timing = timing or Timing()
         self.policy = policy or Policy()
         self.state: State = "idle"
@@ -224,7 +226,7 @@ class PeerCore:
     def hello(self) -> Hello:
         token = self.info.token if self.info else ""
         return Hello(protocol=PROTOCOL_VERSION, token=token, window=self.window, name=self.name,
-                     role=self.role)
+                     role=self.role, device=self.device)
 
     # ---- waiters ------------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ from shared.messages import (
     MAX_ID_CHARS,
     CallError,
     ChannelReply,
+    DeviceRef,
     ElicitationComplete,
     ElicitationDismiss,
     ElicitationInvoke,
@@ -138,12 +139,14 @@ class _AnswerWaiter:
 
 
 class PagePeer:
-    def __init__(self, connection_path: Path, name: str, say: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, connection_path: Path, name: str, say: Callable[[dict[str, Any]], None],
+                 device: DeviceRef | None = None) -> None:
         self.say = say
         self.window = channels.new_uuid7()
         self.open: set[str] = set()  # channels of the cards the page shows
+        # `device` goes in the hello, so main's audit names the paired device that answered
         core = PeerCore(role="renderer", name=name, window=self.window, timing=PAGE_TIMING,
-                        policy=Policy(retry_first_attach=True))
+                        policy=Policy(retry_first_attach=True), device=device)
         self._peer = AsyncPeer(connection_path, core, self._on_effect, fail_on_retry=False)
 
     @property
