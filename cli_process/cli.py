@@ -15,6 +15,7 @@
     ask      ask the person at the windows (asker_process.cli; the exit code is the answer)
     serve    an MCP server for hosts (Claude Desktop, Cursor, ...): every server, through main
     web      a web window: browsers (a phone) as windows of main (web_process; pair with `pair --web`)
+    devices  the web window's paired devices; revoke one (devices_cli)
 
 Each command imports only what it needs (`mcp` for `main` and `serve` alone, Qt never: windows are
 their own process), so a command that only talks to main starts fast. `serve` is the gateway
@@ -242,6 +243,15 @@ def _parser() -> argparse.ArgumentParser:
     add_serve_arguments(p)
     p.set_defaults(func=cmd_serve)
 
+    p = sub.add_parser("devices", help="the web window's paired devices (browsers); revoke one",
+                       description="List the browsers paired with the web window (name, when paired, last "
+                                   "seen), or revoke one at once: `elicitron devices revoke NAME`.")
+    from cli_process.devices_cli import add_devices_arguments
+
+    add_devices_arguments(p)
+    add_web_dir_argument(p)
+    p.set_defaults(func=cmd_devices)
+
     p = with_connection(sub.add_parser("web", help="a web window: a browser on this machine or a phone answers "
                                                    "like a window (pair it with `elicitron pair --web`)"))
     add_web_arguments(p)
@@ -450,6 +460,12 @@ def _pair_web(args: argparse.Namespace) -> int:
         print(f"elicitron: open this link in the browser (or scan the code) to pair within "
               f"{CODE_LIFETIME_S / 60:.0f} minutes; it works once", file=sys.stderr)
     return 0
+
+
+def cmd_devices(args: argparse.Namespace) -> int:
+    from cli_process.devices_cli import cmd_devices as list_or_revoke
+
+    return list_or_revoke(args)
 
 
 def cmd_web(args: argparse.Namespace) -> int:
@@ -674,6 +690,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"windows ({len(windows)}):")
     for peer in windows:
         print(f"  {for_terminal(peer.name or '-'):20} {for_terminal(peer.window)}")
+    from cli_process.devices_cli import device_lines
+    from shared.web_devices import read_paired_devices
+
+    print("\n".join(device_lines(read_paired_devices())))  # this machine's web window (default web dir)
     hosts = [p for p in report.peers if p.role == "host"]
     print(f"hosts ({len(hosts)}):")
     for peer in hosts:

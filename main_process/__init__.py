@@ -18,6 +18,8 @@ curve_keys.py    CURVE keypair and allow-list for remote windows
 private_files.py 0600 files in 0700 dirs, safe file names; paths.py: default locations
 log_limiter.py   RateLimitedLog and cut(): logs a peer cannot flood or forge
 capped_log.py    a child's stderr copied into its log file, capped in size (the --mcp-http child)
+child.py         SupervisedChild: a peer process main runs and restarts (http_gateway.py's --mcp-http
+                 gateway, web_child.py's --web web window)
 demo_server.py   the demo MCP server (the embedded default config), run as its own process
 __main__.py      `python -m main_process ...`: exec's `python -m cli_process ...` (old host entries)
 """

@@ -18,6 +18,7 @@ peer_requests.py    every request answered on a fresh response channel, built on
 peer_asyncio.py     AsyncPeer: that core on an asyncio loop (the gateways' link, the asker, a web page)
 peer_blocking.py    BlockingPeer: that core in a blocking wait loop (the CLI's controller)
 url_safety.py       inspect_url(): where a link really goes and whether it may open (both windows)
+web_devices.py      the web window's paired devices as on disk: the reader for `devices`, `status`
 addresses.py        is_loopback(): whether a host stays on this machine (`--mcp-http`'s check)
 descriptors.py      raise_soft_limit(): the open-file limit raised toward the hard one at start;
                     DescriptorBudget: the reserve a listener keeps before it takes a connection

@@ -155,3 +155,7 @@ class PageMessageError(ElicitronError):
 
 class WebWindowNotRunningError(ElicitronError):
     """`elicitron pair --web` found no running web window (`elicitron web`) to pair with."""
+
+
+class DeviceError(ElicitronError):
+    """`elicitron devices revoke`: no paired web device has that name or id, or several share the name."""

@@ -9,7 +9,7 @@ import pytest
 
 from cli_process import cli
 from cli_process.command import EXIT_FAILED, EXIT_USAGE
-from shared.errors import ConfigError, PageMessageError, PairingError, WebWindowNotRunningError
+from shared.errors import ConfigError, DeviceError, PageMessageError, PairingError, WebWindowNotRunningError
 from shared.messages import (
     ApprovalInfo,
     AskerInfo,
@@ -20,8 +20,9 @@ from shared.messages import (
     SignInHost,
     SignInInfo,
 )
+from shared.web_devices import read_paired_devices
 from web_process.cards import LEGACY_METADATA_LINE, card_of
-from web_process.devices import CODE_LIFETIME_S, WebDir
+from web_process.devices import CODE_LIFETIME_S, SEEN_INTERVAL_S, WebDir
 from web_process.listen import check_listen
 from web_process.page_peer import (
     PageAnswer,
@@ -297,3 +298,56 @@ def test_the_device_cookie_is_secure_whenever_the_page_came_over_tls(
     cookie = response.headers["set-cookie"]
     assert cookie.startswith(f"{COOKIE}=") and "HttpOnly" in cookie and "SameSite=strict" in cookie
     assert ("Secure" in cookie) is secure
+
+
+def test_revoking_a_device_by_name_or_id_and_a_name_two_devices_share(tmp_path: Path) -> None:
+    clock = Clock()
+    web = WebDir(tmp_path / "web", clock=clock)
+    kept, _ = web.redeem(web.new_code("tablet"))
+    first, _ = web.redeem(web.new_code("phone"))
+    second, _ = web.redeem(web.new_code("phone"))
+    with pytest.raises(DeviceError, match=f"2 paired web devices are called 'phone'.*{first.id}, {second.id}"):
+        web.revoke("phone")
+    with pytest.raises(DeviceError, match=r"no paired web device is called 'laptop' \(paired: phone, tablet\)"):
+        web.revoke("laptop")
+    assert web.revoke(first.id) == [first]
+    assert web.revoke("phone") == [second]  # the name is one device's now
+    assert [device.name for device in read_paired_devices(tmp_path / "web")] == ["tablet"]
+    assert web.still_paired(kept.id) and not web.still_paired(first.id)
+
+
+def test_last_seen_is_kept_beside_the_devices_at_most_once_a_minute(tmp_path: Path) -> None:
+    clock = Clock()
+    web = WebDir(tmp_path / "web", clock=clock)
+    device, _ = web.redeem(web.new_code("phone"))
+    assert read_paired_devices(tmp_path / "web")[0].last_seen is None  # never connected yet
+    before = (tmp_path / "web" / "devices.json").read_bytes()
+    web.seen(device)
+    first = clock.now
+    clock.now += SEEN_INTERVAL_S - 1
+    web.seen(device)
+    assert read_paired_devices(tmp_path / "web")[0].last_seen == first
+    clock.now += 2
+    web.seen(device)
+    assert read_paired_devices(tmp_path / "web")[0].last_seen == clock.now
+    assert (tmp_path / "web" / "devices.json").read_bytes() == before  # never rewritten for a visit
+    assert stat.S_IMODE((tmp_path / "web" / "seen" / device.id).stat().st_mode) == 0o600
+    web.revoke("phone")
+    assert not (tmp_path / "web" / "seen" / device.id).exists()
+
+
+def test_devices_cli_lists_none_then_a_device_and_says_what_to_do_on_a_bad_revoke(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    web_dir = str(tmp_path / "web")
+    assert cli.main(["devices", "--web-dir", web_dir]) == 0
+    assert capsys.readouterr().out == "web devices: none paired (pair a browser: elicitron pair --web --name NAME)\n"
+    WebDir(tmp_path / "web").redeem(WebDir(tmp_path / "web").new_code("o'neil's phone"))
+    assert cli.main(["devices", "--web-dir", web_dir]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0] == "web devices (1):" and "o'neil's phone" in listed[1] and "last seen never" in listed[1]
+    assert cli.main(["devices", "revoke", "--web-dir", web_dir]) == EXIT_USAGE
+    assert "say which device: `elicitron devices revoke NAME`" in capsys.readouterr().err
+    assert cli.main(["devices", "revoke", "nobody", "--web-dir", web_dir]) == EXIT_FAILED
+    assert "no paired web device is called 'nobody'" in capsys.readouterr().err
+    assert cli.main(["devices", "revoke", "o'neil's phone", "--web-dir", web_dir]) == 0
+    assert "elicitron pair --web --name 'o'\"'\"'neil'\"'\"'s phone'" in capsys.readouterr().out

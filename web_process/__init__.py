@@ -2,7 +2,8 @@
 
 cli.py       `elicitron web`: arguments, the listen checks, uvicorn
 listen.py    which addresses and origins the web window serves (loopback unless TLS or --insecure-http)
-devices.py   pairing codes and device credentials on disk (0600), `elicitron pair --web`
+devices.py   pairing codes and device credentials on disk (0600), `elicitron pair --web`, revoking
+qr.py        the pairing link's QR code for a terminal (segno)
 page_peer.py one page's event stream as one renderer peer of main (shared/peer_asyncio.py)
 cards.py     an invoke as the plain JSON card the page draws (who asks, URL safety, sign-in, fields
              from the schema, what it offers, time left)

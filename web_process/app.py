@@ -32,6 +32,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from shared.errors import PageMessageError, PairingError
+from shared.messages import DeviceRef
 from web_process.devices import Device, WebDir
 from web_process.listen import Listen
 from web_process.page_peer import PagePeer, read_page_message
@@ -41,6 +42,7 @@ logger = logging.getLogger(__name__)
 COOKIE = "elicitron_device"
 COOKIE_MAX_AGE_S = 365 * 24 * 3600
 KEEPALIVE_S = 15.0  # a comment line now and then: proxies close streams that say nothing
+REVOKE_CHECK_S = 1.0  # how soon an open page of a revoked device is cut off (one stat of devices.json)
 MAX_BODY_BYTES = 1_000_000  # an answer's content, with room; more is refused unread
 RETRY_MS = 1000  # EventSource's wait before it opens a stream again (Chromium's default is 3 s)
 MAX_STREAMS = 64  # pages open at once (each is a peer of main): more get 503
@@ -205,6 +207,7 @@ class WebWindow:
             message = read_page_message(await _capped_body(request))
         except PageMessageError as exc:
             return JSONResponse({"error": str(exc)}, 400)
+        self.web_dir.seen(device)
         stream.page.handle(message)
         return JSONResponse({"sent": True}, 202)
 
@@ -220,23 +223,34 @@ class WebWindow:
     async def _stream(self, device: Device) -> AsyncIterator[str]:
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         stream_id = secrets.token_urlsafe(18)
-        page = PagePeer(self.connection_path, f"{device.name} (web)", queue.put_nowait)
-        self.streams[stream_id] = _Stream(device, page, queue, asyncio.get_running_loop())
+        page = PagePeer(self.connection_path, f"{device.name} (web)", queue.put_nowait,
+                        device=DeviceRef(id=device.id, name=device.name))
+        loop = asyncio.get_running_loop()
+        self.streams[stream_id] = _Stream(device, page, queue, loop)
         attaching = asyncio.create_task(page.run())
+        self.web_dir.seen(device)
         try:
             # retry: a restarted web window (or a stream ended for a revoked device) is tried again after 1 s
             yield f"retry: {RETRY_MS}\n" + _event({"type": "hello", "stream": stream_id, "device": device.name})
+            said_at = loop.time()
             while True:
                 try:
-                    message = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
+                    message = await asyncio.wait_for(queue.get(), REVOKE_CHECK_S)
                 except TimeoutError:
                     message = {}
                 if message is None:
                     return
-                if self.web_dir.device_for_id(device.id) is None:
+                if not self.web_dir.still_paired(device.id):
                     logger.info("device %s (%s) was revoked: its page gets nothing more", device.id, device.name)
                     return
-                yield _event(message) if message else ": keepalive\n\n"
+                self.web_dir.seen(device)
+                if message:
+                    yield _event(message)
+                elif loop.time() - said_at >= KEEPALIVE_S:
+                    yield ": keepalive\n\n"
+                else:
+                    continue
+                said_at = loop.time()
         finally:
             del self.streams[stream_id]
             attaching.cancel()

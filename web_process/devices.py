@@ -7,6 +7,9 @@ The directory (`--web-dir`, else `$ELICITRON_WEB_DIR`, else `<user state dir>/el
     pairing/<sha256>   one pairing code `elicitron pair --web` made: {name, expiresAt}; the file is
                        named by the code's hash, so the directory never holds a usable code
     devices.json       paired devices: {id, name, tokenSha256, pairedAt}; never a credential itself
+    seen/<id>          when a device was last seen (shared/web_devices.py reads both for listings)
+    devices.lock       held while devices.json is read and rewritten (pairing here, revoking in
+                       `elicitron devices revoke`): neither can undo the other
 
 A pairing is one file: `pair --web` creates it (O_EXCL) and prints `<url>/pair#<code>` (the code in
 the fragment: it never reaches a log or a Referer). Opening the link shows a page whose button
@@ -14,49 +17,42 @@ POSTs the code; the web process unlinks the file, and only the request whose unl
 paired, so a code works once, even with two tabs racing. A code older than CODE_LIFETIME_S fails.
 The device gets a fresh random credential as a cookie; only its SHA-256 is stored. Removing a
 device from devices.json revokes it at once (the file is read again on every check, and an open
-page's stream before each event it would get).
+page's stream within REVOKE_CHECK_S, and before each event it would get).
 """
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import secrets
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import platformdirs
-
 from shared.connection_file import ensure_private_dir, pid_alive, replace_private
-from shared.errors import PairingError, WebWindowNotRunningError
+from shared.errors import DeviceError, PairingError, WebWindowNotRunningError
+from shared.web_devices import DEVICES_FILE, SEEN_DIR, PairedDevice, default_web_dir, device_entries
 
 CODE_LIFETIME_S = 300.0  # five minutes
 CODE_BYTES = 24
 TOKEN_BYTES = 32
 MAX_NAME_CHARS = 80
+SEEN_INTERVAL_S = 60.0  # a device's last-seen time is written at most this often
 
-
-def default_web_dir() -> Path:
-    chosen = os.environ.get("ELICITRON_WEB_DIR")
-    return Path(chosen) if chosen else platformdirs.user_state_path("elicitron") / "web"
+Device = PairedDevice  # what the web window knows of a device: id, name, when paired
 
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class Device:
-    id: str
-    name: str
-    paired_at: float
-
-
 class WebDir:
     def __init__(self, path: Path | None = None, *, clock: Callable[[], float] | None = None) -> None:
         self.path = path or default_web_dir()
         self._now = clock or time.time
+        self._paired_ids: tuple[tuple[int, int, int], frozenset[str]] | None = None  # devices.json's stat, ids
+        self._seen_written: dict[str, float] = {}
 
     def _ensure(self) -> None:
         ensure_private_dir(self.path)
@@ -118,10 +114,11 @@ class WebDir:
             raise PairingError("the pairing code has expired")
         token = secrets.token_urlsafe(TOKEN_BYTES)
         device = Device(id=secrets.token_hex(8), name=str(pairing.get("name") or "browser"), paired_at=self._now())
-        devices = self._read_devices()
-        devices.append({"id": device.id, "name": device.name, "tokenSha256": _digest(token),
-                        "pairedAt": device.paired_at})
-        replace_private(self.path / "devices.json", json.dumps({"devices": devices}, indent=1).encode())
+        with self._devices_locked():
+            devices = device_entries(self.path)
+            devices.append({"id": device.id, "name": device.name, "tokenSha256": _digest(token),
+                            "pairedAt": device.paired_at})
+            self._write_devices(devices)
         return device, token
 
     def _drop_expired(self) -> None:
@@ -135,28 +132,83 @@ class WebDir:
 
     # ---- devices ----------------------------------------------------------------------------
 
-    def _read_devices(self) -> list[dict[str, object]]:
+    @contextlib.contextmanager
+    def _devices_locked(self) -> Iterator[None]:
+        self._ensure()
+        fd = os.open(self.path / "devices.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            devices = json.loads((self.path / "devices.json").read_text()).get("devices", [])
-        except (OSError, ValueError, AttributeError):
-            return []
-        return [d for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _write_devices(self, devices: list[dict[str, object]]) -> None:
+        replace_private(self.path / DEVICES_FILE, json.dumps({"devices": devices}, indent=1).encode())
 
     def device_for(self, token: str | None) -> Device | None:
         """The paired device whose credential `token` is, or None."""
         if not token or len(token) > 200:
             return None
         digest = _digest(token)
-        for entry in self._read_devices():
+        for entry in device_entries(self.path):
             if secrets.compare_digest(str(entry.get("tokenSha256", "")), digest):
-                return Device(id=str(entry.get("id")), name=str(entry.get("name")),
-                              paired_at=float(entry.get("pairedAt", 0) or 0))  # type: ignore[arg-type]
+                return _device(entry)
         return None
 
     def device_for_id(self, device_id: str) -> Device | None:
         """The device still paired under `device_id` (None once it was removed from devices.json)."""
         return next((device for device in self.devices() if device.id == device_id), None)
 
+    def still_paired(self, device_id: str) -> bool:
+        """Whether `device_id` is in devices.json; cheap enough to ask every second per page (the
+        file is read again only when its stat changed: every write is a new file, renamed)."""
+        try:
+            info = os.stat(self.path / DEVICES_FILE)
+            key = (info.st_ino, info.st_mtime_ns, info.st_size)
+        except OSError:
+            return False
+        if self._paired_ids is None or self._paired_ids[0] != key:
+            self._paired_ids = (key, frozenset(str(entry.get("id")) for entry in device_entries(self.path)))
+        return device_id in self._paired_ids[1]
+
     def devices(self) -> list[Device]:
-        return [Device(id=str(e.get("id")), name=str(e.get("name")), paired_at=float(e.get("pairedAt", 0) or 0))  # type: ignore[arg-type]
-                for e in self._read_devices()]
+        return [_device(entry) for entry in device_entries(self.path)]
+
+    def seen(self, device: Device) -> None:
+        """`device` has a page open or answered now: its last-seen time, at most every SEEN_INTERVAL_S."""
+        now = self._now()
+        if now - self._seen_written.get(device.id, float("-inf")) < SEEN_INTERVAL_S or not device.id.isalnum():
+            return
+        self._seen_written[device.id] = now
+        try:
+            ensure_private_dir(self.path / SEEN_DIR)
+            replace_private(self.path / SEEN_DIR / device.id, json.dumps({"lastSeen": now}).encode())
+        except OSError:
+            pass  # a listing without the newest time is all that is lost
+
+    def revoke(self, name_or_id: str) -> list[Device]:
+        """Unpair the device with this id, else the one device with this name; its open pages get
+        nothing more. DeviceError when none matches, or when the name is several devices'."""
+        with self._devices_locked():
+            entries = device_entries(self.path)
+            chosen = [entry for entry in entries if str(entry.get("id")) == name_or_id] or [
+                entry for entry in entries if str(entry.get("name")) == name_or_id]
+            if not chosen:
+                known = ", ".join(sorted({str(entry.get("name")) for entry in entries})) or "none"
+                raise DeviceError(f"no paired web device is called {name_or_id!r} (paired: {known}); "
+                                  "`elicitron devices` lists them")
+            if len(chosen) > 1:
+                ids = ", ".join(str(entry.get("id")) for entry in chosen)
+                raise DeviceError(f"{len(chosen)} paired web devices are called {name_or_id!r}: revoke one by "
+                                  f"its id ({ids}), as `elicitron devices` lists them")
+            self._write_devices([entry for entry in entries if entry not in chosen])
+        for entry in chosen:
+            with contextlib.suppress(OSError):
+                (self.path / SEEN_DIR / str(entry.get("id"))).unlink()
+        return [_device(entry) for entry in chosen]
+
+
+def _device(entry: dict[str, object]) -> Device:
+    paired_at = entry.get("pairedAt", 0)
+    return Device(id=str(entry.get("id")), name=str(entry.get("name")),
+                  paired_at=float(paired_at) if isinstance(paired_at, int | float) else 0.0)

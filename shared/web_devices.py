@@ -1,0 +1,67 @@
+"""The web window's paired devices as they are on disk: read here, written by web_process/devices.py.
+
+Several programs list them (`elicitron devices`, `elicitron status`, the Qt window), and none of
+them should load the web window itself for that, so the format and its reader live here:
+
+    <web dir>/devices.json     {"devices": [{id, name, tokenSha256, pairedAt}]}  (epoch seconds)
+    <web dir>/seen/<id>        {"lastSeen": epoch seconds}: when the device last had a page open or
+                               answered; its own file, so the web window never rewrites devices.json
+                               for it (a rewrite racing a revocation could bring the device back)
+
+The web dir is `--web-dir`, else `$ELICITRON_WEB_DIR`, else `<user state dir>/elicitron/web`. Only
+a device's id (random, not its credential) and name are read here; the credential's hash stays put.
+"""
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+DEVICES_FILE = "devices.json"
+SEEN_DIR = "seen"
+
+
+def default_web_dir() -> Path:
+    chosen = os.environ.get("ELICITRON_WEB_DIR")
+    return Path(chosen) if chosen else platformdirs.user_state_path("elicitron") / "web"
+
+
+@dataclass(frozen=True)
+class PairedDevice:
+    id: str
+    name: str
+    paired_at: float  # epoch seconds
+    last_seen: float | None = None  # epoch seconds; None: never connected since pairing
+
+
+def device_entries(web_dir: Path) -> list[dict[str, object]]:
+    """devices.json's entries as stored (an unreadable or missing file: none)."""
+    try:
+        devices = json.loads((web_dir / DEVICES_FILE).read_text()).get("devices", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [entry for entry in devices if isinstance(entry, dict)] if isinstance(devices, list) else []
+
+
+def last_seen(web_dir: Path, device_id: str) -> float | None:
+    if not device_id.isalnum():  # ids are hex: anything else never names a file of ours
+        return None
+    try:
+        seen = json.loads((web_dir / SEEN_DIR / device_id).read_text()).get("lastSeen")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(seen) if isinstance(seen, int | float) else None
+
+
+def read_paired_devices(web_dir: Path | None = None) -> list[PairedDevice]:
+    """Every paired device, oldest pairing first, with when it was last seen."""
+    directory = web_dir or default_web_dir()
+    found = []
+    for entry in device_entries(directory):
+        device_id, paired_at = str(entry.get("id", "")), entry.get("pairedAt", 0)
+        found.append(PairedDevice(id=device_id, name=str(entry.get("name", "")),
+                                  paired_at=float(paired_at) if isinstance(paired_at, int | float) else 0.0,
+                                  last_seen=last_seen(directory, device_id)))
+    return sorted(found, key=lambda device: device.paired_at)
