@@ -14,6 +14,7 @@ tones.py         error and warning text colours that follow the light/dark palet
 card_queue.py    oldest-first queue of waiting requests and its "N more waiting" text
 elsewhere.py     "waiting in another window": requests whose origin is another attached window
 hosts.py         "via <host>" on a card an MCP host's call caused; attached hosts in the status bar
+web_devices_dialog.py Window ▸ Web devices…: paired browsers (shared/web_devices.py), Revoke, Pair with its QR code
 servers_panel.py servers tree (status, error) with Start/Stop/Restart, "Ask again", Reload config
 consent_cards.py which card a request gets (approval or elicitation) and what to remember with it
 approval_card.py ApprovalCard: a host's tool call, allowed once / this session / always, or denied

@@ -60,6 +60,7 @@ from renderer_process.result_view import ResultView
 from renderer_process.servers_panel import ServersPanel
 from renderer_process.sign_in_card import SignInFinishDialog, is_sign_in
 from renderer_process.tray import Tray, TrayFactory, system_tray
+from renderer_process.web_devices_dialog import WebDevicesDialog
 from shared import channels, messages
 
 logger = logging.getLogger(__name__)
@@ -174,9 +175,19 @@ class MainWindow(QMainWindow):
         self.on_state_changed("connecting")
         self._refresh_waiting()
 
+    def show_web_devices(self) -> WebDevicesDialog:
+        """Window ▸ Web devices…: the paired browsers, Revoke, Pair (with the link's QR code)."""
+        dialog = WebDevicesDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
+
     def _build_layout(self) -> None:
         menu = self.menuBar().addMenu("&Window")
         menu.addAction(self.keep_in_tray)
+        web_devices = menu.addAction("Web devices…")
+        web_devices.setObjectName("web_devices_action")
+        web_devices.triggered.connect(self.show_web_devices)
         servers_box = QSplitter(Qt.Orientation.Vertical, self)
         servers_box.addWidget(_boxed("Servers", self.servers_panel))
         servers_box.addWidget(_boxed("Remembered", self.remembered_panel))
