@@ -69,7 +69,13 @@ class WebDevicesDialog(QDialog):
         self.said = QLabel(self)
         self.said.setObjectName("web_devices_said")
         self.said.setWordWrap(True)
-        self._process: QProcess | None = None
+        # One QProcess for the dialog's life, started again for each command: deleting one from
+        # its own `finished` (deleteLater) crashed PySide6 now and then (SIGBUS in ~QObject).
+        self._cli = QProcess(self)
+        self._cli.finished.connect(self._finished)
+        self._cli.errorOccurred.connect(self._failed_to_start)
+        self._busy = False
+        self._on_output: Callable[[str], None] = self.said.setText
 
         pair_row = QHBoxLayout()
         pair_row.addWidget(self.name)
@@ -100,7 +106,7 @@ class WebDevicesDialog(QDialog):
         self._enable()
 
     def _enable(self) -> None:
-        idle = self._process is None
+        idle = not self._busy
         self.revoke_button.setEnabled(idle and bool(self.devices.selectedItems()))
         self.pair_button.setEnabled(idle)
 
@@ -121,25 +127,29 @@ class WebDevicesDialog(QDialog):
             self._run(["devices", "revoke", str(items[0].data(0, Qt.ItemDataRole.UserRole))], self.said.setText)
 
     def _run(self, args: list[str], on_output: Callable[[str], None]) -> None:
-        process = self._process = QProcess(self)
         web_dir = ["--web-dir", str(self.web_dir)] if self.web_dir is not None else []
+        self._on_output = on_output
         self.said.setText("…")
+        self._busy = True
         self._enable()
+        self._cli.start(sys.executable, ["-m", "cli_process", *args, *web_dir])
 
-        def finished(code: int, _status: QProcess.ExitStatus) -> None:
-            out = bytes(process.readAllStandardOutput().data()).decode(errors="replace")
-            err = bytes(process.readAllStandardError().data()).decode(errors="replace").strip()
-            self._process = None
-            process.deleteLater()
-            if code == 0:
-                self.refresh()
-                on_output(out.strip())
-            else:  # the CLI's own one line: what is wrong and what to do
-                self.said.setText(err.splitlines()[-1].removeprefix("elicitron: ") if err else f"exit code {code}")
-                self._enable()
+    def _failed_to_start(self, error: QProcess.ProcessError) -> None:
+        if error == QProcess.ProcessError.FailedToStart:  # no `finished` follows
+            self._busy = False
+            self.said.setText(f"cannot run the elicitron command: {self._cli.errorString()}")
+            self._enable()
 
-        process.finished.connect(finished)
-        process.start(sys.executable, ["-m", "cli_process", *args, *web_dir])
+    def _finished(self, code: int, _status: QProcess.ExitStatus) -> None:
+        out = bytes(self._cli.readAllStandardOutput().data()).decode(errors="replace")
+        err = bytes(self._cli.readAllStandardError().data()).decode(errors="replace").strip()
+        self._busy = False
+        if code == 0:
+            self.refresh()
+            self._on_output(out.strip())
+        else:  # the CLI's own one line: what is wrong and what to do
+            self.said.setText(err.splitlines()[-1].removeprefix("elicitron: ") if err else f"exit code {code}")
+            self._enable()
 
 
 def _when(epoch_s: float) -> str:
