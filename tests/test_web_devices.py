@@ -11,7 +11,6 @@ import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -20,7 +19,7 @@ from kit.demo import demo_stdio_entry
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.paths import PYTHON, ROOT
-from web_kit import WebWindow, chromium, chromium_missing, web_window
+from web_kit import DEFAULT_WEB_DIR, WebWindow, chromium_missing, demo_web_window, pair
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -31,31 +30,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(chromium_missing() is not Non
 TIMEOUT_MS = 10_000
 
 
-def default_web_dir(home: Path) -> Path:
-    """Where `elicitron` finds the web window with no --web-dir, under child_env(home)'s XDG_STATE_HOME."""
-    return home / "state" / "elicitron" / "web"
-
-
 @pytest.fixture(scope="module")
 def web() -> Iterator[WebWindow]:
-    home = short_tmp_dir("eli-webdev-")
-    try:
-        main = start_main(write_config(home / "mcp.json", {"demo": demo_stdio_entry()}), home, home=home)
-        try:
-            main.wait_server_ready("demo")
-            # the default web dir: `devices` and `status` find it as a user's would
-            with web_window(main, default_web_dir(home)) as window:
-                yield window
-        finally:
-            main.stop()
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def browser() -> "Iterator[Browser]":
-    with chromium() as running:
-        yield running
+    # the default web dir: `devices` and `status` find it as a user's would
+    with demo_web_window("eli-webdev-", DEFAULT_WEB_DIR) as window:
+        yield window
 
 
 @pytest.fixture
@@ -63,12 +42,6 @@ def page(browser: "Browser") -> "Iterator[Page]":
     context = browser.new_context(viewport={"width": 360, "height": 780})
     yield context.new_page()
     context.close()
-
-
-def _pair(page: "Page", link: str) -> None:
-    page.goto(link)
-    page.get_by_role("button", name="Pair this browser").click()
-    page.get_by_text("Connected to main.").wait_for(timeout=TIMEOUT_MS)
 
 
 def _cli(main: RunningMain, *args: str) -> "subprocess.CompletedProcess[str]":
@@ -88,7 +61,7 @@ def _decision(reply: dict[str, Any]) -> str:
 
 
 def test_devices_lists_a_paired_browser_and_revoke_cuts_its_open_page_off(web: WebWindow, page: "Page") -> None:
-    _pair(page, web.pair_link("kitchen tablet"))
+    pair(page, web, "kitchen tablet", TIMEOUT_MS)
     web.main.wait_peer("kitchen tablet (web)")
     listed = _cli(web.main, "devices").stdout
     line = next(line for line in listed.splitlines() if "kitchen tablet" in line)
@@ -118,11 +91,11 @@ def test_devices_lists_a_paired_browser_and_revoke_cuts_its_open_page_off(web: W
 
 
 def test_the_audit_names_the_device_that_answered_in_the_browser(web: WebWindow, page: "Page") -> None:
-    _pair(page, web.pair_link("audit phone"))
+    pair(page, web, "audit phone", TIMEOUT_MS)
     host = web.main.peer("web-test-host", role="controller")
     channel = host.call_tool("demo", "book_table", {"restaurant": "Chez Audit"})
     page.get_by_text("Book a table at Chez Audit?").wait_for(timeout=TIMEOUT_MS)
-    page.get_by_role("button", name="Decline").click()
+    page.get_by_role("button", name="Decline", exact=True).click()
     assert _decision(host.expect_topic(channel, timeout_s=15)) == "decline"
 
     (device,) = [device for device in _devices(web.main) if device["name"] == "audit phone"]
@@ -163,7 +136,9 @@ def test_pair_web_prints_the_link_and_its_qr_code_on_a_terminal(web: WebWindow, 
     assert link.startswith(f"{web.url}/pair#")
     assert "".join(block) == _segno_terminal(segno.make(link))  # segno's own rendering of the printed link
     assert "".join(block) != _segno_terminal(segno.make(link[:-1]))  # the block is this link's, not any
-    _pair(page, link)  # and the printed link pairs
+    page.goto(link)  # and the printed link pairs
+    page.get_by_role("button", name="Pair this browser").click()
+    page.get_by_text("Connected to main.").wait_for(timeout=TIMEOUT_MS)
     assert "scanned phone" in [device["name"] for device in _devices(web.main)]
     piped = _cli(web.main, "pair", "--web").stdout  # piped: the link alone, for scripts
     assert len(piped.splitlines()) == 1 and piped.startswith(f"{web.url}/pair#")
@@ -194,7 +169,9 @@ def test_main_web_runs_the_web_window_and_a_browser_paired_through_it_answers(br
             context = browser.new_context(viewport={"width": 360, "height": 780})
             try:
                 page = context.new_page()
-                _pair(page, link)
+                page.goto(link)
+                page.get_by_role("button", name="Pair this browser").click()
+                page.get_by_text("Connected to main.").wait_for(timeout=TIMEOUT_MS)
                 host = main.peer("web-test-host", role="controller")
                 channel = host.call_tool("demo", "book_table", {"restaurant": "Chez Child"})
                 page.get_by_text("Book a table at Chez Child?").wait_for(timeout=TIMEOUT_MS)
@@ -208,7 +185,7 @@ def test_main_web_runs_the_web_window_and_a_browser_paired_through_it_answers(br
         finally:
             main.stop()
         # the child stopped with main: it withdrew its web.json, so `pair --web` finds no web window
-        assert not (default_web_dir(home) / "web.json").exists()
+        assert not (home / DEFAULT_WEB_DIR / "web.json").exists()
     finally:
         shutil.rmtree(home, ignore_errors=True)
 

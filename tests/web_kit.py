@@ -23,6 +23,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 START_TIMEOUT_S = 20.0
+DEFAULT_WEB_DIR = "state/elicitron/web"  # the default web dir under child_env(home) (XDG_STATE_HOME)
 
 
 def chromium_missing() -> str | None:
@@ -68,15 +69,16 @@ def web_window(main: RunningMain, web_dir: Path) -> Iterator[WebWindow]:
 
 
 @contextmanager
-def demo_web_window(prefix: str) -> Iterator[WebWindow]:
-    """A main with the demo server, ready, and a web window on it; their dirs in one temp dir. A
-    test may restart main (`window.main` is then the new one, stopped at the end)."""
+def demo_web_window(prefix: str, web_dir: str = "web") -> Iterator[WebWindow]:
+    """A main with the demo server, ready, and a web window on it; their dirs in one temp dir
+    (`web_dir` under it: DEFAULT_WEB_DIR is where commands without --web-dir look). A test may
+    restart main (`window.main` is then the new one, stopped at the end)."""
     home = short_tmp_dir(prefix)
     try:
         main = start_main(write_config(home / "mcp.json", {"demo": demo_stdio_entry()}), home, home=home)
         try:
             main.wait_server_ready("demo")
-            with web_window(main, home / "web") as window:
+            with web_window(main, home / web_dir) as window:
                 yield window
                 main = window.main
         finally:
