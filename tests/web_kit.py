@@ -49,10 +49,10 @@ class WebWindow:
 
 
 @contextmanager
-def web_window(main: RunningMain, web_dir: Path) -> Iterator[WebWindow]:
-    """`elicitron web --listen 127.0.0.1:0` on `main`; up once it printed its URL."""
+def web_window(main: RunningMain, web_dir: Path, *extra_args: str) -> Iterator[WebWindow]:
+    """`elicitron web --listen 127.0.0.1:0 [extra_args]` on `main`; up once it printed its URL."""
     argv = [PYTHON, "-m", "cli_process", "web", "--listen", "127.0.0.1:0", "--connection", str(main.connection),
-            "--web-dir", str(web_dir)]
+            "--web-dir", str(web_dir), *extra_args]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=child_env(main.home), cwd=ROOT)
     try:

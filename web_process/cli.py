@@ -65,8 +65,12 @@ def run_web(args: argparse.Namespace) -> int:
                             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
                             ssl_certfile=str(tls[0]) if tls else None, ssl_keyfile=str(tls[1]) if tls else None)
     server = WebServer(config, window.close_streams)
-    web_dir.announce(listen.url())
-    print(f"elicitron web: {listen.url()} (pair a browser: elicitron pair --web)", flush=True)
+    # Behind a reverse proxy the address a phone can open is the first --origin, not ours: pairing
+    # links and notify's links name it.
+    public = listen.extra_origins[0] if listen.extra_origins else listen.url()
+    web_dir.announce(public)
+    served_as = f", browsers open {public}" if public != listen.url() else ""
+    print(f"elicitron web: {listen.url()} (pair a browser: elicitron pair --web{served_as})", flush=True)
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:
