@@ -258,9 +258,64 @@ def test_the_redirect_listener_caps_connections_per_source_and_in_total_and_drop
             assert await closed(silent)
         await until(lambda: listener.held == 0)
         assert listener.counts.refused_connections == 2 + loopback.MAX_CONNECTIONS
-        reader, writer = await connect("127.0.0.1")  # and the real redirect still gets in
+        listener.accepted()  # the card's accept, then the real redirect: it still gets in
+        reader, writer = await connect("127.0.0.1")
         writer.write(b"GET /callback?code=c&state=right HTTP/1.1\r\nHost: x\r\n\r\n")
         assert (await reader.read()).startswith(b"HTTP/1.1 200 OK")
+        assert (await listener.result(5)).code == "c"
+
+    asyncio.run(run())
+
+
+def test_a_redirect_before_the_cards_accept_is_held_and_answered_by_the_cards_answer() -> None:
+    from main_process.oauth import loopback
+
+    async def run() -> None:
+        listener = loopback.RedirectListener()
+        uri = await listener.start()
+        listener.expect("right")
+        replies: list[tuple[int, str]] = []
+        listener.deliver(f"{uri}?code=early&state=right", lambda status, text: replies.append((status, text)))
+        assert listener.holding and replies == []  # no page yet: the card decides
+        listener.deliver(f"{uri}?code=x&state=forged", lambda status, text: replies.append((status, text)))
+        assert replies[0][0] == 400 and listener.holding  # a forged one is still refused at once
+        listener.accepted()
+        assert replies[1] == (200, loopback.SIGNED_IN_PAGE) and not listener.listening
+        assert (await listener.result(5)).code == "early"
+
+        declined = loopback.RedirectListener()
+        uri = await declined.start()
+        declined.expect("right")
+        pages: list[tuple[int, str]] = []
+        declined.deliver(f"{uri}?code=early&state=right", lambda status, text: pages.append((status, text)))
+        declined.fail(SignInError("sign-in to s was declined"))
+        assert pages == [(403, ("Elicitron did not finish this sign-in: sign-in to s was declined. "
+                                 "You can close this tab."))]
+        with pytest.raises(SignInError, match="declined"):
+            await declined.result(5)
+
+        unanswered = loopback.RedirectListener()
+        uri = await unanswered.start()
+        unanswered.expect("right")
+        unanswered.deliver(f"{uri}?code=early&state=right", lambda status, text: pages.append((status, text)))
+        with pytest.raises(SignInError, match="card was not answered"):
+            await unanswered.result(0.05)
+        assert pages[-1][0] == 403 and "card was not answered" in pages[-1][1]
+
+    asyncio.run(run())
+
+
+def test_after_the_accept_a_redirect_is_answered_at_once() -> None:
+    from main_process.oauth import loopback
+
+    async def run() -> None:
+        listener = loopback.RedirectListener()
+        uri = await listener.start()
+        listener.expect("right")
+        listener.accepted()
+        replies: list[tuple[int, str]] = []
+        listener.deliver(f"{uri}?code=c&state=right", lambda status, text: replies.append((status, text)))
+        assert replies == [(200, loopback.SIGNED_IN_PAGE)] and not listener.holding
         assert (await listener.result(5)).code == "c"
 
     asyncio.run(run())

@@ -48,7 +48,7 @@ async def pasted_redirect(server: ManagedServer, request: SignInRedirect) -> Cha
     sign_in = server.sign_in
     if sign_in is None:
         return error_reply(RpcCode.INVALID_PARAMS, f"server {server.name!r} does not sign in")
-    status, text = sign_in.deliver_pasted(request.elicitation_id, request.url)
+    status, text = await sign_in.deliver_pasted(request.elicitation_id, request.url)
     if status != 200:
         return error_reply(RpcCode.INVALID_PARAMS, text)
     return ChannelReply(auth=await sign_in.report(server.status, text))

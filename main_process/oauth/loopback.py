@@ -7,6 +7,13 @@ check applies to an address a user pastes from a browser on another machine (`de
 first redirect with the right state ends it: its `code` (or the authorization server's `error`)
 becomes the result, and the socket closes. Nothing here logs a code or a state.
 
+The code counts only once the card was accepted (`accepted()`): that accept carries the hosts the
+person allowed, which the token request needs. An authorization server that redirects at once (the
+person is signed in there already) can send the browser back before a window's accept reaches main,
+so a code that comes first is held, and so is the browser's request: it gets its page when the
+card is answered, or an error page when the card is declined, refused, cancelled or expires
+(`fail`). Whoever delivers a redirect passes how to answer it (`Reply`), at once or later.
+
 Any local user can reach 127.0.0.1, so the listener is bounded: at most MAX_CONNECTIONS at once
 and MAX_PER_SOURCE from one address (a connection over either is reset at once, before anything
 is read), and a connection that has not sent its request head within HEADER_TIMEOUT_S is closed
@@ -19,6 +26,7 @@ import asyncio
 import html
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, cast
 from urllib.parse import parse_qs, urlsplit
@@ -36,8 +44,12 @@ MAX_PER_SOURCE: Final = 8
 HEADER_TIMEOUT_S: Final = 5.0
 COMPLAINT_INTERVAL_S: Final = 60.0
 _MAX_REQUEST_BYTES: Final = 16 * 1024
-_REASONS: Final = {200: "OK", 400: "Bad Request", 404: "Not Found", 410: "Gone"}
+_REASONS: Final = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 410: "Gone"}
+SIGNED_IN_PAGE: Final = "Signed in. You can close this tab and go back to Elicitron."
+ENDED_PAGE: Final = "This sign-in ended before its card was accepted in Elicitron; you can close this tab."
 _complaints = RateLimitedLog(logger, COMPLAINT_INTERVAL_S)
+
+Reply = Callable[[int, str], None]  # (HTTP status, text for the person): how a redirect is answered
 
 
 @dataclass
@@ -57,6 +69,9 @@ class RedirectListener:
         self.counts = counts if counts is not None else ListenerCounts()
         self._held: set[_Connection] = set()
         self._per_source: dict[str, int] = {}
+        self._accepted = False  # the card's accept reached main
+        self._early: AuthorizationCodeResult | None = None  # a code that came before the accept
+        self._waiting: list[Reply] = []  # redirects answered once the card is
 
     async def start(self) -> str:
         loop = asyncio.get_running_loop()
@@ -81,32 +96,70 @@ class RedirectListener:
         """The `state` of the authorization request now in flight."""
         self._state = state
 
+    @property
+    def holding(self) -> bool:
+        """A redirect came before the card's accept and waits for it."""
+        return self._early is not None and not self._result.done()
+
     async def result(self, timeout_s: float) -> AuthorizationCodeResult:
         try:
             return await asyncio.wait_for(asyncio.shield(self._result), timeout_s)
         except TimeoutError:
-            raise SignInError(f"no redirect from the authorization server within {timeout_s:.0f} s") from None
+            if self._result.done():  # settled in the same turn as the timeout (the card's expiry): that says why
+                return self._result.result()
+            error = SignInError(f"the sign-in card was not answered within {timeout_s:.0f} s (it expired)"
+                                if self.holding else
+                                f"no redirect from the authorization server within {timeout_s:.0f} s")
+            self.fail(error)
+            raise error from None
+
+    def accepted(self) -> None:
+        """The card was accepted (and what it allowed is in place): a held code becomes the result."""
+        self._accepted = True
+        if self._early is not None and not self._result.done():
+            self._result.set_result(self._early)
+            self._answer_waiting(200, SIGNED_IN_PAGE)
+            self.close()
 
     def fail(self, error: SignInError) -> None:
-        """End the wait with `error` (the card was declined, cancelled or expired)."""
+        """End the wait with `error` (the card was declined, refused, cancelled or expired); a
+        browser held until the card's answer is told why."""
         if not self._result.done():
             self._result.set_exception(error)
             self._result.exception()  # retrieved here: nobody may be awaiting it any more
+        self._answer_waiting(403, f"Elicitron did not finish this sign-in: {error}. You can close this tab.")
         self.close()
 
     def close(self) -> None:
-        """Stop listening, and drop connections still waiting to send a request."""
+        """Stop listening, drop connections still waiting to send a request, and answer any
+        redirect still held."""
         if self._server is not None:
             self._server.close()
             self._server = None
+        self._answer_waiting(410, ENDED_PAGE)
         for connection in list(self._held):
             connection.drop_if_idle()
 
-    def deliver(self, url: str) -> tuple[int, str]:
-        """Take one redirect (a request's target, or a pasted address); (HTTP status, text for
-        the person). Raises nothing: a wrong redirect is refused and the wait goes on."""
+    def _answer_waiting(self, status: int, text: str) -> None:
+        waiting, self._waiting = self._waiting, []
+        for reply in waiting:
+            reply(status, text)
+
+    def deliver(self, url: str, reply: Reply) -> None:
+        """Take one redirect (a request's target, or a pasted address) and answer it through
+        `reply`: at once, or, for a code that came before the card's accept, once the card is
+        answered. Raises nothing: a wrong redirect is refused and the wait goes on."""
         if self._result.done():
-            return 410, "This sign-in is already finished; you can close this tab."
+            reply(410, "This sign-in is already finished; you can close this tab.")
+            return
+        status, text = self._take(url)
+        if status:
+            reply(status, text)
+        else:
+            self._waiting.append(reply)
+
+    def _take(self, url: str) -> tuple[int, str]:
+        """What a redirect does to the sign-in; status 0: held until the card is answered."""
         try:
             parts = urlsplit(url)
         except ValueError:
@@ -131,9 +184,15 @@ class RedirectListener:
         code = query.get("code", [""])[0]
         if not code:
             return 400, "The answer has no authorization code."
-        self._result.set_result(AuthorizationCodeResult(code=code, state=state, iss=query.get("iss", [None])[0]))
+        result = AuthorizationCodeResult(code=code, state=state, iss=query.get("iss", [None])[0])
+        if not self._accepted:
+            if self._early is None:  # a second one (a reload) waits with it; the first code counts
+                self._early = result
+                logger.info("a sign-in redirect came before its card was accepted; it waits for the card's answer")
+            return 0, ""
+        self._result.set_result(result)
         self.close()
-        return 200, "Signed in. You can close this tab and go back to Elicitron."
+        return 200, SIGNED_IN_PAGE
 
     # ---- connections ----------------------------------------------------------------------
 
@@ -198,14 +257,17 @@ class _Connection(asyncio.Protocol):
             if len(self._head) > _MAX_REQUEST_BYTES:
                 self._answer(400, "Bad request.")
             return
-        self._answered = True  # before `deliver`, whose success closes the idle connections
+        self._answered = True  # before `deliver`: its request is in hand, so `close` does not drop it
         status, text = 400, "Bad request."
         if end <= _MAX_REQUEST_BYTES:
             line = bytes(self._head[:end]).split(b"\r\n", 1)[0].decode("latin-1")
             method, _, rest = line.partition(" ")
             target = rest.rpartition(" ")[0]
             if method == "GET" and target.startswith("/"):
-                status, text = self._listener.deliver(self._listener._target_url(target))
+                if self._timer is not None:  # a held redirect waits for the card, not for its head
+                    self._timer.cancel()
+                self._listener.deliver(self._listener._target_url(target), self._answer)
+                return
         self._answer(status, text)
 
     def eof_received(self) -> bool:
@@ -230,6 +292,8 @@ class _Connection(asyncio.Protocol):
         if self._timer is not None:
             self._timer.cancel()
         assert self._transport is not None
+        if self._transport.is_closing():  # the browser gave up while its redirect was held
+            return
         body = (f"<!doctype html><meta charset=utf-8><title>Elicitron sign-in</title>"
                 f"<p>{html.escape(text)}</p>").encode()
         self._transport.write(

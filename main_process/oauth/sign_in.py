@@ -6,6 +6,11 @@
                  ▼
         loopback listener (or a pasted address) ── state checked ──► code ─► SDK: tokens ─► stored
 
+The code is used only after the card's accept, whichever reaches main first: the accept carries the
+hosts the person allowed (a token endpoint elsewhere), and an authorization server that redirects
+at once can send the browser back before a window's accept arrives. Such a redirect is held by the
+listener until the card is answered (at most until it expires); the browser then gets its page.
+
 The card is a request like any other (`PendingRequests.open`): every window gets it, the first
 answer wins, it expires after the server's `elicitationTimeoutSeconds`; rules never answer it.
 The listener lives from the authorization request until its redirect, a decline, or the card's
@@ -206,7 +211,12 @@ class SignIn:
             self.provider.allowed_origins = allowed
             if allowed:
                 logger.info("sign-in to %s accepted, allowing %s as well", self.name, ", ".join(sorted(allowed)))
-            logger.info("sign-in to %s accepted; waiting for the browser's redirect", self.name)
+            if self._listener is not None:
+                if self._listener.holding:
+                    logger.info("sign-in to %s accepted; the browser's redirect was already here", self.name)
+                else:
+                    logger.info("sign-in to %s accepted; waiting for the browser's redirect", self.name)
+                self._listener.accepted()
             return
         if result.action == "decline":
             error: SignInError = SignInDeclinedError(f"sign-in to {self.name} was declined")
@@ -261,11 +271,19 @@ class SignIn:
         self.hold = SIGNED_OUT
         self.held.set()
 
-    def deliver_pasted(self, elicitation_id: str, url: str) -> tuple[int, str]:
-        """An address a window on another machine pasted: checked like a redirect to the listener."""
+    async def deliver_pasted(self, elicitation_id: str, url: str) -> tuple[int, str]:
+        """An address a window on another machine pasted: checked like a redirect to the listener
+        (and, pasted before the card's accept, answered once the card is)."""
         if self._listener is None or not self._listener.listening or elicitation_id != self._elicitation_id:
             return 404, f"no sign-in to {self.name} is waiting for that address"
-        return self._listener.deliver(url)
+        answer: asyncio.Future[tuple[int, str]] = asyncio.get_running_loop().create_future()
+
+        def reply(status: int, text: str) -> None:
+            if not answer.done():
+                answer.set_result((status, text))
+
+        self._listener.deliver(url, reply)
+        return await answer
 
     async def report(self, status: ServerStatus, message: str | None = None) -> AuthReport:
         refused, forged = self.listener_counts.refused_connections, self.listener_counts.forged_redirects
