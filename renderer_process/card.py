@@ -14,7 +14,7 @@ window answered, the server cancelled) emits nothing.
 A request the card cannot show (an unsupported schema, an unknown mode, or anything that fails
 while building it from a hostile schema) becomes a notice with Decline and Cancel: never a stall.
 A URL card hands the browser only a link that passed url_safety and Qt's strict parser, and
-answers accept only once the browser took it.
+answers accept only once the browser took it; a sign-in card answers first (sign_in_card.py).
 """
 
 import html
@@ -40,7 +40,13 @@ from renderer_process.form_body import FormBody
 from renderer_process.hosts import via_label
 from renderer_process.long_text import LongText
 from renderer_process.remember import RememberBox
-from renderer_process.sign_in_card import build_sign_in_body, is_sign_in, sign_in_answer, sign_in_ready
+from renderer_process.sign_in_card import (
+    build_sign_in_body,
+    is_sign_in,
+    open_sign_in_page,
+    sign_in_answer,
+    sign_in_ready,
+)
 from renderer_process.time_left import SOON_S, now_ms, seconds_left, time_left_text
 from renderer_process.tones import ToneLabel
 from shared import messages
@@ -405,6 +411,9 @@ class ElicitationCard(QDialog):
             if not self.form.is_valid:  # the button is disabled then; guard anyway
                 return
             self._finish("accept", dict(self.form.content))
+        elif self.kind == URL and self._url.isValid() and is_sign_in(self.invoke):
+            self._finish("accept", sign_in_answer(self))  # main hears it before the browser can come back
+            open_sign_in_page(self._opener, self._url, self.server, self.parentWidget())
         elif self.kind == URL and self._url.isValid():
             # Open only now that the user has agreed; the renderer itself never fetches it. The
             # server hears "accept" only if the browser took the link.
@@ -418,7 +427,7 @@ class ElicitationCard(QDialog):
                 self.copy_button.show()
                 self.accept_button.setText("Try again")
                 return
-            self._finish("accept", sign_in_answer(self) if is_sign_in(self.invoke) else None)
+            self._finish("accept", None)
 
     def remember_choice(self, action: str) -> messages.Remember | None:
         """What to remember with this answer (None: nothing offered or chosen, or not remembered)."""

@@ -9,6 +9,10 @@ an unencrypted (http) or international (punycode) address, from `url_safety`, an
 the server predates OAuth metadata (`signIn.legacyMetadata`). The card stays an
 `ElicitationCard` (answering, Esc, decline-all): `build_sign_in_body` only fills its layout.
 
+On Accept the card answers first and only then opens the browser (`open_sign_in_page`): the
+accept carries the hosts allowed, and an authorization server that redirects at once sends the
+browser back to main at once (main holds such a redirect for the answer too, so any window works).
+
 After Accept the browser opens on this machine, but it is sent back to main's loopback address
 (`signIn.redirectUri`, 127.0.0.1 on main's machine). A window attached over tcp is on another
 machine, so `SignInFinishDialog` asks for the address the browser ended on, and main checks it like
@@ -16,14 +20,18 @@ its listener would (`msgSignInRedirect`).
 """
 
 import html
+import logging
+from collections.abc import Callable
+from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QDialog,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
@@ -31,6 +39,8 @@ from PySide6.QtWidgets import (
 
 from shared import messages
 from shared.url_safety import UrlReport, inspect_url
+
+logger = logging.getLogger(__name__)
 
 ROLE_NAMES = {"authorization": "Sign-in page", "token": "Tokens (gets the sign-in code)",
               "registration": "Client registration", "resource": "The server"}
@@ -137,6 +147,22 @@ def sign_in_answer(card: QDialog) -> dict[str, list[str]] | None:
     allowed = [str(box.property("origin")) for box in card.findChildren(QCheckBox, "sign_in_allow")
                if box.isChecked()]
     return {messages.SIGN_IN_ALLOW_PROPERTY: allowed} if allowed else None
+
+
+def open_sign_in_page(opener: Callable[[QUrl], Any], url: QUrl, server: str, parent: QWidget | None) -> None:
+    """Open the sign-in page once the accept is on its way to main. No browser took it: the accept
+    stands (main waits for the redirect until the card's time runs out), so show the link to open
+    by hand."""
+    if opener(url) is not False:
+        return
+    logger.warning("no browser could open the sign-in page of %s; its link is shown to open by hand", server)
+    box = QMessageBox(QMessageBox.Icon.Warning, f"Sign in to {server}",
+                      "No browser could open the sign-in page. Open this link in a browser yourself before "
+                      f"the sign-in expires:\n\n{url.toString()}", QMessageBox.StandardButton.Close, parent)
+    box.setObjectName("sign_in_no_browser")
+    box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.open()
 
 
 class SignInFinishDialog(QDialog):

@@ -7,8 +7,17 @@ from pathlib import Path
 
 import pytest
 from oauth_kit import Browser, OAuthMain, OAuthServers, oauth_config, oauth_servers, start_oauth_main
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QListWidget, QPlainTextEdit, QPushButton, QWidget
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QWidget,
+)
 from pytestqt.qtbot import QtBot
 
 from renderer_process.bridge import MainBridge
@@ -102,6 +111,41 @@ def test_a_token_endpoint_elsewhere_is_named_and_accept_waits_for_its_box(qtbot:
                             opener=lambda url: True)
     qtbot.addWidget(plain)
     assert plain.findChild(QCheckBox, "sign_in_allow") is None and child(plain, QPushButton, "accept").isEnabled()
+
+
+def test_the_card_answers_before_it_opens_the_browser(qtbot: QtBot) -> None:
+    # An authorization server that redirects at once sends the browser back to main at once: main
+    # must have the accept (and the hosts it allowed) first.
+    answers: list[tuple[str, object]] = []
+    seen_when_opened: list[list[tuple[str, object]]] = []
+
+    def opener(url: QUrl) -> bool:
+        seen_when_opened.append(list(answers))
+        return True
+
+    invoke = sign_in_invoke("https://login.example.com/authorize?state=x", "login.example.com", [])
+    assert invoke.sign_in is not None
+    invoke.sign_in.hosts = [messages.SignInHost(role="token", origin="https://tokens.elsewhere.net", elsewhere=True)]
+    card = ElicitationCard(invoke, opener=opener)
+    qtbot.addWidget(card)
+    card.answered.connect(lambda action, content: answers.append((action, content)))
+    child(card, QCheckBox, "sign_in_allow").setChecked(True)
+    qtbot.mouseClick(child(card, QPushButton, "accept"), Qt.MouseButton.LeftButton)
+    assert seen_when_opened == [[("accept", {"allowHosts": ["https://tokens.elsewhere.net"]})]]
+
+
+def test_when_no_browser_opens_the_sign_in_page_the_link_is_shown_to_open_by_hand(qtbot: QtBot) -> None:
+    window = QWidget()
+    qtbot.addWidget(window)
+    card = ElicitationCard(sign_in_invoke("https://github.com/login/oauth/authorize?state=x", "github.com", []),
+                           window, opener=lambda url: False)
+    answers: list[str] = []
+    card.answered.connect(lambda action, content: answers.append(action))
+    qtbot.mouseClick(child(card, QPushButton, "accept"), Qt.MouseButton.LeftButton)
+    assert answers == ["accept"]  # main already has it and waits for the redirect
+    box = window.findChild(QMessageBox, "sign_in_no_browser")
+    assert box is not None and box.isVisible()
+    assert "https://github.com/login/oauth/authorize?state=x" in box.text() and "No browser" in box.text()
 
 
 def test_a_window_on_another_machine_gets_a_field_for_the_redirected_address(qtbot: QtBot) -> None:
