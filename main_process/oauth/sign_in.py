@@ -54,6 +54,7 @@ from shared.messages import (
 logger = logging.getLogger(__name__)
 
 REVOKE_TIMEOUT_S = 10.0
+EXPIRY_GRACE_S = 1.0
 SIGNED_OUT = "you signed out"
 FAILURE_LOG_INTERVAL_S = 300.0  # the same failure of one server is logged once in this long
 LEGACY_NOTE = ("This server publishes no OAuth metadata (it predates the metadata spec): you sign in at "
@@ -229,7 +230,8 @@ class SignIn:
         listener = self._listener
         assert listener is not None
         try:
-            result = await listener.result(max(self._deadline - time.monotonic(), 1.0))
+            # A moment past the card's deadline: its own expiry ends the wait (windows read "expired").
+            result = await listener.result(max(self._deadline - time.monotonic(), 0.0) + EXPIRY_GRACE_S)
         finally:
             listener.close()
             if self._pending is not None:  # the redirect came while the card was still out
