@@ -28,7 +28,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, Protocol
 
 import zmq
 
@@ -95,6 +95,7 @@ from shared.messages import (
     Welcome,
     Withdraw,
 )
+from shared.zmq_calls import EVENTS, NOBLOCK, POLLIN, RCVMORE, SEND_MORE, zget, zrecv, zsend
 
 logger = logging.getLogger(__name__)
 
@@ -105,18 +106,6 @@ _RESERVED_TOPICS: Final = frozenset({
     channels.PROGRESS, channels.LIST_CHANGED,
 })
 ZAP_DOMAIN: Final = b"elicitron"  # tcp listeners authenticate CURVE clients in this ZAP domain
-# Plain ints: the enum arithmetic of zmq.EVENTS & zmq.POLLIN costs ~1 us per check on the hot path.
-_EVENTS = int(zmq.EVENTS)
-_POLLIN = int(zmq.POLLIN)
-_NOBLOCK = int(zmq.NOBLOCK)
-_SEND_MORE = int(zmq.SNDMORE) | _NOBLOCK
-_RCVMORE = int(zmq.RCVMORE)
-# The hot path calls the Cython socket's own methods: pyzmq's Python layer above them (routing-id
-# and group checks per send, enum flags per frame) is most of a small message's cost there.
-_zsend = zmq.backend.Socket.send
-_zrecv = zmq.backend.Socket.recv
-# Only ever asked for int options (EVENTS, RCVMORE); the stub's get covers every option (int | bytes).
-_zget = cast(Callable[[zmq.backend.Socket, int], int], zmq.backend.Socket.get)
 _BAD_HELLO_LIMIT: Final = 3  # per routing id within _BAD_HELLO_WINDOW_S; further hellos are ignored
 _BAD_HELLO_WINDOW_S: Final = 10.0
 DRAIN_BUDGET: Final = 200  # messages per drain callback before the loop gets a turn
@@ -414,13 +403,13 @@ class Broker:
         for index, sock in enumerate(self._socks):
             tag = bytes([index])
             # ZMQ_FD is edge-triggered: read until EVENTS says there is nothing left.
-            while not sock.closed and _zget(sock, _EVENTS) & _POLLIN:
+            while not sock.closed and zget(sock, EVENTS) & POLLIN:
                 if budget == 0:
                     return 0
                 try:
-                    frames = [_zrecv(sock, _NOBLOCK)]
-                    while _zget(sock, _RCVMORE):
-                        frames.append(_zrecv(sock, _NOBLOCK))
+                    frames = [zrecv(sock, NOBLOCK)]
+                    while zget(sock, RCVMORE):
+                        frames.append(zrecv(sock, NOBLOCK))
                 except zmq.Again:
                     break
                 budget -= 1
@@ -439,7 +428,7 @@ class Broker:
         if self._drain_scheduled or self._draining or self._loop is None:
             return
         for sock in self._socks:
-            if _zget(sock, _EVENTS) & _POLLIN:
+            if zget(sock, EVENTS) & POLLIN:
                 self._drain_scheduled = True
                 self._loop.call_soon(self._drain)
                 return
@@ -667,9 +656,9 @@ class Broker:
         try:
             sock = self._socks[routing_id[0]]
             # Frame by frame with int flags: cheaper than send_multipart; ROUTER sends are atomic.
-            _zsend(sock, routing_id[1:], _SEND_MORE)
-            _zsend(sock, frames[0], _SEND_MORE)
-            _zsend(sock, frames[1], _NOBLOCK)  # a zmq.Frame (broadcasts) is sent without a copy
+            zsend(sock, routing_id[1:], SEND_MORE)
+            zsend(sock, frames[0], SEND_MORE)
+            zsend(sock, frames[1], NOBLOCK)  # a zmq.Frame (broadcasts) is sent without a copy
             return True
         except zmq.ZMQError as exc:
             peer = self._peers.get(routing_id)

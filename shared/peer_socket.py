@@ -22,6 +22,7 @@ from shared.connection_file import ConnectionInfo, main_is_gone, read_connection
 from shared.errors import ConnectionFileError
 from shared.messages import Body
 from shared.peer import Effect, PeerCore, curve_options
+from shared.zmq_calls import EVENTS, POLLIN, recv_frames, send_frames, zget
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ class MainSocket:
         if sock is None:
             return False
         try:
-            sock.send_multipart(frames, zmq.NOBLOCK)
+            send_frames(sock, frames)  # (pyzmq's send_multipart costs twice as much per message)
         except zmq.Again:
             logger.log(self._again_level, "%r not sent: no connection to main, or its queue is full",
                        frames[0][:40])
@@ -99,9 +100,9 @@ class MainSocket:
             return
         self._draining = True
         try:
-            while (sock := self.sock) is not None and cast(int, sock.getsockopt(zmq.EVENTS)) & zmq.POLLIN:
+            while (sock := self.sock) is not None and zget(sock, EVENTS) & POLLIN:  # (edge-triggered FD)
                 try:
-                    frames = sock.recv_multipart(zmq.NOBLOCK)
+                    frames = recv_frames(sock)
                 except zmq.Again:
                     break
                 self._handle(self.core.feed(frames, time.monotonic()))
