@@ -99,6 +99,10 @@ class MainLink:
 
     def _on_effect(self, effect: Effect) -> None:
         match effect:
+            case Pushed(_, body):  # first: every relayed message comes this way
+                if isinstance(body, messages.ServersUpdate):
+                    self.servers = _by_name(body.servers)
+                tell_pushed(self._events, body)
             case Welcomed(welcome, again):
                 self.servers = _by_name(welcome.servers)
                 if self._host_info is not None:
@@ -108,10 +112,6 @@ class MainLink:
             case Lost(why):
                 logger.warning("detached from main: %s; attaching again", why)
                 self._events.on_detached(why)
-            case Pushed(_, body):
-                if isinstance(body, messages.ServersUpdate):
-                    self.servers = _by_name(body.servers)
-                tell_pushed(self._events, body)
             case Refused(notice) if notice.topic is not None and channels.is_result_channel(notice.topic):
                 self._events.on_refused(notice)
             case Refused(notice):

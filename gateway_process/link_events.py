@@ -35,6 +35,8 @@ class LinkEvents(Protocol):
 def tell_pushed(events: LinkEvents, body: messages.MainBody) -> None:
     """Hand `events` what main pushed; peers and notices are nothing a host needs."""
     match body:
+        case messages.McpRelay():  # first: every relayed message
+            events.on_relay(body)
         case messages.ElicitationInvoke():
             events.on_invoke(body)
         case messages.ElicitationDismiss():
@@ -43,7 +45,5 @@ def tell_pushed(events: LinkEvents, body: messages.MainBody) -> None:
             events.on_list_changed(body)
         case messages.ServersUpdate():
             events.on_servers(body.servers)
-        case messages.McpRelay():
-            events.on_relay(body)
         case messages.McpClose():
             events.on_relay_closed(body)

@@ -17,7 +17,7 @@ import zmq
 from shared.connection_file import main_is_gone
 from shared.errors import MainUnreachableError
 from shared.messages import Body, ChannelReply, Welcome
-from shared.peer import AttachFailed, Effect, GaveUp, PeerCore, SocketWork, Welcomed
+from shared.peer import AttachFailed, Effect, GaveUp, PeerCore, Pushed, SocketWork, Welcomed
 from shared.peer_requests import Answer
 from shared.peer_socket import BYE_LINGER_MS, MainSocket, unreachable_text
 
@@ -108,6 +108,9 @@ class AsyncPeer:
 
     def _apply(self, effects: list[Effect], linger_ms: int = 0) -> None:
         for effect in effects:
+            if type(effect) is Pushed:  # most of the traffic (every relayed message): no socket work
+                self._on_effect(effect)
+                continue
             if self._work.do(effect, linger_ms):
                 continue
             match effect:
