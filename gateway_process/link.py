@@ -91,9 +91,10 @@ class MainLink:
         return await self._peer.request(self._frames(topic, body), channel, timeout_s)
 
     def _frames(self, topic: str, body: messages.Body) -> list[bytes]:
-        if not self.attached:
+        core = self._core  # (every relayed message: the core's own attributes, not our properties)
+        if not core.attached:
             raise MainUnreachableError("not attached to main")
-        return encode_request(topic, body, self.max_message_bytes)
+        return encode_request(topic, body, core.max_message_bytes)
 
     # ---- what main said ----------------------------------------------------------------------
 

@@ -407,7 +407,8 @@ class Broker:
                 if budget == 0:
                     return 0
                 try:
-                    frames = [zrecv(sock, NOBLOCK)]
+                    # A ROUTER puts the routing id before every message, so a second frame follows.
+                    frames = [zrecv(sock, NOBLOCK), zrecv(sock, NOBLOCK)]
                     while zget(sock, RCVMORE):
                         frames.append(zrecv(sock, NOBLOCK))
                 except zmq.Again:
