@@ -128,7 +128,9 @@ class LineWriter:
     def __init__(self, fd: int) -> None:
         self.closed = False
         self._fd = fd
-        self._stream: asyncio.StreamWriter | None = None
+        self._stream: asyncio.StreamWriter | None = None  # for drain(); lines go to its transport itself
+        self._pipe: asyncio.WriteTransport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._outgoing: list[bytes] = []  # for the write at the end of this turn of the loop
         self._turn_open = False  # a line went out in this turn of the loop: the rest wait for its end
         self._queue: asyncio.Queue[bytes] | None = None
@@ -146,6 +148,7 @@ class LineWriter:
             writer._task = asyncio.ensure_future(writer._write_on_thread())
             return writer
         writer._stream = asyncio.StreamWriter(transport, protocol, None, loop)
+        writer._pipe, writer._loop = transport, loop
         return writer
 
     def write(self, data: bytes) -> None:
@@ -153,16 +156,18 @@ class LineWriter:
         it); the others of that turn leave together at its end (each write wakes the reader)."""
         if self.closed:
             return
-        if self._stream is not None:
+        pipe = self._pipe
+        if pipe is not None:
             if self._turn_open:
                 self._outgoing.append(data)
                 return
-            if self._stream.is_closing():
+            if pipe.is_closing():
                 self.closed = True
                 return
             self._turn_open = True
-            asyncio.get_running_loop().call_soon(self._flush)
-            self._stream.write(data)
+            assert self._loop is not None  # (set with the pipe)
+            self._loop.call_soon(self._flush)
+            pipe.write(data)
         elif self._queue is not None:
             self._queue.put_nowait(data)
 
