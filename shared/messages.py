@@ -347,14 +347,19 @@ class PendingSummary(Body):
 HttpGatewayState = Literal["starting", "listening", "restarting", "failed", "stopped"]
 
 
-class HttpGatewayStatus(Body):
-    """Extension (`main --mcp-http`): the HTTP gateway's state, the address it was given, where
-    hosts reach it once it listens, and why it last stopped."""
+class ChildStatus(Body):
+    """A child main supervises (`--mcp-http`, `--web`): its state, the address it was given, where
+    it is reached once it listens, and why it last stopped."""
 
     state: HttpGatewayState
     address: str
     url: str | None = None
     error: str | None = None
+
+
+class HttpGatewayStatus(ChildStatus):
+    """Extension (`main --mcp-http`): the HTTP gateway, with its connection and session counts."""
+
     open_connections: int = 0
     refused_connections: int = 0  # closed at once, or to make room, for being over a cap (issue 24)
     timed_out_connections: int = 0  # closed for sending no request (or no body) in time
@@ -363,14 +368,8 @@ class HttpGatewayStatus(Body):
     main_peers: int = 0  # host peers of main those sessions share
 
 
-class WebWindowStatus(Body):
-    """Extension (`main --web`): the web window child's state, the address it was given, where
-    browsers reach it once it listens, and why it last stopped."""
-
-    state: HttpGatewayState
-    address: str
-    url: str | None = None
-    error: str | None = None
+class WebWindowStatus(ChildStatus):
+    """Extension (`main --web`): the web window child, where browsers reach it."""
 
 
 class ListenerStatus(Body):

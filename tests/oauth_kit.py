@@ -20,6 +20,7 @@ from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, write_config
 from kit.output import ChildOutput
 from kit.paths import ROOT
+from kit.peer import WirePeer
 
 OAUTH_SERVER = ROOT / "tests" / "oauth_server.py"
 BROWSER_SCRIPT = ROOT / "tests" / "oauth_browser.py"
@@ -219,3 +220,21 @@ class IdleFlood:
         for sock in self.open:
             sock.close()
         self.open.clear()
+
+
+@contextmanager
+def started_mains() -> Iterator[list[OAuthMain]]:
+    """A list a test appends the mains it starts to; every one is stopped at the end."""
+    started: list[OAuthMain] = []
+    try:
+        yield started
+    finally:
+        for main in started:
+            main.running.stop()
+
+
+def start_with_window(started: list[OAuthMain], config: Path, data_home: Path) -> tuple[OAuthMain, WirePeer]:
+    """main for `config` (kept in `started`) and a contract window attached to it."""
+    main = start_oauth_main(config, data_home)
+    started.append(main)
+    return main, main.running.peer("sign-in window")

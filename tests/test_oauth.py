@@ -31,6 +31,8 @@ from oauth_kit import (
     reply_on,
     server_status,
     start_oauth_main,
+    start_with_window,
+    started_mains,
     stop_and_read_log,
 )
 
@@ -45,16 +47,8 @@ def servers() -> Iterator[OAuthServers]:
 
 @pytest.fixture
 def mains() -> Iterator[list[OAuthMain]]:
-    started: list[OAuthMain] = []
-    yield started
-    for main in started:
-        main.running.stop()
-
-
-def _start(mains: list[OAuthMain], config: Path, data_home: Path) -> tuple[OAuthMain, WirePeer]:
-    main = start_oauth_main(config, data_home)
-    mains.append(main)
-    return main, main.running.peer("sign-in window")
+    with started_mains() as started:
+        yield started
 
 
 def _sign_in(peer: WirePeer, browser: Browser, **options: bool) -> dict[str, Any]:
@@ -83,7 +77,7 @@ def test_first_sign_in_goes_through_the_card_and_a_restarted_main_reuses_the_tok
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
     config = oauth_config(tmp_path, "remote", servers.mcp)
-    main, peer = _start(mains, config, tmp_path / "data")
+    main, peer = start_with_window(mains, config, tmp_path / "data")
 
     assert server_status(peer, "remote", "needs-sign-in")
     invoke = _sign_in(peer, browser)
@@ -106,7 +100,7 @@ def test_first_sign_in_goes_through_the_card_and_a_restarted_main_reuses_the_tok
 
     # A restarted main finds the token in the file: no card, no new registration or authorization.
     main.running.stop()
-    _again, peer = _start(mains, config, main.data_home)
+    _again, peer = start_with_window(mains, config, main.data_home)
     server_status(peer, "remote", "ready")
     assert json.loads(_text(_call(peer, "remote", "whoami")))["clientId"] == who["clientId"]
     assert not [b for t, b in peer.received if t == "msgElicitationTransferInvoke"]
@@ -117,7 +111,7 @@ def test_first_sign_in_goes_through_the_card_and_a_restarted_main_reuses_the_tok
 def test_an_expired_token_is_refreshed_without_a_card_and_a_revoked_one_shows_the_card_again(
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
-    _main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _main, peer = start_with_window(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
     _sign_in(peer, browser)
     server_status(peer, "remote", "ready")
 
@@ -137,7 +131,7 @@ def test_an_expired_token_is_refreshed_without_a_card_and_a_revoked_one_shows_th
 def test_a_call_that_needs_a_wider_scope_steps_up_through_the_card(
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
-    _main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _main, peer = start_with_window(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
     _sign_in(peer, browser)
     server_status(peer, "remote", "ready")
 
@@ -153,7 +147,7 @@ def test_a_call_that_needs_a_wider_scope_steps_up_through_the_card(
 def test_decline_leaves_the_server_needing_sign_in_and_calls_fail_with_a_clear_error(
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
-    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    main, peer = start_with_window(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
     waiting = peer.call_tool("remote", "whoami", {})  # waits for the sign-in
     peer.answer(expect_sign_in_card(peer), "decline")
 
@@ -183,7 +177,7 @@ def test_decline_leaves_the_server_needing_sign_in_and_calls_fail_with_a_clear_e
 def test_a_wrong_state_on_the_loopback_is_refused_and_the_listener_waits_for_the_real_one(
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
-    _main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _main, peer = start_with_window(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
     _sign_in(peer, browser, tamper=True)
     steps = {step["step"]: step for step in browser.steps()}
     assert steps["tampered"]["status"] == 400 and "does not match" in steps["tampered"]["body"]
@@ -194,7 +188,7 @@ def test_a_wrong_state_on_the_loopback_is_refused_and_the_listener_waits_for_the
 def test_a_window_on_another_machine_pastes_the_redirected_address(
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
-    _main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    _main, peer = start_with_window(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
     invoke = _sign_in(peer, browser, follow=False)
     landed = browser.steps()[-1]["redirect"]  # what the remote browser's address bar shows
     eid = invoke["request"]["params"]["elicitationId"]
@@ -218,7 +212,7 @@ def test_a_pre_registered_client_from_config_with_configured_scopes(mains: list[
         config = oauth_config(tmp_path, "remote", servers.mcp, oauth={
             "clientId": "elicitron-test", "clientSecret": "s3cret", "tokenEndpointAuthMethod": "client_secret_post",
             "scopes": ["mcp:read", "mcp:write"]})
-        _main, peer = _start(mains, config, tmp_path / "data")
+        _main, peer = start_with_window(mains, config, tmp_path / "data")
         invoke = _sign_in(peer, browser)
         assert invoke["signIn"]["scopes"] == ["mcp:read", "mcp:write"]  # oauth.scopes overrides
         server_status(peer, "remote", "ready")
@@ -231,7 +225,7 @@ def test_a_pre_registered_client_from_config_with_configured_scopes(mains: list[
 def test_the_token_file_is_private_and_no_token_reaches_the_log_the_audit_or_a_window(
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
-    main, peer = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    main, peer = start_with_window(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
     _sign_in(peer, browser)
     server_status(peer, "remote", "ready")
     servers.post("/test/expire-access")
@@ -307,7 +301,7 @@ FORGED = 1_000
 def test_a_thousand_forged_redirects_add_a_line_or_two_to_the_log_and_are_counted(
         servers: OAuthServers, mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
-    main, window = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+    main, window = start_with_window(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
     invoke = expect_sign_in_card(window)
     redirect_uri = invoke["signIn"]["redirectUri"]
     before = main.running.stderr.text().splitlines()
@@ -340,7 +334,7 @@ def test_a_token_endpoint_on_another_origin_is_named_on_the_card_and_gets_nothin
     browser = Browser(tmp_path)
     with oauth_servers("--token-elsewhere") as servers:
         assert servers.elsewhere is not None
-        main, window = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+        main, window = start_with_window(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
         invoke = expect_sign_in_card(window)
         hosts = {(h["role"], h["origin"], h.get("elsewhere", False)) for h in invoke["signIn"]["hosts"]}
         assert ("authorization", servers.issuer, False) in hosts
@@ -374,7 +368,7 @@ def test_a_registration_endpoint_on_another_origin_gets_nothing_until_its_own_ca
     browser = Browser(tmp_path)
     with oauth_servers("--registration-elsewhere") as servers:
         assert servers.elsewhere is not None
-        main, window = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+        main, window = start_with_window(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
 
         def registration_card() -> dict[str, Any]:
             invoke = expect_sign_in_card(window)

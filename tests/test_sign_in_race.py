@@ -21,7 +21,8 @@ from oauth_kit import (
     expect_sign_in_card,
     oauth_config,
     oauth_servers,
-    start_oauth_main,
+    start_with_window,
+    started_mains,
 )
 
 pytestmark = pytest.mark.slow
@@ -35,16 +36,8 @@ CARD_EXPIRY_S = 5  # long enough for the test browser to start and reach main fi
 
 @pytest.fixture
 def mains() -> Iterator[list[OAuthMain]]:
-    started: list[OAuthMain] = []
-    yield started
-    for main in started:
-        main.running.stop()
-
-
-def _start(mains: list[OAuthMain], config: Path, data_home: Path) -> tuple[OAuthMain, WirePeer]:
-    main = start_oauth_main(config, data_home)
-    mains.append(main)
-    return main, main.running.peer("sign-in window")
+    with started_mains() as started:
+        yield started
 
 
 def _browser_reached_main(browser: Browser, url: str, main: OAuthMain,
@@ -81,7 +74,7 @@ def test_a_redirect_before_the_accept_waits_for_it_and_the_token_endpoint_it_all
     browser = Browser(tmp_path)
     with oauth_servers("--token-elsewhere") as servers:
         assert servers.elsewhere is not None
-        main, window = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+        main, window = start_with_window(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
         invoke = expect_sign_in_card(window)
         proc = _browser_reached_main(browser, invoke["request"]["params"]["url"], main, window)
 
@@ -99,7 +92,7 @@ def test_a_redirect_before_a_decline_signs_in_nothing_and_the_browser_says_it_wa
         mains: list[OAuthMain], tmp_path: Path) -> None:
     browser = Browser(tmp_path)
     with oauth_servers() as servers:
-        main, window = _start(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
+        main, window = start_with_window(mains, oauth_config(tmp_path, "remote", servers.mcp), tmp_path / "data")
         invoke = expect_sign_in_card(window)
         proc = _browser_reached_main(browser, invoke["request"]["params"]["url"], main, window)
 
@@ -117,7 +110,7 @@ def test_a_redirect_held_for_a_card_nobody_answers_gets_an_error_page_when_the_c
     browser = Browser(tmp_path)
     with oauth_servers() as servers:
         config = oauth_config(tmp_path, "remote", servers.mcp, elicitationTimeoutSeconds=CARD_EXPIRY_S)
-        main, window = _start(mains, config, tmp_path / "data")
+        main, window = start_with_window(mains, config, tmp_path / "data")
         invoke = expect_sign_in_card(window)
         proc = _browser_reached_main(browser, invoke["request"]["params"]["url"], main, window)
         assert proc.poll() is None, "main answered the browser before the card was answered"
