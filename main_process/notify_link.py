@@ -7,28 +7,16 @@ else `<user state dir>/elicitron/web` (a web window started with another `--web-
 the config's `link`). A file whose pid is gone, or that cannot be read, means no web window: no link.
 """
 
-import json
-import os
 from pathlib import Path
 
-import platformdirs
-
 from shared.connection_file import pid_alive
-
-
-def default_web_dir() -> Path:
-    chosen = os.environ.get("ELICITRON_WEB_DIR")
-    return Path(chosen) if chosen else platformdirs.user_state_path("elicitron") / "web"
+from shared.web_devices import read_announcement
 
 
 def running_web_url(web_dir: Path | None = None) -> str | None:
     """The running web window's URL, or None. Reads a file: call it off the event loop."""
-    path = (web_dir or default_web_dir()) / "web.json"
-    try:
-        info = json.loads(path.read_text(encoding="utf-8"))
-        url, pid = info["url"], info["pid"]
-    except (OSError, ValueError, KeyError, TypeError):
+    announced = read_announcement(web_dir)
+    if announced is None or not announced[0].startswith(("http://", "https://")):
         return None
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")) or not isinstance(pid, int):
-        return None
+    url, pid = announced
     return url.rstrip("/") + "/" if pid_alive(pid) else None  # the page itself

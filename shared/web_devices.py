@@ -7,6 +7,8 @@ them should load the web window itself for that, so the format and its reader li
     <web dir>/seen/<id>        {"lastSeen": epoch seconds}: when the device last had a page open or
                                answered; its own file, so the web window never rewrites devices.json
                                for it (a rewrite racing a revocation could bring the device back)
+    <web dir>/web.json         {"url", "pid"}: the running web window's address (what browsers open),
+                               written once it listens, removed when it stops
 
 The web dir is `--web-dir`, else `$ELICITRON_WEB_DIR`, else `<user state dir>/elicitron/web`. Only
 a device's id (random, not its credential) and name are read here; the credential's hash stays put.
@@ -21,11 +23,23 @@ import platformdirs
 
 DEVICES_FILE = "devices.json"
 SEEN_DIR = "seen"
+RUNNING_FILE = "web.json"
 
 
 def default_web_dir() -> Path:
     chosen = os.environ.get("ELICITRON_WEB_DIR")
     return Path(chosen) if chosen else platformdirs.user_state_path("elicitron") / "web"
+
+
+def read_announcement(web_dir: Path | None = None) -> tuple[str, int] | None:
+    """(url, pid) from web.json as the web window wrote it, or None (missing, unreadable, malformed);
+    whether that pid still runs is the caller's question."""
+    try:
+        info = json.loads(((web_dir or default_web_dir()) / RUNNING_FILE).read_text(encoding="utf-8"))
+        url, pid = info["url"], info["pid"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return (url, pid) if isinstance(url, str) and isinstance(pid, int) else None
 
 
 @dataclass(frozen=True)

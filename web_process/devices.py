@@ -32,7 +32,15 @@ from pathlib import Path
 
 from shared.connection_file import ensure_private_dir, pid_alive, replace_private
 from shared.errors import DeviceError, PairingError, WebWindowNotRunningError
-from shared.web_devices import DEVICES_FILE, SEEN_DIR, PairedDevice, default_web_dir, device_entries
+from shared.web_devices import (
+    DEVICES_FILE,
+    RUNNING_FILE,
+    SEEN_DIR,
+    PairedDevice,
+    default_web_dir,
+    device_entries,
+    read_announcement,
+)
 
 CODE_LIFETIME_S = 300.0  # five minutes
 CODE_BYTES = 24
@@ -62,27 +70,26 @@ class WebDir:
 
     def announce(self, url: str) -> None:
         self._ensure()
-        replace_private(self.path / "web.json", json.dumps({"url": url, "pid": os.getpid()}).encode())
+        replace_private(self.path / RUNNING_FILE, json.dumps({"url": url, "pid": os.getpid()}).encode())
 
     def withdraw(self) -> None:
         try:
-            info = json.loads((self.path / "web.json").read_text())
+            info = json.loads((self.path / RUNNING_FILE).read_text())
             if info.get("pid") == os.getpid():
-                (self.path / "web.json").unlink()
+                (self.path / RUNNING_FILE).unlink()
         except (OSError, ValueError):
             pass
 
     def running_url(self) -> str:
         """The URL of the web window that runs now; WebWindowNotRunningError when none does."""
-        try:
-            info = json.loads((self.path / "web.json").read_text())
-            url, pid = str(info["url"]), int(info["pid"])
-        except (OSError, ValueError, KeyError, TypeError):
+        announced = read_announcement(self.path)
+        if announced is None:
             raise WebWindowNotRunningError(f"no web window is running (nothing in {self.path}); start one with "
-                              "`elicitron web`") from None
+                                           "`elicitron web`")
+        url, pid = announced
         if not pid_alive(pid):
-            raise WebWindowNotRunningError(f"no web window is running (pid {pid} of {self.path / 'web.json'} is gone); "
-                              "start one with `elicitron web`")
+            raise WebWindowNotRunningError(f"no web window is running (pid {pid} of {self.path / RUNNING_FILE} is "
+                                           "gone); start one with `elicitron web`")
         return url
 
     # ---- pairing ----------------------------------------------------------------------------
