@@ -13,21 +13,19 @@ SIGTERM/SIGINT, or the host closing our stdin, end the session: main stops the s
 """
 
 import asyncio
-import functools
 import logging
 import os
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from gateway_process.attachment import MainAttachment
-from gateway_process.lines import MAX_LINE_BYTES, LineSplitter, LineWriter, Oversized, feed_chunks
+from gateway_process.handover import Returned, hand_over, returned
 from gateway_process.merged_relay import MergedRelay
 from gateway_process.relayed import RelayedSession
-from shared import jsonrpc
-from shared.errors import ConfigError, MainUnreachableError, RpcCode
+from shared.errors import ConfigError, MainUnreachableError
 from shared.event_loop import loop_factory
+from shared.lines import MAX_LINE_BYTES, LineSplitter, LineWriter, as_line, each_line, feed_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +56,7 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
     out = await LineWriter.open(out_fd)
 
     def to_host(raw: bytes) -> None:
-        out.write((jsonrpc.one_line(raw) if b"\n" in raw or b"\r" in raw else raw) + b"\n")
+        out.write(as_line(raw))
 
     attachment = MainAttachment(connection, "elicitron serve", config=config)
     relayed = RelayedSession(attachment, server, to_host) if server is not None else MergedRelay(attachment, to_host)
@@ -71,7 +69,16 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
         except MainUnreachableError as exc:
             logger.warning("no main yet (%s); trying again on the host's first message", exc)
         splitter = LineSplitter(MAX_LINE_BYTES)
-        await feed_chunks(0, functools.partial(_lines, splitter, relayed, to_host))  # (no frame of its own)
+        if isinstance(relayed, RelayedSession) and relayed.link.attached:
+            back = await _through_main(relayed, out_fd)
+            if back is not None and back.over:
+                await out.flush()
+                return 0
+            if back is not None:  # main stopped or went away: go on relaying, the handshake replayed
+                relayed.pump.restore(back.handshake, back.outstanding)
+                relayed.pump.detached(back.why)
+                each_line(splitter, back.leftover, relayed.from_host, to_host)
+        await feed_chunks(0, lambda chunk: each_line(splitter, chunk, relayed.from_host, to_host))  # (no frame of its own)
         await out.flush()  # what the host is owed goes out before we leave
     except asyncio.CancelledError:
         pass
@@ -84,14 +91,9 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
     return 0
 
 
-def _lines(splitter: LineSplitter, relayed: RelayedSession | MergedRelay, to_host: Callable[[bytes], None],
-           chunk: bytes) -> None:
-    for line in splitter.feed(chunk):
-        if isinstance(line, Oversized):
-            logger.warning("refused a %d-byte message from the host (limit %d)", line.size, MAX_LINE_BYTES)
-            to_host(jsonrpc.error_response(line.request_id(), RpcCode.INVALID_REQUEST,
-                                           f"message is over {MAX_LINE_BYTES:,} bytes (at least {line.size:,}); not read"))
-            continue
-        line = line.strip()
-        if line:
-            relayed.from_host(line)
+async def _through_main(relayed: RelayedSession, out_fd: int) -> Returned | None:
+    """A local main holds the host's pipes (no hop through serve) until it gives them back; None
+    when it does not take them."""
+    sock = await hand_over(relayed.link.connection_path, relayed.link.window, relayed.pump.session,
+                           relayed.pump.server, 0, out_fd)
+    return None if sock is None else await returned(sock)

@@ -11,7 +11,6 @@ import logging
 from collections.abc import Callable
 
 from gateway_process.attachment import Attachment
-from gateway_process.relay_pump import RelayPump, Undeliverable
 from shared import channels
 from shared.errors import ConfigError, MainUnreachableError, UndeliverableRequestError
 from shared.messages import (
@@ -23,6 +22,7 @@ from shared.messages import (
     McpRelay,
     ServerInfo,
 )
+from shared.relay_pump import RelayPump, Undeliverable
 
 logger = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ from main_process.broker import ZAP_DOMAIN, Broker, Listener, ProgressTo, ReplyT
 from main_process.config import Config, differs_beyond_approval, load_config
 from main_process.consent import Consent
 from main_process.curve_keys import AllowListProvider, CurveKeys
+from main_process.host_pipes import HostPipes
 from main_process.hosts import Cancel
 from main_process.http_gateway import (
     HttpGatewayChild,
@@ -432,11 +433,14 @@ class MainApp:
         self.questions = QuestionDesk(broker.pending, rule=self.answer_question_by_rule)
         await self._start_notifier(self.config)
         self._relay = Relay(broker, self.servers.get, self.consent)
+        host_pipes = HostPipes(Path(ipc_endpoint_beside(self.connection_path, "host-pipes.sock").removeprefix("ipc://")),
+                               token, broker.host_peer, self._relay)
+        host_pipes.start()
         info = ConnectionInfo(
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
             remote_endpoint=front.address if front else None,
             remote_server_key=remote.curve_keypair[0].decode() if remote and remote.curve_keypair else None,
-            mcp_http_token=new_token() if self.mcp_http else None)
+            mcp_http_token=new_token() if self.mcp_http else None, host_pipes=str(host_pipes.path))
         write_connection_file(self.connection_path, info)
         self._started_at = time.monotonic()  # windows waiting for a main can attach from now on
         locator.main_started(self.connection_path)  # found by hosts that strip XDG_RUNTIME_DIR
@@ -459,6 +463,7 @@ class MainApp:
                 await web_child.stop()
             remove_connection_file(self.connection_path, token)
             locator.main_stopped(self.connection_path)
+            await host_pipes.close()  # before the relay's sessions end: serve takes its pipes back
             if self._relay is not None:
                 await self._relay.close()
             if self.notifier is not None:

@@ -317,6 +317,11 @@ class Broker:
     def publish_servers(self) -> None:
         self._broadcast(self._peers_all(), encode(channels.SERVERS, ServersUpdate(servers=self._host.server_infos())))
 
+    def host_peer(self, window: str) -> Peer | None:
+        """The attached peer with that hello window, if it is a host."""
+        peer = self._peers.by_window(window)
+        return peer if peer is not None and peer.role == "host" else None
+
     def say_goodbye(self) -> None:
         """main is stopping: every attached peer hears `bye` now, before the servers stop, so a
         window shows main as gone at once rather than after its silence limit."""

@@ -20,7 +20,9 @@ between themselves, so what the host sees is what it would see direct. Only cons
     opening ──► open ──► closed     (the host closed it, went away, or the server's process ended)
 
 One class per session, owning no sockets (`RelaySession`); `Relay` keeps them per peer, starts and
-stops their server connections, and ties them to the broker, the consent layer and the lifecycle.
+stops their server connections, and ties them to the consent layer, the lifecycle and the session's
+host side: the broker (`msgMcpRelay` to the peer) or the host's own pipes, which a local `serve`
+handed main (host_pipes.py).
 """
 
 import asyncio
@@ -725,9 +727,38 @@ class RelayHost(Protocol):
     def note_host_info(self, peer: Peer, info: HostInfo) -> None: ...
 
 
+class HostSide(Protocol):
+    """Where one session's messages for its host go."""
+
+    ends_with_peer: bool  # the session ends when its peer goes away (else when its pipes close)
+
+    def message(self, raw: bytes) -> None: ...
+
+    def closed(self, why: str) -> None:
+        """main ended the session (the server's process ended, main stops, it was refused)."""
+
+
+class _BrokerSide:
+    """A peer's session over the broker: `msgMcpRelay` and `msgMcpClose`."""
+
+    ends_with_peer = True
+
+    def __init__(self, send_to_peer: Callable[[bytes, list[bytes]], bool], routing_id: bytes, name: str) -> None:
+        self._send_to_peer = send_to_peer
+        self._routing_id = routing_id
+        self._name = name
+
+    def message(self, raw: bytes) -> None:
+        self._send_to_peer(self._routing_id, encode(channels.MCP_RELAY, McpRelay(session=self._name, message=raw)))
+
+    def closed(self, why: str) -> None:
+        self._send_to_peer(self._routing_id, encode(channels.MCP_CLOSE, McpClose(session=self._name, reason=why)))
+
+
 @dataclass(eq=False)
 class _Open:
     session: RelaySession
+    host: HostSide
     upstream: StdioUpstream | HttpUpstream | None = None
     backlog: list[tuple[bytes, Headers]] = field(default_factory=list)  # from the host while the server starts
     starting: asyncio.Task[None] | None = None
@@ -753,13 +784,32 @@ class Relay:
         key = (peer.routing_id, body.session)
         opened = self._sessions.get(key)
         if opened is None:
-            opened = self._open(peer, body)
+            opened = self._open(peer, body.session, body.server, body.message,
+                                _BrokerSide(self._host.send_to_peer, peer.routing_id, body.session))
             if opened is None:
                 return
         if opened.upstream is None:
             opened.backlog.append((body.message, body.headers))
         else:
             opened.session.from_host(body.message, body.headers)
+
+    def from_pipes(self, peer: Peer, session: str, server: str, raw: bytes, host: HostSide) -> None:
+        """One message from a host whose pipes main holds (host_pipes.py)."""
+        opened = self._sessions.get((peer.routing_id, session))
+        if opened is None:
+            opened = self._open(peer, session, server, raw, host)
+            if opened is None:
+                return
+        if opened.upstream is None:
+            opened.backlog.append((raw, None))
+        else:
+            opened.session.from_host(raw, None)
+
+    def end_pipes(self, peer: Peer, session: str, why: str) -> None:
+        """The host's pipes closed, or serve went away."""
+        opened = self._sessions.get((peer.routing_id, session))
+        if opened is not None:
+            self._end(opened, why, tell_host=False)
 
     def close_from_peer(self, peer: Peer, body: McpClose) -> None:
         opened = self._sessions.get((peer.routing_id, body.session))
@@ -768,7 +818,7 @@ class Relay:
 
     def peer_gone(self, routing_id: bytes) -> None:
         for key, opened in list(self._sessions.items()):
-            if key[0] == routing_id:
+            if key[0] == routing_id and opened.host.ends_with_peer:
                 self._end(opened, "the host went away", tell_host=False)
 
     async def close(self) -> None:
@@ -779,31 +829,30 @@ class Relay:
 
     # ---- opening ---------------------------------------------------------------------
 
-    def _open(self, peer: Peer, body: McpRelay) -> _Open | None:
-        problem = self._refusal(peer, body)
+    def _open(self, peer: Peer, name: str, server_name: str | None, first: bytes, host: HostSide) -> _Open | None:
+        problem = self._refusal(peer, server_name)
         if problem is not None:
             code, why = problem
-            envelope = jsonrpc.peek(body.message)
+            envelope = jsonrpc.peek(first)
             if envelope.kind == "request":
-                self._send(peer.routing_id, body.session, jsonrpc.error_response(envelope.id, code, why))  # type: ignore[arg-type]
-            self._send_close(peer.routing_id, body.session, why)
-            logger.info("refused a relayed session of %r to %r: %s", peer.name, body.server, why)
+                host.message(jsonrpc.error_response(envelope.id, code, why))  # type: ignore[arg-type]
+            host.closed(why)
+            logger.info("refused a relayed session of %r to %r: %s", peer.name, server_name, why)
             return None
-        server = self._servers(body.server or "")
+        server = self._servers(server_name or "")
         assert server is not None
-        session = RelaySession(peer=peer, name=body.session, server=server,
-                               ports=_Ports(self, peer.routing_id, body.session))
-        opened = _Open(session)
-        self._sessions[(peer.routing_id, body.session)] = opened
+        session = RelaySession(peer=peer, name=name, server=server, ports=_Ports(self, host))
+        opened = _Open(session, host)
+        self._sessions[(peer.routing_id, name)] = opened
         opened.starting = asyncio.ensure_future(self._start(opened))
         return opened
 
-    def _refusal(self, peer: Peer, body: McpRelay) -> tuple[int, str] | None:
-        if body.server is None:
+    def _refusal(self, peer: Peer, server_name: str | None) -> tuple[int, str] | None:
+        if server_name is None:
             return RpcCode.SERVER_ERROR, "this session is not open (its first message must name the server)"
-        server = self._servers(body.server)
+        server = self._servers(server_name)
         if server is None:
-            return RpcCode.INVALID_PARAMS, f"no server named {body.server!r} is configured in Elicitron"
+            return RpcCode.INVALID_PARAMS, f"no server named {server_name!r} is configured in Elicitron"
         if peer.role != "host":
             return RpcCode.INVALID_REQUEST, "relayed sessions are for peers with role \"host\""
         if server.status == "stopped" and not server.running:
@@ -831,7 +880,7 @@ class Relay:
             for raw, _ in opened.backlog:
                 envelope = jsonrpc.peek(raw)
                 if envelope.kind == "request":
-                    self._to_host(session, jsonrpc.error_response(envelope.id, RpcCode.SERVER_ERROR, str(exc)))  # type: ignore[arg-type]
+                    opened.host.message(jsonrpc.error_response(envelope.id, RpcCode.SERVER_ERROR, str(exc)))  # type: ignore[arg-type]
             self._end(opened, str(exc), tell_host=True)
             return
         if session.closed:
@@ -859,24 +908,13 @@ class Relay:
         elif opened.starting is not None and not opened.starting.done():
             pass  # _start sees `closed` and stops what it started
         if tell_host:
-            self._send_close(session.peer.routing_id, session.name, why)
+            opened.host.closed(why)
         logger.info("relayed session %r of %r with %s ended: %s", session.name, session.peer.name,
                     session.server.name, why)
 
     def _closing_task(self, task: "asyncio.Task[None]") -> None:
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
-
-    # ---- sending to the peer ---------------------------------------------------------
-
-    def _to_host(self, session: RelaySession, raw: bytes) -> None:
-        self._send(session.peer.routing_id, session.name, raw)
-
-    def _send(self, routing_id: bytes, name: str, raw: bytes) -> None:
-        self._host.send_to_peer(routing_id, encode(channels.MCP_RELAY, McpRelay(session=name, message=raw)))
-
-    def _send_close(self, routing_id: bytes, name: str, why: str) -> None:
-        self._host.send_to_peer(routing_id, encode(channels.MCP_CLOSE, McpClose(session=name, reason=why)))
 
 
 class _Events:
@@ -893,17 +931,14 @@ class _Events:
 
 
 class _Ports:
-    """RelayPorts over main: the broker's sockets, the consent layer, the lifecycle."""
+    """RelayPorts over main: the session's host side, the consent layer, the lifecycle."""
 
-    def __init__(self, relay: Relay, routing_id: bytes, name: str) -> None:
+    def __init__(self, relay: Relay, host: HostSide) -> None:
         self._relay = relay
-        self._routing_id = routing_id
-        self._name = name
-        self._send_to_peer = relay._host.send_to_peer
+        self._to_host = host.message  # every server message takes this path
 
     def to_host(self, session: RelaySession, raw: bytes) -> None:
-        # Every server message takes this path: straight to the broker, no hops in between.
-        self._send_to_peer(self._routing_id, encode(channels.MCP_RELAY, McpRelay(session=self._name, message=raw)))
+        self._to_host(raw)
 
     def needs_decision(self, session: RelaySession) -> bool:
         consent = self._relay._consent

@@ -37,6 +37,7 @@ class ConnectionInfo(msgspec.Struct, rename="camel", omit_defaults=True):
     remote_server_key: str | None = None
     mcp_http_url: str | None = None  # `main --mcp-http`: where MCP hosts reach the gateway (`/mcp`)
     mcp_http_token: str | None = None  # ... and the bearer token they must send
+    host_pipes: str | None = None  # a Unix socket: a local `serve --server` hands main its stdio (PROTOCOL.md §14, host pipes)
 
     @property
     def is_remote(self) -> bool:

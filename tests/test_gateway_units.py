@@ -15,7 +15,7 @@ from gateway_process.http_app import parse_listen, security_settings
 from gateway_process.http_hosts import route_addresses, served_names
 from gateway_process.http_logs import MAX_CHARS, RepeatFilter
 from gateway_process.http_sessions import EVICT_IDLE_S, OWN_IDLE_S, SessionBudget
-from gateway_process.lines import LineSplitter, LineWriter, Oversized
+from shared.lines import LineSplitter, LineWriter, Oversized
 from gateway_process.names import Exposure, combined_instructions
 from main_process.config import parse_config
 from main_process.hosts import PeerCalls, plan_delivery

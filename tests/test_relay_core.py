@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from gateway_process.relay_pump import RelayPump
+from shared.relay_pump import RelayPump
 from main_process.hosts import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest
@@ -432,3 +432,54 @@ def test_a_message_main_cannot_take_is_answered_at_once() -> None:
     wire.refuse = "Elicitron cannot pass this message on: it is 2,000,000 bytes, over the limit"
     pump.from_host(req(4, "tools/call", {"name": "big"}))
     assert decoded(wire.host)[0]["error"]["message"].startswith("Elicitron cannot pass")
+
+
+class Watcher:
+    """What main's host pipes tell serve, as a list."""
+
+    def __init__(self, host: list[bytes]) -> None:
+        self.host = host
+        self.seen: list[tuple[str, object]] = []
+
+    def opened(self, request_id: object, method: str) -> None:
+        self.seen.append(("open", request_id))
+
+    def done(self, request_id: object) -> None:
+        answered = any(json.loads(m).get("id") == request_id for m in self.host)
+        self.seen.append(("done" if answered else "done, unanswered", request_id))
+
+    def handshake(self, raw_message: bytes) -> None:
+        self.seen.append(("handshake", json.loads(raw_message).get("method")))
+
+
+def test_the_watcher_hears_every_open_request_and_its_end_after_the_host_has_its_answer() -> None:
+    wire = Pump()
+    pump = wire.make()
+    watcher = pump.watcher = Watcher(wire.host)
+    pump.attached()
+    pump.from_host(req(0, "initialize", {"capabilities": {}}))
+    pump.from_main(resp(0, {"protocolVersion": "2025-11-25"}))
+    pump.from_host(raw({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    pump.from_host(req(1, "tools/call", {"name": "slow"}))
+    pump.from_host(req(2, "tools/call", {"name": "cancelled"}))
+    pump.from_host(raw({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}))
+    pump.from_host(req(3, "tools/list"))
+    pump.lost("main is stopping")
+    assert watcher.seen == [("open", 0), ("handshake", "initialize"), ("done", 0), ("handshake",
+                            "notifications/initialized"), ("open", 1), ("open", 2), ("done, unanswered", 2),
+                            ("open", 3), ("done", 1), ("done", 3)]  # a cancelled request expects no answer
+
+
+def test_a_pump_taking_over_answers_what_was_open_and_replays_the_handshake() -> None:
+    wire = Pump()
+    pump = wire.make()
+    pump.restore([req(0, "initialize", {"capabilities": {"x": {}}}),
+                  raw({"jsonrpc": "2.0", "method": "notifications/initialized"})], {5: "tools/call"})
+    pump.detached("Elicitron's main went away")
+    assert decoded(wire.host) == [{"jsonrpc": "2.0", "id": 5, "error": {
+        "code": -32000, "message": "tools/call to 'demo' was lost: Elicitron's main went away"}}]
+    pump.from_host(req(6, "tools/list"))
+    pump.attached()
+    replay, initialized, listing = decoded(wire.main)
+    assert replay["method"] == "initialize" and replay["params"] == {"capabilities": {"x": {}}}
+    assert initialized["method"] == "notifications/initialized" and listing["id"] == 6

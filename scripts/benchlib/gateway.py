@@ -2,12 +2,13 @@
 
 - direct: an `mcp.Client` (the host) on the demo server over stdio, as a host config starts it;
 - via: the same Client on `python -m cli_process serve --server demo`, the drop-in entry: its own
-  session with the demo server (spawned by main the same way), relayed through a real main:
-  host -> serve -> main -> server, every message passed as it is (PROTOCOL.md §14);
+  session with the demo server (spawned by main the same way), relayed through a real main, which
+  holds the host's pipes serve handed it: host -> main -> server, every message passed as it is
+  (PROTOCOL.md §14, host pipes);
 - all: the same Client on `serve` (every server, `demo__echo`): its own session with every server,
   merged under one name space (the demo server alone here), for comparison;
-- floor: the same topology with nothing in it but bytes (benchlib/gateway_floor.py): what two more
-  processes across a ZeroMQ boundary cost, which no relay code can remove.
+- floor: the same topology with nothing in it but bytes (benchlib/gateway_floor.py): what one more
+  process on the path costs, which no relay code can remove.
 
 The tool is `echo` (no elicitation and no approval), so every side does the same MCP work and the
 difference is Elicitron's hops and processes. Sides run in alternating blocks, so drift hits each
@@ -200,7 +201,7 @@ def run(quick: bool) -> list[Figure]:
         main.wait_server_ready("demo")
         env = child_env(main.runtime)
         connection = str(main.connection)
-        endpoint = f"ipc://{main.runtime}/floor.sock"
+        endpoint = f"{main.runtime}/floor.sock"
         floor = subprocess.Popen([PYTHON, str(FLOOR), "main", endpoint], stdout=subprocess.PIPE, env=env, cwd=ROOT)
         try:
             assert floor.stdout is not None and floor.stdout.readline().strip() == b"ready"
@@ -238,7 +239,7 @@ def run(quick: bool) -> list[Figure]:
             absolute=f"p50 {fmt_us(lat['via']['p50_us'])} vs {fmt_us(lat['direct']['p50_us'])} direct; "
                      f"p99 {fmt_us(lat['via']['p99_us'])} vs {fmt_us(lat['direct']['p99_us'])}; "
                      f"every server at once: +{fmt_us(added_all)}; floor: +{fmt_us(added_floor)}",
-            how="one echo call at a time, same pairs; the relay adds two stdio/ZeroMQ hops each way",
+            how="one echo call at a time, same pairs; the relay adds one process (main, holding the pipes serve handed it) each way",
             data=lat,
         ),
         Figure(

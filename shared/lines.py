@@ -8,10 +8,16 @@ native pipe transport when it is a pipe, else on a thread (a regular file, a ter
 
 import asyncio
 import json
+import logging
 import os
 import re
 import stat
 from collections.abc import Callable
+
+from shared import jsonrpc
+from shared.errors import RpcCode
+
+logger = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 4 << 20  # the SDK's own HTTP body limit; main's message limit applies to calls after it
 _CHUNK = 1 << 16
@@ -54,6 +60,31 @@ class LineSplitter:
             if end < 0:
                 return out
             start = end + 1
+
+
+    def leftover(self) -> bytes:
+        """The start of a line not yet complete (none while an oversized line is skipped)."""
+        return b"" if self._skipping is not None else bytes(self._buffer)
+
+
+def as_line(raw: bytes) -> bytes:
+    """One JSON-RPC message as one line for a stdio host (a message with newlines re-encoded)."""
+    return (jsonrpc.one_line(raw) if b"\n" in raw or b"\r" in raw else raw) + b"\n"
+
+
+def each_line(splitter: LineSplitter, chunk: bytes, deliver: Callable[[bytes], None],
+              answer: Callable[[bytes], None]) -> None:
+    """A host's chunk: every non-blank line to `deliver`; an oversized one is answered (`answer`)
+    with an error naming its size, since the host waits on its id."""
+    for line in splitter.feed(chunk):
+        if isinstance(line, Oversized):
+            logger.warning("refused a %d-byte message from the host (limit %d)", line.size, splitter.limit)
+            answer(jsonrpc.error_response(line.request_id(), RpcCode.INVALID_REQUEST,
+                                          f"message is over {splitter.limit:,} bytes (at least {line.size:,}); not read"))
+            continue
+        line = line.strip()
+        if line:
+            deliver(line)
 
 
 class Oversized:

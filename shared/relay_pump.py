@@ -12,12 +12,16 @@ way; the pump only keeps what it needs so the host is never left waiting:
   goes on; the server's answer to the replayed `initialize` is not passed to the host.
 
     offline ──attached──► online ──lost──► offline (replay before the next message)
+
+The pump runs in the gateway, or in main when a local `serve` handed main the host's pipes
+(shared/host_pipes.py): its `watcher` then tells serve what it would need to take over.
 """
 
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import count
+from typing import Protocol
 
 import msgspec
 
@@ -28,6 +32,16 @@ logger = logging.getLogger(__name__)
 
 MAX_WAITING = 1000  # messages held while main is unreachable; past it requests are answered at once
 Headers = dict[str, str] | None
+
+
+class PumpWatcher(Protocol):
+    """Who follows what the pump would need to go on elsewhere (main's host pipes tell serve)."""
+
+    def opened(self, request_id: jsonrpc.Id, method: str) -> None: ...
+
+    def done(self, request_id: jsonrpc.Id) -> None: ...
+
+    def handshake(self, raw: bytes) -> None: ...
 
 
 class Undeliverable(str):
@@ -49,6 +63,7 @@ class RelayPump:
     _replay: bool = False
     _replayed: set[jsonrpc.Id] = field(default_factory=set)
     _ids: "count[int]" = field(default_factory=count)
+    watcher: PumpWatcher | None = None
 
     # ---- from the host -------------------------------------------------------------------
 
@@ -56,18 +71,26 @@ class RelayPump:
         """`headers`: the HTTP routing headers the host sent with it (HTTP gateways only)."""
         envelope = jsonrpc.peek(raw)
         method = envelope.method
+        watcher = self.watcher
         if isinstance(method, str) and isinstance(envelope.id, (int, str)):  # a request (inline: every message)
             self._outstanding[envelope.id] = method
+            if watcher is not None:
+                watcher.opened(envelope.id, method)
             if method == "initialize":
                 self._initialize = raw
                 self._replay = False  # a host starting over: nothing to replay
+                if watcher is not None:
+                    watcher.handshake(raw)
         elif envelope.kind == "notification":
             if envelope.method == "notifications/initialized":
                 self._initialized = raw
+                if watcher is not None:
+                    watcher.handshake(raw)
             elif envelope.method == "notifications/cancelled":
                 request_id = envelope.params_dict().get("requestId")
-                if isinstance(request_id, (int, str)):
-                    self._outstanding.pop(request_id, None)  # the host expects no answer now
+                if isinstance(request_id, (int, str)) and self._outstanding.pop(request_id, None) is not None \
+                        and watcher is not None:  # the host expects no answer now
+                    watcher.done(request_id)
         if not self.online:
             if len(self._waiting) >= MAX_WAITING:
                 self._refuse(envelope, "too many messages wait for Elicitron's main to come back")
@@ -104,7 +127,10 @@ class RelayPump:
             if envelope.id in self._replayed:
                 self._replayed.discard(envelope.id)
                 return
-            self._outstanding.pop(envelope.id, None)
+            if self._outstanding.pop(envelope.id, None) is not None and self.watcher is not None:
+                self.to_host(raw)  # the host first: a `done` without its answer would leave the host waiting
+                self.watcher.done(envelope.id)
+                return
         self.to_host(raw)
 
     # ---- the link to main ------------------------------------------------------------------
@@ -125,6 +151,18 @@ class RelayPump:
         for request_id, method in outstanding.items():
             self.to_host(jsonrpc.error_response(request_id, RpcCode.SERVER_ERROR,
                                                 f"{method} to {self.server!r} was lost: {why}"))
+            if self.watcher is not None:
+                self.watcher.done(request_id)
+
+    def restore(self, handshake: list[bytes], outstanding: dict[jsonrpc.Id, str]) -> None:
+        """Take over a session another pump ran (main's, for host pipes): its handshake to replay
+        and the requests still open; `detached` or `lost` answers those next."""
+        for raw in handshake:
+            if jsonrpc.peek(raw).method == "initialize":
+                self._initialize = raw
+            else:
+                self._initialized = raw
+        self._outstanding.update(outstanding)
 
     def detached(self, why: str) -> None:
         self.online = False
@@ -138,9 +176,11 @@ class RelayPump:
 
     def _refuse(self, envelope: jsonrpc.Envelope, why: str) -> None:
         if envelope.kind == "request" and isinstance(envelope.id, (int, str)):
-            self._outstanding.pop(envelope.id, None)
+            was_open = self._outstanding.pop(envelope.id, None) is not None
             code = RpcCode.INVALID_PARAMS if isinstance(why, Undeliverable) else RpcCode.SERVER_ERROR
             self.to_host(jsonrpc.error_response(envelope.id, code, str(why)))
+            if was_open and self.watcher is not None:
+                self.watcher.done(envelope.id)
 
     @property
     def waiting(self) -> int:
