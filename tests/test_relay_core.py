@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from shared.relay_pump import RelayPump
 from main_process.hosts import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest
@@ -15,6 +14,7 @@ from main_process.relay import RelaySession
 from main_process.servers import ManagedServer
 from shared.elicit_params import ElicitParams
 from shared.messages import ChannelReply, ElicitationResult
+from shared.relay_pump import RelayPump
 
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
           "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 from kit.paths import DEMO_SERVER, PYTHON  # the kit lives in tests/
 
