@@ -9,8 +9,8 @@ shared/PROTOCOL.md alone.
 cli.py           the `serve` arguments (cli_process adds them) and `python -m gateway_process`
 relay_stdio.py   one host over stdio until it closes our stdin: `serve --server NAME` relays one
                  server's session (RelayedSession), `serve` every server's, merged (MergedRelay)
-relay_pump.py    RelayPump: one relayed session, nothing lost while main is away (sans-IO)
-relayed.py       RelayedSession: a pump over a host peer's link to main
+relayed.py       RelayedSession: a pump (shared/relay_pump.py) over a host peer's link to main
+handover.py      serve's side of host pipes: a local main holds the host's stdio, serve takes it back
 merge.py         MergedSession: one host, every server: `<server>__<name>`, capabilities merged,
                  requests routed, ids mapped both ways (sans-IO)
 merged_relay.py  MergedRelay: a MergedSession over one host peer's link, one RelayedSession per server
@@ -27,7 +27,6 @@ attachment.py    MainAttachment: the link to main attached on demand, the wait f
 names.py         `<server>__<tool>` naming and the combined instructions (pure)
 link.py          MainLink: the DEALER to main (hello, heartbeat, reattach, replies, pushes)
 link_events.py   LinkEvents: what a gateway hears from main through its link; tell_pushed()
-lines.py         newline-delimited JSON-RPC on descriptors (stdio)
 starter.py       start main in the background when none runs (`launch --no-window`)
 print_config.py  `serve --print-config`: entries for Claude Desktop, Cursor, VS Code
 """

@@ -1,11 +1,12 @@
 """serve's side of host pipes (shared/host_pipes.py, PROTOCOL.md §14, host pipes): hand a local main the
 host's stdin and stdout, wait while main holds them, and learn on their return what to go on with.
 
-While main holds the pipes, serve reads main's records at most every READ_EVERY_S (one wake-up for
-many records, none per message); the socket closing wakes it at once when it was idle.
+While main holds the pipes, serve drains main's records pipe every DRAIN_EVERY_S (one wake-up for
+many records, none per message) and when the socket wakes it: `over`, `back`, or main gone.
 """
 
 import asyncio
+import fcntl
 import logging
 import os
 import socket
@@ -23,7 +24,8 @@ from shared.host_pipes import Handover, RecordReader, send_handover
 
 logger = logging.getLogger(__name__)
 
-READ_EVERY_S: Final = 0.25
+DRAIN_EVERY_S: Final = 1.0
+RECORDS_PIPE_BYTES: Final = 1 << 20  # room for a second of records at any rate a host reaches
 ANSWER_TIMEOUT_S: Final = 5.0
 
 
@@ -38,10 +40,18 @@ class Returned:
     leftover: bytes = b""
 
 
+@dataclass
+class Handed:
+    """main holds the pipes: the socket it answers on and the records pipe's read end."""
+
+    sock: socket.socket
+    records_fd: int
+
+
 async def hand_over(connection: Path, window: str, session: str, server: str,
-                    stdin_fd: int, stdout_fd: int) -> socket.socket | None:
-    """The socket main holds our pipes on, or None (why logged) when it does not take them: a main
-    elsewhere, one without host pipes, or a refusal; serve then relays them itself."""
+                    stdin_fd: int, stdout_fd: int) -> Handed | None:
+    """main holds our pipes, or None (why logged) when it does not take them: a main elsewhere, one
+    without host pipes, or a refusal; serve then relays them itself."""
     if not (_is_pipe(stdin_fd) and _is_pipe(stdout_fd)):
         return None
     try:
@@ -54,21 +64,29 @@ async def hand_over(connection: Path, window: str, session: str, server: str,
     loop = asyncio.get_running_loop()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.setblocking(False)
+    records_fd, records_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        fcntl.fcntl(records_fd, fcntl.F_SETPIPE_SZ, RECORDS_PIPE_BYTES)
+    except OSError:
+        pass  # over the system's pipe-max-size: the default (64 KiB) still works, main buffers the rest
     try:
         await loop.sock_connect(sock, info.host_pipes)
         send_handover(sock, Handover(token=info.token, window=window, session=session, server=server),
-                      stdin_fd, stdout_fd)
+                      stdin_fd, stdout_fd, records_w)
         answer = await asyncio.wait_for(_first_record(loop, sock), ANSWER_TIMEOUT_S)
     except (OSError, TimeoutError, ValueError, msgspec.DecodeError) as exc:
         logger.info("not handing the pipes to main: %s", exc)
-        sock.close()
-        return None
+        answer = ("failed",)
+    finally:
+        os.close(records_w)  # main's copy alone: its end reads as EOF here
     if answer[0] != "accepted":
-        logger.info("main did not take the pipes: %s", answer[1] if len(answer) > 1 else answer[0])
+        if answer[0] == "refused":
+            logger.info("main did not take the pipes: %s", answer[1] if len(answer) > 1 else "no reason")
         sock.close()
+        os.close(records_fd)
         return None
     logger.info("main holds the host's pipes (session %s)", session)
-    return sock
+    return Handed(sock, records_fd)
 
 
 async def _first_record(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> tuple[object, ...]:
@@ -83,36 +101,43 @@ async def _first_record(loop: asyncio.AbstractEventLoop, sock: socket.socket) ->
             return records[0]
 
 
-async def returned(sock: socket.socket) -> Returned:
+async def returned(handed: Handed) -> Returned:
     """Until main gives the pipes back: `back` (main stops), `over`, or the socket closing (main
     went away: what was open is in the records)."""
     loop = asyncio.get_running_loop()
-    reader = RecordReader()
+    records = RecordReader()
+    control = RecordReader()
     state = Returned(over=False, why="Elicitron's main went away")
     try:
         while True:
-            await _readable(loop, sock)
-            if _drain(sock, reader, state):
+            woke = await _readable_within(loop, handed.sock, DRAIN_EVERY_S)
+            if not _drain_records(handed.records_fd, records, state):
                 return state
-            await asyncio.sleep(READ_EVERY_S)  # records pile up meanwhile: one wake-up reads them all
+            if woke and _control(handed.sock, control, state):
+                _drain_records(handed.records_fd, records, state)  # main wrote them before it ended
+                return state
     finally:
-        sock.close()
+        handed.sock.close()
+        os.close(handed.records_fd)
 
 
-def _readable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> "asyncio.Future[None]":
-    ready: asyncio.Future[None] = loop.create_future()
+async def _readable_within(loop: asyncio.AbstractEventLoop, sock: socket.socket, seconds: float) -> bool:
+    ready: asyncio.Future[bool] = loop.create_future()
 
-    def wake() -> None:
-        loop.remove_reader(sock.fileno())
+    def settle(readable: bool) -> None:
         if not ready.done():
-            ready.set_result(None)
-    loop.add_reader(sock.fileno(), wake)
-    ready.add_done_callback(lambda _: loop.remove_reader(sock.fileno()) if sock.fileno() >= 0 else None)
-    return ready
+            ready.set_result(readable)
+    loop.add_reader(sock.fileno(), settle, True)
+    timer = loop.call_later(seconds, settle, False)
+    try:
+        return await ready
+    finally:
+        timer.cancel()
+        loop.remove_reader(sock.fileno())
 
 
-def _drain(sock: socket.socket, reader: RecordReader, state: Returned) -> bool:
-    """Apply every record that came; True once the pipes are back."""
+def _control(sock: socket.socket, reader: RecordReader, state: Returned) -> bool:
+    """True once the pipes are back: `over`, `back`, or the socket closed."""
     while True:
         try:
             chunk = sock.recv(1 << 16)
@@ -123,24 +148,41 @@ def _drain(sock: socket.socket, reader: RecordReader, state: Returned) -> bool:
         if not chunk:
             return True
         try:
-            records = reader.feed(chunk)
+            got = reader.feed(chunk)
+        except (ValueError, msgspec.DecodeError) as exc:
+            logger.warning("main's host-pipes answer is unreadable (%s); taking the pipes back", exc)
+            return True
+        for kind, *values in got:
+            if kind == "over":
+                state.over, state.why = True, str(values[0]) if values else "the host closed it"
+                return True
+            if kind == "back":
+                state.why = "Elicitron's main stopped"
+                state.leftover = values[0] if values and isinstance(values[0], bytes) else b""
+                return True
+
+
+def _drain_records(fd: int, reader: RecordReader, state: Returned) -> bool:
+    """Apply every record waiting in the pipe; False when they cannot be read (take the pipes back)."""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return True
+        if not chunk:
+            return True  # main's end closed: what came is all there is
+        try:
+            got = reader.feed(chunk)
         except (ValueError, msgspec.DecodeError) as exc:
             logger.warning("main's host-pipes records are unreadable (%s); taking the pipes back", exc)
-            return True
-        for kind, *values in records:
+            return False
+        for kind, *values in got:
             if kind == "open" and len(values) == 2 and isinstance(values[0], (int, str)):
                 state.outstanding[values[0]] = str(values[1])
             elif kind == "done" and values and isinstance(values[0], (int, str)):
                 state.outstanding.pop(values[0], None)
             elif kind == "handshake" and values and isinstance(values[0], bytes):
                 state.handshake.append(values[0])
-            elif kind == "over":
-                state.over, state.why = True, str(values[0]) if values else "the host closed it"
-                return True
-            elif kind == "back":
-                state.why = "Elicitron's main stopped"
-                state.leftover = values[0] if values and isinstance(values[0], bytes) else b""
-                return True
 
 
 def _is_pipe(fd: int) -> bool:

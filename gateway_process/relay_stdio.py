@@ -9,6 +9,10 @@ server itself, exactly as with its direct entry; main decides only consent on th
 waiting when main is not running yet (it is started, as `elicitron launch` would), goes away, or the
 server's process ends.
 
+With `--server` and a local main, serve first hands main the host's pipes (handover.py) and waits:
+main reads and writes them itself until it gives them back (it stops, or went away), and serve
+goes on from what main told it.
+
 SIGTERM/SIGINT, or the host closing our stdin, end the session: main stops the server's process.
 """
 
@@ -94,6 +98,6 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
 async def _through_main(relayed: RelayedSession, out_fd: int) -> Returned | None:
     """A local main holds the host's pipes (no hop through serve) until it gives them back; None
     when it does not take them."""
-    sock = await hand_over(relayed.link.connection_path, relayed.link.window, relayed.pump.session,
-                           relayed.pump.server, 0, out_fd)
-    return None if sock is None else await returned(sock)
+    handed = await hand_over(relayed.link.connection_path, relayed.link.window, relayed.pump.session,
+                             relayed.pump.server, 0, out_fd)
+    return None if handed is None else await returned(handed)

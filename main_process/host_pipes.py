@@ -28,7 +28,7 @@ from typing import Final
 import msgspec
 
 from main_process.peers import Peer, RateLimiter
-from main_process.relay import Relay
+from main_process.relay import MAX_SESSIONS, MAX_SESSIONS_PER_PEER, Relay
 from shared import jsonrpc
 from shared.descriptors import DescriptorBudget
 from shared.host_pipes import Handover, decode_handover, receive_handover, record
@@ -38,6 +38,7 @@ from shared.relay_pump import RelayPump
 logger = logging.getLogger(__name__)
 
 HANDOVER_TIMEOUT_S: Final = 5.0
+RECORDS_FLUSH_S: Final = 3.0  # at the end, what the records pipe still holds waits for serve's drain
 MAX_WAITING_HANDOVERS: Final = 16  # connections that have not sent their handover yet
 PAUSE_S: Final = 0.05  # a host over its rate reads nothing for this long
 
@@ -120,7 +121,7 @@ class HostPipes:
             conn.close()
             return
         handover, peer = refusal
-        host = PipedHost(self, peer, handover, fds[0], fds[1], conn)
+        host = PipedHost(self, peer, handover, fds, conn)
         self.hosts.add(host)
         asyncio.ensure_future(host.start())
 
@@ -134,8 +135,12 @@ class HostPipes:
         peer = self._host_peer(handover.window)
         if peer is None or peer.role != "host":
             return "no host peer of this main has that window; say hello first"
-        if len(fds) != 2 or not all(_is_stream(fd) for fd in fds):
-            return "a handover carries the host's stdin and stdout (pipes or sockets)"
+        if len(fds) != 3 or not all(_is_stream(fd) for fd in fds[:2]) or not _is_fifo(fds[2]):
+            return "a handover carries the host's stdin and stdout (pipes or sockets) and a pipe for records"
+        if len(self.hosts) >= MAX_SESSIONS:
+            return f"main already holds {MAX_SESSIONS} hosts' pipes"
+        if sum(1 for host in self.hosts if host.peer is peer) >= MAX_SESSIONS_PER_PEER:
+            return f"this host peer already handed main {MAX_SESSIONS_PER_PEER} sessions' pipes"
         return handover, peer
 
     def pause(self, host: "PipedHost", body_bytes: int) -> bool:
@@ -167,8 +172,8 @@ class HostPipes:
         return self._relay
 
 
-class _Records(asyncio.Protocol):
-    """The socket to serve: records out; its closing means serve went away."""
+class _Control(asyncio.Protocol):
+    """The socket to serve: `accepted`, `over`, `back`; its closing means serve went away."""
 
     def __init__(self, host: "PipedHost") -> None:
         self._host = host
@@ -200,15 +205,16 @@ class PipedHost:
 
     ends_with_peer = False
 
-    def __init__(self, pipes: HostPipes, peer: Peer, handover: Handover, stdin_fd: int, stdout_fd: int,
+    def __init__(self, pipes: HostPipes, peer: Peer, handover: Handover, fds: list[int],
                  conn: socket.socket) -> None:
         self._pipes = pipes
         self.peer = peer
         self.handover = handover
-        self._stdin_fd = stdin_fd
-        self._stdout_fd = stdout_fd
+        self._fds = fds
+        self._stdin_fd, self._stdout_fd, self._records_fd = fds
         self._conn = conn
-        self._records: asyncio.Transport | None = None
+        self._control: asyncio.Transport | None = None
+        self._records: asyncio.WriteTransport | None = None
         self._stdin: asyncio.ReadTransport | None = None
         self._out: LineWriter | None = None
         self._splitter = LineSplitter()
@@ -221,8 +227,10 @@ class PipedHost:
         loop = asyncio.get_running_loop()
         try:
             self._out = await LineWriter.open(self._stdout_fd)
-            self._records, _ = await loop.create_unix_connection(lambda: _Records(self), sock=self._conn)
-            self._records.write(record("accepted"))
+            self._records, _ = await loop.connect_write_pipe(asyncio.Protocol,
+                                                             os.fdopen(self._records_fd, "wb", closefd=False))
+            self._control, _ = await loop.create_unix_connection(lambda: _Control(self), sock=self._conn)
+            self._control.write(record("accepted"))
             self._stdin, _ = await loop.connect_read_pipe(lambda: _HostStdin(self),
                                                           os.fdopen(self._stdin_fd, "rb", closefd=False))
         except OSError as exc:
@@ -279,21 +287,27 @@ class PipedHost:
         self._ended = True
         if self._out is not None:
             await self._out.flush()
-        if self._records is not None and not self._records.is_closing():
-            self._records.write(record("over" if kind == "over" else "back", value))
+        records = self._records
+        deadline = asyncio.get_running_loop().time() + RECORDS_FLUSH_S
+        while records is not None and records.get_write_buffer_size() and not records.is_closing() \
+                and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.01)  # serve drains the pipe every second; `back` must come after
+        if self._control is not None and not self._control.is_closing():
+            self._control.write(record("over" if kind == "over" else "back", value))
         self._finish()
 
     def _finish(self) -> None:
         self._ended = True
-        if self._stdin is not None:
-            self._stdin.close()
+        for transport in (self._stdin, self._records):
+            if transport is not None:
+                transport.close()
         if self._out is not None:
             self._out.close()
-        if self._records is not None:
-            self._records.close()
+        if self._control is not None:
+            self._control.close()
         else:
             self._conn.close()
-        for fd in (self._stdin_fd, self._stdout_fd):
+        for fd in self._fds:
             try:
                 os.close(fd)
             except OSError:
@@ -327,6 +341,13 @@ class PipedHost:
 def _peer_uid(conn: socket.socket) -> int:
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
     return int.from_bytes(creds[4:8], "little")
+
+
+def _is_fifo(fd: int) -> bool:
+    try:
+        return stat.S_ISFIFO(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 def _is_stream(fd: int) -> bool:

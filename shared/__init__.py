@@ -17,6 +17,10 @@ peer_socket.py      MainSocket: the DEALER under that core (file, CURVE, sends, 
 peer_requests.py    every request answered on a fresh response channel, built once; Answer, its waiter
 peer_asyncio.py     AsyncPeer: that core on an asyncio loop (the gateways' link, the asker, a web page)
 peer_blocking.py    BlockingPeer: that core in a blocking wait loop (the CLI's controller)
+relay_pump.py       RelayPump: one host's relayed session, nothing lost while main is away (sans-IO;
+                    in serve, or in main for a host whose pipes it holds)
+host_pipes.py       the handover of a local serve's stdio to main and the records main sends back
+lines.py            newline-delimited JSON-RPC on descriptors (stdio): split, write, oversized lines
 url_safety.py       inspect_url(): where a link really goes and whether it may open (both windows)
 web_devices.py      the web window's paired devices as on disk: the reader for `devices`, `status`
 addresses.py        is_loopback(): whether a host stays on this machine (`--mcp-http`'s check)

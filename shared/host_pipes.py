@@ -3,16 +3,20 @@
 A host that runs `elicitron serve --server NAME` pays for two extra processes on every message: its
 own pipe to serve, serve's ZeroMQ hop to main. When main runs on this machine, serve removes one:
 after its hello it connects to main's `hostPipes` Unix socket and passes its stdin and stdout
-(SCM_RIGHTS) with a `Handover`; main then reads the host's lines and writes the server's itself.
+and the write end of a pipe of its own (SCM_RIGHTS) with a `Handover`; main then reads the host's
+lines and writes the server's itself.
 
-What main tells serve from then on, length-prefixed msgpack `[kind, ...]` records serve reads only
-a few times a second (no wake-up per message):
+What main tells serve from then on, length-prefixed msgpack `[kind, ...]` records. On the pipe,
+which serve drains about once a second and when the socket wakes it (no wake-up per message):
 
-    accepted                  main holds the pipes now
-    refused  why              it does not (serve goes on relaying as before)
     open     id method        a request of the host is in flight
     done     id               it was answered (or failed, or cancelled)
     handshake raw             the host's `initialize` or `notifications/initialized`, to replay
+
+On the socket, which wakes serve at once (main writes them after the pipe's records have left):
+
+    accepted                  main holds the pipes now
+    refused  why              it does not (serve goes on relaying as before)
     over     why              the session ended for good (the host closed its stdin): serve exits
     back     leftover         main is stopping: the pipes are serve's again, with the bytes of a
                               line main had begun to read
@@ -87,8 +91,8 @@ class RecordReader:
         return records
 
 
-def send_handover(sock: socket.socket, handover: Handover, stdin_fd: int, stdout_fd: int) -> None:
-    socket.send_fds(sock, [encode_handover(handover)], [stdin_fd, stdout_fd])
+def send_handover(sock: socket.socket, handover: Handover, stdin_fd: int, stdout_fd: int, records_fd: int) -> None:
+    socket.send_fds(sock, [encode_handover(handover)], [stdin_fd, stdout_fd, records_fd])
 
 
 def receive_handover(sock: socket.socket) -> tuple[bytes, list[int]]:

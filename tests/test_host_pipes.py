@@ -142,7 +142,7 @@ def _hand_over(main: RunningMain, handover: Handover) -> tuple[object, ...]:
     try:
         sock.settimeout(10)
         sock.connect(info["hostPipes"])
-        send_handover(sock, handover, reader_fd, writer_fd)
+        send_handover(sock, handover, reader_fd, writer_fd, writer_fd)
         records = RecordReader()
         while True:
             chunk = sock.recv(4096)
