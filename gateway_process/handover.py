@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 DRAIN_EVERY_S: Final = 1.0
 RECORDS_PIPE_BYTES: Final = 1 << 20  # room for a second of records at any rate a host reaches
-ANSWER_TIMEOUT_S: Final = 5.0
+ANSWER_TIMEOUT_S: Final = 30.0  # a main this slow to answer would be as slow relaying: waiting is no loss
 
 
 @dataclass

@@ -38,7 +38,7 @@ from shared.relay_pump import RelayPump
 logger = logging.getLogger(__name__)
 
 HANDOVER_TIMEOUT_S: Final = 5.0
-RECORDS_FLUSH_S: Final = 3.0  # at the end, what the records pipe still holds waits for serve's drain
+END_FLUSH_S: Final = 5.0  # at the end, what the host and serve are still owed may take this long to leave
 MAX_WAITING_HANDOVERS: Final = 16  # connections that have not sent their handover yet
 PAUSE_S: Final = 0.05  # a host over its rate reads nothing for this long
 
@@ -221,7 +221,8 @@ class PipedHost:
         self.pump = RelayPump(server=handover.server, session=handover.session, to_main=self._to_main,
                               to_host=self._to_host, online=True, watcher=self)
         self._relay = pipes.relay
-        self._ended = False
+        self._ended = False  # no more of the host's messages are taken
+        self._finished = False  # every descriptor closed
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -268,7 +269,8 @@ class PipedHost:
         asyncio.ensure_future(self._end_with("over", "the host closed it"))
 
     def serve_gone(self) -> None:
-        if not self._ended:
+        """Also while an end waits on a host that reads nothing: serve's going ends that wait."""
+        if not self._finished:
             self._relay.end_pipes(self.peer, self.handover.session, "the host went away")
             self._finish()
 
@@ -285,24 +287,32 @@ class PipedHost:
 
     async def _end_with(self, kind: str, value: str | bytes) -> None:
         self._ended = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + END_FLUSH_S
         if self._out is not None:
-            await self._out.flush()
+            try:  # a host that reads nothing more must not hold main's stop or the session's end
+                await asyncio.wait_for(self._out.flush(), END_FLUSH_S)
+            except TimeoutError:
+                logger.info("host pipes: %r read nothing for %.0f s; ending its session", self.peer.name, END_FLUSH_S)
         records = self._records
-        deadline = asyncio.get_running_loop().time() + RECORDS_FLUSH_S
         while records is not None and records.get_write_buffer_size() and not records.is_closing() \
-                and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.01)  # serve drains the pipe every second; `back` must come after
+                and loop.time() < deadline and not self._finished:
+            await asyncio.sleep(0.01)  # (rare: the pipe was full) serve drains it every second; `back` comes after
+        if self._finished:
+            return
         if self._control is not None and not self._control.is_closing():
             self._control.write(record("over" if kind == "over" else "back", value))
         self._finish()
 
     def _finish(self) -> None:
         self._ended = True
-        for transport in (self._stdin, self._records):
-            if transport is not None:
-                transport.close()
+        self._finished = True
+        if self._stdin is not None:
+            self._stdin.close()
+        if self._records is not None:  # abort: their descriptors close below, and numbers are reused
+            self._records.abort()
         if self._out is not None:
-            self._out.close()
+            self._out.abort()
         if self._control is not None:
             self._control.close()
         else:

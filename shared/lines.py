@@ -241,3 +241,11 @@ class LineWriter:
             self._task.cancel()
         if self._stream is not None:
             self._stream.close()
+
+    def abort(self) -> None:
+        """Close now, dropping what has not left (its descriptor is about to be closed and reused)."""
+        self.closed = True
+        if self._task is not None:
+            self._task.cancel()
+        if self._pipe is not None:
+            self._pipe.abort()
