@@ -11,9 +11,10 @@ import logging
 import os
 import socket
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 import msgspec
 
@@ -136,53 +137,54 @@ async def _readable_within(loop: asyncio.AbstractEventLoop, sock: socket.socket,
         loop.remove_reader(sock.fileno())
 
 
-def _control(sock: socket.socket, reader: RecordReader, state: Returned) -> bool:
-    """True once the pipes are back: `over`, `back`, or the socket closed."""
+Stream = Literal["open", "ended", "unreadable"]
+
+
+def _available(read: Callable[[], bytes], reader: RecordReader) -> tuple[list[tuple[object, ...]], Stream]:
+    """The records that have come, and the stream's state."""
+    got: list[tuple[object, ...]] = []
     while True:
         try:
-            chunk = sock.recv(1 << 16)
+            chunk = read()
         except (BlockingIOError, InterruptedError):
-            return False
+            return got, "open"
         except OSError:
-            return True
+            return got, "ended"
         if not chunk:
-            return True
+            return got, "ended"
         try:
-            got = reader.feed(chunk)
+            got += reader.feed(chunk)
         except (ValueError, msgspec.DecodeError) as exc:
-            logger.warning("main's host-pipes answer is unreadable (%s); taking the pipes back", exc)
+            logger.warning("main's host-pipes records are unreadable (%s); taking the pipes back", exc)
+            return got, "unreadable"
+
+
+def _control(sock: socket.socket, reader: RecordReader, state: Returned) -> bool:
+    """True once the pipes are back: `over`, `back`, or the socket closed."""
+    got, stream = _available(lambda: sock.recv(1 << 16), reader)
+    for kind, *values in got:
+        if kind == "over":
+            state.over, state.why = True, str(values[0]) if values else "the host closed it"
             return True
-        for kind, *values in got:
-            if kind == "over":
-                state.over, state.why = True, str(values[0]) if values else "the host closed it"
-                return True
-            if kind == "back":
-                state.why = "Elicitron's main stopped"
-                state.leftover = values[0] if values and isinstance(values[0], bytes) else b""
-                return True
+        if kind == "back":
+            state.why = "Elicitron's main stopped"
+            state.leftover = values[0] if values and isinstance(values[0], bytes) else b""
+            return True
+    return stream != "open"
 
 
 def _drain_records(fd: int, reader: RecordReader, state: Returned) -> bool:
-    """Apply every record waiting in the pipe; False when they cannot be read (take the pipes back)."""
-    while True:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except (BlockingIOError, InterruptedError):
-            return True
-        if not chunk:
-            return True  # main's end closed: what came is all there is
-        try:
-            got = reader.feed(chunk)
-        except (ValueError, msgspec.DecodeError) as exc:
-            logger.warning("main's host-pipes records are unreadable (%s); taking the pipes back", exc)
-            return False
-        for kind, *values in got:
-            if kind == "open" and len(values) == 2 and isinstance(values[0], (int, str)):
-                state.outstanding[values[0]] = str(values[1])
-            elif kind == "done" and values and isinstance(values[0], (int, str)):
-                state.outstanding.pop(values[0], None)
-            elif kind == "handshake" and values and isinstance(values[0], bytes):
-                state.handshake.append(values[0])
+    """Apply every record waiting in the pipe; False when they cannot be read (take the pipes back).
+    (The pipe's end is no news: main's socket says when it is done.)"""
+    got, stream = _available(lambda: os.read(fd, 1 << 16), reader)
+    for kind, *values in got:
+        if kind == "open" and len(values) == 2 and isinstance(values[0], (int, str)):
+            state.outstanding[values[0]] = str(values[1])
+        elif kind == "done" and values and isinstance(values[0], (int, str)):
+            state.outstanding.pop(values[0], None)
+        elif kind == "handshake" and values and isinstance(values[0], bytes):
+            state.handshake.append(values[0])
+    return stream != "unreadable"
 
 
 def _is_pipe(fd: int) -> bool:

@@ -81,6 +81,7 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
             if back is not None:  # main stopped or went away: go on relaying, the handshake replayed
                 relayed.pump.restore(back.handshake, back.outstanding)
                 relayed.pump.detached(back.why)
+                relayed.link.check_main()  # a killed main's link is let go now, not at its next tick
                 each_line(splitter, back.leftover, relayed.from_host, to_host)
         await feed_chunks(0, lambda chunk: each_line(splitter, chunk, relayed.from_host, to_host))  # (no frame of its own)
         await out.flush()  # what the host is owed goes out before we leave

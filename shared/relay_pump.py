@@ -148,6 +148,10 @@ class RelayPump:
         self._replayed.clear()
         self._replay = self._initialize is not None
         outstanding, self._outstanding = self._outstanding, {}
+        for raw, _ in self._waiting:  # not sent yet: they go to the next session, not lost
+            waiting_id = jsonrpc.peek(raw).id
+            if isinstance(waiting_id, (int, str)) and waiting_id in outstanding:
+                self._outstanding[waiting_id] = outstanding.pop(waiting_id)
         for request_id, method in outstanding.items():
             self.to_host(jsonrpc.error_response(request_id, RpcCode.SERVER_ERROR,
                                                 f"{method} to {self.server!r} was lost: {why}"))

@@ -20,6 +20,7 @@ from kit.procs import end_process
 from kit.window import WindowProcess, start_window
 
 if TYPE_CHECKING:
+    from gateway_kit import HostLoop
     from playwright.sync_api import Browser
 
 # Fixtures that start processes: every test using one (directly or through another) is `slow`.
@@ -135,3 +136,14 @@ def browser() -> "Iterator[Browser]":
 
     with chromium() as running:
         yield running
+
+
+@pytest.fixture
+def hosts() -> Iterator["HostLoop"]:
+    """One asyncio loop on a thread for every MCP host of a test (gateway_kit.Host)."""
+    from gateway_kit import HostLoop  # (mcp loads only for the tests that use it)
+
+    loop = HostLoop()
+    yield loop
+    loop.close()
+

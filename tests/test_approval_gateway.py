@@ -24,12 +24,6 @@ def consent_mains(tmp_path: Path) -> Iterator[ConsentMains]:
     yield from started_mains(tmp_path)
 
 
-@pytest.fixture
-def hosts() -> Iterator[HostLoop]:
-    loop = HostLoop()
-    yield loop
-    loop.close()
-
 
 def open_window(qtbot: QtBot, main: ConsentMain) -> MainWindow:
     bridge = MainBridge(main.connection, "approver")

@@ -48,12 +48,6 @@ def consent_mains(tmp_path: Path) -> Iterator[ConsentMains]:
     yield from started_mains(tmp_path)
 
 
-@pytest.fixture
-def hosts() -> Iterator[HostLoop]:
-    loop = HostLoop()
-    yield loop
-    loop.close()
-
 
 def answered_call(window: WirePeer, channel: str) -> dict[str, Any]:
     """The demo `ask` tool's result: the answer as the server received it."""

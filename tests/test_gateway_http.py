@@ -3,7 +3,7 @@
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import mcp_types as types
@@ -19,12 +19,6 @@ pytestmark = pytest.mark.slow  # real mains, gateways and hosts
 
 LIST_TOOLS = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
 
-
-@pytest.fixture
-def hosts() -> Iterator[HostLoop]:
-    loop = HostLoop()
-    yield loop
-    loop.close()
 
 
 @pytest.fixture

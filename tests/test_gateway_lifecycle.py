@@ -7,7 +7,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +26,6 @@ pytestmark = pytest.mark.slow  # real mains, gateways and hosts
 
 HOST_SCRIPT = ROOT / "tests" / "gateway_host_script.py"
 
-
-@pytest.fixture
-def hosts() -> Iterator[HostLoop]:
-    loop = HostLoop()
-    yield loop
-    loop.close()
 
 
 def _probe_and_demo(main_factory: Callable[..., RunningMain]) -> RunningMain:

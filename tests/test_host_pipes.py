@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +29,6 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                          "clientInfo": {"name": "pipes-test", "version": "1"}}}
 
-
-@pytest.fixture
-def hosts() -> Iterator[HostLoop]:
-    loop = HostLoop()
-    yield loop
-    loop.close()
 
 
 @pytest.fixture
@@ -88,51 +83,51 @@ def test_main_holds_the_hosts_pipes_and_the_host_closing_its_stdin_ends_serve_an
         end_process(proc)
 
 
-def test_a_main_killed_mid_call_fails_the_call_and_the_next_call_reaches_a_new_main(
-        hosts: HostLoop, tmp_path: Path) -> None:
+@contextmanager
+def _host_of_its_own_main(hosts: HostLoop, tmp_path: Path, name: str) -> Iterator[tuple[Host, Path]]:
+    """A host on `serve --server probe --config ...` with no main running: serve starts one, then
+    hands it the pipes. Its connection file, to stop or kill that main."""
     runtime = short_tmp_dir()
     connection = runtime / "connection.json"
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"probe": probe_entry()}, "elicitron": {"autoOpenWindow": False}}))
-    host = Host(hosts, serve_params(connection, "--server", "probe", "--config", str(config)), "doomed")
+    host = Host(hosts, serve_params(connection, "--server", "probe", "--config", str(config)), name)
     try:
-        host.open(120)  # serve starts main, then hands it the pipes
+        host.open(120)
+        yield host, connection
+    finally:
+        host.close()
+        _stop(connection)
+        subprocess.run(["rm", "-rf", str(runtime)], check=False)
+
+
+def _stop(connection: Path) -> "subprocess.CompletedProcess[bytes]":
+    return subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
+                          check=False, capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
+
+
+def test_a_main_killed_mid_call_fails_the_call_and_the_next_call_reaches_a_new_main(
+        hosts: HostLoop, tmp_path: Path) -> None:
+    with _host_of_its_own_main(hosts, tmp_path, "doomed") as (host, connection):
         first_pid = host.call("pid").structured_content
         blocked = host.start(lambda client: client.call_tool("block", {"tag": "killed"}))
-        main_pid = json.loads(connection.read_text())["pid"]
-        os.kill(main_pid, signal.SIGKILL)
+        host.call("count", {"steps": 0})  # the blocked call is at the server by now (one session, in order)
+        os.kill(json.loads(connection.read_text())["pid"], signal.SIGKILL)
         with pytest.raises(MCPError, match="main went away"):
             blocked.result(30)  # an answer, not a wait: serve knew the call was open
         again = host.call("pid", timeout=120).structured_content  # a new main, the handshake replayed
         assert isinstance(again, dict) and again != first_pid
-    finally:
-        host.close()
-        subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
-                       check=False, capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
-        subprocess.run(["rm", "-rf", str(runtime)], check=False)
 
 
 def test_main_stopping_answers_the_open_call_and_gives_the_pipes_back(hosts: HostLoop, tmp_path: Path) -> None:
-    runtime = short_tmp_dir()
-    connection = runtime / "connection.json"
-    config = tmp_path / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"probe": probe_entry()}, "elicitron": {"autoOpenWindow": False}}))
-    host = Host(hosts, serve_params(connection, "--server", "probe", "--config", str(config)), "stopped")
-    try:
-        host.open(120)
+    with _host_of_its_own_main(hosts, tmp_path, "stopped") as (host, connection):
         blocked = host.start(lambda client: client.call_tool("block", {"tag": "stopped"}))
-        host.call("count", {"steps": 0})  # the blocked call is at the server by now (one session, in order)
-        stopped = subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
-                                 check=False, capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
+        host.call("count", {"steps": 0})
+        stopped = _stop(connection)
         assert stopped.returncode == 0, stopped.stderr
         with pytest.raises(MCPError, match="main is stopping"):
             blocked.result(30)
         assert text_of(host.call("count", {"steps": 1}, timeout=120)) == "counted to 1"  # main started anew
-    finally:
-        host.close()
-        subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
-                       check=False, capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
-        subprocess.run(["rm", "-rf", str(runtime)], check=False)
 
 
 def _hand_over(main: RunningMain, handover: Handover) -> tuple[object, ...]:

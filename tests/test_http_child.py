@@ -24,12 +24,6 @@ from shared.descriptors import CEILING
 pytestmark = pytest.mark.slow  # real mains, HTTP children and hosts
 
 
-@pytest.fixture
-def hosts() -> Iterator[HostLoop]:
-    loop = HostLoop()
-    yield loop
-    loop.close()
-
 
 @pytest.fixture
 def home() -> Iterator[Path]:

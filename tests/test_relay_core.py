@@ -483,3 +483,17 @@ def test_a_pump_taking_over_answers_what_was_open_and_replays_the_handshake() ->
     replay, initialized, listing = decoded(wire.main)
     assert replay["method"] == "initialize" and replay["params"] == {"capabilities": {"x": {}}}
     assert initialized["method"] == "notifications/initialized" and listing["id"] == 6
+
+
+def test_a_loss_while_messages_wait_for_main_answers_only_what_was_sent() -> None:
+    wire = Pump()
+    pump = wire.make()
+    pump.attached()
+    pump.from_host(req(1, "tools/call", {"name": "sent"}))
+    pump.detached("Elicitron's main went away")
+    pump.from_host(req(2, "tools/list"))  # waits for the next main
+    pump.lost("Elicitron's main went away (its pid is gone)")
+    assert [m["id"] for m in decoded(wire.host)] == [1]
+    wire.main.clear()
+    pump.attached()
+    assert [m.get("id") for m in decoded(wire.main)] == [2]

@@ -223,12 +223,6 @@ def mains_of(home: Path) -> list[int]:
     return found
 
 
-@pytest.fixture
-def hosts() -> Iterator[HostLoop]:
-    loop = HostLoop()
-    yield loop
-    loop.close()
-
 
 @pytest.fixture
 def desktop() -> Iterator[Desktop]:
