@@ -227,13 +227,13 @@ class PipedHost:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         try:
-            self._out = await LineWriter.open(self._stdout_fd)
-            self._records, _ = await loop.connect_write_pipe(asyncio.Protocol,
-                                                             os.fdopen(self._records_fd, "wb", closefd=False))
+            # Each transport gets a descriptor of its own and closes it (uvloop closes what it was
+            # given even with closefd=False); the ones serve sent are closed by _finish alone.
+            self._out = await LineWriter.open(os.dup(self._stdout_fd), own=True)
+            self._records, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(os.dup(self._records_fd), "wb"))
             self._control, _ = await loop.create_unix_connection(lambda: _Control(self), sock=self._conn)
             self._control.write(record("accepted"))
-            self._stdin, _ = await loop.connect_read_pipe(lambda: _HostStdin(self),
-                                                          os.fdopen(self._stdin_fd, "rb", closefd=False))
+            self._stdin, _ = await loop.connect_read_pipe(lambda: _HostStdin(self), os.fdopen(os.dup(self._stdin_fd), "rb"))
         except OSError as exc:
             logger.warning("host pipes: could not take %r's pipes: %s", self.peer.name, exc)
             self._finish()
@@ -309,7 +309,7 @@ class PipedHost:
         self._finished = True
         if self._stdin is not None:
             self._stdin.close()
-        if self._records is not None:  # abort: their descriptors close below, and numbers are reused
+        if self._records is not None:  # (what serve was owed no longer matters)
             self._records.abort()
         if self._out is not None:
             self._out.abort()

@@ -168,13 +168,19 @@ class LineWriter:
         self._task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, fd: int) -> "LineWriter":
+    async def open(cls, fd: int, *, own: bool = False) -> "LineWriter":
+        """`own`: `fd` is the writer's to close, and must be a pipe or a socket (uvloop's transport
+        closes the descriptor it was given whatever the file object says, asyncio's only with it,
+        so one that someone else closes too could be closed again once its number is reused)."""
         writer = cls(fd)
         loop = asyncio.get_running_loop()
+        pipe_file = os.fdopen(fd, "wb", closefd=own)
         try:
-            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin,
-                                                                os.fdopen(fd, "wb", closefd=False))
+            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe_file)
         except (ValueError, OSError):  # a regular file or a terminal
+            if own:
+                pipe_file.close()
+                raise
             writer._queue = asyncio.Queue()
             writer._task = asyncio.ensure_future(writer._write_on_thread())
             return writer

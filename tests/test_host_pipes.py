@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,27 @@ def test_main_holds_the_hosts_pipes_and_the_host_closing_its_stdin_ends_serve_an
         assert host_stdin not in _pipes_of(probe_main.pid)
     finally:
         end_process(proc)
+
+
+
+def test_hosts_coming_and_going_at_once_each_get_their_own_answers(probe_main: RunningMain) -> None:
+    """Sessions end while others start: a descriptor main closed is soon another host's number, so
+    closing one twice would cut another host off (uvloop's transports close what they were given)."""
+    def one(index: int) -> tuple[int, str]:
+        proc = _serve(probe_main.connection, "--server", "probe")
+        try:
+            _ask(proc, INITIALIZE)
+            answer = _ask(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                 "params": {"name": "add", "arguments": {"a": index, "b": 1}}})
+            assert proc.stdin is not None
+            proc.stdin.close()
+            return proc.wait(timeout=30), json.dumps(answer["result"]["structuredContent"])
+        finally:
+            end_process(proc)
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(one, range(18)))
+    assert results == [(0, json.dumps({"sum": index + 1})) for index in range(18)]
 
 
 @contextmanager
