@@ -10,7 +10,6 @@ import fcntl
 import logging
 import os
 import socket
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from shared import jsonrpc
 from shared.connection_file import read_connection_file
 from shared.errors import ConnectionFileError
 from shared.host_pipes import Handover, RecordReader, send_handover
+from shared.lines import is_pipe_or_socket
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ async def hand_over(connection: Path, window: str, session: str, server: str,
                     stdin_fd: int, stdout_fd: int) -> Handed | None:
     """main holds our pipes, or None (why logged) when it does not take them: a main elsewhere, one
     without host pipes, or a refusal; serve then relays them itself."""
-    if not (_is_pipe(stdin_fd) and _is_pipe(stdout_fd)):
+    if not (is_pipe_or_socket(stdin_fd) and is_pipe_or_socket(stdout_fd)):
         return None
     try:
         info = read_connection_file(connection)
@@ -186,10 +186,3 @@ def _drain_records(fd: int, reader: RecordReader, state: Returned) -> bool:
             state.handshake.append(values[0])
     return stream != "unreadable"
 
-
-def _is_pipe(fd: int) -> bool:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)

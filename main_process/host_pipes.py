@@ -32,7 +32,7 @@ from main_process.relay import MAX_SESSIONS, MAX_SESSIONS_PER_PEER, Relay
 from shared import jsonrpc
 from shared.descriptors import DescriptorBudget
 from shared.host_pipes import Handover, decode_handover, receive_handover, record
-from shared.lines import LineSplitter, LineWriter, as_line, each_line
+from shared.lines import LineSplitter, LineWriter, as_line, each_line, is_pipe_or_socket
 from shared.relay_pump import RelayPump
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class HostPipes:
         peer = self._host_peer(handover.window)
         if peer is None or peer.role != "host":
             return "no host peer of this main has that window; say hello first"
-        if len(fds) != 3 or not all(_is_stream(fd) for fd in fds[:2]) or not _is_fifo(fds[2]):
+        if len(fds) != 3 or not all(is_pipe_or_socket(fd) for fd in fds[:2]) or not _is_fifo(fds[2]):
             return "a handover carries the host's stdin and stdout (pipes or sockets) and a pipe for records"
         if len(self.hosts) >= MAX_SESSIONS:
             return f"main already holds {MAX_SESSIONS} hosts' pipes"
@@ -359,10 +359,3 @@ def _is_fifo(fd: int) -> bool:
     except OSError:
         return False
 
-
-def _is_stream(fd: int) -> bool:
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)

@@ -131,6 +131,15 @@ class _Feed(asyncio.Protocol):
             self._done.set_result(None)
 
 
+def is_pipe_or_socket(fd: int) -> bool:
+    """What the loop's pipe transports take (not a regular file, a terminal or /dev/null)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
 async def feed_chunks(fd: int, feed: Callable[[bytes], None]) -> None:
     """Hand what arrives on `fd` to `feed` until EOF: in the loop's own callback when `fd` is a
     pipe or a socket (no task switch per chunk), else from a thread's reads (a file, a terminal,
@@ -138,8 +147,7 @@ async def feed_chunks(fd: int, feed: Callable[[bytes], None]) -> None:
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
     try:
-        mode = os.fstat(fd).st_mode
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        if not is_pipe_or_socket(fd):
             raise ValueError("not a pipe")
         transport, _ = await loop.connect_read_pipe(lambda: _Feed(feed, done), os.fdopen(fd, "rb", closefd=False))
     except (ValueError, OSError):  # a regular file or a terminal
