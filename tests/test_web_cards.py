@@ -30,8 +30,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(chromium_missing() is not Non
 
 TIMEOUT_MS = 10_000
 ASK_TIMEOUT_S = 30
-NOTIFIED = ("const list = (await (await navigator.serviceWorker.ready).getNotifications())"
-            ".map((n) => ({title: n.title, body: n.body, tag: n.tag}))")  # what the page has on show
+# What the page has on show, as of the last look: wait_for_function does not await an async
+# predicate (its promise counts as true at once), so each poll starts a look and reads the last one.
+NOTIFIED = ("navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((list) => {"
+            " window.testShown = list.map((n) => ({title: n.title, body: n.body, tag: n.tag})); });"
+            " const list = window.testShown")
 
 
 @pytest.fixture(scope="module")
@@ -206,14 +209,14 @@ def test_a_card_arriving_while_the_page_is_hidden_is_notified_without_its_values
     hidden = host.call_tool("demo", "ask", {"message": "The secret is hunter2"})
     card = page.locator("#cards article").filter(has_text="The secret is hunter2")
     card.wait_for(timeout=TIMEOUT_MS)
-    shown = page.wait_for_function(f"async () => {{ {NOTIFIED}; return list.length ? list : null; }}",
+    shown = page.wait_for_function(f"() => {{ {NOTIFIED}; return list && list.length ? list : null; }}",
                                    timeout=TIMEOUT_MS).json_value()
     channel = (card.get_attribute("aria-labelledby") or "").removesuffix("-h")
     assert shown == [{"title": "Elicitron: a request is waiting", "body": "demo asks for input", "tag": channel}]
     page.evaluate("() => { window.testHidden = false; }")
     card.get_by_role("button", name="Decline", exact=True).click()
     assert _result(host.expect_topic(hidden, timeout_s=15))["action"] == "decline"
-    page.wait_for_function(f"async () => {{ {NOTIFIED}; return list.length === 0; }}",
+    page.wait_for_function(f"() => {{ {NOTIFIED}; return list !== undefined && list.length === 0; }}",
                            timeout=TIMEOUT_MS)  # the answered card's notification is gone
     page.locator("#cards article").get_by_role("button", name="Decline", exact=True).click()
     assert _result(host.expect_topic(seen, timeout_s=15))["action"] == "decline"
