@@ -177,7 +177,11 @@ class BearerProxy:
             writer.transport.abort()  # each connection's reads then end, and its task with them
         tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
         if tasks:
-            await asyncio.wait(tasks, timeout=5)
+            _, left = await asyncio.wait(tasks, timeout=5)
+            for task in left:  # a connection accepted as the others were aborted: nobody ends it
+                task.cancel()
+            if left:
+                await asyncio.wait(left, timeout=5)
         self.loop.call_soon(self.loop.stop)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
