@@ -125,9 +125,10 @@ class _Modern:
 
     @property
     def params(self) -> dict[str, Any]:
+        """Raises msgspec.DecodeError when the request is not strict JSON (checked before any of
+        it is passed on)."""
         if isinstance(self.given, bytes):
-            message = _decode_object(self.given)
-            params = message.get("params") if message is not None else None
+            params = jsonrpc.strict_object(self.given).get("params")
             self.given = params if isinstance(params, dict) else {}
         return self.given
 
@@ -185,6 +186,7 @@ class RelaySession:
     _continuations: dict[str, None] = field(default_factory=dict)  # requestStates the host got (bounded)
     _modern_host: tuple[Any, bool, bool] | None = None  # the last clientInfo and modes of an envelope
     _last_meta: tuple[bytes, _Declared] | None = None  # a host sends the same `_meta` every time
+    unreadable: int = 0  # messages refused as not strict JSON-RPC (for the log's limit)
     closed: bool = False
 
     # ---- host -> server ----------------------------------------------------------------
@@ -193,7 +195,10 @@ class RelaySession:
         """`headers`: the host's HTTP routing headers for this message (for a server over HTTP)."""
         if raw[:1] != b"{" and jsonrpc.is_batch(raw):  # (an object, the usual case, is never one)
             items = jsonrpc.split_batch(raw)
-            if items is not None and any(self._decides(jsonrpc.peek(item)) for item in items):
+            if items is None:
+                self._host_unreadable(raw)
+                return
+            if any(self._decides(jsonrpc.peek(item)) for item in items):
                 for item in items:  # consent is decided per call; the server gets them one by one
                     self._from_host_one(item, None)
                 return
@@ -204,10 +209,33 @@ class RelaySession:
     @staticmethod
     def _decides(envelope: jsonrpc.Envelope) -> bool:
         return envelope.method in ("initialize", "tools/call") or envelope.kind == "response" \
-            or envelope.kind == "request"
+            or envelope.kind == "request" or not jsonrpc.readable(envelope)
 
     def _from_host_one(self, raw: bytes, headers: Headers) -> None:
         envelope = jsonrpc.peek(raw)
+        if not jsonrpc.readable(envelope):
+            self._host_unreadable(raw)
+            return
+        try:
+            self._from_host_read(envelope, raw, headers)
+        except (msgspec.DecodeError, RecursionError) as exc:  # a value `peek` skipped is not strict JSON
+            request_id = envelope.id
+            if isinstance(request_id, (int, str)):
+                self._modern.pop(request_id, None)
+                self._held.pop(request_id, None)
+            self._host_unreadable(raw, f"Parse error: not strict JSON ({exc})")
+
+    def _host_unreadable(self, raw: bytes, why: str | None = None) -> None:
+        """Never passed on: the server's parser may read what we could not (a NaN, a float id)
+        and run a call no one decided. A request gets its error; anything else is dropped."""
+        request_id, is_request, code, default_why = jsonrpc.unreadable_error(raw)
+        if why is not None:
+            code = jsonrpc.PARSE_ERROR
+        _log_unreadable(self, "host", why or default_why)
+        if is_request or request_id is None:
+            self.ports.to_host(self, jsonrpc.error_response(request_id, code, f"{why or default_why}; not sent to the server"))
+
+    def _from_host_read(self, envelope: jsonrpc.Envelope, raw: bytes, headers: Headers) -> None:
         method = envelope.method
         request_id = envelope.id
         # Every message of a session comes this way, so its kind is read here, not in Envelope.kind.
@@ -231,6 +259,9 @@ class RelaySession:
         if kind == "response":
             if not self._host_answered(envelope, raw):
                 return
+        elif kind == "notification" and method == "tools/call":  # (an SDK's reading of a call with a float id)
+            _log_unreadable(self, "host", "a tools/call without an id is not a call; dropped")
+            return
         elif kind == "notification" and envelope.method == "notifications/cancelled":
             request_id = envelope.params_dict().get("requestId")
             if isinstance(request_id, (int, str)) and request_id in self._held:
@@ -246,9 +277,9 @@ class RelaySession:
 
     def _initialize(self, raw: bytes) -> bytes:
         """Note what the host can answer; tell the server its client answers elicitation."""
-        message = _decode_object(raw)
-        params = message.get("params") if message is not None else None
-        if message is None or not isinstance(params, dict):
+        message = jsonrpc.strict_object(raw)  # raises for what is not strict JSON: never passed on
+        params = message.get("params")
+        if not isinstance(params, dict):
             return raw
         self.host_form, self.host_url = _declare_elicitation(params, "capabilities")
         self.ports.note_host(self, params.get("clientInfo"), self.host_form, self.host_url)
@@ -293,11 +324,16 @@ class RelaySession:
         tool = params.get("name")
         arguments = params.get("arguments")
         state = params.get("requestState")
-        if not isinstance(tool, str) or not isinstance(arguments, (dict, type(None))) \
-                or (isinstance(state, str) and state in self._continuations):
-            # Malformed (the server answers it as it would direct), or the retry of a call that was
-            # decided already (it continues after an input round).
+        if isinstance(state, str) and state in self._continuations:
+            # The retry of a call that was decided already (it continues after an input round).
             self._send_on_call(request_id, raw, headers)
+            return
+        if not isinstance(tool, str) or not isinstance(arguments, (dict, type(None))):
+            # Not passed on: a laxer server could read a tool out of what we cannot decide on.
+            self._modern.pop(request_id, None)
+            self.ports.to_host(self, jsonrpc.error_response(
+                request_id, RpcCode.INVALID_PARAMS,
+                "Invalid params: tools/call needs a string `name` and an object `arguments`; not sent to the server"))
             return
 
         def send_on() -> None:
@@ -349,6 +385,33 @@ class RelaySession:
         if self.closed:
             return
         envelope = jsonrpc.peek(raw)
+        if not jsonrpc.readable(envelope):
+            self._server_unreadable(raw)
+            return
+        try:
+            self._from_server_read(envelope, raw)
+        except (msgspec.DecodeError, RecursionError) as exc:  # a value `peek` skipped is not strict JSON
+            self._server_unreadable(raw, f"Parse error: not strict JSON ({exc})")
+
+    def _server_unreadable(self, raw: bytes, why: str | None = None) -> None:
+        """Never passed on (an elicitation the host was not to see, say): a request of the server
+        gets its error; an answer to the host's request becomes an error for that request."""
+        request_id, is_request, code, default_why = jsonrpc.unreadable_error(raw)
+        why = why or default_why
+        _log_unreadable(self, "server", why)
+        if is_request:
+            self.to_server(jsonrpc.error_response(request_id, code, f"{why}; not passed on by Elicitron"), None)
+            return
+        if request_id is None:
+            return
+        if request_id in self._calls:
+            self._calls.discard(request_id)
+            self.ports.calls_changed(self, -1)
+        self._modern.pop(request_id, None)
+        self.ports.to_host(self, jsonrpc.error_response(
+            request_id, RpcCode.INTERNAL_ERROR, f"the server's answer could not be read ({why}); not passed on"))
+
+    def _from_server_read(self, envelope: jsonrpc.Envelope, raw: bytes) -> None:
         # Every message of the server comes this way, so a response is told here, not in Envelope.kind.
         if not isinstance(envelope.method, str) and (envelope.result is not msgspec.UNSET
                                                      or envelope.error is not msgspec.UNSET):
@@ -662,6 +725,17 @@ class RelaySession:
 
 
 _RAW_OBJECT: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])  # one level of an object, values unread
+
+
+_UNREADABLE_LOGGED: Final = 20  # per session and side: a peer that sends nothing else must not flood the log
+
+
+def _log_unreadable(session: "RelaySession", side: str, why: str) -> None:
+    session.unreadable += 1
+    if session.unreadable <= _UNREADABLE_LOGGED:
+        logger.warning("%s's session %s with %s: refused a message from the %s that is not strict JSON-RPC: %s%s",
+                       session.peer.name, session.name, session.server.name, side, why,
+                       " (no more such lines for this session)" if session.unreadable == _UNREADABLE_LOGGED else "")
 
 
 def _declared(meta: bytes) -> _Declared | None:

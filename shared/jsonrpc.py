@@ -7,6 +7,7 @@ and the raw bytes of `params`, `result` and `error` (skipped, not parsed). Helpe
 the few messages a relay writes itself (a response to a request it answered, a cancellation).
 """
 
+import json
 from typing import Any, Final, Literal
 
 import msgspec
@@ -50,6 +51,7 @@ class Envelope(msgspec.Struct):
 
 
 def _object(raw: msgspec.Raw | msgspec.UnsetType) -> dict[str, Any]:
+    """Raises msgspec.DecodeError when the value is not strict JSON (`peek` skips it unread)."""
     if isinstance(raw, msgspec.Raw):
         value = msgspec.json.decode(raw)
         if isinstance(value, dict):
@@ -71,6 +73,45 @@ def peek(raw: bytes) -> Envelope:
         return _ENVELOPE.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return NOT_JSON_RPC
+
+
+def readable(envelope: Envelope) -> bool:
+    """False for what `peek` could not read as one message: strict JSON (RFC 8259: no NaN or
+    Infinity, UTF-8) whose `method` is a string and whose `id` is an integer or a string. Servers'
+    own parsers are laxer (pydantic takes NaN, `JSON.parse` a float id), so such a message is
+    never passed on where consent is decided: the other side could read a request we did not."""
+    return envelope is not NOT_JSON_RPC
+
+
+def unreadable_error(raw: bytes) -> tuple[Id | None, bool, int, str]:
+    """For a message `peek` could not read: (the id a lax reader finds in it, whether it is a
+    request, the JSON-RPC code, why). The id lets the sender match our error to what it sent."""
+    try:
+        msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        code, why = PARSE_ERROR, f"Parse error: not strict JSON ({exc})"
+    else:
+        code, why = INVALID_REQUEST, "Invalid Request: not a JSON-RPC message (the id must be an integer or a string, the method a string)"
+    try:
+        message = json.loads(raw.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None, False, code, why
+    if not isinstance(message, dict):
+        return None, False, code, why
+    request_id = message.get("id")
+    if isinstance(request_id, float) and request_id.is_integer():
+        request_id = int(request_id)  # `7.0` is the host's 7 (JSON.parse reads both as one number)
+    if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
+        request_id = None
+    return request_id, "method" in message and "id" in message, code, why
+
+
+def strict_object(raw: bytes) -> dict[str, Any]:
+    """A JSON object's values ({} when it is not an object). Raises msgspec.DecodeError (or
+    RecursionError) for what is not strict JSON, such as a number out of range, which `peek`
+    skips over unread."""
+    value = msgspec.json.decode(raw)
+    return value if isinstance(value, dict) else {}
 
 
 def is_batch(raw: bytes) -> bool:
