@@ -400,24 +400,23 @@ class MergedSession:
                 return
             self._not_json_rpc(raw)
             return
-        if envelope.kind == "response":
-            self._host_answered(envelope, raw)
-        elif envelope.kind == "notification":
-            self._host_notification(envelope, raw)
-        else:
-            self._host_request(envelope, raw, headers)
+        try:
+            if envelope.kind == "response":
+                self._host_answered(envelope, raw)
+            elif envelope.kind == "notification":
+                self._host_notification(envelope, raw)
+            else:
+                self._host_request(envelope, raw, headers)
+        except (msgspec.DecodeError, RecursionError) as exc:  # params `peek` skipped are not strict JSON
+            if envelope.kind == "request":
+                self.to_host(jsonrpc.error_response(envelope.id if isinstance(envelope.id, (int, str)) else None,
+                                                    jsonrpc.PARSE_ERROR, f"Parse error: not strict JSON ({exc})"))
 
     def _not_json_rpc(self, raw: bytes) -> None:
-        try:
-            value = msgspec.json.decode(raw)
-        except (msgspec.DecodeError, RecursionError):
-            self.to_host(jsonrpc.error_response(None, jsonrpc.PARSE_ERROR, "Parse error: the message is not JSON"))
-            return
-        request_id = value.get("id") if isinstance(value, dict) else None
-        if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
-            request_id = None
-        self.to_host(jsonrpc.error_response(request_id, jsonrpc.INVALID_REQUEST,
-                                            "Invalid Request: not a JSON-RPC 2.0 message"))
+        """Never passed on (PROTOCOL.md §14, strict JSON): answered with the id a lax reader finds."""
+        request_id, is_request, code, why = jsonrpc.unreadable_error(raw)
+        if is_request or request_id is None:
+            self.to_host(jsonrpc.error_response(request_id, code, why))
 
     def _host_request(self, envelope: jsonrpc.Envelope, raw: bytes, headers: Headers) -> None:
         host_id = envelope.id
@@ -512,13 +511,17 @@ class MergedSession:
         if member is None or self._closed:
             return
         envelope = jsonrpc.peek(raw)
-        if envelope.kind == "response":
-            self._server_answered(member, envelope, raw)
-        elif envelope.kind == "request":
-            self._server_request(member, envelope, raw)
-        elif envelope.kind == "notification":
-            self._server_notification(member, envelope, raw)
-        else:
+        try:
+            if envelope.kind == "response":
+                self._server_answered(member, envelope, raw)
+            elif envelope.kind == "request":
+                self._server_request(member, envelope, raw)
+            elif envelope.kind == "notification":
+                self._server_notification(member, envelope, raw)
+        except (msgspec.DecodeError, RecursionError) as exc:  # values `peek` skipped are not strict JSON
+            logger.warning("dropped a message of %s that is not strict JSON: %s", server, exc)
+            return
+        if envelope.kind == "other":
             batch = jsonrpc.split_batch(raw) if jsonrpc.is_batch(raw) else None
             for item in batch or ():
                 self.from_server(server, item)
@@ -531,9 +534,14 @@ class MergedSession:
         if isinstance(pending, _Routed):
             if self._by_host.get(pending.host_id) is pending:
                 del self._by_host[pending.host_id]
-            if b"task" in raw:
-                self._note_task(member, envelope.result_dict())
-            self.to_host(raw if pending.upstream_id == pending.host_id else jsonrpc.with_id(raw, pending.host_id))
+            try:
+                if b"task" in raw:
+                    self._note_task(member, envelope.result_dict())
+                answer = raw if pending.upstream_id == pending.host_id else jsonrpc.with_id(raw, pending.host_id)
+            except (msgspec.DecodeError, RecursionError) as exc:  # the host still gets an answer for its id
+                answer = jsonrpc.error_response(pending.host_id, RpcCode.INTERNAL_ERROR,
+                                                f"{member.name}'s answer could not be read ({exc}); not passed on")
+            self.to_host(answer)
         elif isinstance(pending, _Part):
             self._part_answered(member, pending.fan, envelope)
         elif isinstance(pending, _ListenPart):

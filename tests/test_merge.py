@@ -230,7 +230,7 @@ def test_bad_messages_get_json_rpc_errors() -> None:
     rig.merged.from_host(b"this is not json")
     rig.merged.from_host(b'{"jsonrpc": "2.0", "id": 7, "method": 12}')
     parse, invalid = rig.got()
-    assert parse["id"] is None and parse["error"]["code"] == -32700 and "not JSON" in parse["error"]["message"]
+    assert parse["id"] is None and parse["error"]["code"] == -32700 and "not strict JSON" in parse["error"]["message"]
     assert invalid["id"] == 7 and invalid["error"]["code"] == -32600
     assert rig.servers["a"].sent == []
 

@@ -37,10 +37,10 @@ TOOLS = {"py": b'{"name":"tally","arguments":{"text":"denied tool ran"}',
          "everything": b'{"name":"echo","arguments":{"message":"denied tool ran"}'}
 
 
-def lax_calls(server: str) -> dict[str, bytes]:
-    """Each lax form of a tools/call of `server`'s tool, by name; the id is 100 + its index (or
-    the form's own id)."""
-    params = TOOLS[server]
+def lax_calls(server: str, merged: bool = False) -> dict[str, bytes]:
+    """Each lax form of a tools/call of `server`'s tool, by name (`merged`: under its gateway name
+    `<server>__<tool>`)."""
+    params = _params(server, merged)
 
     def call(request_id: bytes, extra: bytes = b"", value: bytes | None = None) -> bytes:
         body = params + (b',"x":' + value if value is not None else b"") + b"}"
@@ -60,6 +60,14 @@ def lax_calls(server: str) -> dict[str, bytes]:
         "duplicate keys": call(b"109", extra=b',"method":"tools/call","id":109'),
         "duplicate method": b'{"jsonrpc":"2.0","id":110,"method":"ping","method":"tools/call","params":' + params + b"}}",
     }
+
+
+def _params(server: str, merged: bool) -> bytes:
+    return TOOLS[server].replace(b'"name":"', b'"name":"' + server.encode() + b"__") if merged else TOOLS[server]
+
+
+def tallied(merged: bool) -> bytes:
+    return TALLIED.replace(b'"tallied"', b'"py__tallied"') if merged else TALLIED
 
 
 def assert_never_ran(answers: list[bytes]) -> None:
@@ -94,9 +102,10 @@ def fuzz_main() -> Iterator[RunningMain]:
 class StdioHost:
     """A host that writes raw lines to `elicitron serve --server NAME` and reads its answers."""
 
-    def __init__(self, main: RunningMain, server: str) -> None:
+    def __init__(self, main: RunningMain, server: str | None) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cli_process", "serve", "--connection", str(main.connection), "--server", server],
+            [sys.executable, "-m", "cli_process", "serve", "--connection", str(main.connection),
+             *(["--server", server] if server is not None else [])],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env(), cwd=ROOT)
         self._lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -119,7 +128,9 @@ class StdioHost:
                 line = self._lines.get(timeout=TIMEOUT_S)
             except queue.Empty:
                 raise AssertionError(f"no answer in {TIMEOUT_S:.0f} s") from None
-            assert line, "serve ended without an answer"
+            if not line:
+                assert self.proc.stderr is not None
+                raise AssertionError(f"serve ended without an answer: {self.proc.stderr.read().decode()[-2000:]}")
             if "method" not in json.loads(line):
                 return line
 
@@ -134,25 +145,25 @@ class StdioHost:
                 self.proc.wait()
 
 
+@pytest.mark.parametrize("merged", [False, True], ids=["server", "merged"])
 @pytest.mark.parametrize("server", ["py", "everything"])
-def test_no_lax_form_of_a_denied_call_runs_through_serve(fuzz_main: RunningMain, server: str) -> None:
-    host = StdioHost(fuzz_main, server)
+def test_no_lax_form_of_a_denied_call_runs_through_serve(fuzz_main: RunningMain, server: str, merged: bool) -> None:
+    host = StdioHost(fuzz_main, None if merged else server)
     try:
         host.send(json.dumps(INITIALIZE).encode())
         assert "result" in json.loads(host.answer())
         host.send(json.dumps(INITIALIZED).encode())
         answers = []
-        for line in lax_calls(server).values():
+        for line in lax_calls(server, merged).values():
             host.send(line)
             answers.append(host.answer())
         assert_never_ran(answers)
         # The same call, strict: denied by toolApproval (the path is live and decides).
-        params = TOOLS[server]
-        host.send(b'{"jsonrpc":"2.0","id":200,"method":"tools/call","params":' + params + b"}}")
+        host.send(b'{"jsonrpc":"2.0","id":200,"method":"tools/call","params":' + _params(server, merged) + b"}}")
         denial = json.loads(host.answer())
         assert denial["id"] == 200 and denial["result"]["isError"] is True
         if server == "py":  # the server itself says no call of its tool ran
-            host.send(TALLIED)
+            host.send(tallied(merged))
             assert json.loads(host.answer())["result"]["structuredContent"] == {"result": 0}
     finally:
         host.close()
