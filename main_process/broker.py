@@ -348,11 +348,12 @@ class Broker:
     def peer(self, routing_id: bytes) -> Peer | None:
         return self._peers.get(routing_id)
 
-    def send_to_peer(self, routing_id: bytes, frames: list[bytes]) -> bool:
-        """One message to one attached peer (False: it is gone or its queue is full)."""
+    def send_to_peer(self, routing_id: bytes, frames: list[bytes], *, held_when_full: bool = False) -> bool:
+        """One message to one attached peer (False: it is gone or its queue is full).
+        `held_when_full`: the caller keeps it and sends it again, so a full queue is no drop to log."""
         if routing_id not in self._peers:
             return False
-        sent = self._send_frames(routing_id, frames)
+        sent = self._send_frames(routing_id, frames, held_when_full=held_when_full)
         self._schedule_drain()
         return sent
 
@@ -362,6 +363,9 @@ class Broker:
 
     def peer_by_window(self, window: str) -> Peer | None:
         return self._peers.by_window(window)
+
+    def peer_by_routing_id(self, routing_id: bytes) -> Peer | None:
+        return self._peers.get(routing_id)
 
     def _window_name(self, window: str) -> str | None:
         peer = self._peers.by_window(window)
@@ -658,7 +662,7 @@ class Broker:
 
     # ---- sending -----------------------------------------------------------------------
 
-    def _send_frames(self, routing_id: bytes, frames: list[Any]) -> bool:
+    def _send_frames(self, routing_id: bytes, frames: list[Any], *, held_when_full: bool = False) -> bool:
         try:
             sock = self._socks[routing_id[0]]
             # Frame by frame with int flags: cheaper than send_multipart; ROUTER sends are atomic.
@@ -671,7 +675,7 @@ class Broker:
             if exc.errno == errno.EHOSTUNREACH:
                 if peer is not None:
                     self._detach(peer, "unreachable")
-            else:
+            elif not (held_when_full and exc.errno == errno.EAGAIN):
                 self._complaints.warning(("send", exc.strerror), "dropped a message to %r: %s",
                                          cut(peer.window) if peer else routing_id.hex(), exc)
             return False

@@ -69,6 +69,7 @@ _CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 _CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
 _INPUT_REQUIRED: Final = b"input_required"
 _MAX_CONTINUATIONS: Final = 1000
+RETRY_FULL_S: Final = 0.02  # a peer's full queue is tried again this often (ZeroMQ says nothing when it drains)
 Headers = dict[str, str] | None
 
 
@@ -792,7 +793,9 @@ class RelayHost(Protocol):
     @property
     def pending(self) -> PendingRequests: ...
 
-    def send_to_peer(self, routing_id: bytes, frames: list[bytes]) -> bool: ...
+    def send_to_peer(self, routing_id: bytes, frames: list[bytes], *, held_when_full: bool = False) -> bool: ...
+
+    def peer_by_routing_id(self, routing_id: bytes) -> Peer | None: ...
 
     def peers_changed(self) -> None: ...
 
@@ -811,22 +814,69 @@ class HostSide(Protocol):
     def closed(self, why: str) -> None:
         """main ended the session (the server's process ended, main stops, it was refused)."""
 
+    def hold_input(self, held: bool) -> None:
+        """The server reads slower than the host writes: read nothing more of the host (True) until
+        it catches up (False). A host side that cannot hold its input ignores it (the server's
+        connection ends past upstream.TO_SERVER_MAX_BYTES)."""
+
 
 class _BrokerSide:
-    """A peer's session over the broker: `msgMcpRelay` and `msgMcpClose`."""
+    """A peer's session over the broker: `msgMcpRelay` and `msgMcpClose`.
+
+    Backpressure: when the peer's ZeroMQ queue is full (it reads slower than the server writes),
+    the messages are held here, in order, the server's output is paused (`full`), and they are sent
+    again every RETRY_FULL_S until the queue takes them all; then the server is read again. What is
+    held is at most what the server's last read brought."""
 
     ends_with_peer = True
 
-    def __init__(self, send_to_peer: Callable[[bytes, list[bytes]], bool], routing_id: bytes, name: str) -> None:
-        self._send_to_peer = send_to_peer
+    def __init__(self, host: RelayHost, routing_id: bytes, name: str, full: Callable[[bool], None]) -> None:
+        self._host = host
         self._routing_id = routing_id
         self._name = name
+        self._full = full
+        self._held: list[list[bytes]] = []
+        self._retry: asyncio.TimerHandle | None = None
+        self.ended = False
 
     def message(self, raw: bytes) -> None:
-        self._send_to_peer(self._routing_id, encode(channels.MCP_RELAY, McpRelay(session=self._name, message=raw)))
+        self._send(encode(channels.MCP_RELAY, McpRelay(session=self._name, message=raw)))
 
     def closed(self, why: str) -> None:
-        self._send_to_peer(self._routing_id, encode(channels.MCP_CLOSE, McpClose(session=self._name, reason=why)))
+        self._send(encode(channels.MCP_CLOSE, McpClose(session=self._name, reason=why)))
+
+    def hold_input(self, held: bool) -> None:
+        pass  # a peer's messages come on main's one socket: nothing of one peer can be left unread
+
+    def _send(self, frames: list[bytes]) -> None:
+        if self._held or not self._host.send_to_peer(self._routing_id, frames, held_when_full=True):
+            if self.ended or self._host.peer_by_routing_id(self._routing_id) is None:
+                return  # the peer is gone: its session ends with it
+            self._held.append(frames)
+            if self._retry is None:
+                self._full(True)
+                self._retry = asyncio.get_running_loop().call_later(RETRY_FULL_S, self._send_held)
+
+    def _send_held(self) -> None:
+        self._retry = None
+        if self.ended:
+            self._held.clear()
+            return
+        while self._held and self._host.send_to_peer(self._routing_id, self._held[0], held_when_full=True):
+            del self._held[0]
+        if not self._held:
+            self._full(False)
+        elif self._host.peer_by_routing_id(self._routing_id) is None:
+            self._held.clear()
+        else:
+            self._retry = asyncio.get_running_loop().call_later(RETRY_FULL_S, self._send_held)
+
+    def end(self) -> None:
+        self.ended = True
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        self._held.clear()
 
 
 @dataclass(eq=False)
@@ -836,6 +886,15 @@ class _Open:
     upstream: StdioUpstream | HttpUpstream | None = None
     backlog: list[tuple[bytes, Headers]] = field(default_factory=list)  # from the host while the server starts
     starting: asyncio.Task[None] | None = None
+    host_full: bool = False  # the host reads slower than the server writes: the server's output waits
+
+    def flow(self, full: bool) -> None:
+        self.host_full = full
+        if self.upstream is not None:
+            if full:
+                self.upstream.pause_reading()
+            else:
+                self.upstream.resume_reading()
 
 
 class Relay:
@@ -858,9 +917,10 @@ class Relay:
         key = (peer.routing_id, body.session)
         opened = self._sessions.get(key)
         if opened is None:
-            opened = self._open(peer, body.session, body.server, body.message,
-                                _BrokerSide(self._host.send_to_peer, peer.routing_id, body.session))
+            side = _BrokerSide(self._host, peer.routing_id, body.session, lambda full: self._flow(side, full))
+            opened = self._open(peer, body.session, body.server, body.message, side)
             if opened is None:
+                side.end()
                 return
         if opened.upstream is None:
             opened.backlog.append((body.message, body.headers))
@@ -878,6 +938,18 @@ class Relay:
             opened.backlog.append((raw, None))
         else:
             opened.session.from_host(raw, None)
+
+    def host_full(self, peer: Peer, session: str, full: bool) -> None:
+        """A host whose pipes main holds reads slower than its server writes (True), or caught up."""
+        opened = self._sessions.get((peer.routing_id, session))
+        if opened is not None:
+            opened.flow(full)
+
+    def _flow(self, host: HostSide, full: bool) -> None:
+        for opened in self._sessions.values():
+            if opened.host is host:
+                opened.flow(full)
+                return
 
     def end_pipes(self, peer: Peer, session: str, why: str) -> None:
         """The host's pipes closed, or serve went away."""
@@ -962,6 +1034,8 @@ class Relay:
             return
         opened.upstream = upstream
         session.to_server = upstream.send
+        if opened.host_full:
+            upstream.pause_reading()
         logger.info("relaying %r's session %r with %s (%s)", session.peer.name, session.name, server.name,
                     upstream.url if isinstance(upstream, HttpUpstream) else f"pid {upstream.pid}")
         backlog, opened.backlog = opened.backlog, []
@@ -977,6 +1051,8 @@ class Relay:
             return
         del self._sessions[key]
         session.close()
+        if isinstance(opened.host, _BrokerSide):
+            opened.host.end()
         if opened.upstream is not None:
             self._closing_task(opened.upstream.close())
         elif opened.starting is not None and not opened.starting.done():
@@ -1002,6 +1078,9 @@ class _Events:
 
     def on_closed(self, why: str) -> None:
         self._relay._end(self._opened, f"server {self._opened.session.server.name!r}: {why}", tell_host=True)
+
+    def on_server_full(self, full: bool) -> None:
+        self._opened.host.hold_input(full)
 
 
 class _Ports:

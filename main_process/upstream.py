@@ -24,6 +24,11 @@ from shared import jsonrpc
 logger = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 32 << 20  # one message from a server; past it the session ends (main -> peer takes 64 MiB)
+# Backpressure: what may wait for a server that reads slower than its host writes. Over HIGH the host's
+# input is held (its pipes: main stops reading them); over MAX (a host main cannot hold) the session ends.
+TO_SERVER_HIGH_BYTES = 4 << 20
+TO_SERVER_LOW_BYTES = 1 << 20
+TO_SERVER_MAX_BYTES = 16 << 20  # four of the largest message a host may send (shared.lines.MAX_LINE_BYTES)
 EXIT_GRACE_S = 2.0  # after stdin closes, before SIGTERM; then as long again before SIGKILL
 _OUTPUT_AFTER_EXIT_S = 0.5
 
@@ -33,6 +38,9 @@ class UpstreamEvents(Protocol):
 
     def on_closed(self, why: str) -> None:
         """The connection ended (once); `why` is a sentence for the host and the log."""
+
+    def on_server_full(self, full: bool) -> None:
+        """The server reads slower than it is written to: hold the host's input (True) or let it go."""
 
 
 class UpstreamError(Exception):
@@ -55,6 +63,7 @@ class _Pipes(asyncio.SubprocessProtocol):
         self._events = events
         self._buffer = bytearray()
         self._closed = False
+        self.server_full = False  # its stdin holds over TO_SERVER_HIGH_BYTES
         self.exited: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.transport: asyncio.SubprocessTransport | None = None
 
@@ -82,6 +91,14 @@ class _Pipes(asyncio.SubprocessProtocol):
             begin = end + 1
             end = buffer.find(b"\n", begin)
         del buffer[:begin]
+
+    def pause_writing(self) -> None:  # the server's stdin: over TO_SERVER_HIGH_BYTES wait for it
+        self.server_full = True
+        self._events.on_server_full(True)
+
+    def resume_writing(self) -> None:
+        self.server_full = False
+        self._events.on_server_full(False)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 1 and not self._closed:
@@ -113,6 +130,8 @@ class StdioUpstream:
         self._outgoing: list[bytes] = []  # for the write at the end of this turn of the loop
         self._turn_open = False  # a message went out in this turn of the loop: the rest wait for its end
         self._closing: asyncio.Task[None] | None = None
+        self._reading = True
+        stdin.set_write_buffer_limits(high=TO_SERVER_HIGH_BYTES, low=TO_SERVER_LOW_BYTES)
 
     @classmethod
     async def start(cls, config: StdioServerConfig, stderr_path: Path, events: UpstreamEvents) -> "StdioUpstream":
@@ -149,12 +168,36 @@ class StdioUpstream:
             self._turn_open = True
             asyncio.get_running_loop().call_soon(self._flush)
             self._stdin.writelines((jsonrpc.one_line(raw) if b"\n" in raw or b"\r" in raw else raw, b"\n"))
+            if self._pipes.server_full:
+                self._over_max()
 
     def _flush(self) -> None:
         self._turn_open = False
         outgoing, self._outgoing = self._outgoing, []
         if outgoing and not self._stdin.is_closing():
             self._stdin.writelines(outgoing)
+        if self._pipes.server_full:
+            self._over_max()
+
+    def _over_max(self) -> None:
+        if self._stdin.get_write_buffer_size() > TO_SERVER_MAX_BYTES and self._closing is None:
+            # A host whose input main cannot hold (a peer over ZeroMQ) kept writing to a server that
+            # reads nothing: main's memory is not the place to keep it.
+            self._pipes.fail(f"the server read nothing of the last {TO_SERVER_MAX_BYTES >> 20} MiB written to it")
+            self.close()
+
+    def pause_reading(self) -> None:
+        """The host reads slower than the server writes: what the server writes waits in its pipe."""
+        pipe = self._transport.get_pipe_transport(1)
+        if self._reading and pipe is not None:
+            self._reading = False
+            pipe.pause_reading()  # type: ignore[attr-defined]  # (a ReadTransport: asyncio's and uvloop's)
+
+    def resume_reading(self) -> None:
+        pipe = self._transport.get_pipe_transport(1)
+        if not self._reading and pipe is not None and not pipe.is_closing():
+            self._reading = True
+            pipe.resume_reading()  # type: ignore[attr-defined]
 
     def close(self) -> "asyncio.Task[None]":
         """Stop the server (idempotent); the task ends once the process is gone."""

@@ -65,6 +65,8 @@ logger = logging.getLogger(__name__)
 # The tasks extension (SEP-2663) names its task in `Mcp-Name` too, beside the SDK's own methods.
 _TASK_NAME_KEYS = {"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
+_OUTBOX_HIGH: Final = 1000  # messages waiting to be posted before the host's input is held; let go below LOW
+_OUTBOX_LOW: Final = 100
 CLOSE_GRACE_S: Final = 5.0  # after close(), for the DELETE that ends the server's session
 _MAX_WATCHED: Final = 256  # requests whose answers are read (initialize, tools/list), at most
 _HEADER_TOKEN: Final = re.compile(r"[\x21-\x7e]+")  # a version or method sent as it is (the server compares)
@@ -81,6 +83,9 @@ class HttpUpstream:
         self._outbox: asyncio.Queue[SessionMessage] = asyncio.Queue()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._wake = asyncio.Event()  # closing, or the transport ended
+        self._reading = asyncio.Event()  # clear while the host reads slower than the server writes
+        self._reading.set()
+        self._server_full = False  # over _OUTBOX_HIGH messages wait to be posted
         self._closed = False  # on_closed was called (or start failed): nothing more reaches the events
         self._closing: asyncio.Task[None] | None = None
         self._failure: str | None = None  # why it ended, as seen at the HTTP layer
@@ -137,6 +142,8 @@ class HttpUpstream:
             headers = {**{k: v for k, v in (headers or {}).items() if k.lower() not in given}, **host_headers}
         metadata = ClientMessageMetadata(headers=headers) if headers else None
         self._outbox.put_nowait(SessionMessage(message, metadata=metadata))
+        if self._outbox.qsize() > _OUTBOX_HIGH:
+            self._outbox_changed()
 
     def _refuse(self, raw: bytes, exc: ValidationError) -> None:
         envelope = jsonrpc.peek(raw)
@@ -285,9 +292,25 @@ class HttpUpstream:
         # not post a notification or a response (a request's failure raises) and logged why.
         return f"a message could not be posted to {self.url} (the server may be gone; main's log has the error)"
 
+    def pause_reading(self) -> None:
+        """The host reads slower than the server writes: the server's next message waits."""
+        self._reading.clear()
+
+    def resume_reading(self) -> None:
+        self._reading.set()
+
+    def _outbox_changed(self) -> None:
+        size = self._outbox.qsize()
+        full = size > _OUTBOX_HIGH or (self._server_full and size > _OUTBOX_LOW)
+        if full != self._server_full:
+            self._server_full = full
+            self._events.on_server_full(full)
+
     async def _pump(self, write: WriteStream[SessionMessage]) -> None:
         while True:
             message = await self._outbox.get()
+            if self._server_full:
+                self._outbox_changed()
             try:
                 await write.send(message)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -296,6 +319,7 @@ class HttpUpstream:
 
     async def _receive(self, read: ReadStream[SessionMessage | Exception]) -> None:
         async for item in read:
+            await self._reading.wait()
             if isinstance(item, Exception):  # the transport's word on something it could not read
                 logger.info("%s: %s", self._config.name, _describe(item, self.url))
                 continue
