@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 import anyio
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import get_default_environment, stdio_client
+from mcp import Client
+from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -59,9 +59,10 @@ from main_process.oauth.sign_in import SignIn
 from main_process.oauth.token_store import shared_store
 from main_process.pending import Elicitation, PendingRequests, RequestOptions, Unanswered
 from main_process.private_files import open_private, safe_filename
+from main_process.stdio_transport import capped_stdio_client
 from main_process.upstream import spawn_error
 from shared.elicit_params import ElicitParams, FormParams
-from shared.errors import RpcCode, UndeliverableRequestError, UnsupportedSchemaError
+from shared.errors import OversizedLineError, RpcCode, UndeliverableRequestError, UnsupportedSchemaError
 from shared.messages import (
     CallError,
     ChannelReply,
@@ -505,14 +506,14 @@ class ManagedServer:
         # The SDK hands stderr to the child as a file descriptor, so it must be a real file; 0600,
         # since a server's output may hold its secrets.
         errlog: TextIO = stack.enter_context(open_private(self._stderr_path))
-        params = StdioServerParameters(command=config.command, args=config.args, env=config.env or None,
-                                       cwd=config.cwd)
-        return stdio_client(params, errlog=errlog)
+        return capped_stdio_client(config, errlog)  # the SDK's stdio_client, with a line cap
 
     def _connection_error(self, exc: BaseException) -> str:
         """One line for a connection that ended with `exc`: a stdio command that would not start
         says which command, where it was looked for and what fixes it (as relayed sessions do)."""
         leaf, config = _leaf(exc), self.config
+        if isinstance(leaf, OversizedLineError):
+            return str(leaf)
         if (isinstance(config, StdioServerConfig) and isinstance(leaf, FileNotFoundError | PermissionError)
                 and self.status != "ready"):
             if config.cwd and not Path(config.cwd).is_dir():

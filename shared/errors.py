@@ -15,7 +15,8 @@
     ├── SignInError              signing in to a server did not complete (OAuth)
     │   └── SignInDeclinedError  the user declined the sign-in card (or the authorization server's page)
     ├── TokenStoreError          the OAuth token store cannot be read or written
-    └── RuleStoreError           the rule store cannot be opened or read (readers only; main logs)
+    ├── RuleStoreError           the rule store cannot be opened or read (readers only; main logs)
+    └── OversizedLineError       a configured server wrote a line over the cap: its connection ended
 
 Codes: `WireCode` names the string `code` of the wire's `error` topic (shared/PROTOCOL.md lists
 when each is sent); `RpcCode` names the JSON-RPC codes of `{error: {code, message}}` replies.
@@ -159,3 +160,8 @@ class WebWindowNotRunningError(ElicitronError):
 
 class DeviceError(ElicitronError):
     """`elicitron devices revoke`: no paired web device has that name or id, or several share the name."""
+
+
+class OversizedLineError(ElicitronError):
+    """A server main runs wrote a line over the cap: its connection ended (the message is for
+    `status`, and says what to do)."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_relay_core import FORM, MODERN, decoded, initialize, raw, req, session
+from test_relay_core import FORM, MODERN, decoded, initialize, raw, req, session
 
 CALL = b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"echo","arguments":{"text":%s}}}'
 

@@ -51,6 +51,9 @@ class Events:
         assert not self.closed.done(), f"a message after on_closed: {raw!r}"
         self.messages.put_nowait(json.loads(raw))
 
+    def on_server_full(self, full: bool) -> None:
+        self.full = full
+
     def on_closed(self, why: str) -> None:
         self.closes += 1
         if not self.closed.done():
