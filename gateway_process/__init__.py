@@ -16,8 +16,8 @@ merge.py         MergedSession: one host, every server: `<server>__<name>`, capa
 merged_relay.py  MergedRelay: a MergedSession over one host peer's link, one RelayedSession per server
 http_app.py      streamable HTTP for main's --mcp-http: bearer token, Origin/Host checks,
                  /mcp (every server) and /mcp/<server>
+                 (its connections bounded by shared/http_guard.py: caps, idle ones evicted, TLS)
 http_relay.py    HTTP for relayed sessions: handshake-era sessions on the SDK's transport, 2026-07-28 POSTs
-http_guard.py    the child's connections bounded: caps, eviction of idle ones, head/body timeouts, TLS
 http_sessions.py the child's MCP sessions bounded: per host and in all, an idle one gives way
 http_peers.py    the sessions of one host share a peer of main (PeerPool)
 http_hosts.py    which Host names the child serves; whether an address leaves this machine

@@ -13,7 +13,7 @@ sessions with all of them, merged (`http_relay.py`, `merged_relay.py`).
 Hosts: the MCP sessions of one host (its `clientInfo` title or name) share a host peer of main
 (`http_peers.py`); 2026-07-28 requests carry no session, so those of one client are one session.
 At most 32 sessions per host and 100 in all (`http_sessions.py`); a session goes when it is
-deleted, or after 10 minutes without a request, a GET stream or a call in flight.
+deleted, or after 10 minutes (`ELICITRON_MCP_HTTP_IDLE_S`) without a request or a GET stream.
 """
 
 import hmac
@@ -34,17 +34,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from gateway_process.http_guard import ConnectionGuard, guarded_protocol
 from gateway_process.http_hosts import in_url, public_host, served_names
 from gateway_process.http_logs import bound_repeats
 from gateway_process.http_peers import PeerPool
 from gateway_process.http_relay import RelayedServer
-from gateway_process.http_sessions import IDLE_S, SessionBudget
+from gateway_process.http_sessions import IDLE_S, SessionBudget, idle_seconds
 from gateway_process.link import MainLink
 from shared.addresses import is_loopback, split_listen
 from shared.connection_file import read_connection_file
 from shared.descriptors import raise_soft_limit
 from shared.errors import ConfigError, ConnectionFileError, MainUnreachableError
+from shared.http_guard import ConnectionGuard, guarded_protocol
 from shared.messages import (
     ElicitationDismiss,
     ElicitationInvoke,
@@ -57,7 +57,8 @@ from shared.messages import (
 
 logger = logging.getLogger(__name__)
 
-SWEEP_S = 10.0
+SWEEP_S = 10.0  # at most; a shorter idle time is swept four times as often as it lasts
+MIN_SWEEP_S = 0.25
 PARENT_CHECK_S = 1.0
 EXIT_FAILED = 1
 MAX_CONNECTIONS = 1000
@@ -120,9 +121,11 @@ class _Directory:
 class HttpGateway:
     """The ASGI app."""
 
-    def __init__(self, connection: Path, token: str, bind_host: str, guard: ConnectionGuard | None = None) -> None:
+    def __init__(self, connection: Path, token: str, bind_host: str, guard: ConnectionGuard | None = None,
+                 idle_s: float = IDLE_S) -> None:
         self.connection = connection
         self.guard = guard
+        self.idle_s = idle_s  # a session without a request or a GET stream that long is ended
         self._token = token.encode()
         self._names = served_names(bind_host)
         self._settings = security_settings(self._names)
@@ -213,10 +216,12 @@ class HttpGateway:
         return sum(1 for info in self._directory.link.servers.values() if info.status not in ("stopped", "failed"))
 
     async def _sweep(self) -> None:
+        # An abandoned session is ended at most a quarter of its idle time late (SWEEP_S at most).
+        every = max(MIN_SWEEP_S, min(SWEEP_S, self.idle_s / 4))
         while True:
-            await anyio.sleep(SWEEP_S)
-            for relayed in self._relayed.values():
-                relayed.sweep(IDLE_S)
+            await anyio.sleep(every)
+            for relayed in list(self._relayed.values()):
+                relayed.sweep(self.idle_s)
 
     def counts(self) -> dict[str, int]:
         """What `elicitron status` shows of this child (main reads it from the `STATS` lines)."""
@@ -274,7 +279,7 @@ def run_http(connection: Path, listen: str, tls: tuple[Path, Path] | None = None
         context.load_cert_chain(*tls)
     guard = ConnectionGuard(max(16, min(MAX_CONNECTIONS, descriptors - DESCRIPTOR_RESERVE)), MAX_PER_SOURCE,
                             HEAD_TIMEOUT_S, BODY_TIMEOUT_S, tls=context)
-    app = HttpGateway(connection, info.mcp_http_token, host, guard)
+    app = HttpGateway(connection, info.mcp_http_token, host, guard, idle_seconds())
     config = uvicorn.Config(app, log_level="warning", lifespan="on", http=guarded_protocol(guard),
                             timeout_keep_alive=int(HEAD_TIMEOUT_S), backlog=socket.SOMAXCONN)
     scheme = "https" if tls is not None else "http"

@@ -8,9 +8,12 @@ host is told "session not found" next time and starts a new one, as the spec say
 with 503 and a JSON-RPC error saying what to do. Over its own cap a host's new session replaces only
 one of its own idle for OWN_IDLE_S (it should end what it no longer uses); over the total cap, any
 host's idle for EVICT_IDLE_S, so one greedy host or many cannot keep another out. A session idle for
-IDLE_S ends anyway.
+IDLE_S ends anyway (`ELICITRON_MCP_HTTP_IDLE_S` sets it: a test, or a soak, of abandoned sessions
+need not wait ten minutes; main's child inherits it from main's environment).
 """
 
+import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -21,6 +24,26 @@ MAX_PER_HOST = 32
 OWN_IDLE_S = 60.0
 EVICT_IDLE_S = 10.0
 IDLE_S = 10 * 60.0
+IDLE_ENV = "ELICITRON_MCP_HTTP_IDLE_S"
+MAX_IDLE_S = 24 * 3600.0
+
+logger = logging.getLogger(__name__)
+
+
+def idle_seconds(raw: str | None = None) -> float:
+    """IDLE_S, or the seconds `ELICITRON_MCP_HTTP_IDLE_S` names (over 0, at most a day)."""
+    raw = (os.environ.get(IDLE_ENV, "") if raw is None else raw).strip()
+    if not raw:
+        return IDLE_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= MAX_IDLE_S:  # NaN fails this too
+        logger.warning("%s=%r is not a number of seconds (over 0, at most %.0f); using %.0f s", IDLE_ENV, raw,
+                       MAX_IDLE_S, IDLE_S)
+        return IDLE_S
+    return seconds
 
 
 class Counted(Protocol):

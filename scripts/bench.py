@@ -19,6 +19,9 @@ Figures (NAME for --only):
   abuse     a legitimate window's round trip while a peer floods main and 500 peers attach; main's RSS;
             the same while 2,000 idle TCP connections sit on each listener (tcp+CURVE, sign-in,
             --mcp-http) and 1,000 HTTP sessions are open, and whether main and the HTTP child serve
+            and while 2,000 idle connections and one device's 64 event streams flood the web window
+            (its paired browser's GET / too), and while relayed sessions flood both ways (a server writing
+            400 MiB to a host that reads nothing, a host writing to a server that reads nothing)
   gateway   a host through `elicitron serve` vs the same host on the server directly; 10 hosts at once
   serve     a host spawns `elicitron serve` -> its `initialize` answered, with main running and without
   web       the web window: invoke leaves main -> card painted in Debian's chromium; the web process idle
@@ -87,9 +90,9 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
         run = {"cli": startup.run_cli, "card": startup.run_card, "serve": startup.run_serve}[name]
         return run(quick)
     if name == "abuse":
-        from benchlib import abuse
+        from benchlib import abuse, abuse_web  # abuse_web: a main and a web window of its own
 
-        return abuse.run(quick)
+        return [*abuse.run(quick), *abuse_web.run(quick)]
     if name == "gateway":
         from benchlib import gateway
 

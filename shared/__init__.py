@@ -26,6 +26,9 @@ web_devices.py      the web window's paired devices as on disk: the reader for `
 addresses.py        is_loopback(): whether a host stays on this machine (`--mcp-http`'s check)
 descriptors.py      raise_soft_limit(): the open-file limit raised toward the hard one at start;
                     DescriptorBudget: the reserve a listener keeps before it takes a connection
+http_guard.py       ConnectionGuard: an HTTP server's connections capped and timed out (uvicorn,
+                    only for the HTTP gateway and the web window, which import it); accept_log.py:
+                    their accept errors (EMFILE) logged once per interval
 """
 
 PROTOCOL_VERSION = 1

@@ -1,8 +1,11 @@
-"""The HTTP child's connections, bounded: nobody who connects and sends nothing holds a descriptor.
+"""An HTTP server's connections, bounded: nobody who connects and sends nothing holds a descriptor.
+main's `--mcp-http` child (gateway_process/http_app.py) and the web window (web_process/cli.py)
+both serve through it; it needs uvicorn, which only they import.
 
 uvicorn accepts every connection and keeps one that sends nothing forever (its keep-alive timer
 starts only after a first response), so ~1,000 idle sockets used to take every descriptor and lock
-every host out. `guarded_protocol(guard)` is uvicorn's h11 protocol with a `ConnectionGuard`:
+every host (or the paired browser) out. `guarded_protocol(guard)` is uvicorn's h11 protocol with a
+`ConnectionGuard`:
 
 - at most `max_total` open connections (sized below the descriptor limit, with a reserve for the
   child's own sockets) and `max_per_source` from one non-loopback address. A connection over a cap

@@ -5,7 +5,7 @@ download: the system executable, or the tests that need it are skipped with the 
 import shutil
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,23 +49,32 @@ class WebWindow:
 
 
 @contextmanager
-def web_window(main: RunningMain, web_dir: Path, *extra_args: str) -> Iterator[WebWindow]:
-    """`elicitron web --listen 127.0.0.1:0 [extra_args]` on `main`; up once it printed its URL."""
+def web_window(main: RunningMain, web_dir: Path, *extra_args: str, open_files: tuple[int, int] | None = None,
+               log: Path | None = None) -> Iterator[WebWindow]:
+    """`elicitron web --listen 127.0.0.1:0 [extra_args]` on `main`; up once it printed its URL.
+    `open_files`: its (soft, hard) descriptor limit, as `ulimit -n` sets it; `log`: a file for its
+    stderr (a pipe nobody reads would stall a web window that logs much)."""
     argv = [PYTHON, "-m", "cli_process", "web", "--listen", "127.0.0.1:0", "--connection", str(main.connection),
             "--web-dir", str(web_dir), *extra_args]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=child_env(main.home), cwd=ROOT)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().decode()  # blocks until it listens (or exits: then "")
-        if not line.startswith("elicitron web: http"):
-            raise AssertionError(f"the web window did not start: {line!r} {proc.stderr.read() if proc.stderr else b''!r}")
-        yield WebWindow(proc, line.split()[2], web_dir, main)
-    finally:
-        terminate(proc)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+    if open_files is not None:  # the shell's own ulimit, then exec: no preexec_fn beside the test's threads
+        argv = ["/bin/sh", "-c", f'ulimit -S -n {open_files[0]} && ulimit -H -n {open_files[1]} && exec "$0" "$@"',
+                *argv]
+    with ExitStack() as stack:
+        stderr = stack.enter_context(log.open("wb")) if log is not None else subprocess.PIPE
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+                                env=child_env(main.home), cwd=ROOT)
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline().decode()  # blocks until it listens (or exits: then "")
+            if not line.startswith("elicitron web: http"):
+                said = proc.stderr.read() if proc.stderr else log.read_bytes() if log else b""
+                raise AssertionError(f"the web window did not start: {line!r} {said!r}")
+            yield WebWindow(proc, line.split()[2], web_dir, main)
+        finally:
+            terminate(proc)
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
 
 
 @contextmanager

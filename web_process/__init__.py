@@ -9,6 +9,8 @@ cards.py     an invoke as the plain JSON card the page draws (who asks, URL safe
              from the schema, what it offers, time left)
 remembered.py  remembered answers and approvals as the page lists them; main's answer to a revoke
 app.py       the Starlette app: static page, pairing, one event stream per page; Origin, Host, cookie checks
+streams.py   event streams capped per device and in all, a place taken as a stream is registered
+connections.py  the connections bounded (shared/http_guard.py): open-files limit raised, caps, head deadline
 server.py    uvicorn's server, ending the pages' streams at once when the web window stops
 static/      index.html, app.css and the page's modules: app.js (stream, cards), dom.js, time_left.js,
              sign_in.js, remembered.js, policy.js, notify.js; sw.js (the service worker: notifications),

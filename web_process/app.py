@@ -15,6 +15,11 @@ Checks, before anything is read or answered:
 - Everything but the pairing page needs a paired device's cookie (devices.py): 401 without one.
 - Every response: a Content-Security-Policy of `default-src 'self'` with `frame-ancestors 'none'`
   (no inline script anywhere), nosniff, no referrer, no caching.
+
+Event streams: at most MAX_STREAMS_PER_DEVICE per paired device and MAX_STREAMS in all
+(streams.py), more get 503; a stream's place is taken as it is registered and given back when its
+response ends, so one device cannot take every stream (issue 33). The connections themselves are
+bounded before the app sees them (connections.py).
 """
 
 import asyncio
@@ -28,7 +33,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from shared.errors import PageMessageError, PairingError
@@ -36,6 +41,7 @@ from shared.messages import DeviceRef
 from web_process.devices import Device, WebDir
 from web_process.listen import Listen
 from web_process.page_peer import PagePeer, read_page_message
+from web_process.streams import EventStream, StreamSlots
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +52,9 @@ REVOKE_CHECK_S = 1.0  # how soon an open page of a revoked device is cut off (on
 MAX_BODY_BYTES = 1_000_000  # an answer's content, with room; more is refused unread
 RETRY_MS = 1000  # EventSource's wait before it opens a stream again (Chromium's default is 3 s)
 MAX_STREAMS = 64  # pages open at once (each is a peer of main): more get 503
+# One device's share: a second device's page opens while one holds all of its own. A browser opens
+# at most 6 connections to a host over HTTP/1.1, so 16 leaves room for tabs behind an HTTP/2 proxy.
+MAX_STREAMS_PER_DEVICE = 16
 STATIC = Path(__file__).parent / "static"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -78,6 +87,7 @@ class _Stream:
     page: PagePeer
     queue: "asyncio.Queue[dict[str, Any] | None]"  # None: the web window stops
     loop: asyncio.AbstractEventLoop
+    attaching: "asyncio.Task[None] | None" = None
 
 
 class SecurityHeaders:
@@ -110,6 +120,7 @@ class WebWindow:
         self.listen = listen
         self.origins = listen.origins()
         self.streams: dict[str, _Stream] = {}
+        self.slots = StreamSlots(MAX_STREAMS_PER_DEVICE, MAX_STREAMS)
         self._files = {name: (STATIC / name).read_bytes() for name in (*PUBLIC_FILES, *PAIRED_FILES)}
 
     def close_streams(self) -> None:
@@ -215,19 +226,38 @@ class WebWindow:
         device = self._paired_device(request, origin_required=False)
         if isinstance(device, Response):
             return device
-        if len(self.streams) >= MAX_STREAMS:
-            return PlainTextResponse(f"{MAX_STREAMS} pages are open already; close one", 503)
-        return StreamingResponse(self._stream(device), media_type="text/event-stream",
-                                 headers={"x-accel-buffering": "no"})
+        if not self.slots.take(device.id):  # the check and the count in one step: no await between
+            if self.slots.refused % 100 == 1:  # the first, then one in a hundred: a device asking without end
+                logger.warning("refused a page of %s (%s): %d pages open (%d refused so far)", device.id,
+                               device.name, self.slots.open, self.slots.refused)
+            return PlainTextResponse(f"this browser has {MAX_STREAMS_PER_DEVICE} pages open, or all browsers "
+                                     f"together {MAX_STREAMS}: close one", 503)
+        stream_id = self._register(device)
+        return EventStream(self._stream(stream_id), lambda: self._end_stream(stream_id))
 
-    async def _stream(self, device: Device) -> AsyncIterator[str]:
+    def _register(self, device: Device) -> str:
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         stream_id = secrets.token_urlsafe(18)
         page = PagePeer(self.connection_path, f"{device.name} (web)", queue.put_nowait,
                         device=DeviceRef(id=device.id, name=device.name))
-        loop = asyncio.get_running_loop()
-        self.streams[stream_id] = _Stream(device, page, queue, loop)
-        attaching = asyncio.create_task(page.run())
+        self.streams[stream_id] = _Stream(device, page, queue, asyncio.get_running_loop())
+        return stream_id
+
+    def _end_stream(self, stream_id: str) -> None:
+        stream = self.streams.pop(stream_id, None)
+        if stream is None:
+            return
+        self.slots.give_back(stream.device.id)
+        if stream.attaching is not None:
+            stream.attaching.cancel()
+        stream.page.close()
+
+    async def _stream(self, stream_id: str) -> AsyncIterator[str]:
+        stream = self.streams.get(stream_id)
+        if stream is None:  # ended before its body started (the web window stops)
+            return
+        device, page, queue, loop = stream.device, stream.page, stream.queue, stream.loop
+        stream.attaching = asyncio.create_task(page.run())
         self.web_dir.seen(device)
         try:
             # retry: a restarted web window (or a stream ended for a revoked device) is tried again after 1 s
@@ -252,9 +282,7 @@ class WebWindow:
                     continue
                 said_at = loop.time()
         finally:
-            del self.streams[stream_id]
-            attaching.cancel()
-            page.close()
+            self._end_stream(stream_id)
 
 
 def _event(message: dict[str, Any]) -> str:

@@ -2,7 +2,8 @@
 
 The socket is bound here before uvicorn starts, so `--listen 127.0.0.1:0` knows its port: the
 origins the app accepts, the URL printed on stdout and the one written for `elicitron pair --web`
-all name the real one.
+all name the real one. uvicorn serves through the connection guard (connections.py), which also
+does the TLS handshake.
 """
 
 import argparse
@@ -54,17 +55,19 @@ def run_web(args: argparse.Namespace) -> int:
     listen = listen.with_port(sock.getsockname()[1])
     import uvicorn  # only now: `elicitron web --help` stays fast
 
+    from shared.http_guard import guarded_protocol
     from web_process.app import WebWindow
+    from web_process.connections import BACKLOG, HEAD_TIMEOUT_S, connection_guard
     from web_process.server import WebServer
 
+    guard = connection_guard(listen.tls)  # the soft open-files limit raised first: the caps follow it
     window = WebWindow(connection, web_dir, listen)
     app = window.asgi()
-    tls = listen.tls
     # An open page's stream never ends by itself: on SIGTERM or Ctrl-C it gets SHUTDOWN_GRACE_S.
     config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-                            ssl_certfile=str(tls[0]) if tls else None, ssl_keyfile=str(tls[1]) if tls else None)
-    server = WebServer(config, window.close_streams)
+                            timeout_graceful_shutdown=SHUTDOWN_GRACE_S, http=guarded_protocol(guard),
+                            timeout_keep_alive=int(HEAD_TIMEOUT_S), backlog=BACKLOG)
+    server = WebServer(config, window.close_streams, guard.run)
     # Behind a reverse proxy the address a phone can open is the first --origin, not ours: pairing
     # links and notify's links name it.
     public = listen.extra_origins[0] if listen.extra_origins else listen.url()
@@ -82,6 +85,8 @@ def run_web(args: argparse.Namespace) -> int:
 def _bind(listen: Listen) -> "socket.socket":
     import socket
 
+    from web_process.connections import BACKLOG
+
     family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -91,7 +96,7 @@ def _bind(listen: Listen) -> "socket.socket":
         sock.close()
         raise ConfigError(f"--listen {listen.host}:{listen.port}: cannot listen there "
                           f"({exc.strerror or exc}); pick another port, or stop what listens on it") from None
-    sock.listen(128)
+    sock.listen(BACKLOG)  # how many the guard may have to take at once (connections.py)
     sock.set_inheritable(True)
     return sock
 

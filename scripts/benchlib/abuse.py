@@ -2,7 +2,8 @@
 call that elicits, answered at once) while one peer floods main with heartbeats and a crowd of 500
 peers attaches and stays; main's memory for it. Targets: the round trip under attack under 1 s
 (p50 and max); main's peak RSS at most +150 MB over its RSS before the attack. Then the same
-against main's listeners (issue 24): benchlib/abuse_listeners.py, with a main of its own.
+against main's listeners (issue 24): benchlib/abuse_listeners.py, with a main of its own; relayed sessions
+flooding both ways (issue 33): benchlib/abuse_relay.py, with another.
 """
 
 import subprocess
@@ -13,7 +14,7 @@ from kit.env import child_env
 from kit.main import RunningMain
 from kit.paths import PYTHON, ROOT
 
-from benchlib import abuse_listeners  # a main of its own: VmHWM is per process
+from benchlib import abuse_listeners, abuse_relay  # each a main of its own: VmHWM is per process
 from benchlib.common import (
     Figure,
     fmt_us,
@@ -80,4 +81,5 @@ def run(quick: bool) -> list[Figure]:
                absolute=f"RSS {rss_before:.0f} MB before, peak {peak:.0f} MB (VmHWM)", how="/proc/PID/status",
                data=data),
         *abuse_listeners.run(quick),
+        *abuse_relay.run(quick),
     ]

@@ -16,6 +16,8 @@ more event streams attach (plain HTTP clients holding the device cookie: each st
 peer of main, as a page is), once main lists them all.
 """
 
+import http.client
+import json
 import os
 import shutil
 import socket
@@ -92,12 +94,14 @@ def _idle(web: WebWindow, seconds: float) -> tuple[float, float]:
     return 100.0 * spent / (time.monotonic() - started), rss_mb(web.proc.pid)
 
 
-def _open_streams(web: WebWindow, cookie: str, count: int) -> list[socket.socket]:
-    """`count` event streams held open (blocking sockets: Playwright's sync API owns this thread's loop)."""
+def _open_streams(web: WebWindow, cookies: list[str], count: int) -> list[socket.socket]:
+    """`count` event streams held open, spread over `cookies` (a device has at most 16: web_process/app.py)
+    (blocking sockets: Playwright's sync API owns this thread's loop)."""
     host_port = web.url.split("//", 1)[1]
     host, port = host_port.rsplit(":", 1)
     streams = []
-    for _ in range(count):
+    for i in range(count):
+        cookie = cookies[i % len(cookies)]
         stream = socket.create_connection((host, int(port)), timeout=15)
         streams.append(stream)
         stream.sendall((f"GET /events HTTP/1.1\r\nHost: {host_port}\r\nOrigin: {web.url}\r\n"
@@ -112,11 +116,25 @@ def _web_peers(status: dict[str, Any]) -> int:
     return sum(1 for peer in status["peers"] if str(peer.get("name", "")).endswith("(web)"))
 
 
+def _paired_cookie(web: WebWindow, name: str) -> str:
+    """One more device, paired by a real `pair --web` link as the page pairs: its cookie's value."""
+    code = web.pair_link(name).split("#", 1)[1]
+    host, port = web.url.split("//", 1)[1].rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=15)
+    connection.request("POST", "/api/pair", json.dumps({"code": code}),
+                       {"Origin": web.url, "Content-Type": "application/json"})
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return (response.getheader("set-cookie") or "").split(";", 1)[0].split("=", 1)[1]
+
+
 def _sessions(main: RunningMain, web: WebWindow, cookie: str) -> tuple[float, float, int]:
     """main's RSS before and after SESSIONS more streams attach (MiB), and how many attached."""
     attached_before = _web_peers(main.status())
     before = rss_mb(main.pid)
-    streams = _open_streams(web, cookie, SESSIONS)
+    cookies = [cookie, *(_paired_cookie(web, f"bench device {i}") for i in range(SESSIONS // 16))]
+    streams = _open_streams(web, cookies, SESSIONS)
     try:
         status = main.wait_status(lambda status: _web_peers(status) >= attached_before + SESSIONS,
                                   f"{SESSIONS} more web pages attached")
