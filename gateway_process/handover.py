@@ -1,6 +1,9 @@
 """serve's side of host pipes (shared/host_pipes.py, PROTOCOL.md §14, host pipes): hand a local main the
 host's stdin and stdout, wait while main holds them, and learn on their return what to go on with.
 
+The descriptors serve sends stay serve's (main gets copies of its own, which it closes); the socket
+and the records pipe's read end are closed once, by whoever holds them when the handover ends.
+
 While main holds the pipes, serve drains main's records pipe every DRAIN_EVERY_S (one wake-up for
 many records, none per message) and when the socket wakes it: `over`, `back`, or main gone.
 """
@@ -64,30 +67,34 @@ async def hand_over(connection: Path, window: str, session: str, server: str,
         return None
     loop = asyncio.get_running_loop()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.setblocking(False)
     records_fd, records_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    handed: Handed | None = None
     try:
-        fcntl.fcntl(records_fd, fcntl.F_SETPIPE_SZ, RECORDS_PIPE_BYTES)
-    except OSError:
-        pass  # over the system's pipe-max-size: the default (64 KiB) still works, main buffers the rest
-    try:
-        await loop.sock_connect(sock, info.host_pipes)
-        send_handover(sock, Handover(token=info.token, window=window, session=session, server=server),
-                      stdin_fd, stdout_fd, records_w)
-        answer = await asyncio.wait_for(_first_record(loop, sock), ANSWER_TIMEOUT_S)
-    except (OSError, TimeoutError, ValueError, msgspec.DecodeError) as exc:
-        logger.info("not handing the pipes to main: %s", exc)
-        answer = ("failed",)
-    finally:
-        os.close(records_w)  # main's copy alone: its end reads as EOF here
-    if answer[0] != "accepted":
-        if answer[0] == "refused":
+        sock.setblocking(False)
+        try:
+            fcntl.fcntl(records_fd, fcntl.F_SETPIPE_SZ, RECORDS_PIPE_BYTES)
+        except OSError:
+            pass  # over the system's pipe-max-size: the default (64 KiB) still works, main buffers the rest
+        try:
+            await loop.sock_connect(sock, info.host_pipes)
+            send_handover(sock, Handover(token=info.token, window=window, session=session, server=server),
+                          stdin_fd, stdout_fd, records_w)
+            answer = await asyncio.wait_for(_first_record(loop, sock), ANSWER_TIMEOUT_S)
+        except (OSError, TimeoutError, ValueError, msgspec.DecodeError) as exc:
+            logger.info("not handing the pipes to main: %s", exc)
+            answer = ("failed",)
+        finally:
+            os.close(records_w)  # main's copy alone: its end reads as EOF here
+        if answer[0] == "accepted":
+            logger.info("main holds the host's pipes (session %s)", session)
+            handed = Handed(sock, records_fd)
+        elif answer[0] == "refused":
             logger.info("main did not take the pipes: %s", answer[1] if len(answer) > 1 else "no reason")
-        sock.close()
-        os.close(records_fd)
-        return None
-    logger.info("main holds the host's pipes (session %s)", session)
-    return Handed(sock, records_fd)
+        return handed
+    finally:
+        if handed is None:  # (also when cancelled: a signal ends serve while main has not answered)
+            sock.close()
+            os.close(records_fd)
 
 
 async def _first_record(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> tuple[object, ...]:

@@ -13,7 +13,12 @@ With `--server` and a local main, serve first hands main the host's pipes (hando
 main reads and writes them itself until it gives them back (it stops, or went away), and serve
 goes on from what main told it.
 
-SIGTERM/SIGINT, or the host closing our stdin, end the session: main stops the server's process.
+SIGTERM/SIGINT/SIGHUP, the host closing our stdin, or the host closing its end of our stdout (it
+stopped reading) end the session, and serve exits 0: main stops the server's process.
+
+Each descriptor has one owner that closes it once: serve its copy of the host's stdout (`out_fd`;
+its stdin stays open until it exits), each pipe transport a copy of its own (shared/lines.py), main
+the copies it was sent.
 """
 
 import asyncio
@@ -21,7 +26,9 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Final
 
 from gateway_process.attachment import MainAttachment
 from gateway_process.handover import Returned, hand_over, returned
@@ -34,6 +41,9 @@ from shared.lines import MAX_LINE_BYTES, LineSplitter, LineWriter, as_line, each
 logger = logging.getLogger(__name__)
 
 EXIT_USAGE = 2
+# A host ends serve with any of them (SIGHUP: its terminal or session went away); each ends the
+# session as the host closing our stdin would, main told at once rather than after our silence.
+ENDING_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def run_relayed(connection: Path, server: str | None, config: Path | None) -> int:
@@ -53,8 +63,10 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
     me = asyncio.current_task()
     assert me is not None
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in ENDING_SIGNALS:
         loop.add_signal_handler(signum, me.cancel)
+    # serve's own copy of the host's stdout, closed once, below: the writer writes a copy of its own
+    # and main gets another, so neither closing theirs can close this number under the other.
     out_fd = os.dup(1)
     os.dup2(2, 1)  # from here on fd 1 is stderr: a stray print never reaches the host's stream
     out = await LineWriter.open(out_fd)
@@ -76,6 +88,7 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
         if isinstance(relayed, RelayedSession) and relayed.link.attached:
             back = await _through_main(relayed, out_fd)
             if back is not None and back.over:
+                logger.info("the session is over: %s", back.why)
                 await out.flush()
                 return 0
             if back is not None:  # main stopped or went away: go on relaying, the handshake replayed
@@ -83,7 +96,7 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
                 relayed.pump.detached(back.why)
                 relayed.link.check_main()  # a killed main's link is let go now, not at its next tick
                 each_line(splitter, back.leftover, relayed.from_host, to_host)
-        await feed_chunks(0, lambda chunk: each_line(splitter, chunk, relayed.from_host, to_host))  # (no frame of its own)
+        await _relay_until_the_host_ends(out, lambda chunk: each_line(splitter, chunk, relayed.from_host, to_host))
         await out.flush()  # what the host is owed goes out before we leave
     except asyncio.CancelledError:
         pass
@@ -91,14 +104,29 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
         relayed.close()
         out.close()
         os.close(out_fd)
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in ENDING_SIGNALS:
             loop.remove_signal_handler(signum)
     return 0
 
 
+async def _relay_until_the_host_ends(out: LineWriter, feed: Callable[[bytes], None]) -> None:
+    """The host's lines until it closes our stdin or stops reading our stdout, which ends a
+    session as surely (a host shutting down often closes that end first)."""
+    reading = asyncio.ensure_future(feed_chunks(0, feed))  # (no frame of its own)
+    try:
+        await asyncio.wait({reading, out.gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        reading.cancel()
+    if out.gone.done():
+        logger.info("the session is over: the host stopped reading")
+    elif not reading.cancelled():
+        reading.result()  # (what went wrong reading, if anything)
+
+
 async def _through_main(relayed: RelayedSession, out_fd: int) -> Returned | None:
     """A local main holds the host's pipes (no hop through serve) until it gives them back; None
-    when it does not take them."""
+    when it does not take them. main watches both ends meanwhile: a host that stops reading is its
+    to notice (serve's writer sees it too, and waits for main's `over`)."""
     handed = await hand_over(relayed.link.connection_path, relayed.link.window, relayed.pump.session,
                              relayed.pump.server, 0, out_fd)
     return None if handed is None else await returned(handed)

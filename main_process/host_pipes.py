@@ -9,11 +9,14 @@ what serve's would (errors for open requests when the server's process ends, the
 replayed on the next message). The pump's watcher keeps serve told, so serve can take over
 whenever main goes away:
 
-    handed over ──host closed its stdin──► over (serve exits)
+    handed over ──host closed its stdin, or stopped reading its stdout──► over (serve exits)
         │  └──serve went away──────────► closed
         └──main stops──► back (serve relays on its own, replaying the handshake)
 
 A host flooding its pipe is paused, never dropped: the broker's rate limiter, keyed per host.
+
+The three descriptors serve sent are the `PipedHost`'s, closed once when it finishes; every
+transport on one of them has a copy of its own, which it closes (shared/lines.py).
 """
 
 import asyncio
@@ -32,7 +35,15 @@ from main_process.relay import MAX_SESSIONS, MAX_SESSIONS_PER_PEER, Relay
 from shared import jsonrpc
 from shared.descriptors import DescriptorBudget
 from shared.host_pipes import Handover, decode_handover, receive_handover, record
-from shared.lines import LineSplitter, LineWriter, as_line, each_line, is_pipe_or_socket
+from shared.lines import (
+    LineSplitter,
+    LineWriter,
+    as_line,
+    descriptor_copy,
+    each_line,
+    is_pipe_or_socket,
+    transport_file,
+)
 from shared.relay_pump import RelayPump
 
 logger = logging.getLogger(__name__)
@@ -223,34 +234,46 @@ class PipedHost:
         self._relay = pipes.relay
         self._ended = False  # no more of the host's messages are taken
         self._finished = False  # every descriptor closed
+        self._ending: asyncio.Task[None] | None = None  # (held: the loop keeps only weak references to tasks)
+        self._held = False  # the server reads nothing for now: neither do we of the host
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         try:
             # Each transport gets a descriptor of its own and closes it (uvloop closes what it was
-            # given even with closefd=False); the ones serve sent are closed by _finish alone.
-            self._out = await LineWriter.open(os.dup(self._stdout_fd), own=True)
-            self._records, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(os.dup(self._records_fd), "wb"))
+            # given whatever closefd says); the ones serve sent are closed by _finish alone.
+            # A host that reads slower than its server writes: the server's output waits (backpressure).
+            self._out = await LineWriter.open(
+                self._stdout_fd, full=lambda full: self._relay.host_full(self.peer, self.handover.session, full))
+            self._records, _ = await loop.connect_write_pipe(
+                asyncio.Protocol, transport_file(descriptor_copy(self._records_fd), "wb"))
             self._control, _ = await loop.create_unix_connection(lambda: _Control(self), sock=self._conn)
             self._control.write(record("accepted"))
-            self._stdin, _ = await loop.connect_read_pipe(lambda: _HostStdin(self), os.fdopen(os.dup(self._stdin_fd), "rb"))
+            self._stdin, _ = await loop.connect_read_pipe(
+                lambda: _HostStdin(self), transport_file(descriptor_copy(self._stdin_fd), "rb"))
         except OSError as exc:
             logger.warning("host pipes: could not take %r's pipes: %s", self.peer.name, exc)
             self._finish()
             return
+        if self._finished:  # serve went away while its stdin's transport was being made
+            self._stdin.close()
+            return
+        self._out.gone.add_done_callback(lambda _: self.host_stopped_reading())  # (once everything is there to end)
         logger.info("holding the pipes of %r's session %s with %s", self.peer.name, self.handover.session,
                     self.handover.server)
 
     # ---- the host's stdin ---------------------------------------------------------------
 
     def from_host(self, chunk: bytes) -> None:
+        if self._ended:
+            return  # (the host stopped reading: what it still writes opens nothing)
         each_line(self._splitter, chunk, self.pump.from_host, self._to_host)
         if self._pipes.pause(self, len(chunk)) and self._stdin is not None:
             self._stdin.pause_reading()
             asyncio.get_running_loop().call_later(PAUSE_S, self._resume)
 
     def _resume(self) -> None:
-        if self._stdin is not None and not self._ended:
+        if self._stdin is not None and not self._ended and not self._held:
             self._stdin.resume_reading()
 
     def _to_main(self, raw: bytes, headers: dict[str, str] | None) -> str | None:
@@ -263,10 +286,20 @@ class PipedHost:
 
     def host_closed(self) -> None:
         """EOF on the host's stdin: the session is over, as when it closes serve's."""
+        self._over("the host closed it")
+
+    def host_stopped_reading(self) -> None:
+        """The host closed its end of its stdout: as over as EOF on its stdin (a host shutting
+        down often closes that end first); what the session had in flight is cancelled with it."""
+        self._over("the host stopped reading")
+
+    def _over(self, why: str) -> None:
         if self._ended:
             return
-        self._relay.end_pipes(self.peer, self.handover.session, "the host closed it")
-        asyncio.ensure_future(self._end_with("over", "the host closed it"))
+        self._ended = True
+        self.stop_reading()
+        self._relay.end_pipes(self.peer, self.handover.session, why)
+        self._ending = asyncio.ensure_future(self._end_with("over", why))
 
     def serve_gone(self) -> None:
         """Also while an end waits on a host that reads nothing: serve's going ends that wait."""
@@ -275,7 +308,7 @@ class PipedHost:
             self._finish()
 
     def stop_reading(self) -> None:
-        if self._stdin is not None:
+        if self._stdin is not None and not self._stdin.is_closing():
             self._stdin.pause_reading()
 
     async def hand_back(self, why: str) -> None:
@@ -305,8 +338,11 @@ class PipedHost:
         self._finish()
 
     def _finish(self) -> None:
+        if self._finished:
+            return
         self._ended = True
         self._finished = True
+        self._pipes.forget(self)
         if self._stdin is not None:
             self._stdin.close()
         if self._records is not None:  # (what serve was owed no longer matters)
@@ -318,11 +354,7 @@ class PipedHost:
         else:
             self._conn.close()
         for fd in self._fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._pipes.forget(self)
+            os.close(fd)  # once, here alone: a second close could take another host's pipe (no EBADF is quiet)
 
     # ---- HostSide: what the relay has for the host ----------------------------------------
 
@@ -332,6 +364,13 @@ class PipedHost:
     def closed(self, why: str) -> None:
         """main ended the server's session (its process ended, or the session was refused)."""
         self.pump.lost(why)
+
+    def hold_input(self, held: bool) -> None:
+        self._held = held
+        if held:
+            self.stop_reading()
+        else:
+            self._resume()
 
     # ---- PumpWatcher: what serve would need to take over ------------------------------------
 

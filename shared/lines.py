@@ -4,15 +4,21 @@
 `Oversized` (whose request id is read from its first bytes, since the host waits on that id) and
 the rest of it is skipped unread. `feed_chunks` and `LineWriter` read and write a descriptor with a
 native pipe transport when it is a pipe, else on a thread (a regular file, a terminal).
+
+Each closes what it owns once: a pipe transport gets a copy of the caller's descriptor of its own
+(uvloop's transports close the descriptor they were given whatever the file object says, asyncio's
+only through the file object: `transport_file`), so the caller's stays the caller's to close.
 """
 
 import asyncio
+import fcntl
 import json
 import logging
 import os
 import re
 import stat
 from collections.abc import Callable
+from typing import IO
 
 from shared import jsonrpc
 from shared.errors import RpcCode
@@ -21,6 +27,8 @@ logger = logging.getLogger(__name__)
 
 MAX_LINE_BYTES = 4 << 20  # the SDK's own HTTP body limit; main's message limit applies to calls after it
 _CHUNK = 1 << 16
+FULL_BYTES = 4 << 20  # what may wait for a slow reader before the writer's source is paused (backpressure)
+FULL_LOW_BYTES = 1 << 20
 _ID_IN_HEAD = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,20})')
 
 
@@ -140,61 +148,117 @@ def is_pipe_or_socket(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
+def descriptor_copy(fd: int) -> int:
+    """A descriptor of its own on what `fd` is, never 0-2 (libuv leaves those open whoever owns them)."""
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+
+
+def transport_file(fd: int, mode: str) -> IO[bytes]:
+    """`fd` as the file object of a pipe transport of the running loop, which then owns `fd` and
+    closes it once: uvloop closes the descriptor itself, then closes the file object too (which
+    must then leave the number alone: by then it may be someone else's), asyncio's transport closes
+    only the file object."""
+    loop_closes_it = type(asyncio.get_running_loop()).__module__.split(".")[0] == "uvloop"
+    return os.fdopen(fd, mode, closefd=not loop_closes_it)
+
+
 async def feed_chunks(fd: int, feed: Callable[[bytes], None]) -> None:
     """Hand what arrives on `fd` to `feed` until EOF: in the loop's own callback when `fd` is a
     pipe or a socket (no task switch per chunk), else from a thread's reads (a file, a terminal,
-    /dev/null: the loop's selector refuses some of them only once the transport is made)."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[None] = loop.create_future()
-    try:
-        if not is_pipe_or_socket(fd):
-            raise ValueError("not a pipe")
-        transport, _ = await loop.connect_read_pipe(lambda: _Feed(feed, done), os.fdopen(fd, "rb", closefd=False))
-    except (ValueError, OSError):  # a regular file or a terminal
+    /dev/null: the loop's selector refuses some of them only once the transport is made). `fd`
+    stays the caller's: the transport reads a copy of its own."""
+    if not is_pipe_or_socket(fd):
         while chunk := await asyncio.to_thread(os.read, fd, _CHUNK):
             feed(chunk)
         return
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    pipe_file = transport_file(descriptor_copy(fd), "rb")
+    try:
+        transport, _ = await loop.connect_read_pipe(lambda: _Feed(feed, done), pipe_file)
+    except BaseException:
+        pipe_file.close()  # (under uvloop a copy it failed to take may stay open: a leak, never a second close)
+        raise
     try:
         await done
     finally:
         transport.close()
 
 
+class _WriteSide(asyncio.streams.FlowControlMixin):
+    """The pipe transport's protocol: drain() as a StreamWriter's, `lost` once it is closed, and
+    `full(True/False)` as what waits for the reader crosses the transport's limits."""
+
+    def __init__(self, lost: Callable[[], None], full: Callable[[bool], None] | None) -> None:
+        super().__init__()
+        self._lost = lost
+        self._full = full
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._full is not None:
+            self._full(True)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._full is not None:
+            self._full(False)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._lost()
+
+
 class LineWriter:
     """Lines to `fd`: written at once on a native pipe transport when it is a pipe (no task per
-    line), else in order on a thread. `closed` once the reader is gone."""
+    line), else in order on a thread. `closed` once the reader is gone; `gone` is done then too,
+    unless the writer's own close came first (a host that stops reading ends its session)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, own: bool) -> None:
         self.closed = False
+        self.gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._fd = fd
+        self._own = own  # the thread's writer closes `fd` once it has ended
+        self._ended = False
         self._stream: asyncio.StreamWriter | None = None  # for drain(); lines go to its transport itself
         self._pipe: asyncio.WriteTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._outgoing: list[bytes] = []  # for the write at the end of this turn of the loop
         self._turn_open = False  # a line went out in this turn of the loop: the rest wait for its end
-        self._queue: asyncio.Queue[bytes] | None = None
+        self._queue: asyncio.Queue[bytes | None] | None = None  # None: the end
         self._task: asyncio.Task[None] | None = None
+        self._in_thread = False  # a thread is writing to `fd` right now
 
     @classmethod
-    async def open(cls, fd: int, *, own: bool = False) -> "LineWriter":
-        """`own`: `fd` is the writer's to close, and must be a pipe or a socket (uvloop's transport
-        closes the descriptor it was given whatever the file object says, asyncio's only with it,
-        so one that someone else closes too could be closed again once its number is reused)."""
-        writer = cls(fd)
-        loop = asyncio.get_running_loop()
-        pipe_file = os.fdopen(fd, "wb", closefd=own)
-        try:
-            transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, pipe_file)
-        except (ValueError, OSError):  # a regular file or a terminal
-            if own:
-                pipe_file.close()
-                raise
+    async def open(cls, fd: int, *, own: bool = False, full: Callable[[bool], None] | None = None) -> "LineWriter":
+        """`own`: the writer closes `fd`, once, when it is closed or aborted; else `fd` stays the
+        caller's (a pipe's transport writes a copy of its own, since uvloop's closes the descriptor
+        it was given whatever the file object says). `full`: told True when over FULL_BYTES wait
+        for a reader slower than the writer, False once that is under FULL_LOW_BYTES (pipes only)."""
+        if not is_pipe_or_socket(fd):  # a regular file or a terminal
+            writer = cls(fd, own=own)
             writer._queue = asyncio.Queue()
             writer._task = asyncio.ensure_future(writer._write_on_thread())
             return writer
+        writer = cls(fd, own=False)  # the transport owns what it writes to
+        loop = asyncio.get_running_loop()
+        pipe_file = transport_file(fd if own else descriptor_copy(fd), "wb")
+        try:
+            transport, protocol = await loop.connect_write_pipe(lambda: _WriteSide(writer._lost, full), pipe_file)
+        except BaseException:
+            pipe_file.close()  # (under uvloop a descriptor it failed to take may stay open: a leak, never a second close)
+            raise
+        if full is not None:
+            transport.set_write_buffer_limits(high=FULL_BYTES, low=FULL_LOW_BYTES)
         writer._stream = asyncio.StreamWriter(transport, protocol, None, loop)
         writer._pipe, writer._loop = transport, loop
         return writer
+
+    def _lost(self) -> None:
+        """The reader went away (or a write failed): `gone`, unless the writer was closed first."""
+        if not self._ended and not self.gone.done():
+            self.gone.set_result(None)
+        self.closed = True
 
     def write(self, data: bytes) -> None:
         """The first line in a turn of the loop is written at once (one call at a time waits on
@@ -207,7 +271,7 @@ class LineWriter:
                 self._outgoing.append(data)
                 return
             if pipe.is_closing():
-                self.closed = True
+                self._lost()
                 return
             self._turn_open = True
             assert self._loop is not None  # (set with the pipe)
@@ -219,47 +283,71 @@ class LineWriter:
     def _flush(self) -> None:
         self._turn_open = False
         outgoing, self._outgoing = self._outgoing, []
-        if self._stream is None or not outgoing:
+        if self._stream is None or not outgoing or self.closed:
             return
         if self._stream.is_closing():
-            self.closed = True
+            self._lost()
             return
         self._stream.writelines(outgoing)
 
     async def flush(self) -> None:
         """Until what was written has left (or the reader went away)."""
         if self._queue is not None:
-            await self._queue.join()
+            if self._task is not None and not self._task.done():
+                await self._queue.join()
         elif self._stream is not None and not self._stream.is_closing():
             self._flush()
             self._stream.transport.set_write_buffer_limits(high=0)  # drain() waits for an empty buffer
             try:
                 await self._stream.drain()
             except (ConnectionError, OSError):
-                self.closed = True
+                self._lost()
 
     async def _write_on_thread(self) -> None:
         assert self._queue is not None
-        while True:
-            data = await self._queue.get()
-            try:
-                if not self.closed:
-                    await asyncio.to_thread(write_all, self._fd, data)
-            except OSError:
-                self.closed = True
-            finally:
-                self._queue.task_done()
+        try:
+            while True:
+                data = await self._queue.get()
+                try:
+                    if data is None:
+                        return
+                    if not self.closed:
+                        self._in_thread = True
+                        await asyncio.to_thread(write_all, self._fd, data)
+                        self._in_thread = False
+                except OSError:
+                    self._in_thread = False
+                    self._lost()
+                finally:
+                    self._queue.task_done()
+        finally:
+            # Never under a thread's write (cancelled mid-write as the loop ends: the process's
+            # exit closes it): that write would land on whatever next takes the number.
+            if self._own and not self._in_thread:
+                os.close(self._fd)
 
     def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-        if self._stream is not None:
-            self._stream.close()
+        """What was written still leaves, then the descriptor closes."""
+        self._end(drop=False)
 
     def abort(self) -> None:
-        """Close now, dropping what has not left (its descriptor is about to be closed and reused)."""
-        self.closed = True
-        if self._task is not None:
-            self._task.cancel()
-        if self._pipe is not None:
-            self._pipe.abort()
+        """Close now, dropping what has not left."""
+        self._end(drop=True)
+
+    def _end(self, *, drop: bool) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        if drop:
+            self.closed = True
+        if self._queue is not None:
+            self._queue.put_nowait(None)
+        if self._stream is not None:
+            outgoing, self._outgoing = self._outgoing, []
+            if outgoing and not drop and not self._stream.is_closing():
+                self._stream.writelines(outgoing)
+            self.closed = True
+            if drop:
+                self._stream.transport.abort()
+            else:
+                self._stream.close()

@@ -376,7 +376,7 @@ def test_bad_input_gets_json_rpc_errors_naming_the_problem_and_touches_nobody_el
         raw.stdin.flush()
         replies = [json.loads(raw.stdout.readline()) for _ in range(3)]
         assert replies[0]["id"] is None and replies[0]["error"]["code"] == -32700
-        assert "not JSON" in replies[0]["error"]["message"]
+        assert "not strict JSON" in replies[0]["error"]["message"]
         assert replies[1]["id"] == 7 and replies[1]["error"]["code"] == -32600
         assert replies[2]["id"] == 8 and replies[2]["error"]["code"] == -32600
         assert "over 4,194,304 bytes" in replies[2]["error"]["message"]

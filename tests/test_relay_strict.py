@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 import pytest
-
 from test_relay_core import FORM, MODERN, decoded, initialize, raw, req, session
 
 CALL = b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"echo","arguments":{"text":%s}}}'
