@@ -32,7 +32,8 @@ WindowFactory = Callable[[Path, str], WindowProcess]
 # worker a file at a time in collection order, and a long file started last leaves the other
 # worker idle until it ends. A file missing here only runs in its usual place.
 LONGEST_FILES = (
-    "test_conformance.py", "test_transparent_gateway.py", "test_gateway_lifecycle.py", "test_http_child.py",
+    "test_conformance.py", "test_transparent_gateway.py", "test_session_ends.py", "test_gateway_lifecycle.py",
+    "test_http_child.py",
     "test_oauth.py", "test_supervision.py", "test_consent_binding.py", "test_gateway.py", "test_first_hour.py",
     "test_windows.py", "test_consent_window_e2e.py", "test_terminal_text.py", "test_security.py",
     "test_first_hour_window.py", "test_approval_gateway.py", "test_merged_gateway.py", "test_lockout.py",
