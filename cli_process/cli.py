@@ -443,23 +443,9 @@ def _start_main_from_a_launcher(connection: Path, config: Path | None, auto_open
 
 
 def _pair_web(args: argparse.Namespace) -> int:
-    """`pair --web`: a one-time code for the running web window, as the link that redeems it and,
-    on a terminal (or with --qr), its QR code for a phone's camera."""
-    from web_process.devices import CODE_LIFETIME_S, WebDir
+    from cli_process.pair_web import pair_web
 
-    web_dir = WebDir(args.web_dir)
-    url = web_dir.running_url()
-    code = web_dir.new_code(args.name or "browser")
-    link = f"{url}/pair#{code}"
-    print(link)
-    if args.qr or sys.stdout.isatty():  # piped, stdout is the link alone
-        from web_process.qr import terminal_qr
-
-        print(terminal_qr(link), end="", flush=True)
-    if sys.stdout.isatty():
-        print(f"elicitron: open this link in the browser (or scan the code) to pair within "
-              f"{CODE_LIFETIME_S / 60:.0f} minutes; it works once", file=sys.stderr)
-    return 0
+    return pair_web(args)
 
 
 def cmd_devices(args: argparse.Namespace) -> int:

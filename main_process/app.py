@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import msgspec
@@ -32,6 +33,7 @@ from main_process.http_gateway import (
 )
 from main_process.lock import InstanceLock
 from main_process.notify import Notifier
+from main_process.open_calls import OpenCalls
 from main_process.paths import default_log_dir
 from main_process.peers import Peer
 from main_process.pending import Elicitation, RequestOptions
@@ -82,6 +84,8 @@ AUTO_OPEN_QUIET_S = 15.0  # after opening a window, give it this long to attach 
 # for it this long to attach (they retry every second) before it opens one of its own.
 AUTO_OPEN_GRACE_S = 3.0
 AUTO_OPEN_GRACE_ENV = "ELICITRON_AUTO_OPEN_GRACE_S"
+# What a call still open when main stops is answered (its server is stopped after).
+STOPPING = error_reply(RpcCode.SERVER_ERROR, "main is stopping: the call did not finish")
 
 
 class MainApp:
@@ -132,6 +136,7 @@ class MainApp:
         self.questions: QuestionDesk | None = None  # made once the broker has started
         self._relay: Relay | None = None  # hosts' own sessions with a server, once the broker runs
         self.notifier: Notifier | None = None  # the config's `notify` webhooks, once the broker runs
+        self._calls = OpenCalls()  # peers' tool calls and MCP requests not answered yet
 
     # ---- BrokerHost --------------------------------------------------------------------
 
@@ -144,10 +149,13 @@ class MainApp:
         if server is None:
             reply(self._unknown_server(request.server))
             return None
-        if self.consent is not None and caller.role == "host":  # only hosts' calls are approved
-            return self.consent.call_from_host(server, request, caller, reply, progress)
-        return server.call_tool(request.tool, request.arguments, caller.window, reply,
-                                call_id=request.response_channel, progress=progress)
+        consent = self.consent if caller.role == "host" else None  # only hosts' calls are approved
+        if consent is not None:
+            return self._calls.start(reply, progress, lambda answer, report: consent.call_from_host(
+                server, request, caller, answer, report))
+        return self._calls.start(reply, progress, lambda answer, report: server.call_tool(
+            request.tool, request.arguments, caller.window, answer, call_id=request.response_channel,
+            progress=report))
 
     # ---- relayed sessions (extension msgMcpRelay) ----------------------------------------
 
@@ -176,7 +184,8 @@ class MainApp:
         if server is None:
             reply(self._unknown_server(request.server))
             return
-        server.mcp_request(request.method, request.params, reply)
+        self._calls.start(reply, None, lambda answer, _report: server.mcp_request(request.method, request.params,
+                                                                                    answer))
 
     async def control_server(self, request: ServerControl) -> ChannelReply:
         server = self.servers.get(request.server)
@@ -364,15 +373,15 @@ class MainApp:
         if self.notifier is not None:
             self.notifier.start()
 
-    def _start_web_window(self) -> WebWindowChild | None:
-        """`--web`: the web window child; each page a browser opens on it is a window of this main."""
+    def _web_window(self) -> WebWindowChild | None:
+        """`--web`: the web window child (not started yet; its status says starting); each page a
+        browser opens on it is a window of this main."""
         if self.web is None:
             return None
         child = WebWindowChild(self.web, self.connection_path, self.log_dir, tls=self.web_tls,
                                insecure=self.web_insecure)
         if self.broker is not None:
             self.broker.web_window_status = child.status
-        child.start()
         return child
 
     def _unknown_server(self, name: str) -> ChannelReply:
@@ -396,11 +405,26 @@ class MainApp:
             forget_old_token_file()  # a port in use: one line before anything starts
         if self.web is not None:
             probe_listen(self.web, "--web")
+        # Every part pushes its own stop as it starts: main stops in reverse order of start (and
+        # stops what did start when a later part fails to), so nothing that answers on the
+        # broker's socket outlives it.
+        async with AsyncExitStack() as stack:
+            stack.callback(logger.info, "main stopped")
+            await self._start(stack)
+            await self._stop.wait()
+            logger.info("stopping: %d servers", len(self.servers))
+
+    async def _start(self, stack: AsyncExitStack) -> None:
         token = secrets.token_hex(32)
         limit = raise_soft_limit()  # before any socket: libzmq aborts main on EMFILE
         logger.info("open files: up to %d", limit)
         remote, authenticator, front = self._remote_listener()
+        if front is not None:
+            stack.push_async_callback(front.close)
+        if authenticator is not None:
+            stack.callback(authenticator.stop)
         audit = AuditLog(self.audit_path, record_values=self.config.audit_values, auto_checkpoint=False)
+        stack.callback(audit.close)
         broker = Broker(
             endpoint=ipc_endpoint_beside(self.connection_path),
             token=token,
@@ -412,6 +436,8 @@ class MainApp:
         )
         self.broker = broker
         broker.bind()
+        stack.push_async_callback(broker.close)
+        stack.callback(self._calls.close, STOPPING)  # calls answered while the socket is open
         if front is not None:
             broker.listener_status = lambda: [front.status()]
         loop = asyncio.get_running_loop()
@@ -420,66 +446,69 @@ class MainApp:
         for name, server_config in self.config.servers.items():
             self.servers[name] = ManagedServer(server_config, broker, self.log_dir)
         broker.start()
-        store_lock = StoreLock(self.rules_path) if self.rules_path is not None else None
-        if store_lock is not None:
+        if self.rules_path is not None:
+            store_lock = StoreLock(self.rules_path)
+            stack.callback(store_lock.release)
             try:  # the CLI then changes the rules through this main, never behind its back
                 await store_lock.claim(self.connection_path)
             except RuleStoreError as exc:
                 logger.error("%s; `elicitron rules revoke` with another connection file will not find this main", exc)
-        if self.rules_path is not None:
             self.consent = Consent(broker, RuleStore(self.rules_path), self.config.rules, loop,
                                    identities(self.config.servers))
+            stack.callback(self.consent.close)
             broker.pending.rules = self.consent
         self.questions = QuestionDesk(broker.pending, rule=self.answer_question_by_rule)
         await self._start_notifier(self.config)
+        stack.push_async_callback(self._close_notifier)  # the one running then (reload replaces it)
         self._relay = Relay(broker, self.servers.get, self.consent)
+        stack.push_async_callback(self._relay.close)
         host_pipes = HostPipes(Path(ipc_endpoint_beside(self.connection_path, "host-pipes.sock").removeprefix("ipc://")),
                                token, broker.host_peer, self._relay)
         host_pipes.start()
+        stack.push_async_callback(host_pipes.close)  # before the relay's sessions end: serve takes its pipes back
+        # Made before the connection file is written, started after: from the first status a
+        # peer can ask for, main says the web window is starting (`pair --web` waits for it).
+        web_child = self._web_window()
         info = ConnectionInfo(
             protocol=PROTOCOL_VERSION, endpoint=broker.endpoint, token=token, pid=os.getpid(),
             remote_endpoint=front.address if front else None,
             remote_server_key=remote.curve_keypair[0].decode() if remote and remote.curve_keypair else None,
             mcp_http_token=new_token() if self.mcp_http else None, host_pipes=str(host_pipes.path))
         write_connection_file(self.connection_path, info)
+        stack.callback(remove_connection_file, self.connection_path, token)
         self._started_at = time.monotonic()  # windows waiting for a main can attach from now on
         locator.main_started(self.connection_path)  # found by hosts that strip XDG_RUNTIME_DIR
+        stack.callback(locator.main_stopped, self.connection_path)
         logger.info("main %s listening on %s (config %s, %d servers, audit %s)", broker.session, broker.endpoint,
                     self.config.source, len(self.servers), self.audit_path)
         for server in self.servers.values():
             server.start()
+        stack.push_async_callback(self._stop_servers)  # those running then (reload changes them)
         http_child = self._start_http_gateway(info)
-        web_child = self._start_web_window()
-        try:
-            await self._stop.wait()
-            logger.info("stopping: %d servers", len(self.servers))
-        finally:
-            broker.say_goodbye()  # windows show main as gone now, not once its servers have stopped
-            if self._auto_open_timer is not None:
-                self._auto_open_timer.cancel()
-            if http_child is not None:
-                await http_child.stop()
-            if web_child is not None:
-                await web_child.stop()
-            remove_connection_file(self.connection_path, token)
-            locator.main_stopped(self.connection_path)
-            await host_pipes.close()  # before the relay's sessions end: serve takes its pipes back
-            if self._relay is not None:
-                await self._relay.close()
-            if self.notifier is not None:
-                await self.notifier.close()
-            await asyncio.gather(*(server.stop() for server in self.servers.values()))
-            if front is not None:
-                await front.close()
-            await broker.close()
-            if self.consent is not None:
-                self.consent.close()
-            if store_lock is not None:
-                store_lock.release()
-            if authenticator is not None:
-                authenticator.stop()
-            audit.close()
-            logger.info("main stopped")
+        if http_child is not None:
+            stack.push_async_callback(http_child.stop)
+        if web_child is not None:
+            web_child.start()
+            stack.push_async_callback(web_child.stop)
+        stack.callback(self._announce_stop)  # the first thing stopping does
+
+    def _announce_stop(self) -> None:
+        """Stopping starts here: peers hear `bye` (windows show main as gone now, not once its servers
+        have stopped) and every open call is answered; then the parts stop in reverse order."""
+        if self.broker is not None:
+            self.broker.say_goodbye()
+        if self._auto_open_timer is not None:
+            self._auto_open_timer.cancel()
+        answered = self._calls.close(STOPPING)
+        if answered:
+            logger.info("stopping: answered %d open calls", answered)
+
+    async def _stop_servers(self) -> None:
+        await asyncio.gather(*(server.stop() for server in self.servers.values()))
+
+    async def _close_notifier(self) -> None:
+        if self.notifier is not None:
+            await self.notifier.close()
 
 
 def _auto_open_grace() -> float:
