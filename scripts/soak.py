@@ -8,6 +8,10 @@ or nobody (the request expires). Then it stops main (`elicitron stop`), reads th
 (`elicitron audit --json`) and checks that every call got exactly one result, every request was
 answered exactly once or expired, no channel took two answers, and the audit log agrees.
 
+`--hosts N` (issue 39) soaks host sessions instead: N of them against one main with windows attached,
+ended every way a host ends one, over stdio and HTTP, with `--server` and merged (soaklib/hosts.py);
+it prints main's RSS and descriptors before and after, which must stay within +20 MiB and +4.
+
 Prints a summary table (or `--json`); exits 1 on any discrepancy, 2 if main could not be run.
 Bounded: every wait has a deadline (`--max-seconds`, default 180), and the temp dir and main are
 cleaned up on every path. Only ipc:// (a socket in the temp dir) is used.
@@ -28,6 +32,7 @@ from kit.env import short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.stats import percentile
 from soaklib.driver import Soak
+from soaklib.hosts import main_hosts
 from soaklib.verify import Verdict, verify
 
 
@@ -128,20 +133,47 @@ def print_table(summary: dict[str, Any]) -> None:
         print(f"  ... and {len(summary['problems']) - 50} more")
 
 
+def hosts_main(args: argparse.Namespace) -> int:
+    concurrency = args.concurrency or 16
+    if args.hosts < 1 or concurrency < 1:
+        print("soak: --hosts and --concurrency must be positive", file=sys.stderr)
+        return 2
+    home = short_tmp_dir("eli-soak-hosts-")
+    try:
+        return main_hosts(args.hosts, concurrency, args.seed, args.exit_within, home, args.json,
+                          lambda line: print(f"soak: {line}", file=sys.stderr, flush=True))
+    except (AssertionError, RuntimeError, OSError) as exc:
+        print(f"soak: could not run main: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if args.keep:
+            print(f"kept {home}", file=sys.stderr)
+        else:
+            shutil.rmtree(home, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--elicitations", type=int, default=1000)
     parser.add_argument("--servers", type=int, default=10)
-    parser.add_argument("--concurrency", type=int, default=50, help="calls in flight at most")
+    parser.add_argument("--concurrency", type=int, default=None,
+                        help="calls in flight at most (50); with --hosts, sessions at once (16)")
+    parser.add_argument("--hosts", type=int, default=0, metavar="N",
+                        help="soak N host sessions ended every way (stdio and HTTP) instead of elicitations")
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="elicitationTimeoutSeconds of every server")
     parser.add_argument("--churn-ms", type=float, default=250.0,
                         help="mean time between windows attaching or detaching")
+    parser.add_argument("--exit-within", type=float, default=2.0, metavar="S",
+                        help="with --hosts: serve must exit within S seconds of its host ending the session")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-seconds", type=float, default=180.0, help="the whole run, start to cleanup")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (main's log, audit log)")
     args = parser.parse_args(argv)
+    if args.hosts:
+        return hosts_main(args)
+    args.concurrency = args.concurrency or 50
     if args.elicitations < 1 or args.servers < 1 or args.concurrency < 1 or args.churn_ms <= 0:
         parser.error("--elicitations, --servers, --concurrency and --churn-ms must be positive")
 

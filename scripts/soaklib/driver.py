@@ -130,14 +130,14 @@ class Soak:
             peer.heartbeat_if_due(now)
         wake = min([until, now + 0.2] + ([self._timers[0][0]] if self._timers else []))
         for sock, _ in self.poller.poll(max(0, int((wake - now) * 1000))):
-            peer = self._by_sock.get(sock)
-            if peer is None or peer.closed:
+            ready = self._by_sock.get(sock)
+            if ready is None or ready.closed:
                 continue
-            for topic, body in peer.receive():
-                if peer is self.controller:
+            for topic, body in ready.receive():
+                if ready is self.controller:
                     self._on_controller(topic, body)
                 else:
-                    self._on_window(peer, topic, body)
+                    self._on_window(ready, topic, body)
 
     # ---- start -----------------------------------------------------------------------------
 
