@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
-from kit.output import ChildOutput
 from kit.paths import PYTHON, ROOT
 
 pytestmark = pytest.mark.slow  # a real main, its web window child and CLI processes
@@ -38,20 +37,7 @@ def _start_gated_web_main(home: Path, gate: Path) -> RunningMain:
     """`elicitron main --web 127.0.0.1:0` whose web window child waits at `gate` before it runs."""
     base = child_env(home)
     env = {**base, "PYTHONPATH": os.pathsep.join([str(GATE_SITE), base["PYTHONPATH"]]), GATE_ENV: str(gate)}
-    connection = home / "connection.json"
-    proc = subprocess.Popen([PYTHON, "-m", "cli_process", "--log-level", "info", "main", "--connection",
-                             str(connection), "--config", str(write_config(home / "mcp.json", {})),
-                             "--web", "127.0.0.1:0"],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                            cwd=ROOT)
-    assert proc.stderr is not None
-    running = RunningMain(proc, connection, home, ChildOutput(proc.stderr))
-    try:
-        running.wait_up()
-    except BaseException:
-        running.stop()
-        raise
-    return running
+    return start_main(write_config(home / "mcp.json", {}), home, "--web", "127.0.0.1:0", home=home, env=env)
 
 
 def _open_gate(gate: Path, timeout_s: float = 30.0) -> None:

@@ -12,12 +12,9 @@ child's PYTHONPATH is what installs the check.
 """
 
 import os
-import subprocess
 from pathlib import Path
 
-from kit.main import RunningMain
-from kit.output import ChildOutput
-from kit.paths import PYTHON, ROOT
+from kit.main import RunningMain, start_main
 
 SITE = Path(__file__).parent / "ebadf_site"
 LOG_ENV = "ELICITRON_TEST_EBADF_LOG"
@@ -41,16 +38,4 @@ class DoubleCloses:
 
 def start_main_with(env: dict[str, str], config: Path, runtime: Path, home: Path) -> RunningMain:
     """`elicitron main` as kit.main.start_main starts it, in `env`; up when this returns."""
-    connection = runtime / "connection.json"
-    proc = subprocess.Popen([PYTHON, "-m", "cli_process", "--log-level", "info", "main", "--connection",
-                             str(connection), "--config", str(config)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                            cwd=ROOT)
-    assert proc.stderr is not None
-    running = RunningMain(proc, connection, home, ChildOutput(proc.stderr))
-    try:
-        running.wait_up()
-    except BaseException:
-        running.stop()
-        raise
-    return running
+    return start_main(config, runtime, home=home, env=env)

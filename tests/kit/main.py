@@ -250,9 +250,11 @@ def write_config(path: Path, servers: dict[str, Any], **top_level: Any) -> Path:
 
 
 def start_main(config: Path | None, runtime: Path, *extra_args: str, home: Path | None = None,
-               wait: bool = True, open_files: tuple[int, int] | None = None) -> RunningMain:
+               wait: bool = True, open_files: tuple[int, int] | None = None,
+               env: dict[str, str] | None = None) -> RunningMain:
     """`elicitron main` with its connection file in `runtime` and its dirs in `home`; up unless
-    `wait=False`. `open_files`: its (soft, hard) descriptor limit, as `ulimit -n` would set it."""
+    `wait=False`. `open_files`: its (soft, hard) descriptor limit, as `ulimit -n` would set it.
+    `env`: its whole environment (default: the kit's for `home`)."""
     connection = runtime / "connection.json"
     argv = [PYTHON, "-m", "cli_process", "--log-level", "info", "main", "--connection", str(connection)]
     if config is not None:
@@ -261,7 +263,7 @@ def start_main(config: Path | None, runtime: Path, *extra_args: str, home: Path 
         argv = ["/bin/sh", "-c", f'ulimit -S -n {open_files[0]} && ulimit -H -n {open_files[1]} && exec "$0" "$@"',
                 *argv]
     proc = subprocess.Popen([*argv, *extra_args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=child_env(home), cwd=ROOT)
+                            stderr=subprocess.PIPE, env=child_env(home) if env is None else env, cwd=ROOT)
     assert proc.stderr is not None
     running = RunningMain(proc, connection, home, ChildOutput(proc.stderr))
     if wait:
