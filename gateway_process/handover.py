@@ -39,6 +39,7 @@ class Returned:
 
     over: bool  # the host closed its stdin: the session is done
     why: str
+    said_why: bool = False  # main said `over` or `back`; else its socket closed unannounced (it was killed)
     handshake: list[bytes] = field(default_factory=list)
     outstanding: dict[jsonrpc.Id, str] = field(default_factory=dict)
     leftover: bytes = b""
@@ -172,9 +173,10 @@ def _control(sock: socket.socket, reader: RecordReader, state: Returned) -> bool
     for kind, *values in got:
         if kind == "over":
             state.over, state.why = True, str(values[0]) if values else "the host closed it"
+            state.said_why = True
             return True
         if kind == "back":
-            state.why = "Elicitron's main stopped"
+            state.why, state.said_why = "Elicitron's main stopped", True
             state.leftover = values[0] if values and isinstance(values[0], bytes) else b""
             return True
     return stream != "open"

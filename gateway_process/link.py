@@ -53,6 +53,10 @@ class MainLink:
         of sending into the void until its silence shows."""
         self._peer.check_main()
 
+    async def main_ended(self, within_s: float) -> None:
+        """`check_main` once a local main's process has ended (at most `within_s` from now)."""
+        await self._peer.main_ended(within_s)
+
     async def attach(self) -> None:
         """Attach (once at a time); raises MainUnreachableError when no main answers."""
         await self._peer.attach()

@@ -44,6 +44,7 @@ EXIT_USAGE = 2
 # A host ends serve with any of them (SIGHUP: its terminal or session went away); each ends the
 # session as the host closing our stdin would, main told at once rather than after our silence.
 ENDING_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+MAIN_EXIT_WAIT_S: Final = 5.0  # a killed process's sockets close a moment before its pid is gone
 
 
 def run_relayed(connection: Path, server: str | None, config: Path | None) -> int:
@@ -94,7 +95,10 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
             if back is not None:  # main stopped or went away: go on relaying, the handshake replayed
                 relayed.pump.restore(back.handshake, back.outstanding)
                 relayed.pump.detached(back.why)
-                relayed.link.check_main()  # a killed main's link is let go now, not at its next tick
+                if back.said_why:
+                    relayed.link.check_main()
+                else:  # killed: the host's next request waits (unread) until the link knows it too
+                    await relayed.link.main_ended(MAIN_EXIT_WAIT_S)
                 each_line(splitter, back.leftover, relayed.from_host, to_host)
         await _relay_until_the_host_ends(out, lambda chunk: each_line(splitter, chunk, relayed.from_host, to_host))
         await out.flush()  # what the host is owed goes out before we leave

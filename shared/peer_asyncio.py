@@ -8,6 +8,7 @@ reader, the pid check and the ticks; shared/peer_socket.py runs the socket, the 
 """
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -95,6 +96,24 @@ class AsyncPeer:
         if info is not None and self._socket.sock is not None and main_is_gone(info):
             self._apply(self.core.lose(f"main (pid {info.pid}) has exited", time.monotonic()))
 
+    async def main_ended(self, within_s: float) -> None:
+        """Wait (at most `within_s`) until a local main's process has ended, then `check_main`: a
+        killed process closes its sockets before its pid is gone, and a link checked in between
+        would go on sending into the void (and fail the next request as lost)."""
+        info = self.core.info
+        pidfd_open = getattr(os, "pidfd_open", None)  # (Linux; elsewhere the ticks notice)
+        if info is not None and pidfd_open is not None and info.endpoint.startswith("ipc://"):
+            try:
+                pidfd = pidfd_open(info.pid)
+            except OSError:  # gone already (ProcessLookupError), or not ours to watch
+                pidfd = None
+            if pidfd is not None:
+                try:
+                    await _readable(pidfd, within_s)
+                finally:
+                    os.close(pidfd)
+        self.check_main()
+
     def detach(self) -> None:
         """Bye (what is queued still leaves, within the linger), then idle until `attach`."""
         self._apply(self.core.detach(), self._close_linger_ms)
@@ -167,3 +186,20 @@ def _settle[T](future: asyncio.Future[T], outcome: T | MainUnreachableError) -> 
         future.set_exception(outcome)
     else:
         future.set_result(outcome)
+
+
+async def _readable(fd: int, within_s: float) -> None:
+    """Until `fd` is readable (a pidfd: its process ended), at most `within_s`."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def settle() -> None:
+        if not ready.done():
+            ready.set_result(None)
+    loop.add_reader(fd, settle)
+    try:
+        await asyncio.wait_for(ready, within_s)
+    except TimeoutError:
+        pass
+    finally:
+        loop.remove_reader(fd)

@@ -7,9 +7,13 @@ way; the pump only keeps what it needs so the host is never left waiting:
   wait in order; if main cannot be reached, each waiting request is answered with an error saying so;
 - the requests the host is waiting on: when the session is lost (main went away, or the server's
   process ended) each gets an error response naming the cause, since no answer will come;
-- the host's `initialize` and `notifications/initialized`: the next message after a loss first
-  replays them on a new session (main opens it), so the server is initialized again and the host
-  goes on; the server's answer to the replayed `initialize` is not passed to the host.
+- the host's `initialize` (once the server accepted it) and `notifications/initialized`: the next
+  message after a loss first replays them on a new session (main opens it), so the server is
+  initialized again and the host goes on; the server's answer to the replayed `initialize` is not
+  passed to the host. An `initialize` the server refused is not replayed: a host in `auto` mode
+  sends one after a `server/discover` it gave up on, the server (locked to the 2026-07-28 era by
+  that discover) refuses it, and the host goes on in that era, which a replayed handshake would
+  lock the new session out of.
 
     offline ──attached──► online ──lost──► offline (replay before the next message)
 
@@ -59,6 +63,7 @@ class RelayPump:
     _waiting: list[tuple[bytes, Headers]] = field(default_factory=list)
     _outstanding: dict[jsonrpc.Id, str] = field(default_factory=dict)  # host request id -> method
     _initialize: bytes | None = None
+    _asked_initialize: tuple[jsonrpc.Id, bytes] | None = None  # sent, not answered yet
     _initialized: bytes | None = None
     _replay: bool = False
     _replayed: set[jsonrpc.Id] = field(default_factory=set)
@@ -77,12 +82,10 @@ class RelayPump:
             if watcher is not None:
                 watcher.opened(envelope.id, method)
             if method == "initialize":
-                self._initialize = raw
+                self._asked_initialize = (envelope.id, raw)
                 self._replay = False  # a host starting over: nothing to replay
-                if watcher is not None:
-                    watcher.handshake(raw)
         elif envelope.kind == "notification":
-            if envelope.method == "notifications/initialized":
+            if envelope.method == "notifications/initialized" and self._initialize is not None:
                 self._initialized = raw
                 if watcher is not None:
                     watcher.handshake(raw)
@@ -127,11 +130,22 @@ class RelayPump:
             if envelope.id in self._replayed:
                 self._replayed.discard(envelope.id)
                 return
+            if self._asked_initialize is not None and self._asked_initialize[0] == envelope.id:
+                self._handshake_answered(envelope.result is not msgspec.UNSET)
             if self._outstanding.pop(envelope.id, None) is not None and self.watcher is not None:
                 self.to_host(raw)  # the host first: a `done` without its answer would leave the host waiting
                 self.watcher.done(envelope.id)
                 return
         self.to_host(raw)
+
+    def _handshake_answered(self, accepted: bool) -> None:
+        assert self._asked_initialize is not None
+        raw = self._asked_initialize[1]
+        self._asked_initialize = None
+        if accepted:
+            self._initialize, self._initialized = raw, None
+            if self.watcher is not None:
+                self.watcher.handshake(raw)
 
     # ---- the link to main ------------------------------------------------------------------
 

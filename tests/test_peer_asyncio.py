@@ -3,6 +3,8 @@ and over tcp with CURVE from a paired file: main's bye, a new main with a new to
 
 import asyncio
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ TIMEOUT_S = 5.0
 class AsyncMain:
     """A ROUTER and the connection file naming it (a paired file for tcp)."""
 
-    def __init__(self, connection_path: Path, token: str, transport: str) -> None:
+    def __init__(self, connection_path: Path, token: str, transport: str, pid: int | None = None) -> None:
         ensure_private_dir(connection_path.parent)
         self.sock = zmq.asyncio.Context.instance().socket(zmq.ROUTER)
         self.sock.setsockopt(zmq.LINGER, 0)
@@ -38,7 +40,7 @@ class AsyncMain:
             self.sock.bind(f"ipc://{connection_path.parent / (token[:4] + '.sock')}")
         endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
         write_connection_file(connection_path, ConnectionInfo(protocol=1, endpoint=endpoint, token=token,
-                                                              pid=os.getpid(), **keys))
+                                                              pid=pid or os.getpid(), **keys))
 
     async def expect(self, topic: str) -> tuple[bytes, Any]:
         """The next message on `topic` (heartbeats and others skipped)."""
@@ -141,3 +143,41 @@ def test_an_asker_asks_its_open_question_again_of_the_next_main(connection: tupl
             second.close()
 
     asyncio.run(run())
+
+
+@pytest.mark.slow
+def test_a_link_told_its_main_was_killed_detaches_once_the_process_has_ended(tmp_path: Path) -> None:
+    """A killed main's sockets close a moment before its pid is gone: serve, handed its pipes back
+    by the socket closing, waits for the process to end, so the host's next request goes to a new
+    main instead of into the void. The connection file names a stand-in process for main's pid."""
+    path = tmp_path / "run" / "connection.json"
+    stand_in = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+
+    async def run() -> None:
+        main = AsyncMain(path, "e5" * 16, "ipc", pid=stand_in.pid)
+        events = Events()
+        link = MainLink(path, "probe host", events)
+        try:
+            attaching = asyncio.ensure_future(link.attach())
+            identity, hello = await main.expect(channels.HELLO)
+            await main.welcome(identity, hello, "s1")
+            await asyncio.wait_for(attaching, TIMEOUT_S)
+            link.check_main()
+            assert link.attached and events.detached.empty()  # the process runs: nothing to say yet
+            ending = asyncio.ensure_future(link.main_ended(TIMEOUT_S * 4))
+            await asyncio.sleep(0)  # (one turn of the loop: it watches the process now)
+            assert not ending.done()
+            assert stand_in.stdin is not None
+            stand_in.stdin.close()  # the stand-in ends (unreaped: a zombie is gone all the same)
+            await asyncio.wait_for(ending, TIMEOUT_S * 2)
+            assert not link.attached
+            assert events.detached.get_nowait() == f"main (pid {stand_in.pid}) has exited"
+        finally:
+            link.close()
+            main.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        stand_in.kill()
+        stand_in.wait()

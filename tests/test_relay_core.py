@@ -425,6 +425,27 @@ def test_a_lost_session_fails_open_requests_and_the_next_message_replays_the_han
     assert len(wire.host) == 2
 
 
+def test_an_initialize_the_server_refused_is_not_replayed_on_the_next_session() -> None:
+    """A host in `auto` mode whose `server/discover` timed out sends `initialize`; the server, locked
+    to the 2026-07-28 era by the late discover, refuses it and the host goes on in that era. A
+    replayed `initialize` would lock the next session to the handshake era and refuse the host."""
+    wire = Pump()
+    pump = wire.make()
+    watcher = pump.watcher = Watcher(wire.host)
+    pump.attached()
+    pump.from_host(req(0, "server/discover", {}))
+    pump.from_host(req(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}))
+    pump.from_main(resp(0, {"supportedVersions": ["2026-07-28"]}))  # too late: the host gave up on it
+    pump.from_main(raw({"jsonrpc": "2.0", "id": 1, "error": {"code": -32022, "message": "modern only"}}))
+    pump.from_host(req(2, "server/discover", {}))
+    pump.from_main(resp(2, {"supportedVersions": ["2026-07-28"]}))
+    pump.lost("Elicitron's main went away")
+    wire.main.clear()
+    pump.from_host(req(3, "tools/call", {"name": "pid"}))
+    assert [json.loads(m).get("id") for m in wire.main] == [3]  # no handshake goes first
+    assert ("handshake", "initialize") not in watcher.seen  # nor would serve replay one, taking over
+
+
 def test_a_message_main_cannot_take_is_answered_at_once() -> None:
     wire = Pump()
     pump = wire.make()
