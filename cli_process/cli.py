@@ -40,6 +40,7 @@ from main_process.paths import default_log_dir
 from shared.terminal_text import for_terminal, json_for_terminal
 
 if TYPE_CHECKING:
+    from main_process.store.records import AuditEntry
     from shared.messages import ChannelReply, ListenerStatus, NotifyStatus, ServerInfo
 
 from shared.errors import (
@@ -604,14 +605,19 @@ def cmd_server(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from main_process.audit import AuditLog, format_entries, to_json
-    from main_process.audit import default_path as default_audit_path
+    import asyncio
 
-    log = AuditLog(default_audit_path())
-    try:
-        entries = log.entries(limit=args.limit, server=args.server)
-    finally:
-        log.close()
+    from main_process.audit import format_entries, to_json
+    from main_process.store.factory import open_store
+
+    async def read() -> "list[AuditEntry]":
+        store = open_store(None)  # the default store: the only one a config can name yet (store/factory.py)
+        try:
+            return await store.audit.entries(limit=args.limit, server=args.server)
+        finally:
+            await store.close()
+
+    entries = asyncio.run(read())
     print(json_for_terminal(to_json(entries).decode()) if args.json else format_entries(entries))
     return 0
 

@@ -2,7 +2,7 @@
 
 Through the running main when there is one (it knows this session's rules and the config's, and a
 revoke there takes effect before the next request and shows in every window at once). main owns
-the rule store while it runs (store_owner.py): when this shell's connection file names no running
+the rule store while it runs (main_process/store/owner.py): when this shell's connection file names no running
 main but another main owns the store, the command goes through that one (and says so), or fails
 with exit 1 and the connection file to use; it never changes the store behind a running main's
 back, which would print "revoked" while that main went on applying the rule. With no main running
@@ -11,6 +11,7 @@ and the next main starts from what is left.
 """
 
 import argparse
+import asyncio
 import sys
 import time
 from pathlib import Path
@@ -18,10 +19,11 @@ from pathlib import Path
 import msgspec
 
 from cli_process.command import EXIT_FAILED, EXIT_USAGE, connection_of
-from main_process.audit import default_path as default_audit_path
-from main_process.rule_store import RuleStore, path_beside
 from main_process.rules import CONFIG_ID_PREFIX
-from main_process.store_owner import Owner, StoreLock, hold_or_owner
+from main_process.store.factory import default_audit_path, open_store
+from main_process.store.interface import RuleTable
+from main_process.store.owner import Owner, StoreLock, hold_or_owner
+from main_process.store.sqlite_rules import path_beside
 from shared.connection_file import main_is_gone, read_connection_file
 from shared.errors import ConnectionFileError, MainUnreachableError
 from shared.messages import RevokeReport, RuleInfo
@@ -54,7 +56,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
     if owner is not None:
         return _through_owner(owner, connection, store_path, args)
     try:
-        return _in_store(store_path, args)
+        return asyncio.run(_in_store(store_path, args))
     finally:
         lock.release()
 
@@ -81,30 +83,37 @@ def _through_owner(owner: Owner, connection: Path, store_path: Path, args: argpa
         return EXIT_FAILED
 
 
-def _in_store(store_path: Path, args: argparse.Namespace) -> int:
+async def _in_store(store_path: Path, args: argparse.Namespace) -> int:
     """No main running at all: read and change the store itself (the CLI holds its lock meanwhile)."""
-    with RuleStore(store_path) as store:
-        now = time.time_ns() // 1_000_000
-        rules = store.load(now)
-        if args.action == "list":
-            note = (f"main is not running: showing the remembered rules in {store_path} "
-                    "(config rules and this-session rules apply only while main runs)")
-            return _print_rules([rule.info() for rule in rules], args.json, note=note)
-        known = {rule.id: rule for rule in rules}
-        if args.all:
-            targets = [rule_id for rule_id, rule in known.items() if rule.of(args.server, args.asker)]
-            refused = []
-        else:
-            targets = [rule_id for rule_id in args.ids if rule_id in known]
-            refused = [f"{rule_id}: a config rule; edit the config file" if rule_id.startswith(CONFIG_ID_PREFIX)
-                       else f"{rule_id}: no such rule" for rule_id in args.ids if rule_id not in known]
-        if targets and not store.remove(targets):
-            refused.append(f"{', '.join(targets)}: the rule store {store_path} could not be changed")
-            targets = []
-        if targets:
-            print(f"elicitron: main is not running: removed from the rule store {store_path}; the next main "
-                  "starts without them", file=sys.stderr)
-        return _print_revoked(RevokeReport(revoked=targets, refused=refused), args.json)
+    store = open_store(None)  # the default store: the only one a config can name yet (store/factory.py)
+    try:
+        return await _change_rules(store.rules, store_path, args)
+    finally:
+        await store.close()
+
+
+async def _change_rules(store: RuleTable, store_path: Path, args: argparse.Namespace) -> int:
+    now = time.time_ns() // 1_000_000
+    rules = await store.load(now)
+    if args.action == "list":
+        note = (f"main is not running: showing the remembered rules in {store_path} "
+                "(config rules and this-session rules apply only while main runs)")
+        return _print_rules([rule.info() for rule in rules], args.json, note=note)
+    known = {rule.id: rule for rule in rules}
+    if args.all:
+        targets = [rule_id for rule_id, rule in known.items() if rule.of(args.server, args.asker)]
+        refused = []
+    else:
+        targets = [rule_id for rule_id in args.ids if rule_id in known]
+        refused = [f"{rule_id}: a config rule; edit the config file" if rule_id.startswith(CONFIG_ID_PREFIX)
+                   else f"{rule_id}: no such rule" for rule_id in args.ids if rule_id not in known]
+    if targets and not await store.remove(targets):
+        refused.append(f"{', '.join(targets)}: the rule store {store_path} could not be changed")
+        targets = []
+    if targets:
+        print(f"elicitron: main is not running: removed from the rule store {store_path}; the next main "
+              "starts without them", file=sys.stderr)
+    return _print_revoked(RevokeReport(revoked=targets, refused=refused), args.json)
 
 
 def _main_may_run(connection: Path) -> bool:

@@ -7,12 +7,13 @@ pending.py       PendingRequests: the life of every request a window answers (on
 peers.py         PeerTable (who is attached, slots per role) and RateLimiter (per connection)
 servers.py       ManagedServer: one supervised mcp.Client per configured server, its tool calls
 config.py        the mcpServers config (Claude Desktop format) and Elicitron's own keys
-audit.py         AuditLog: SQLite rows of every request and its outcome; audit_writer.py: when
+store/           the store: what outlives a request (remembered rules and approvals, the audit log)
+                 behind one async interface, SQLite behind it (store/__init__.py has its map)
+audit_writer.py  when the audit rows reach the store; audit.py: what `elicitron audit` prints
 notify.py        Notifier: webhooks for new requests (the config's `notify`); notify_config.py its keys,
                  notify_payload.py what a notice says per format, notify_sender.py the rate-limited,
                  retrying POSTs, notify_link.py the web window's URL (its web.json)
 lock.py          InstanceLock: one main per connection file
-store_owner.py   StoreLock: the running main that owns the rule store (the CLI goes through it)
 server_identity.py which program a configured server is (what its rules are bound to)
 curve_keys.py    CURVE keypair and allow-list for remote windows
 private_files.py 0600 files in 0700 dirs, safe file names; paths.py: default locations

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -16,11 +17,9 @@ import zmq
 import zmq.asyncio
 from zmq.auth.asyncio import AsyncioAuthenticator
 
-from main_process.audit import AuditLog
-from main_process.audit import default_path as default_audit_path
 from main_process.broker import ZAP_DOMAIN, Broker, Listener, ProgressTo, ReplyTo
 from main_process.config import Config, differs_beyond_approval, load_config
-from main_process.consent import Consent
+from main_process.consent import Consent, remembered_rules
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.host_pipes import HostPipes
 from main_process.hosts import Cancel
@@ -36,13 +35,12 @@ from main_process.notify import Notifier
 from main_process.open_calls import OpenCalls
 from main_process.paths import default_log_dir
 from main_process.peers import Peer
-from main_process.pending import Elicitation, RequestOptions
+from main_process.pending import Elicitation
 from main_process.questions import QuestionDesk
 from main_process.relay import Relay
-from main_process.rule_store import RuleStore, path_beside
 from main_process.server_identity import identities
 from main_process.servers import ManagedServer, error_reply
-from main_process.store_owner import StoreLock
+from main_process.store.factory import default_audit_path, open_store
 from main_process.tcp_front import TcpFront, parse_tcp_listen
 from main_process.web_child import WebWindowChild
 from shared import PROTOCOL_VERSION, channels, locator
@@ -55,7 +53,7 @@ from shared.connection_file import (
     write_connection_file,
 )
 from shared.descriptors import raise_soft_limit
-from shared.errors import ConfigError, RpcCode, RuleStoreError
+from shared.errors import ConfigError, RpcCode
 from shared.messages import (
     Ask,
     AskerInfo,
@@ -112,7 +110,7 @@ class MainApp:
         self.config = config
         self.connection_path = connection_path
         self.log_dir = log_dir or default_log_dir()
-        self.audit_path = audit_path or default_audit_path()
+        self.audit_path = audit_path or default_audit_path()  # the SQLite store's (the default store)
         self.auto_open_window = config.auto_open_window if config.auto_open_window is not None else auto_open_window
         self.listen = listen
         self.max_body_bytes = max_body_bytes
@@ -131,7 +129,7 @@ class MainApp:
         self.broker: Broker | None = None
         # The consent layer (rules, remembered answers, tool approval); rules=False runs main
         # without it (the bench's baseline).
-        self.rules_path: Path | None = path_beside(self.audit_path) if rules else None
+        self.rules = rules
         self.consent: Consent | None = None
         self.questions: QuestionDesk | None = None  # made once the broker has started
         self._relay: Relay | None = None  # hosts' own sessions with a server, once the broker runs
@@ -174,10 +172,10 @@ class MainApp:
     def rules_report(self) -> ChannelReply:
         return self.consent.rules_report() if self.consent is not None else ChannelReply(rules=[])
 
-    def revoke_rules(self, request: RevokeRules, caller: Peer) -> ChannelReply:
+    def revoke_rules(self, request: RevokeRules, caller: Peer) -> Awaitable[ChannelReply]:
         if self.consent is None:
-            return ChannelReply(revoked=RevokeReport(revoked=[], refused=["this main runs without rules"]))
-        return self.consent.revoke_rules(request, caller.name or caller.window)
+            return _ready(ChannelReply(revoked=RevokeReport(revoked=[], refused=["this main runs without rules"])))
+        return self.consent.revoke_rules(request, caller.name or caller.window)  # in memory now, the store soon
 
     def mcp_request(self, request: McpRequest, reply: ReplyTo) -> None:
         server = self.servers.get(request.server)
@@ -216,6 +214,8 @@ class MainApp:
         unchanged = [n for n in fresh.servers if n in old and n not in changed]
         if fresh.notify != self.config.notify:
             await self._start_notifier(fresh)
+        if fresh.store != self.config.store:
+            logger.warning("the config's store changed: this main keeps the one it opened until it restarts")
         self.config = fresh
         if self.consent is not None:
             self.consent.set_config_rules(fresh.rules, identities(fresh.servers))
@@ -301,19 +301,14 @@ class MainApp:
         assert self.questions is not None
         self.questions.withdraw(caller.routing_id, request)
 
-    def answer_question_by_rule(self, asker: AskerInfo, elicitation: Elicitation) -> ElicitationResult | None:
+    def answer_question_by_rule(self, asker: AskerInfo, elicitation: Elicitation) -> tuple[str, ElicitationResult] | None:
         """The one place a rule or a remembered answer may answer a program's form question
-        before it opens (url-mode questions never come here), audited with the rule's id. The
-        asker's name stands where a server's would (its rules are the asker's own, never a
-        server's). None: ask the windows."""
-        if self.consent is None or self.broker is None:
+        before it opens (url-mode questions never come here): the rule's id and its answer (the
+        desk audits it). The asker's name stands where a server's would (its rules are the asker's
+        own, never a server's). None: ask the windows."""
+        if self.consent is None:
             return None
-        found = self.consent.answer_asker(asker.name, elicitation.params)
-        if found is None:
-            return None
-        rule_id, answer = found
-        self.broker.pending.record_by_rule(elicitation, answer, rule_id, RequestOptions(timeout_s=0, kind="question"))
-        return answer
+        return self.consent.answer_asker(asker.name, elicitation.params)
 
     def _remote_listener(self) -> tuple[Listener | None, AsyncioAuthenticator | None, TcpFront | None]:
         """The tcp listener for remote windows: a capped front (tcp_front.py) on the --listen address,
@@ -423,14 +418,15 @@ class MainApp:
             stack.push_async_callback(front.close)
         if authenticator is not None:
             stack.callback(authenticator.stop)
-        audit = AuditLog(self.audit_path, record_values=self.config.audit_values, auto_checkpoint=False)
-        stack.callback(audit.close)
+        # What outlives a request, opened once and handed to the parts that keep it (store/).
+        store = open_store(self.config.store, audit_path=self.audit_path, record_values=self.config.audit_values)
+        stack.push_async_callback(store.close)
         broker = Broker(
             endpoint=ipc_endpoint_beside(self.connection_path),
             token=token,
             session=channels.new_uuid7(),
             host=self,
-            audit=audit,
+            audit=store.audit,
             remote=remote,
             max_body_bytes=self.max_body_bytes,
         )
@@ -446,16 +442,11 @@ class MainApp:
         for name, server_config in self.config.servers.items():
             self.servers[name] = ManagedServer(server_config, broker, self.log_dir)
         broker.start()
-        if self.rules_path is not None:
-            store_lock = StoreLock(self.rules_path)
-            stack.callback(store_lock.release)
-            try:  # the CLI then changes the rules through this main, never behind its back
-                await store_lock.claim(self.connection_path)
-            except RuleStoreError as exc:
-                logger.error("%s; `elicitron rules revoke` with another connection file will not find this main", exc)
-            self.consent = Consent(broker, RuleStore(self.rules_path), self.config.rules, loop,
-                                   identities(self.config.servers))
-            stack.callback(self.consent.close)
+        if self.rules:
+            await store.claim(self.connection_path)  # the CLI then changes the rules through this main
+            self.consent = Consent(broker, store.rules, await remembered_rules(store.rules, broker), self.config.rules,
+                                   loop, identities(self.config.servers))
+            stack.push_async_callback(self.consent.close)
             broker.pending.rules = self.consent
         self.questions = QuestionDesk(broker.pending, rule=self.answer_question_by_rule)
         await self._start_notifier(self.config)
@@ -480,7 +471,7 @@ class MainApp:
         locator.main_started(self.connection_path)  # found by hosts that strip XDG_RUNTIME_DIR
         stack.callback(locator.main_stopped, self.connection_path)
         logger.info("main %s listening on %s (config %s, %d servers, audit %s)", broker.session, broker.endpoint,
-                    self.config.source, len(self.servers), self.audit_path)
+                    self.config.source, len(self.servers), store.description)
         for server in self.servers.values():
             server.start()
         stack.push_async_callback(self._stop_servers)  # those running then (reload changes them)
@@ -509,6 +500,10 @@ class MainApp:
     async def _close_notifier(self) -> None:
         if self.notifier is not None:
             await self.notifier.close()
+
+
+async def _ready(reply: ChannelReply) -> ChannelReply:
+    return reply
 
 
 def _auto_open_grace() -> float:

@@ -1,4 +1,4 @@
-"""When the broker's audit rows reach the disk, seen from the event loop.
+"""When the broker's audit rows reach the store (store/interface.py: AuditTable), seen from the event loop.
 
 - A request's row is written REQUEST_ROW_DELAY_S after the invoke went out, with the other
   requests of that moment in one transaction, or together with its outcome if that comes first:
@@ -11,7 +11,12 @@
   config, the rule store, or the audited answer that allowed it for the session), so nobody waits
   on the disk for it; a SIGKILL can lose such rows of the last REQUEST_ROW_DELAY_S.
 - Checkpoints are the only step that fsyncs (a few ms). They run on one helper thread with their
-  own connection, never on the loop, once CHECKPOINT_EVERY commits have gathered.
+  own connection, never on the loop (the SQLite backend's `checkpoint`), once CHECKPOINT_EVERY
+  commits have gathered.
+- The store is async (store/interface.py). Each write starts at once (`run_now`) and what must
+  wait for it (the answer to the server) is its `then`: the SQLite backend never suspends, so the
+  commit and `then` are done before `outcome` returns, as the figures above assume; a backend
+  that suspends keeps the order (committed, then answered) without holding up the loop.
 SIGKILL of main loses no decided outcome; at most the rows of requests younger than
 REQUEST_ROW_DELAY_S that nobody had answered yet.
 """
@@ -19,11 +24,12 @@ REQUEST_ROW_DELAY_S that nobody had answered yet.
 import asyncio
 import logging
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from typing import Any, Final
 
-from main_process.audit import AuditLog, Decided
-from shared.messages import DeviceRef, ElicitationInvoke
+from main_process.store.interface import AuditTable, run_now
+from main_process.store.records import Decided, OutcomeRecord
+from shared.messages import ElicitationInvoke
 
 logger = logging.getLogger(__name__)
 
@@ -32,17 +38,17 @@ CHECKPOINT_EVERY: Final = 200  # commits; SQLite's own default is every 1,000 WA
 
 
 class AuditWriter:
-    """Orders and batches one AuditLog's writes for the broker. Never raises (AuditLog doesn't)."""
+    """Orders and batches one AuditTable's writes for the broker. Never raises (the store's writes don't)."""
 
-    def __init__(self, log: AuditLog, loop: asyncio.AbstractEventLoop) -> None:
-        self.log = log
+    def __init__(self, audit: AuditTable, loop: asyncio.AbstractEventLoop) -> None:
+        self.audit = audit
         self._loop = loop
         self._queued: dict[str, ElicitationInvoke] = {}
         self._decided: list[Decided] = []
         self._flush_scheduled = False
         self._commits_since_checkpoint = 0
-        self._checkpointer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-checkpoint")
-        self._checkpoint_running: Future[bool] | None = None
+        self._checkpoint_running = False
+        self._writes: set[asyncio.Task[None]] = set()  # writes of a backend that suspended, until done
 
     def request(self, invoke: ElicitationInvoke) -> None:
         """Write the request's row within REQUEST_ROW_DELAY_S, or with its outcome if sooner."""
@@ -60,17 +66,18 @@ class AuditWriter:
             self._flush_scheduled = True
             self._loop.call_later(REQUEST_ROW_DELAY_S, self.flush)
 
-    def outcome(self, channel: str, outcome: str, *, window: str | None = None,
-                content: dict[str, Any] | None = None, rule_id: str | None = None,
-                decision: str | None = None, window_name: str | None = None,
-                device: DeviceRef | None = None) -> bool:
-        """Commit the outcome now (with its request row if that is still queued); True once on disk."""
-        request = self._queued.pop(channel, None)
-        written = self.log.record_outcome(channel, outcome, window=window, content=content, request=request,
-                                          rule_id=rule_id, decision=decision, window_name=window_name,
-                                          device=device)
+    def outcome(self, outcome: OutcomeRecord, then: Callable[[bool], None] | None = None) -> None:
+        """Commit the outcome now (with its request row if that is still queued), then call `then`
+        with whether it was written (False also when the channel had its outcome already, or the
+        write failed: main answers anyway, and the store counts the row as unrecorded)."""
+        run_now(self._outcome(outcome, self._queued.pop(outcome.channel, None), then), self._writes)
+
+    async def _outcome(self, outcome: OutcomeRecord, request: ElicitationInvoke | None,
+                       then: Callable[[bool], None] | None) -> None:
+        written = await self.audit.record_outcome(outcome, request)
         self._committed()
-        return written
+        if then is not None:
+            then(written)
 
     def flush(self) -> None:
         self._flush_scheduled = False
@@ -79,25 +86,28 @@ class AuditWriter:
         invokes = list(self._queued.values())
         decided, self._decided = self._decided, []
         self._queued.clear()
-        if decided:
-            self.log.record_requests(invokes, decided)
-        else:
-            self.log.record_requests(invokes)
+        run_now(self._rows(invokes, decided), self._writes)
+
+    async def _rows(self, invokes: list[ElicitationInvoke], decided: list[Decided]) -> None:
+        await self.audit.record_requests(invokes, decided)
         self._committed()
 
-    def close(self) -> None:
-        """Write what is queued and wait for a running checkpoint; the log itself stays open."""
+    async def close(self) -> None:
+        """Write what is queued and wait for every write and a running checkpoint; the store stays open."""
         self.flush()
-        self._checkpointer.shutdown(wait=True)
+        while self._writes:
+            await asyncio.gather(*self._writes)
 
     def _committed(self) -> None:
         self._commits_since_checkpoint += 1
-        if self._commits_since_checkpoint < CHECKPOINT_EVERY:
-            return
-        if self._checkpoint_running is not None and not self._checkpoint_running.done():
-            return  # the running one will take these pages too, or the next one will
+        if self._commits_since_checkpoint < CHECKPOINT_EVERY or self._checkpoint_running:
+            return  # a running one will take these pages too, or the next one will
         self._commits_since_checkpoint = 0
+        self._checkpoint_running = True
+        run_now(self._checkpoint(), self._writes)
+
+    async def _checkpoint(self) -> None:
         try:
-            self._checkpoint_running = self._checkpointer.submit(self.log.checkpoint)
-        except RuntimeError:  # shut down: main is closing, and closing the log checkpoints anyway
-            logger.debug("audit checkpoint skipped: writer closed")
+            await self.audit.checkpoint()
+        finally:
+            self._checkpoint_running = False

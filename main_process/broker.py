@@ -7,9 +7,11 @@ connection may cost, in `peers`. Here:
 
 - every frame is split first and its body decoded only once main knows it will act on it (a result
   for a closed or foreign channel, or anything from a peer over its rate, is refused undecoded);
-- what a welcomed peer's topic does, and who may send it, is one table (TOPICS, at the end): topic
-  -> handler, the body type being shared/codec.py's PEER_TOPICS[topic]; the handler gets the
-  sender's `Peer`, looked up once per message, and passes it on as the `caller`;
+- what a welcomed peer's topic does is its `@handles(topic)` method; its body type, who may send
+  it and whether it is answered on a response channel are its row in shared/channels.py (TOPICS, at
+  the end, puts the two together). The handler gets the sender's `Peer`, looked up once per
+  message, and passes it on as the `caller`; a topic answered on a response channel gets the
+  `reply` for it too, its channel checked before the handler runs;
 - one drain handles at most DRAIN_BUDGET messages, then yields to the loop, so a flooding peer
   cannot hold up heartbeats, servers or other peers;
 - every send goes through `send`/`_send_frames`, which schedule the drain a send may need (a
@@ -28,11 +30,10 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 import zmq
 
-from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
 from main_process.clock import MONOTONIC, Clock, Timer
 from main_process.hosts import Cancel, PeerCalls, plan_delivery
@@ -45,6 +46,7 @@ from main_process.pending import (
     RequestOptions,
     Unanswered,
 )
+from main_process.store.interface import AuditTable
 from shared import PROTOCOL_VERSION, channels
 from shared.codec import DEFAULT_MAX_BODY_BYTES, decode_peer_body, encode, encode_welcome, split_from_peer
 from shared.errors import ProtocolError, RpcCode, WireCode
@@ -52,6 +54,7 @@ from shared.event_loop import describe as describe_loop
 from shared.messages import (
     Ask,
     AuthRequest,
+    Body,
     Bye,
     CallError,
     CallTool,
@@ -99,12 +102,6 @@ from shared.zmq_calls import EVENTS, NOBLOCK, POLLIN, RCVMORE, SEND_MORE, zget, 
 
 logger = logging.getLogger(__name__)
 
-_RESERVED_TOPICS: Final = frozenset({
-    channels.WELCOME, channels.HEARTBEAT, channels.INVOKE, channels.DISMISS,
-    channels.COMPLETE, channels.SERVERS, channels.ERROR, channels.PEERS, channels.NOTICE,
-    channels.RULES_UPDATE,
-    channels.PROGRESS, channels.LIST_CHANGED,
-})
 ZAP_DOMAIN: Final = b"elicitron"  # tcp listeners authenticate CURVE clients in this ZAP domain
 _BAD_HELLO_LIMIT: Final = 3  # per routing id within _BAD_HELLO_WINDOW_S; further hellos are ignored
 _BAD_HELLO_WINDOW_S: Final = 10.0
@@ -116,6 +113,25 @@ _HEARTBEAT_FRAMES: Final = encode(channels.HEARTBEAT, Heartbeat())
 
 ReplyTo = Callable[[ChannelReply], None]  # sends one answer on a peer's response channel
 ProgressTo = Callable[[float, float | None, str | None], None]  # sends msgProgress for one call
+_HANDLERS: dict[str, Callable[..., None]] = {}  # filled by @handles; TOPICS pairs them with their rows
+
+
+def handles[H: Callable[..., None]](topic: str) -> Callable[[H], H]:
+    """Marks a Broker method as what main does with `topic` from a welcomed peer."""
+    def register(method: H) -> H:
+        if topic in _HANDLERS:
+            raise ImportError(f"two handlers for {topic}")
+        _HANDLERS[topic] = method
+        return method
+
+    return register
+
+
+class _Request(Protocol):
+    """A body answered on its response channel (a row with `reply`)."""
+
+    @property
+    def response_channel(self) -> str: ...
 
 
 class BrokerHost(Protocol):
@@ -152,7 +168,7 @@ class BrokerHost(Protocol):
     def rules_report(self) -> ChannelReply:
         """Every rule (`ChannelReply.rules`), for msgRules."""
 
-    def revoke_rules(self, request: RevokeRules, caller: Peer) -> ChannelReply:
+    def revoke_rules(self, request: RevokeRules, caller: Peer) -> Awaitable[ChannelReply]:
         """Revoke rules (`ChannelReply.revoked`), for msgRevokeRules."""
     # extension msgAsk: a program's questions, owned by the asking peer
     def ask_question(self, request: Ask, caller: Peer, reply: ReplyTo) -> None:
@@ -189,7 +205,7 @@ class Broker:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         heartbeat_s: float = 1.0,
         peer_timeout_s: float = 5.0,
-        audit: AuditLog | None = None,
+        audit: AuditTable | None = None,
         peer_slots: Mapping[Role, int] = PEER_SLOTS,
         limiter: RateLimiter | None = None,
         welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
@@ -281,7 +297,7 @@ class Broker:
                 self._loop.remove_reader(sock.fileno())
             sock.close(linger=0)
         if self._audit is not None:
-            self._audit.close()  # every queued row reaches the disk
+            await self._audit.close()  # every queued row reaches the store
         if self.endpoint.startswith("ipc://"):
             try:
                 os.unlink(self.endpoint.removeprefix("ipc://"))
@@ -315,7 +331,7 @@ class Broker:
         self.pending.withdraw_server(server)
 
     def publish_servers(self) -> None:
-        self._broadcast(self._peers_all(), encode(channels.SERVERS, ServersUpdate(servers=self._host.server_infos())))
+        self._publish(channels.SERVERS, ServersUpdate(servers=self._host.server_infos()))
 
     def host_peer(self, window: str) -> Peer | None:
         """The attached peer with that hello window, if it is a host."""
@@ -325,25 +341,22 @@ class Broker:
     def say_goodbye(self) -> None:
         """main is stopping: every attached peer hears `bye` now, before the servers stop, so a
         window shows main as gone at once rather than after its silence limit."""
-        self._broadcast(self._peers_all(), encode(channels.BYE, Bye()))
+        self._publish(channels.BYE, Bye())
 
     def publish_complete(self, server: str, elicitation_id: str) -> None:
-        self._broadcast(self._peers_all(), encode(channels.COMPLETE, ElicitationComplete(
-            server=server, elicitation_id=elicitation_id)))
+        self._publish(channels.COMPLETE, ElicitationComplete(server=server, elicitation_id=elicitation_id))
 
     def publish_list_changed(self, server: str, lists: list[ListName]) -> None:
         """Tell host peers these lists of `server` may have changed (they relist and tell their host)."""
-        hosts = [peer.routing_id for peer in self._peers if peer.role == "host"]
-        if hosts:
-            self._broadcast(hosts, encode(channels.LIST_CHANGED, ListChanged(server=server, lists=lists)))
+        self._publish(channels.LIST_CHANGED, ListChanged(server=server, lists=lists))
 
     def publish_notice(self, level: str, message: str, server: str | None) -> None:
         notice = Notice(level=level, message=message, server=server)  # type: ignore[arg-type]
-        self._broadcast(self._peers_all(), encode(channels.NOTICE, notice))
+        self._publish(channels.NOTICE, notice)
 
     def publish_rules(self, rules: list[RuleInfo]) -> None:
         """Extension `rules`: every rule, to every window."""
-        self._broadcast(self._peers.renderers(), encode(channels.RULES_UPDATE, RulesUpdate(rules=rules)))
+        self._publish(channels.RULES_UPDATE, RulesUpdate(rules=rules))
 
     def peer(self, routing_id: bytes) -> Peer | None:
         return self._peers.get(routing_id)
@@ -475,91 +488,107 @@ class Broker:
             self._refuse(routing_id, err)
 
     def _dispatch(self, peer: Peer, topic: str, raw: bytes) -> None:
-        """A welcomed peer's message on a fixed topic, as TOPICS says: decoded, checked, handled."""
+        """A welcomed peer's message on a fixed topic, as its row says: decoded, checked, handled."""
         route = TOPICS[topic]
         body = decode_peer_body(topic, raw)
-        if route.roles is not None and peer.role not in route.roles:
-            allowed = " or ".join(f'"{role}"' for role in sorted(route.roles))
+        if peer.role not in route.row.roles:
+            allowed = " or ".join(f'"{role}"' for role in sorted(route.row.roles))
             raise ProtocolError(WireCode.BAD_BODY, f"{topic} is for peers with role {allowed}", topic)
-        route.handle(self, peer, body)
+        if route.row.reply:
+            # First: a refused channel starts no work.
+            reply = self._replier(peer, topic, cast(_Request, body).response_channel)
+            route.handle(self, peer, body, reply)
+        else:
+            route.handle(self, peer, body)
 
-    # ---- what each topic does (TOPICS, at the end of this module, names them) -------------
+    # ---- what each topic does (`@handles`; TOPICS, at the end of this module, collects them) ------
 
+    @handles(channels.HEARTBEAT)
     def _on_heartbeat(self, peer: Peer, body: Heartbeat) -> None:
         pass  # its arrival is the point: `_handle` noted the peer as alive
 
+    @handles(channels.BYE)
     def _on_bye(self, peer: Peer, body: Bye) -> None:
         self._detach(peer, "said bye")
 
-    def _on_call_tool(self, peer: Peer, body: CallTool) -> None:
-        reply, started = self._calls.track(peer, body.response_channel,
-                                           self._replier(peer, channels.CALL_TOOL, body.response_channel))
+    @handles(channels.CALL_TOOL)
+    def _on_call_tool(self, peer: Peer, body: CallTool, reply: ReplyTo) -> None:
+        reply, started = self._calls.track(peer, body.response_channel, reply)
         progress = self._progress_sender(peer, body.response_channel) if body.progress else None
         started(self._host.call_tool(body, peer, reply, progress))
 
+    @handles(channels.CANCEL_CALL)
     def _on_cancel_call(self, peer: Peer, body: CancelCall) -> None:
         self._calls.cancel(peer.routing_id, body.response_channel)
 
-    def _on_mcp_request(self, peer: Peer, body: McpRequest) -> None:
-        self._host.mcp_request(body, self._replier(peer, channels.MCP_REQUEST, body.response_channel))
+    @handles(channels.MCP_REQUEST)
+    def _on_mcp_request(self, peer: Peer, body: McpRequest, reply: ReplyTo) -> None:
+        self._host.mcp_request(body, reply)
 
-    def _on_status(self, peer: Peer, body: StatusRequest) -> None:
-        self._replier(peer, channels.STATUS, body.response_channel)(ChannelReply(status=self._status_report()))
+    @handles(channels.STATUS)
+    def _on_status(self, peer: Peer, body: StatusRequest, reply: ReplyTo) -> None:
+        reply(ChannelReply(status=self._status_report()))
 
-    def _on_server_control(self, peer: Peer, body: ServerControl) -> None:
-        self._reply_soon(peer, channels.SERVER_CONTROL, body.response_channel,
-                         lambda: self._host.control_server(body))
+    @handles(channels.SERVER_CONTROL)
+    def _on_server_control(self, peer: Peer, body: ServerControl, reply: ReplyTo) -> None:
+        self._spawn(self._reply_later(reply, self._host.control_server(body)))
 
-    def _on_reload(self, peer: Peer, body: Reload) -> None:
-        self._reply_soon(peer, channels.RELOAD, body.response_channel, lambda: self._host.reload(body.config))
+    @handles(channels.RELOAD)
+    def _on_reload(self, peer: Peer, body: Reload, reply: ReplyTo) -> None:
+        self._spawn(self._reply_later(reply, self._host.reload(body.config)))
 
-    def _on_rotate_http_token(self, peer: Peer, body: RotateHttpToken) -> None:
-        self._reply_soon(peer, channels.ROTATE_HTTP_TOKEN, body.response_channel, self._rotated_http_token)
+    @handles(channels.ROTATE_HTTP_TOKEN)
+    def _on_rotate_http_token(self, peer: Peer, body: RotateHttpToken, reply: ReplyTo) -> None:
+        self._spawn(self._reply_later(reply, self._rotated_http_token()))
 
+    @handles(channels.SERVER_POLICY)
     def _on_server_policy(self, peer: Peer, body: ServerPolicy) -> None:
         self._host.set_server_policy(body, peer)
 
-    def _on_auth(self, peer: Peer, body: AuthRequest) -> None:
-        self._reply_soon(peer, channels.AUTH, body.response_channel, lambda: self._host.auth(body))
+    @handles(channels.AUTH)
+    def _on_auth(self, peer: Peer, body: AuthRequest, reply: ReplyTo) -> None:
+        self._spawn(self._reply_later(reply, self._host.auth(body)))
 
-    def _on_sign_in_redirect(self, peer: Peer, body: SignInRedirect) -> None:
-        self._reply_soon(peer, channels.SIGN_IN_REDIRECT, body.response_channel,
-                         lambda: self._host.sign_in_redirect(body))
+    @handles(channels.SIGN_IN_REDIRECT)
+    def _on_sign_in_redirect(self, peer: Peer, body: SignInRedirect, reply: ReplyTo) -> None:
+        self._spawn(self._reply_later(reply, self._host.sign_in_redirect(body)))
 
+    @handles(channels.SHUTDOWN)
     def _on_shutdown(self, peer: Peer, body: Shutdown) -> None:
         logger.info("shutdown requested by %r (%s)", cut(peer.name or peer.window), peer.role)
         self._host.request_shutdown()
 
-    def _on_ask(self, peer: Peer, body: Ask) -> None:
-        self._host.ask_question(body, peer, self._replier(peer, channels.ASK, body.response_channel))
+    @handles(channels.ASK)
+    def _on_ask(self, peer: Peer, body: Ask, reply: ReplyTo) -> None:
+        self._host.ask_question(body, peer, reply)
 
+    @handles(channels.WITHDRAW)
     def _on_withdraw(self, peer: Peer, body: Withdraw) -> None:
         self._host.withdraw_question(body, peer)
 
-    def _on_rules(self, peer: Peer, body: RulesRequest) -> None:
-        self._replier(peer, channels.RULES, body.response_channel)(self._host.rules_report())
+    @handles(channels.RULES)
+    def _on_rules(self, peer: Peer, body: RulesRequest, reply: ReplyTo) -> None:
+        reply(self._host.rules_report())
 
-    def _on_revoke_rules(self, peer: Peer, body: RevokeRules) -> None:
-        reply = self._replier(peer, channels.REVOKE_RULES, body.response_channel)
-        reply(self._host.revoke_rules(body, peer))
+    @handles(channels.REVOKE_RULES)
+    def _on_revoke_rules(self, peer: Peer, body: RevokeRules, reply: ReplyTo) -> None:
+        self._spawn(self._reply_later(reply, self._host.revoke_rules(body, peer)))  # after the store removed it
 
+    @handles(channels.HOST_INFO)
     def _on_host_info(self, peer: Peer, body: HostInfo) -> None:
         self.note_host_info(peer, body)
 
+    @handles(channels.MCP_RELAY)
     def _on_mcp_relay(self, peer: Peer, body: McpRelay) -> None:
         self._host.relay(peer, body)
 
+    @handles(channels.MCP_CLOSE)
     def _on_mcp_close(self, peer: Peer, body: McpClose) -> None:
         self._host.relay_close(peer, body)
 
-    def _reply_soon(self, peer: Peer, topic: str, channel: str,
-                    work: Callable[[], Awaitable[ChannelReply]]) -> None:
-        reply = self._replier(peer, topic, channel)  # first: a refused channel starts no work
-        self._spawn(self._reply_later(reply, work()))
-
     def _replier(self, peer: Peer, topic: str, channel: str) -> ReplyTo:
         """How to answer on a peer's response channel; refuses a channel it could confuse."""
-        if not channel.isascii() or not channel.isprintable() or " " in channel or channel in _RESERVED_TOPICS \
+        if not channel.isascii() or not channel.isprintable() or " " in channel or channel in channels.TO_PEER \
                 or channels.is_result_channel(channel):
             raise ProtocolError(WireCode.BAD_BODY, f"responseChannel {cut(channel)!r} is not usable", topic)
         routing_id = peer.routing_id
@@ -680,6 +709,13 @@ class Broker:
                                          cut(peer.window) if peer else routing_id.hex(), exc)
             return False
 
+    def _publish(self, topic: str, body: Body) -> None:
+        """`topic` to every attached peer of the roles its row names (shared/channels.py)."""
+        roles = channels.TO_PEER[topic].roles
+        routing_ids = [peer.routing_id for peer in self._peers if peer.role in roles]
+        if routing_ids:
+            self._broadcast(routing_ids, encode(topic, body))
+
     def _broadcast(self, routing_ids: list[bytes], frames: list[bytes]) -> None:
         if len(routing_ids) > 1 and len(frames[1]) >= _SHARED_FRAME_BYTES:
             # One buffer for every copy: a list to 500 windows costs one list, not 500.
@@ -771,36 +807,25 @@ class Broker:
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """main's side of one topic a welcomed peer sends; its body type is shared/codec.py's
-    PEER_TOPICS[topic], the one decode point peers use too."""
+    """main's side of one topic a welcomed peer sends: its row (body, who may send it, whether it
+    is answered on a response channel) and its handler."""
 
-    handle: Callable[[Broker, Peer, Any], None]  # one of Broker's _on_* methods, with the decoded body
-    roles: frozenset[Role] | None = None  # who may send it (None: any welcomed peer); others get bad-body
+    row: channels.Topic
+    # One of Broker's `@handles` methods: (broker, peer, body), and the `reply` when the row has one.
+    handle: Callable[..., None]
 
 
-# Every fixed topic but hello (the one a peer sends before it is welcomed: Broker._on_hello) and the
-# one-time result channels (PendingRequests.answer). tests/test_shared_codec.py keeps it equal to
-# PEER_TOPICS. What each does to the caller's limits (rate, size, nesting) is the same for all and
-# happens before a route is looked up (`_handle`, `split_from_peer`).
-TOPICS: Final[dict[str, Route]] = {
-    channels.HEARTBEAT: Route(Broker._on_heartbeat),
-    channels.BYE: Route(Broker._on_bye),
-    channels.CALL_TOOL: Route(Broker._on_call_tool),
-    channels.CANCEL_CALL: Route(Broker._on_cancel_call),
-    channels.MCP_REQUEST: Route(Broker._on_mcp_request),
-    channels.STATUS: Route(Broker._on_status),
-    channels.SERVER_CONTROL: Route(Broker._on_server_control),
-    channels.RELOAD: Route(Broker._on_reload),
-    channels.ROTATE_HTTP_TOKEN: Route(Broker._on_rotate_http_token),
-    channels.SERVER_POLICY: Route(Broker._on_server_policy),
-    channels.AUTH: Route(Broker._on_auth),
-    channels.SIGN_IN_REDIRECT: Route(Broker._on_sign_in_redirect),
-    channels.SHUTDOWN: Route(Broker._on_shutdown),
-    channels.ASK: Route(Broker._on_ask),
-    channels.WITHDRAW: Route(Broker._on_withdraw),
-    channels.RULES: Route(Broker._on_rules),
-    channels.REVOKE_RULES: Route(Broker._on_revoke_rules),
-    channels.HOST_INFO: Route(Broker._on_host_info, roles=frozenset({"host"})),
-    channels.MCP_RELAY: Route(Broker._on_mcp_relay),
-    channels.MCP_CLOSE: Route(Broker._on_mcp_close),
-}
+# Every topic a peer sends but hello (the one a peer sends before it is welcomed: Broker._on_hello);
+# the one-time result channels go to PendingRequests.answer. A topic without its handler, or a
+# handler for no such topic, fails here, at import. What each does to the caller's limits (rate,
+# size, nesting) is the same for all and happens before a route is looked up (`_handle`,
+# `split_from_peer`).
+def _routes(handlers: Mapping[str, Callable[..., None]]) -> dict[str, Route]:
+    rows = {name: row for name, row in channels.TO_MAIN.items() if name != channels.HELLO}
+    if handlers.keys() != rows.keys():
+        raise ImportError(f"topics peers send without a @handles method: {sorted(rows.keys() - handlers.keys())}; "
+                          f"@handles methods of no such topic: {sorted(handlers.keys() - rows.keys())}")
+    return {name: Route(row, handlers[name]) for name, row in rows.items()}
+
+
+TOPICS: Final[dict[str, Route]] = _routes(_HANDLERS)

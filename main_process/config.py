@@ -35,6 +35,7 @@ from main_process.notify_config import NotifyTarget, parse_notify
 from main_process.oauth.settings import OAuthSettings, parse_oauth
 from main_process.pending import DEFAULT_MAX_REQUEST_BYTES
 from main_process.rules import Rule
+from main_process.store.factory import check_store_url
 from shared.errors import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class Config:
     auto_open_window: bool | None = None  # {"elicitron": {"autoOpenWindow": …}}; None = CLI default
     rules: tuple[Rule, ...] = ()  # {"elicitron": {"rules": [...]}} (consent_config)
     notify: tuple[NotifyTarget, ...] = ()  # {"elicitron": {"notify": {...} | [...]}} (notify_config)
+    store: str | None = None  # {"elicitron": {"store": URL}}: the store's backend (store/factory.py); None: SQLite
 
 
 def default_config_path() -> Path:
@@ -150,8 +152,15 @@ def parse_config(data: Any, source: str) -> Config:
     if not isinstance(audit_values, bool) or not isinstance(auto_open, bool | None):
         raise ConfigError(f"{source}: elicitron.auditValues and elicitron.autoOpenWindow must be true or false")
     rules = parse_rules(options.get("rules", []), source)
+    store = options.get("store")
+    if not isinstance(store, str | None):
+        raise ConfigError(f"{source}: elicitron.store must be a URL (a string)")
+    try:
+        check_store_url(store)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     return Config(servers=servers, source=source, audit_values=audit_values, auto_open_window=auto_open,
-                  rules=rules, notify=parse_notify(options.get("notify"), source))
+                  rules=rules, notify=parse_notify(options.get("notify"), source), store=store)
 
 
 def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:

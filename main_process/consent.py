@@ -16,11 +16,15 @@
   rules, and otherwise becomes an approval request (`approvals`) a window answers; calls from
   the CLI or a window's call panel never come here.
 - **Live and revocable.** Every change is pushed to the windows (`rules`); revoking removes a rule
-  from memory and the store before the next request is looked at, and since every lookup happens
-  at the moment a rule would be applied (a call waiting for its server to start is decided once
-  it is ready), a revoked rule is never applied again.
+  from memory before the next request is looked at (and from the store before the revoker hears
+  it is done), and since every lookup happens at the moment a rule would be applied (a call
+  waiting for its server to start is decided once it is ready), a revoked rule is never applied
+  again.
 - A new rule also answers the requests already open that it covers (same question, or approvals
   of the same tool): "Always allow" on one card clears its twins.
+- **The store** (store/interface.py: `RuleTable`) keeps the rules that outlive main; main loads
+  them once at start (`remembered_rules`) and writes each change as it happens, never waiting for
+  the write before applying the change in memory.
 URL-mode requests and sign-ins never have a question key, so no rule ever answers them.
 """
 
@@ -29,7 +33,7 @@ import dataclasses
 import logging
 import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
 from main_process import approvals
@@ -37,9 +41,9 @@ from main_process.broker import ProgressTo, ReplyTo
 from main_process.hosts import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
-from main_process.rule_store import RuleStore
 from main_process.rules import Party, Rule, RuleBook, question_key, schema_fields
 from main_process.servers import READY_TIMEOUT_S, ManagedServer, cancelled_reply, error_reply
+from main_process.store.interface import RuleTable, run_now
 from shared.elicit_params import ElicitParams, FormParams
 from shared.errors import (
     InvalidContentError,
@@ -90,13 +94,31 @@ class ConsentHost(Protocol):
     def peer(self, routing_id: bytes) -> Peer | None: ...
 
 
+async def _reply_revoked(report: Awaitable[RevokeReport]) -> ChannelReply:
+    return ChannelReply(revoked=await report)
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+async def remembered_rules(store: RuleTable, host: ConsentHost) -> list[Rule]:
+    """The rules the store keeps, for main's start; none (said in the log and the windows) when
+    it cannot be read: main runs on, remembered rules are just not applied."""
+    try:
+        return await store.load(_now_ms())
+    except RuleStoreError as exc:
+        logger.error("%s; remembered answers and approvals will not be applied", exc)
+        host.publish_notice("error", f"{exc}; remembered answers and approvals are not applied", None)
+        return []
+
+
 class Consent:
-    def __init__(self, host: ConsentHost, store: RuleStore | None, config_rules: Iterable[Rule],
-                 loop: asyncio.AbstractEventLoop, identities: Mapping[str, str] | None = None) -> None:
+    def __init__(self, host: ConsentHost, store: RuleTable | None, remembered: Iterable[Rule],
+                 config_rules: Iterable[Rule], loop: asyncio.AbstractEventLoop,
+                 identities: Mapping[str, str] | None = None) -> None:
+        """`store` keeps the changes that outlive main; `remembered` is what it held at start
+        (`remembered_rules`). Made on main's running loop."""
         self._host = host
         self._store = store
         self._loop = loop
@@ -106,24 +128,29 @@ class Consent:
         self._expiry: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._misfits: set[tuple[str, str]] = set()  # (rule id, question key) already reported
-        if store is not None:
-            try:
-                for rule in store.load(_now_ms()):
-                    self.book.add(self._bound(rule))
-            except RuleStoreError as exc:  # main runs on; remembered rules are just not applied
-                logger.error("%s; remembered answers and approvals will not be applied", exc)
-                host.publish_notice("error", f"{exc}; remembered answers and approvals are not applied", None)
+        self._writes: set[asyncio.Task[None]] = set()  # store writes of a backend that suspended
+        for rule in remembered:
+            self.book.add(self._bound(rule))
         self._schedule_expiry()
         logger.info("consent: %d config rules, %d remembered rules", len(self.book.all()) - len(self.book.user_rules()),
                     len(self.book.user_rules()))
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """Stop the timers and tasks; the store's writes in flight end first (the store is app.py's)."""
         if self._expiry is not None:
             self._expiry.cancel()
         for task in list(self._tasks):
             task.cancel()
-        if self._store is not None:
-            self._store.close()
+        while self._writes:
+            await asyncio.gather(*self._writes)
+
+    def _write(self, write: Awaitable[bool], failed: Callable[[], None] = lambda: None) -> None:
+        """A change to the store, started now; `failed` runs if it was not committed."""
+        async def written() -> None:
+            if not await write:
+                failed()
+
+        run_now(written(), self._writes)
 
     # ---- reading and revoking ---------------------------------------------------------
 
@@ -135,12 +162,14 @@ class Consent:
     def rules_report(self) -> ChannelReply:
         return ChannelReply(rules=self.infos())
 
-    def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
-        return ChannelReply(revoked=self.revoke(request.ids, request.revoke_all, request.server, by,
-                                                asker=request.asker))
+    def revoke_rules(self, request: RevokeRules, by: str) -> Awaitable[ChannelReply]:
+        """Revoked in memory now; the reply once the store has them removed too."""
+        return _reply_revoked(self.revoke(request.ids, request.revoke_all, request.server, by, asker=request.asker))
 
     def revoke(self, ids: Iterable[str], revoke_all: bool, server: str | None, by: str, *,
-               asker: str | None = None) -> RevokeReport:
+               asker: str | None = None) -> Coroutine[Any, Any, RevokeReport]:
+        """Remove the rules from memory now (no request is decided by them from here on); the
+        coroutine removes them from the store and says what was revoked."""
         targets: dict[str, Rule] = {}
         refused: list[str] = []
         if revoke_all:
@@ -156,14 +185,17 @@ class Consent:
         for rule_id in targets:
             self.book.remove(rule_id)
         stored = [rule_id for rule_id, rule in targets.items() if rule.scope != "session"]
-        if stored and self._store is not None and not self._store.remove(stored):
-            refused.append(f"{', '.join(stored)}: revoked until main stops, but the rule store could not be "
-                           "changed: they come back when main restarts")
         if targets:
             logger.info("revoked %s (asked by %s)", ", ".join(targets), by)
             self._schedule_expiry()
             self._publish()
-        return RevokeReport(revoked=list(targets), refused=refused)
+        return self._revoked_in_store(list(targets), stored, refused)
+
+    async def _revoked_in_store(self, revoked: list[str], stored: list[str], refused: list[str]) -> RevokeReport:
+        if stored and self._store is not None and not await self._store.remove(stored):
+            refused.append(f"{', '.join(stored)}: revoked until main stops, but the rule store could not be "
+                           "changed: they come back when main restarts")
+        return RevokeReport(revoked=revoked, refused=refused)
 
     def set_config_rules(self, rules: Iterable[Rule], identities: Mapping[str, str] | None = None) -> None:
         """After a reload: the config's rules replace the old ones, and `identities` (the servers'
@@ -191,8 +223,9 @@ class Consent:
             bound = dataclasses.replace(rule, party="asker")
         else:
             return rule
-        if self._store is not None and not self._store.add(bound):
-            logger.warning("rule %s: bound for this session only (the rule store could not be changed)", rule.id)
+        if self._store is not None:
+            self._write(self._store.add(bound), lambda: logger.warning(
+                "rule %s: bound for this session only (the rule store could not be changed)", rule.id))
         logger.info("rule %s, stored before rules were bound, is bound to %s %s", rule.id,
                     "the program configured as server" if bound.party == "server" else "the asker", rule.server)
         return bound
@@ -462,11 +495,11 @@ class Consent:
     def _add(self, rule: Rule) -> None:
         replaced = self.book.add(rule)
         if self._store is not None:
-            if rule.scope != "session" and not self._store.add(rule):
-                self._host.publish_notice("error", "the rule could not be saved; it applies until main stops",
-                                          rule.server)
+            if rule.scope != "session":
+                self._write(self._store.add(rule), lambda: self._host.publish_notice(
+                    "error", "the rule could not be saved; it applies until main stops", rule.server))
             if replaced is not None and replaced.scope != "session":
-                self._store.remove([replaced.id])
+                self._write(self._store.remove([replaced.id]))
         logger.info("new rule %s (%s, %s) for %s, made by %s", rule.id, rule.kind, rule.scope, rule.server,
                     rule.created_by)
         self._schedule_expiry()
@@ -500,7 +533,7 @@ class Consent:
         for rule in expired:
             self.book.remove(rule.id)
         if self._store is not None:
-            self._store.remove(rule.id for rule in expired)
+            self._write(self._store.remove([rule.id for rule in expired]))
         logger.info("rules expired: %s", ", ".join(rule.id for rule in expired))
         self._publish()
 

@@ -32,6 +32,7 @@ from typing import Any, Final, Literal, Protocol
 from main_process.audit_writer import AuditWriter
 from main_process.clock import MONOTONIC, Clock, Timer
 from main_process.oauth.hosts import allowance
+from main_process.store.records import OutcomeRecord
 from shared import channels
 from shared.codec import decode_peer_body, encode, encode_request
 from shared.elicit_params import ElicitParams, FormParams, read_params
@@ -234,13 +235,13 @@ class PendingRequests:
 
         When the caller is cancelled, the request closes with `cancel_reason()`: whether the
         server withdrew it or its connection went away."""
+        answer: asyncio.Future[ElicitationResult] = self._loop.create_future()
         if self.rules is not None:
             ruled = self.rules.answer_for(elicitation)
             if ruled is not None:
                 rule_id, result = ruled
-                self.record_by_rule(elicitation, result, rule_id, options)
-                return result
-        answer: asyncio.Future[ElicitationResult] = self._loop.create_future()
+                self.record_by_rule(elicitation, result, rule_id, options, lambda: answer.set_result(result))
+                return await answer  # at once when the store did not suspend (SQLite)
 
         def resolve(result: ElicitationResult) -> None:
             if not answer.done():
@@ -297,21 +298,25 @@ class PendingRequests:
             self._close(pending, answer.action, answer, by=None, rule_id=rule_id)
 
     def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
-                       options: RequestOptions, *, batched: bool = False) -> None:
+                       options: RequestOptions, then: Callable[[], None] = lambda: None, *,
+                       batched: bool = False) -> None:
         """Audit a request a rule answered before it opened: one row, request and outcome committed
-        together before the caller hands the answer on (`batched`: with the next batch of rows,
-        within 20 ms, for decisions that are on disk already as the rule). Nothing is sent to any
-        window."""
+        together, then `then` hands the answer on (`batched`: with the next batch of rows, within
+        20 ms, for decisions that are on disk already as the rule; `then` at once). Nothing is sent
+        to any window."""
         if self._audit is None:
+            then()
             return
         invoke = _invoke(elicitation, options)
         if batched:
             self._audit.decided(invoke, answer.action, content=answer.content, rule_id=rule_id,
                                 decision=_decision(invoke, answer))
+            then()
             return
         self._audit.request(invoke)
-        self._audit.outcome(invoke.response_channel, answer.action, content=answer.content, rule_id=rule_id,
-                            decision=_decision(invoke, answer))
+        self._audit.outcome(OutcomeRecord(invoke.response_channel, answer.action, content=answer.content,
+                                          rule_id=rule_id, decision=_decision(invoke, answer)),
+                            then=lambda _written: then())
 
     def answered_elsewhere(self, pending: PendingRequest, answer: ElicitationResult, by: str) -> None:
         """Answered outside the windows, by `by` (a host in a relayed session that got the server's
@@ -357,13 +362,15 @@ class PendingRequests:
         dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel, reason=reason, by=by,
                                                               rule=rule_id))
         self._outbox.send(pending.sent_to, dismiss)  # the windows first: they are not waiting on the disk
-        if self._audit is not None:
-            # Committed before the asker hears the answer: a SIGKILL of main loses no decided outcome.
-            self._audit.outcome(pending.channel, outcome, window=by, content=answer.content, rule_id=rule_id,
-                                decision=_decision(pending.invoke, answer),
-                                window_name=self._window_name(by) if by is not None else None,
-                                device=self._window_device(by) if by is not None else None)
-        pending.resolve(answer)
+        if self._audit is None:
+            pending.resolve(answer)
+            return
+        # Committed before the asker hears the answer: a SIGKILL of main loses no decided outcome.
+        self._audit.outcome(OutcomeRecord(pending.channel, outcome, window=by, content=answer.content, rule_id=rule_id,
+                                          decision=_decision(pending.invoke, answer),
+                                          window_name=self._window_name(by) if by is not None else None,
+                                          device=self._window_device(by) if by is not None else None),
+                            then=lambda _written: pending.resolve(answer))
 
     # ---- delivery to a window that attaches ---------------------------------------------
 

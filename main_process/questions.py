@@ -8,7 +8,8 @@ What is particular to questions is here:
 - the checks of `shared.questions` run before anything opens, so a bad question reaches no window
   and its asker gets -32602 naming the problem;
 - `rule(asker, params)` may answer a form question before it opens (where rules and remembered
-  answers plug in); url-mode questions never go to it;
+  answers plug in): the answer is audited with the rule's id, then the asker hears it; url-mode
+  questions never go to it;
 - the asker's peer owns its questions: when it detaches (bye, or silence after kill -9) the broker's
   `withdraw_owner` closes them `cancelled`, and `msgWithdraw` closes one the same way;
 - the asker hears how it ended as `ChannelReply.answer`: accept, decline, cancel, expired, withdrawn.
@@ -43,7 +44,7 @@ from shared.questions import check_asker, check_question, check_timeout
 
 logger = logging.getLogger(__name__)
 
-QuestionRule = Callable[[AskerInfo, Elicitation], ElicitationResult | None]
+QuestionRule = Callable[[AskerInfo, Elicitation], tuple[str, ElicitationResult] | None]  # (rule id, answer)
 MAX_OPEN_PER_ASKER: Final = 100  # one peer cannot fill every window's queue
 
 
@@ -81,7 +82,10 @@ class QuestionDesk:
         if isinstance(elicitation.params, FormParams):  # never a URL: opening a link is always a person's decision
             ruled = self._rule(request.asker, elicitation)
             if ruled is not None:
-                reply(_answer(ruled, ruled.action))
+                rule_id, answer = ruled
+                # Audited with the rule's id (the asker's name where a server's would be), then answered.
+                self._pending.record_by_rule(elicitation, answer, rule_id, RequestOptions(timeout_s=0, kind="question"),
+                                             lambda: reply(_answer(answer, answer.action)))
                 return
 
         def resolve(result: ElicitationResult) -> None:

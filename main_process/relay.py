@@ -1116,8 +1116,7 @@ class _Ports:
             ruled = pending.rules.answer_for(elicitation)
             if ruled is not None:
                 rule_id, result = ruled
-                pending.record_by_rule(elicitation, result, rule_id, options)
-                resolve(result)
+                pending.record_by_rule(elicitation, result, rule_id, options, lambda: resolve(result))
                 return None
         return pending.open(elicitation, options, resolve)
 

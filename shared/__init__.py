@@ -7,7 +7,9 @@ written out for third parties.
 
 messages.py         every wire body as a msgspec Struct (camelCase on the wire)
 codec.py            frames <-> messages: the one decode point, and the checked encodes
-channels.py         topic names and the one-time result channels
+channels.py         the topic table (each topic's name, body, direction, roles and reply: the codec,
+                    main's dispatch, the peers' requests and PROTOCOL.md's §5/§6 tables derive from
+                    it) and the one-time result channels
 errors.py           every exception Elicitron raises, WireCode and RpcCode
 schema.py           MCP's restricted elicitation schema: what is accepted, answer validation
 connection_file.py  how peers find main (endpoint, token, pid, CURVE keys); private directories

@@ -30,54 +30,14 @@ MAIN_MAX_NESTING_DEPTH = 256
 
 _encoder = msgspec.msgpack.Encoder()
 
-# Every fixed topic a peer may send and its body. main's side of each (who may send it, what it
-# does) is main_process/broker.py's TOPICS, which covers exactly these keys.
-PEER_TOPICS: dict[str, type[messages.PeerBody]] = {
-    channels.HELLO: messages.Hello,
-    channels.HEARTBEAT: messages.Heartbeat,
-    channels.BYE: messages.Bye,
-    channels.CALL_TOOL: messages.CallTool,
-    channels.STATUS: messages.StatusRequest,
-    channels.SHUTDOWN: messages.Shutdown,
-    channels.SERVER_CONTROL: messages.ServerControl,
-    channels.RELOAD: messages.Reload,
-    channels.SERVER_POLICY: messages.ServerPolicy,
-    channels.MCP_REQUEST: messages.McpRequest,
-    channels.AUTH: messages.AuthRequest,
-    channels.SIGN_IN_REDIRECT: messages.SignInRedirect,
-    channels.RULES: messages.RulesRequest,
-    channels.REVOKE_RULES: messages.RevokeRules,
-    channels.ASK: messages.Ask,
-    channels.WITHDRAW: messages.Withdraw,
-    channels.HOST_INFO: messages.HostInfo,
-    channels.CANCEL_CALL: messages.CancelCall,
-    channels.MCP_RELAY: messages.McpRelay,
-    channels.MCP_CLOSE: messages.McpClose,
-    channels.ROTATE_HTTP_TOKEN: messages.RotateHttpToken,
-}
+# One decoder per fixed topic, each way, as shared/channels.py's table says; any other topic is a
+# result channel (to main) or a response channel (to a peer).
 _PEER_DECODERS: dict[str, msgspec.msgpack.Decoder[messages.PeerBody]] = {
-    topic: msgspec.msgpack.Decoder(body) for topic, body in PEER_TOPICS.items()}
-_RESULT_DECODER: msgspec.msgpack.Decoder[messages.PeerBody] = msgspec.msgpack.Decoder(
-    messages.ElicitationResult)
-
+    name: msgspec.msgpack.Decoder(topic.body) for name, topic in channels.TO_MAIN.items()}
+_RESULT_DECODER: msgspec.msgpack.Decoder[messages.PeerBody] = msgspec.msgpack.Decoder(channels.RESULT_BODY)
 _MAIN_DECODERS: dict[str, msgspec.msgpack.Decoder[messages.MainBody]] = {
-    channels.WELCOME: msgspec.msgpack.Decoder(messages.Welcome),
-    channels.HEARTBEAT: msgspec.msgpack.Decoder(messages.Heartbeat),
-    channels.BYE: msgspec.msgpack.Decoder(messages.Bye),  # extension: main is stopping
-    channels.INVOKE: msgspec.msgpack.Decoder(messages.ElicitationInvoke),
-    channels.DISMISS: msgspec.msgpack.Decoder(messages.ElicitationDismiss),
-    channels.COMPLETE: msgspec.msgpack.Decoder(messages.ElicitationComplete),
-    channels.SERVERS: msgspec.msgpack.Decoder(messages.ServersUpdate),
-    channels.ERROR: msgspec.msgpack.Decoder(messages.ErrorNotice),
-    channels.PEERS: msgspec.msgpack.Decoder(messages.PeersUpdate),
-    channels.NOTICE: msgspec.msgpack.Decoder(messages.Notice),
-    channels.RULES_UPDATE: msgspec.msgpack.Decoder(messages.RulesUpdate),
-    channels.PROGRESS: msgspec.msgpack.Decoder(messages.Progress),
-    channels.LIST_CHANGED: msgspec.msgpack.Decoder(messages.ListChanged),
-    channels.MCP_RELAY: msgspec.msgpack.Decoder(messages.McpRelay),
-    channels.MCP_CLOSE: msgspec.msgpack.Decoder(messages.McpClose),
-}
-_REPLY_DECODER: msgspec.msgpack.Decoder[messages.MainBody] = msgspec.msgpack.Decoder(messages.ChannelReply)
+    name: msgspec.msgpack.Decoder(topic.body) for name, topic in channels.TO_PEER.items()}
+_REPLY_DECODER: msgspec.msgpack.Decoder[messages.MainBody] = msgspec.msgpack.Decoder(channels.REPLY_BODY)
 
 
 def encode(topic: str, body: messages.Body) -> list[bytes]:

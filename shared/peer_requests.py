@@ -35,18 +35,20 @@ from shared.messages import (
 
 ServerAction = Literal["start", "stop", "restart"]
 
-TOPICS = frozenset({channels.CALL_TOOL, channels.STATUS, channels.SERVER_CONTROL, channels.RELOAD,
-                    channels.MCP_REQUEST, channels.AUTH, channels.RULES, channels.REVOKE_RULES,
-                    channels.ROTATE_HTTP_TOKEN, channels.SIGN_IN_REDIRECT})
+TOPICS = channels.REQUESTS
 """The topics of these requests: a refusal of one is the refusal of the request waited on."""
 
 
 @dataclass(frozen=True)
 class Request:
-    topic: str
     body: Body
     channel: str  # the answer comes on it
     what: str  # names it in "... was not sent"
+
+    @property
+    def topic(self) -> str:
+        """The topic its body goes on (each topic peers send has a body type of its own)."""
+        return channels.SENT_AS[type(self.body)]
 
 
 def _fresh(prefix: str, channel: str | None) -> str:
@@ -57,28 +59,28 @@ def call_tool(server: str, tool: str, arguments: dict[str, Any], channel: str | 
     """main calls the tool; answered with its result (or an error)."""
     channel = _fresh("call", channel)
     body = CallTool(server=server, tool=tool, response_channel=channel, arguments=arguments)
-    return Request(channels.CALL_TOOL, body, channel, "the call")
+    return Request(body, channel, "the call")
 
 
 def control_server(server: str, action: ServerAction, channel: str | None = None) -> Request:
     """Extension `msgServerControl`: start, stop or restart one server."""
     channel = _fresh("control", channel)
     body = ServerControl(server=server, action=action, response_channel=channel)
-    return Request(channels.SERVER_CONTROL, body, channel, f"{action} {server}")
+    return Request(body, channel, f"{action} {server}")
 
 
 def reload(channel: str | None = None, config: str | None = None) -> Request:
     """Extension `msgReload`: main re-reads its config (`config`: an absolute path on main's
     machine to read instead, which becomes main's)."""
     channel = _fresh("reload", channel)
-    return Request(channels.RELOAD, Reload(response_channel=channel, config=config), channel, "the reload")
+    return Request(Reload(response_channel=channel, config=config), channel, "the reload")
 
 
 def sign_in_redirect(server: str, elicitation_id: str, url: str, channel: str | None = None) -> Request:
     """Extension `msgSignInRedirect`: the address a browser here ended on after signing in."""
     channel = _fresh("sign-in", channel)
     body = SignInRedirect(server=server, elicitation_id=elicitation_id, url=url, response_channel=channel)
-    return Request(channels.SIGN_IN_REDIRECT, body, channel, "the sign-in address")
+    return Request(body, channel, "the sign-in address")
 
 
 def mcp_request(server: str, method: McpMethod, params: dict[str, Any],
@@ -87,13 +89,13 @@ def mcp_request(server: str, method: McpMethod, params: dict[str, Any],
     extension refuses the topic."""
     channel = _fresh("mcp", channel)
     body = McpRequest(server=server, method=method, response_channel=channel, params=params)
-    return Request(channels.MCP_REQUEST, body, channel, f"{method} of {server}")
+    return Request(body, channel, f"{method} of {server}")
 
 
 def rules(channel: str | None = None) -> Request:
     """Extension `msgRules`: answered with the current rules."""
     channel = _fresh("rules", channel)
-    return Request(channels.RULES, RulesRequest(response_channel=channel), channel, "the rules request")
+    return Request(RulesRequest(response_channel=channel), channel, "the rules request")
 
 
 def revoke_rules(ids: list[str], revoke_all: bool = False, channel: str | None = None,
@@ -102,20 +104,20 @@ def revoke_rules(ids: list[str], revoke_all: bool = False, channel: str | None =
     with a report (and, to windows, the new list)."""
     channel = _fresh("revoke", channel)
     body = RevokeRules(response_channel=channel, ids=ids, revoke_all=revoke_all, server=server, asker=asker)
-    return Request(channels.REVOKE_RULES, body, channel, "the revoke")
+    return Request(body, channel, "the revoke")
 
 
 def status(channel: str | None = None) -> Request:
     """Extension `msgStatus`: answered with main's status report."""
     channel = _fresh("status", channel)
-    return Request(channels.STATUS, StatusRequest(response_channel=channel), channel, "the status request")
+    return Request(StatusRequest(response_channel=channel), channel, "the status request")
 
 
 def rotate_http_token(channel: str | None = None) -> Request:
     """Extension `msgRotateHttpToken`: a new `--mcp-http` token; answered once the HTTP gateway
     restarted on it."""
     channel = _fresh("rotate", channel)
-    return Request(channels.ROTATE_HTTP_TOKEN, RotateHttpToken(response_channel=channel), channel,
+    return Request(RotateHttpToken(response_channel=channel), channel,
                    "the token rotation")
 
 
@@ -123,7 +125,7 @@ def auth(server: str, action: AuthAction, channel: str | None = None) -> Request
     """Extension `msgAuth`: a server's sign-in status, login or logout."""
     channel = _fresh("auth", channel)
     body = AuthRequest(server=server, action=action, response_channel=channel)
-    return Request(channels.AUTH, body, channel, f"{action} of {server}")
+    return Request(body, channel, f"{action} of {server}")
 
 
 def result(action: Action, content: dict[str, Any] | None,

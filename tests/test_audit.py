@@ -1,4 +1,4 @@
-"""The SQLite audit log: rows, privacy, durability across SIGKILL, and never raising from record_*."""
+"""The SQLite backend's audit log: rows, privacy, durability across SIGKILL, and never raising from record_*."""
 
 import json
 import logging
@@ -14,14 +14,10 @@ from typing import Any
 
 import pytest
 
-from main_process.audit import (
-    SCHEMA_VERSION,
-    AuditEntry,
-    AuditLog,
-    default_path,
-    format_entries,
-    to_json,
-)
+from main_process.audit import format_entries, to_json
+from main_process.store.factory import default_audit_path as default_path
+from main_process.store.records import AuditEntry
+from main_process.store.sqlite_audit import SCHEMA_VERSION, SqliteAuditLog
 from shared import channels
 from shared.errors import AuditLogError
 from shared.messages import ElicitationInvoke, ElicitationRequest
@@ -76,7 +72,7 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def log(db_path: Path) -> Any:
-    audit = AuditLog(db_path)
+    audit = SqliteAuditLog(db_path)
     yield audit
     audit.close()
 
@@ -84,7 +80,7 @@ def log(db_path: Path) -> Any:
 # ---- rows --------------------------------------------------------------------------------
 
 
-def test_request_row_has_the_request_fields(log: AuditLog) -> None:
+def test_request_row_has_the_request_fields(log: SqliteAuditLog) -> None:
     invoke = make_invoke()
     assert log.record_request(invoke) is True
     [entry] = log.entries()
@@ -96,14 +92,14 @@ def test_request_row_has_the_request_fields(log: AuditLog) -> None:
     assert entry.status == "pending"
 
 
-def test_url_mode_stores_the_url_instead_of_field_names(log: AuditLog) -> None:
+def test_url_mode_stores_the_url_instead_of_field_names(log: SqliteAuditLog) -> None:
     invoke = make_invoke(params=URL_PARAMS, origin=None)
     assert log.record_request(invoke)
     [entry] = log.entries()
     assert (entry.mode, entry.url, entry.fields, entry.origin) == ("url", URL_PARAMS["url"], None, None)
 
 
-def test_outcome_fills_outcome_window_and_time_but_not_values_by_default(log: AuditLog,
+def test_outcome_fills_outcome_window_and_time_but_not_values_by_default(log: SqliteAuditLog,
                                                                          db_path: Path) -> None:
     invoke = make_invoke()
     log.record_request(invoke)
@@ -116,7 +112,7 @@ def test_outcome_fills_outcome_window_and_time_but_not_values_by_default(log: Au
 
 
 def test_values_are_stored_only_with_record_values(db_path: Path) -> None:
-    with AuditLog(db_path, record_values=True) as audit:
+    with SqliteAuditLog(db_path, record_values=True) as audit:
         accepted, declined = make_invoke(), make_invoke()
         audit.record_request(accepted)
         audit.record_request(declined)
@@ -129,7 +125,7 @@ def test_values_are_stored_only_with_record_values(db_path: Path) -> None:
     assert json.loads(raw_row(db_path, accepted.response_channel)["content"]) == {"name": "Ada", "age": 36}
 
 
-def test_first_outcome_wins(log: AuditLog, caplog: pytest.LogCaptureFixture) -> None:
+def test_first_outcome_wins(log: SqliteAuditLog, caplog: pytest.LogCaptureFixture) -> None:
     invoke = make_invoke()
     log.record_request(invoke)
     assert log.record_outcome(invoke.response_channel, "decline", window="w1")
@@ -139,14 +135,14 @@ def test_first_outcome_wins(log: AuditLog, caplog: pytest.LogCaptureFixture) -> 
     assert "already has outcome 'decline'" in caplog.text
 
 
-def test_outcome_without_its_request_is_still_kept(log: AuditLog) -> None:
+def test_outcome_without_its_request_is_still_kept(log: SqliteAuditLog) -> None:
     assert log.record_outcome("msgElicitationTransferResult-orphan", "expired")
     [entry] = log.entries()
     assert (entry.channel, entry.server, entry.outcome, entry.created_at) == (
         "msgElicitationTransferResult-orphan", "", "expired", entry.decided_at)
 
 
-def test_unknown_outcome_is_refused_without_raising(log: AuditLog, caplog: pytest.LogCaptureFixture) -> None:
+def test_unknown_outcome_is_refused_without_raising(log: SqliteAuditLog, caplog: pytest.LogCaptureFixture) -> None:
     invoke = make_invoke()
     log.record_request(invoke)
     assert log.record_outcome(invoke.response_channel, "maybe") is False
@@ -154,7 +150,7 @@ def test_unknown_outcome_is_refused_without_raising(log: AuditLog, caplog: pytes
     assert "unknown outcome 'maybe'" in caplog.text
 
 
-def test_entries_newest_first_with_limit_and_server_filter(log: AuditLog) -> None:
+def test_entries_newest_first_with_limit_and_server_filter(log: SqliteAuditLog) -> None:
     for i, server in enumerate(["a", "b", "a", "c", "a"]):
         log.record_request(make_invoke(server=server, created_at=1_000 + i, channel=f"ch-{i}"))
     assert [e.channel for e in log.entries()] == ["ch-4", "ch-3", "ch-2", "ch-1", "ch-0"]
@@ -163,7 +159,7 @@ def test_entries_newest_first_with_limit_and_server_filter(log: AuditLog) -> Non
     assert log.entries(server="nobody") == []
 
 
-def test_counts(log: AuditLog) -> None:
+def test_counts(log: SqliteAuditLog) -> None:
     assert log.counts() == {}
     invokes = [make_invoke() for _ in range(6)]
     for invoke in invokes:
@@ -177,7 +173,7 @@ def test_counts(log: AuditLog) -> None:
 # ---- storage -----------------------------------------------------------------------------
 
 
-def test_wal_and_synchronous_normal(log: AuditLog, db_path: Path) -> None:
+def test_wal_and_synchronous_normal(log: SqliteAuditLog, db_path: Path) -> None:
     log.record_request(make_invoke())
     assert log._conn is not None
     assert log._conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL: SIGKILL-safe in WAL mode
@@ -193,7 +189,7 @@ def test_private_modes_even_with_an_open_umask(tmp_path: Path) -> None:
     path = tmp_path / "new" / "audit.sqlite3"
     old = os.umask(0)
     try:
-        with AuditLog(path) as audit:
+        with SqliteAuditLog(path) as audit:
             assert audit.record_request(make_invoke())
             wal = path.with_name(path.name + "-wal")
             assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
@@ -207,7 +203,7 @@ def test_a_looser_existing_file_is_tightened(tmp_path: Path) -> None:
     path = tmp_path / "audit.sqlite3"
     path.touch()
     path.chmod(0o644)
-    with AuditLog(path) as audit:
+    with SqliteAuditLog(path) as audit:
         assert audit.record_request(make_invoke())
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
@@ -218,8 +214,8 @@ def test_default_path_is_in_the_user_data_dir() -> None:
     assert default_path() == Path(platformdirs.user_data_dir("elicitron")) / "audit.sqlite3"
 
 
-def test_a_second_instance_sees_committed_outcomes(log: AuditLog, db_path: Path) -> None:
-    reader = AuditLog(db_path)
+def test_a_second_instance_sees_committed_outcomes(log: SqliteAuditLog, db_path: Path) -> None:
+    reader = SqliteAuditLog(db_path)
     try:
         invoke = make_invoke()
         log.record_request(invoke)
@@ -234,11 +230,11 @@ def test_a_second_instance_sees_committed_outcomes(log: AuditLog, db_path: Path)
 CHILD = """
 import sys
 from pathlib import Path
-from main_process.audit import AuditLog
+from main_process.store.sqlite_audit import SqliteAuditLog
 from shared.messages import ElicitationInvoke, ElicitationRequest
 
 path, channel = Path(sys.argv[1]), sys.argv[2]
-log = AuditLog(path, record_values=True)
+log = SqliteAuditLog(path, record_values=True)
 invoke = ElicitationInvoke(request=ElicitationRequest(server="demo", params={"message": "m"}),
                            response_channel=channel, created_at=1, expires_at=None, origin=None)
 assert log.record_request(invoke)
@@ -273,7 +269,7 @@ def test_outcome_survives_sigkill_right_after_record_outcome(db_path: Path) -> N
                 stream.close()
     # The child never closed the log, so its writes are still in the WAL, not yet checkpointed.
     assert db_path.with_name(db_path.name + "-wal").stat().st_size > 0
-    with AuditLog(db_path) as audit:
+    with SqliteAuditLog(db_path) as audit:
         [entry] = audit.entries()
     assert (entry.channel, entry.outcome, entry.window, entry.content) == (channel, "accept", "w-killed",
                                                                            {"name": "Ada"})
@@ -286,12 +282,12 @@ def test_unwritable_path_logs_an_error_and_returns_false(tmp_path: Path,
                                                          caplog: pytest.LogCaptureFixture) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the directory should be")
-    audit = AuditLog(blocker / "audit.sqlite3")  # must not raise
+    audit = SqliteAuditLog(blocker / "audit.sqlite3")  # must not raise
     invoke = make_invoke()
     assert audit.record_request(invoke) is False
     assert audit.record_outcome(invoke.response_channel, "accept", window="w") is False
     assert audit.unrecorded == 2
-    errors = [r for r in caplog.records if r.name == "main_process.audit" and r.levelno == logging.ERROR]
+    errors = [r for r in caplog.records if r.name == "main_process.store.sqlite_audit" and r.levelno == logging.ERROR]
     assert len(errors) == 1, "the same problem is logged once, then rate-limited"
     assert "not-a-dir" in errors[0].getMessage()
     with pytest.raises(AuditLogError):
@@ -300,7 +296,7 @@ def test_unwritable_path_logs_an_error_and_returns_false(tmp_path: Path,
 
 
 def test_locked_database_returns_false_then_recovers(db_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    audit = AuditLog(db_path, busy_timeout_ms=0)
+    audit = SqliteAuditLog(db_path, busy_timeout_ms=0)
     locker = sqlite3.connect(db_path, isolation_level=None)
     try:
         first, second = make_invoke(), make_invoke()
@@ -321,12 +317,12 @@ def test_locked_database_returns_false_then_recovers(db_path: Path, caplog: pyte
 
 
 def test_newer_schema_is_not_touched(db_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    AuditLog(db_path).close()
+    SqliteAuditLog(db_path).close()
     conn = sqlite3.connect(db_path)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.commit()
     conn.close()
-    audit = AuditLog(db_path)
+    audit = SqliteAuditLog(db_path)
     assert audit.record_request(make_invoke()) is False
     assert "newer than this elicitron's" in caplog.text
     with pytest.raises(AuditLogError, match="schema version"):
@@ -335,7 +331,7 @@ def test_newer_schema_is_not_touched(db_path: Path, caplog: pytest.LogCaptureFix
 
 
 def test_closed_log_records_nothing(db_path: Path) -> None:
-    audit = AuditLog(db_path)
+    audit = SqliteAuditLog(db_path)
     audit.close()
     assert audit.record_request(make_invoke()) is False
     with pytest.raises(AuditLogError, match="closed"):
@@ -345,7 +341,7 @@ def test_closed_log_records_nothing(db_path: Path) -> None:
 # ---- output ------------------------------------------------------------------------------
 
 
-def test_format_entries_shows_server_outcome_and_what_was_asked(log: AuditLog) -> None:
+def test_format_entries_shows_server_outcome_and_what_was_asked(log: SqliteAuditLog) -> None:
     answered, waiting = make_invoke(server="weather"), make_invoke(server="bank", params=URL_PARAMS)
     log.record_request(answered)
     log.record_request(waiting)
@@ -361,7 +357,7 @@ def test_format_entries_shows_server_outcome_and_what_was_asked(log: AuditLog) -
     assert format_entries([]) == "no elicitations recorded"
 
 
-def test_format_entries_neutralises_terminal_escapes(log: AuditLog) -> None:
+def test_format_entries_neutralises_terminal_escapes(log: SqliteAuditLog) -> None:
     params = {**FORM_PARAMS, "message": "pay\x1b[2J\x1b]0;owned\x07 now\u202eevil\nline"}
     log.record_request(make_invoke(server="srv\x1b[31m", params=params))
     table = format_entries(log.entries())
@@ -369,7 +365,7 @@ def test_format_entries_neutralises_terminal_escapes(log: AuditLog) -> None:
     assert len(table.splitlines()) == 2
 
 
-def test_to_json_is_camel_case_with_nulls(log: AuditLog) -> None:
+def test_to_json_is_camel_case_with_nulls(log: SqliteAuditLog) -> None:
     invoke = make_invoke()
     log.record_request(invoke)
     [item] = json.loads(to_json(log.entries()))

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from main_process import audit_writer
-from main_process.audit import AuditLog, Decided
 from main_process.audit_writer import AuditWriter
+from main_process.store.records import Decided, OutcomeRecord
+from main_process.store.sqlite import SqliteAudit
+from main_process.store.sqlite_audit import SqliteAuditLog
 from shared import channels
 from shared.messages import ElicitationInvoke, ElicitationRequest
 
@@ -32,31 +34,39 @@ def make_invoke(server: str = "demo") -> ElicitationInvoke:
     )
 
 
-class WatchedLog(AuditLog):
-    """The real log, telling the test what was written, and when."""
+class WatchedLog(SqliteAudit):
+    """The SQLite backend's audit table, telling the test what was written, and when."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(path, auto_checkpoint=False)
+        super().__init__(path, record_values=False)
         self.request_batches: list[int] = []
         self.outcome_calls: list[tuple[str, bool]] = []  # (channel, written together with its request)
         self.batch_written: asyncio.Future[None] | None = None
         self.checkpointed = threading.Event()
 
-    def record_requests(self, invokes: Sequence[ElicitationInvoke], decided: Sequence[Decided] = ()) -> bool:
-        written = super().record_requests(invokes, decided)
+    async def record_requests(self, invokes: Sequence[ElicitationInvoke], decided: Sequence[Decided] = ()) -> bool:
+        written = await super().record_requests(invokes, decided)
         self.request_batches.append(len(invokes))
         if self.batch_written is not None and not self.batch_written.done():
             self.batch_written.set_result(None)
         return written
 
-    def record_outcome(self, channel: str, outcome: str, **kwargs: Any) -> bool:
-        self.outcome_calls.append((channel, kwargs.get("request") is not None))
-        return super().record_outcome(channel, outcome, **kwargs)
+    async def record_outcome(self, outcome: OutcomeRecord, request: ElicitationInvoke | None = None) -> bool:
+        self.outcome_calls.append((outcome.channel, request is not None))
+        return await super().record_outcome(outcome, request)
 
-    def checkpoint(self) -> bool:
-        done = super().checkpoint()
+    async def checkpoint(self) -> bool:
+        done = await super().checkpoint()
         self.checkpointed.set()
         return done
+
+
+def outcome(writer: AuditWriter, channel: str, outcome: str, window: str | None = None) -> bool:
+    """The writer's outcome, and whether it was written, as its caller hears it before going on."""
+    written: list[bool] = []
+    writer.outcome(OutcomeRecord(channel, outcome, window=window), then=written.append)
+    [done] = written  # the SQLite backend never suspends: committed before outcome() returned
+    return done
 
 
 @pytest.fixture
@@ -71,12 +81,12 @@ def test_a_quick_answer_writes_request_and_outcome_in_one_statement(log: Watched
         writer = AuditWriter(log, asyncio.get_running_loop())
         invoke = make_invoke()
         writer.request(invoke)
-        assert writer.outcome(invoke.response_channel, "accept", window="w1") is True
-        writer.close()
+        assert outcome(writer, invoke.response_channel, "accept", window="w1") is True
+        await writer.close()
 
     asyncio.run(scenario())
     assert log.request_batches == []  # no separate request commit
-    [entry] = log.entries()
+    [entry] = asyncio.run(log.entries())
     assert (entry.server, entry.fields, entry.message) == ("demo", ["name"], "Book a table?")
     assert (entry.outcome, entry.window, entry.origin) == ("accept", "w1", "window-origin")
 
@@ -89,8 +99,8 @@ def test_an_unanswered_request_is_written_soon_with_the_others_of_that_moment(lo
         for server in ("a", "b", "c"):
             writer.request(make_invoke(server))
         await asyncio.wait_for(log.batch_written, timeout=5)
-        assert log.counts() == {"pending": 3}
-        writer.close()
+        assert await log.counts() == {"pending": 3}
+        await writer.close()
 
     asyncio.run(scenario())
     assert log.request_batches == [3]  # one transaction for the three
@@ -104,12 +114,12 @@ def test_an_outcome_after_the_request_row_updates_it(log: WatchedLog) -> None:
         invoke = make_invoke()
         writer.request(invoke)
         await asyncio.wait_for(log.batch_written, timeout=5)
-        assert writer.outcome(invoke.response_channel, "decline", window="w2") is True
-        assert writer.outcome(invoke.response_channel, "accept", window="w3") is False  # first one wins
-        writer.close()
+        assert outcome(writer, invoke.response_channel, "decline", window="w2") is True
+        assert outcome(writer, invoke.response_channel, "accept", window="w3") is False  # first one wins
+        await writer.close()
 
     asyncio.run(scenario())
-    [entry] = log.entries()
+    [entry] = asyncio.run(log.entries())
     assert (entry.outcome, entry.window) == ("decline", "w2")
     assert [together for _, together in log.outcome_calls] == [False, False]
 
@@ -118,10 +128,10 @@ def test_close_writes_what_is_still_queued(log: WatchedLog) -> None:
     async def scenario() -> None:
         writer = AuditWriter(log, asyncio.get_running_loop())
         writer.request(make_invoke())
-        writer.close()
+        await writer.close()
 
     asyncio.run(scenario())
-    assert log.counts() == {"pending": 1}
+    assert asyncio.run(log.counts()) == {"pending": 1}
 
 
 def test_checkpoints_run_off_the_loop_after_enough_commits(log: WatchedLog, tmp_path: Path,
@@ -135,9 +145,9 @@ def test_checkpoints_run_off_the_loop_after_enough_commits(log: WatchedLog, tmp_
         for _ in range(25):
             invoke = make_invoke()
             writer.request(invoke)
-            writer.outcome(invoke.response_channel, "cancel")
-        assert log.checkpointed.wait(timeout=10)
-        writer.close()
+            outcome(writer, invoke.response_channel, "cancel")
+        await writer.close()  # waits for the checkpoint it started
+        assert log.checkpointed.is_set()
 
     asyncio.run(scenario())
     assert database.stat().st_size > size_before  # the pages left the WAL for the database file
@@ -145,7 +155,7 @@ def test_checkpoints_run_off_the_loop_after_enough_commits(log: WatchedLog, tmp_
 
 def test_without_auto_checkpoint_commits_leave_the_database_file_alone(tmp_path: Path) -> None:
     database = tmp_path / "audit.sqlite3"
-    with AuditLog(database, auto_checkpoint=False) as log:
+    with SqliteAuditLog(database, auto_checkpoint=False) as log:
         size_before = database.stat().st_size
         for _ in range(300):  # past SQLite's own 1,000-page checkpoint point
             invoke = make_invoke()
@@ -157,7 +167,7 @@ def test_without_auto_checkpoint_commits_leave_the_database_file_alone(tmp_path:
 
 
 def test_record_requests_and_checkpoint_after_close_do_nothing(tmp_path: Path) -> None:
-    log = AuditLog(tmp_path / "audit.sqlite3")
+    log = SqliteAuditLog(tmp_path / "audit.sqlite3")
     log.close()
     assert log.record_requests([make_invoke()]) is False
     assert log.checkpoint() is False

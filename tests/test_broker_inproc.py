@@ -17,7 +17,7 @@ from main_process.clock import SettableClock
 from main_process.peers import PEER_SLOTS, RateLimiter
 from main_process.peers import Peer as AttachedPeer
 from main_process.pending import Elicitation, RequestOptions
-from shared.codec import PEER_TOPICS
+from shared import channels
 from shared.errors import UndeliverableRequestError
 from shared.messages import (
     Ask,
@@ -84,7 +84,7 @@ class FakeHost:
     def rules_report(self) -> ChannelReply:
         return ChannelReply(rules=[])
 
-    def revoke_rules(self, request: RevokeRules, caller: AttachedPeer) -> ChannelReply:
+    async def revoke_rules(self, request: RevokeRules, caller: AttachedPeer) -> ChannelReply:
         return NOT_FAKED
 
     def ask_question(self, request: Ask, caller: AttachedPeer, reply: ReplyTo) -> None:
@@ -164,10 +164,12 @@ def with_broker(test: Callable[..., Awaitable[None]], **broker_args: Any) -> Non
     asyncio.run(body())
 
 
-def test_every_topic_a_peer_sends_has_one_route_whose_handler_takes_the_body_codec_decodes() -> None:
-    assert set(TOPICS) | {"hello"} == set(PEER_TOPICS)
+def test_every_topic_a_peer_sends_has_one_route_whose_handler_takes_its_rows_body_and_reply() -> None:
+    assert set(TOPICS) | {"hello"} == set(channels.TO_MAIN)
     for topic, route in TOPICS.items():
-        assert typing.get_type_hints(route.handle)["body"] is PEER_TOPICS[topic], topic
+        hints = typing.get_type_hints(route.handle)
+        assert hints["body"] is channels.TO_MAIN[topic].body, topic
+        assert ("reply" in hints) == channels.TO_MAIN[topic].reply, topic
 
 
 def test_a_topic_for_one_role_is_bad_body_from_another_and_the_sender_stays_attached() -> None:
@@ -254,7 +256,8 @@ def test_a_tool_call_is_answered_on_its_channel_and_a_confusing_channel_is_refus
                                                  "responseChannel": "call-1"})
         reply = await controller.expect_topic("call-1")
         assert reply["result"]["content"][0]["text"] == f"echo from {controller.window}"
-        for channel in ("welcome", "msgElicitationTransferResult-x", "has space", "nl\nx", "é"):
+        # Every main -> peer topic is refused as a channel: a reply on `bye` would read as main stopping.
+        for channel in ("welcome", "bye", "msgMcpClose", "msgElicitationTransferResult-x", "has space", "nl\nx", "é"):
             await controller.send("msgMcpCallTool", {"server": "demo", "tool": "echo", "responseChannel": channel})
             error = await controller.expect_topic("error")
             assert (error["code"], error["topic"]) == ("bad-body", "msgMcpCallTool")
@@ -352,5 +355,24 @@ def test_peers_lists_are_coalesced_not_sent_per_attach_to_everyone() -> None:
 
         await first.expect(counted)
         assert len(lists) < 10, lists  # 20 attaches reached `first` as a few lists, not one each
+
+    with_broker(test)
+
+
+def test_rules_go_to_every_window_and_list_changes_to_every_host_and_no_one_else() -> None:
+    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+        window, gateway, controller = await new_peer("renderer"), await new_peer("host"), await new_peer("controller")
+        broker.publish_rules([])
+        broker.publish_list_changed("demo", ["tools"])
+        broker.publish_notice("info", "after both", None)  # to every peer, so sent after them
+        for peer, wanted in ((window, ["rules"]), (gateway, ["msgListChanged"]), (controller, [])):
+            seen: list[str] = []
+
+            def until_notice(topic: str, body: Any, seen: list[str] = seen) -> bool:
+                seen.append(topic)
+                return topic == "notice"
+
+            await peer.expect(until_notice)
+            assert [topic for topic in seen if topic in ("rules", "msgListChanged")] == wanted, peer.role
 
     with_broker(test)

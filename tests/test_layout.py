@@ -4,6 +4,7 @@ only, and no import cycles between the project's modules. Read from the source w
 
 import ast
 import functools
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -148,3 +149,12 @@ def test_the_checks_see_what_they_look_for() -> None:
     graph = import_graph(in_functions=False)
     assert "main_process.config" in graph["main_process.app"]
     assert "shared.messages" in graph["renderer_process.card"]  # `from shared import messages`
+
+
+def test_every_package_is_in_the_wheel() -> None:
+    """An installed elicitron has every package and subpackage (a new one missing from pyproject's
+    list imports fine from a checkout and fails only once installed)."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {str(init.parent.relative_to(ROOT)).replace("/", ".") for init in ROOT.glob("*_process/**/__init__.py")}
+    on_disk |= {str(init.parent.relative_to(ROOT)).replace("/", ".") for init in ROOT.glob("shared/**/__init__.py")}
+    assert on_disk - listed == set()

@@ -9,10 +9,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from main_process.audit import AuditLog
 from main_process.audit_writer import AuditWriter
 from main_process.clock import SettableClock
 from main_process.pending import Elicitation, PendingRequests, RequestOptions
+from main_process.store.factory import open_store
 from shared import channels
 from shared.errors import ProtocolError, UndeliverableRequestError, WireCode
 from shared.messages import ElicitationResult
@@ -61,9 +61,9 @@ def run(test: Any) -> Any:
 def test_an_answer_dismisses_everywhere_audits_and_resolves_once(tmp_path: Path) -> None:
     async def body() -> None:
         loop = asyncio.get_running_loop()
-        log = AuditLog(tmp_path / "audit.sqlite3", record_values=True)
+        store = open_store(None, audit_path=tmp_path / "audit.sqlite3", record_values=True)
         outbox = Outbox()
-        pending = PendingRequests(outbox, loop, audit=AuditWriter(log, loop))
+        pending = PendingRequests(outbox, loop, audit=AuditWriter(store.audit, loop))
         answers: list[ElicitationResult] = []
         opened = pending.open(request(), MINUTE, answers.append)
         assert [rid for rid, _ in outbox.topics(channels.INVOKE)] == [WINDOW_A, WINDOW_B]
@@ -72,13 +72,13 @@ def test_an_answer_dismisses_everywhere_audits_and_resolves_once(tmp_path: Path)
         dismissals = outbox.topics(channels.DISMISS)
         assert sorted(rid for rid, _ in dismissals) == [WINDOW_A, WINDOW_B]
         assert dismissals[0][1] == {"responseChannel": opened.channel, "reason": "answered", "by": "window-b"}
-        entry = log.entries()[0]
+        entry = (await store.audit.entries())[0]
         assert (entry.outcome, entry.window, entry.content) == ("accept", "window-b", {"name": "Ada"})
         with pytest.raises(ProtocolError) as late:
             pending.answer(WINDOW_A, "window-a", opened.channel, result("decline"))
         assert late.value.code == WireCode.ALREADY_ANSWERED
         assert answers == [ElicitationResult(action="accept", content={"name": "Ada"})] and len(pending) == 0
-        log.close()
+        await store.close()
 
     run(body)
 
@@ -112,10 +112,10 @@ def test_refusals_leave_the_request_open_and_never_read_a_stranger_s_body() -> N
 def test_expiry_cancels_the_asker_and_dismisses_expired(tmp_path: Path) -> None:
     async def body() -> None:
         loop = asyncio.get_running_loop()
-        log = AuditLog(tmp_path / "audit.sqlite3")
+        store = open_store(None, audit_path=tmp_path / "audit.sqlite3")
         outbox = Outbox()
         clock = SettableClock()
-        pending = PendingRequests(outbox, loop, audit=AuditWriter(log, loop), clock=clock)
+        pending = PendingRequests(outbox, loop, audit=AuditWriter(store.audit, loop), clock=clock)
         asked = asyncio.ensure_future(pending.ask(request(), RequestOptions(timeout_s=600)))
         await asyncio.sleep(0)  # the request opens
         clock.advance(599.9)
@@ -128,8 +128,8 @@ def test_expiry_cancels_the_asker_and_dismisses_expired(tmp_path: Path) -> None:
             pending.answer(WINDOW_A, "a", channel, result("accept", {"name": "Ada"}))
         assert (late.value.code, late.value.message) == (WireCode.ALREADY_ANSWERED, "request is expired")
         assert {body["reason"] for _, body in outbox.topics(channels.DISMISS)} == {"expired"}
-        assert log.entries()[0].outcome == "expired"
-        log.close()
+        assert (await store.audit.entries())[0].outcome == "expired"
+        await store.close()
 
     run(body)
 

@@ -55,9 +55,9 @@ def test_a_question_nobody_answers_in_its_time_is_dismissed_and_the_asker_hears_
 def test_a_rule_answers_a_form_question_before_any_window_sees_it_and_never_a_link() -> None:
     asked: list[tuple[AskerInfo, dict[str, Any]]] = []
 
-    def rule(asker: AskerInfo, elicitation: Elicitation) -> ElicitationResult | None:
+    def rule(asker: AskerInfo, elicitation: Elicitation) -> tuple[str, ElicitationResult] | None:
         asked.append((asker, elicitation.request.params))
-        return ElicitationResult(action="accept", content={"ok": True})
+        return "r-1", ElicitationResult(action="accept", content={"ok": True})
 
     async def scenario() -> None:
         desk, windows, replies = desk_with(rule)

@@ -10,8 +10,9 @@ import pytest
 
 from main_process.approvals import decision_of, policy_for
 from main_process.config import StdioServerConfig, parse_config
-from main_process.rule_store import RuleStore
 from main_process.rules import Rule, RuleBook, question_key
+from main_process.store.records import AuditEntry
+from main_process.store.sqlite_rules import SqliteRuleStore
 from shared import tool_hints
 from shared.elicit_params import ElicitParams, read_params
 from shared.errors import ConfigError, RuleStoreError, UndeliverableRequestError
@@ -193,7 +194,7 @@ def test_the_store_keeps_each_rule_with_who_when_scope_and_expiry_private_and_in
     path = tmp_path / "data" / "rules.sqlite3"
     answer = stored("r-2", question="k", message="Q?", fields=("name",), scope="until", expires_at=10_000,
                     answer=ElicitationResult(action="accept", content={"name": "Ada"}))
-    with RuleStore(path) as store:
+    with SqliteRuleStore(path) as store:
         assert store.add(stored("r-1")) and store.add(answer)
         assert store.add(stored("r-gone", scope="until", expires_at=10, tool="x", decision="allow"))
         assert [r.id for r in store.load(now_ms=5_000)] == ["r-1", "r-2"]  # r-gone expired: deleted
@@ -205,7 +206,7 @@ def test_the_store_keeps_each_rule_with_who_when_scope_and_expiry_private_and_in
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         rows = conn.execute("SELECT id, scope, expires_at, created_by, created_at FROM rules ORDER BY id").fetchall()
     assert rows == [("r-1", "always", None, "w", 1), ("r-2", "until", 10_000, "w", 1)]
-    with RuleStore(path) as again:
+    with SqliteRuleStore(path) as again:
         loaded = {r.id: r for r in again.load(now_ms=5_000)}
         assert loaded["r-2"] == answer
         assert again.remove(["r-1"]) and [r.id for r in again.load(now_ms=5_000)] == ["r-2"]
@@ -213,15 +214,15 @@ def test_the_store_keeps_each_rule_with_who_when_scope_and_expiry_private_and_in
 
 def test_an_unreadable_row_is_skipped_and_a_newer_store_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "rules.sqlite3"
-    with RuleStore(path) as store:
+    with SqliteRuleStore(path) as store:
         store.add(stored("r-1"))
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO rules (id, server, scope, created_at, created_by) VALUES ('bad', 's', 'always', 1, 'w')")
-    with RuleStore(path) as store:
+    with SqliteRuleStore(path) as store:
         assert [r.id for r in store.load(now_ms=0)] == ["r-1"]
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA user_version = 99")
-    with RuleStore(path) as store, pytest.raises(RuleStoreError, match="newer"):
+    with SqliteRuleStore(path) as store, pytest.raises(RuleStoreError, match="newer"):
         store.load(now_ms=0)
 
 
@@ -258,12 +259,12 @@ def test_a_schema_1_store_is_upgraded_in_place_and_its_rules_come_unbound(tmp_pa
                      "'always', NULL, 1, 'w')")
         conn.execute("PRAGMA user_version = 1")
     path.chmod(0o600)
-    with RuleStore(path) as store:
+    with SqliteRuleStore(path) as store:
         [old] = store.load(now_ms=0)
         assert (old.party, old.identity, old.tool) == ("server", None, "echo")
         assert store.add(user_rule("r-2", answer=ElicitationResult(action="decline"), question="k", party="asker"))
         assert store.add(user_rule("r-1", tool="echo", decision="allow", identity="prog"))  # bound, written back
-    with RuleStore(path) as again:
+    with SqliteRuleStore(path) as again:
         loaded = {r.id: (r.party, r.identity) for r in again.load(now_ms=0)}
     assert loaded == {"r-1": ("server", "prog"), "r-2": ("asker", None)}
     with sqlite3.connect(path) as conn:
@@ -273,7 +274,7 @@ def test_a_schema_1_store_is_upgraded_in_place_and_its_rules_come_unbound(tmp_pa
 def test_a_store_that_cannot_be_written_says_so_and_does_not_raise(tmp_path: Path) -> None:
     blocked = tmp_path / "not-a-dir"
     blocked.write_text("a file where the directory should be")
-    store = RuleStore(blocked / "rules.sqlite3")
+    store = SqliteRuleStore(blocked / "rules.sqlite3")
     assert store.add(stored("r-1")) is False
     assert store.remove(["r-1"]) is False
     with pytest.raises(RuleStoreError):
@@ -287,8 +288,8 @@ def test_a_store_that_cannot_be_written_says_so_and_does_not_raise(tmp_path: Pat
 def test_rows_decided_by_a_rule_are_written_with_the_next_batch(tmp_path: Path, record_values: bool) -> None:
     import asyncio
 
-    from main_process.audit import AuditLog
     from main_process.audit_writer import AuditWriter
+    from main_process.store.factory import open_store
     from shared import channels
     from shared.messages import ApprovalInfo, ElicitationInvoke, ElicitationRequest, RequestKind
 
@@ -299,20 +300,22 @@ def test_rows_decided_by_a_rule_are_written_with_the_next_batch(tmp_path: Path, 
                                  response_channel=channels.new_result_channel(), created_at=1, expires_at=2,
                                  origin="host", kind=kind, via="Host" if kind else None, approval=approval)
 
-    async def write(log: AuditLog) -> tuple[str, str]:
-        writer = AuditWriter(log, asyncio.get_running_loop())
+    async def write() -> tuple[str, str, list[AuditEntry]]:
+        store = open_store(None, audit_path=tmp_path / "audit.sqlite3", record_values=record_values)
+        writer = AuditWriter(store.audit, asyncio.get_running_loop())
         waiting, allowed = invoke(None), invoke("approval")
         writer.request(waiting)
         writer.decided(allowed, "accept", content={"decision": "allow-always"}, rule_id="r-1",
                        decision="allow-always")
-        assert log.entries() == [], "nothing is written before the batch"
+        assert await store.audit.entries() == [], "nothing is written before the batch"
         writer.flush()
-        writer.close()
-        return waiting.response_channel, allowed.response_channel
+        await writer.close()
+        entries = await store.audit.entries()
+        await store.close()
+        return waiting.response_channel, allowed.response_channel, entries
 
-    with AuditLog(tmp_path / "audit.sqlite3", record_values=record_values) as log:
-        waiting, allowed = asyncio.run(write(log))
-        rows = {entry.channel: entry for entry in log.entries()}
+    waiting, allowed, entries = asyncio.run(write())
+    rows = {entry.channel: entry for entry in entries}
     assert rows[waiting].outcome is None
     row = rows[allowed]
     assert (row.outcome, row.rule_id, row.decision, row.kind, row.via, row.tool, row.window) == (
@@ -326,7 +329,7 @@ def test_the_store_lock_names_the_main_that_owns_it_and_a_cli_takes_it_only_when
     import asyncio
     import os
 
-    from main_process.store_owner import Owner, StoreLock, hold_or_owner
+    from main_process.store.owner import Owner, StoreLock, hold_or_owner
 
     store = tmp_path / "rules.sqlite3"
     main_lock = StoreLock(store)

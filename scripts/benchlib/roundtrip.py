@@ -176,24 +176,24 @@ def cpu_ns(pid: int) -> int:
 
 
 async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited: int) -> dict[str, Any]:
-    """Samples of each kind: "raw", "broker" and (n_audited > 0) "audited" = broker + AuditLog."""
+    """Samples of each kind: "raw", "broker" and (n_audited > 0) "audited" = broker + the SQLite store's audit."""
     tmp = short_tmp_dir()
     raw = RawRouter(f"ipc://{tmp}/raw.sock")
     raw.start()
     brokers: dict[str, Broker] = {}
     kinds = ["raw"] if only_raw else ["raw", "broker"] + (["audited"] if n_audited else [])
-    audit = None
+    store = None
     for kind in kinds[1:]:
         if kind == "audited":
-            from main_process.audit import AuditLog
+            from main_process.store.factory import open_store
 
-            audit = AuditLog(tmp / "audit.sqlite3", auto_checkpoint=False)  # on /, like the user's data dir
+            store = open_store(None, audit_path=tmp / "audit.sqlite3")  # on /, like the user's data dir
         brokers[kind] = Broker(
             endpoint=f"ipc://{tmp}/{kind}.sock",
             token="bench-token",
             session=channels.new_uuid7(),
             host=StubHost(),  # type: ignore[arg-type]
-            **({"audit": audit} if kind == "audited" else {}),
+            **({"audit": store.audit} if kind == "audited" and store is not None else {}),
         )
         brokers[kind].bind()
         brokers[kind].start()
@@ -262,8 +262,8 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
         raw.close()
         for broker in brokers.values():
             await broker.close()
-        if audit is not None:
-            audit.close()
+        if store is not None:
+            await store.close()
         for proc in peers.values():
             proc.terminate()
         for proc in peers.values():
@@ -407,7 +407,7 @@ def run(quick: bool, only_raw: bool = False, profile_dir: Path | None = None) ->
                     passed=None,
                     absolute=f"p50 {fmt_us(aud['p50_us'])} (+{fmt_us(added)} for the commit before the answer), "
                     f"p99 {fmt_us(aud['p99_us'])}, n={aud['n']}, {_cpu_text(aud)}",
-                    how="as the broker round trip, with main's AuditLog (SQLite WAL, synchronous=NORMAL) and "
+                    how="as the broker round trip, with main's store (SQLite WAL, synchronous=NORMAL) and "
                     "AuditWriter in a temp dir on the same ext4 as the user's data dir, as main runs it",
                     data={**aud, "ratio_p50": ratio, "added_us_p50": added, "pinned_cpu": pin},
                 )

@@ -190,7 +190,6 @@ def best_quarter(values: list[float]) -> float:
 
 async def _hook_alone(n: int) -> tuple[float, float]:
     """µs per auto-allowed call and per rule-answered elicitation, the consent layer's code alone."""
-    from main_process.audit import AuditLog
     from main_process.audit_writer import AuditWriter
     from main_process.config import StdioServerConfig
     from main_process.consent import Consent
@@ -198,6 +197,7 @@ async def _hook_alone(n: int) -> tuple[float, float]:
     from main_process.pending import Elicitation, PendingRequests, RequestOptions
     from main_process.rules import Rule, question_key
     from main_process.server_identity import server_identity
+    from main_process.store.factory import open_store
     from shared.messages import CallTool, ElicitationResult
 
     class NoWindows:
@@ -236,12 +236,12 @@ async def _hook_alone(n: int) -> tuple[float, float]:
     from benchlib.common import BENCH_SCHEMA
 
     with tempfile.TemporaryDirectory() as tmp:
-        log = AuditLog(Path(tmp) / "audit.sqlite3", auto_checkpoint=False)
+        store = open_store(None, audit_path=Path(tmp) / "audit.sqlite3")
         loop = asyncio.get_running_loop()
-        writer = AuditWriter(log, loop)
+        writer = AuditWriter(store.audit, loop)
         pending = PendingRequests(NoWindows(), loop, audit=writer)
         program = server_identity(StubServer.config)  # user rules bind to the program they were given to
-        consent = Consent(Host(pending), None, [], loop, {"demo": program})  # type: ignore[arg-type]
+        consent = Consent(Host(pending), None, [], [], loop, {"demo": program})  # type: ignore[arg-type]
         pending.rules = consent
         params = {"mode": "form", "message": "Book a table?", "requestedSchema": BENCH_SCHEMA}
         consent.book.add(Rule(id="r-call", source="user", server="demo", created_at=0, created_by="bench",
@@ -267,6 +267,7 @@ async def _hook_alone(n: int) -> tuple[float, float]:
             answer_ns = (time.perf_counter_ns() - started) / n
             assert server.calls == n
         finally:
-            writer.close()
-            log.close()
+            await writer.close()
+            await consent.close()
+            await store.close()
     return allow_ns / 1e3, answer_ns / 1e3

@@ -1,5 +1,5 @@
-"""Which running main owns a rule store: an exclusive flock on `rules.sqlite3.owner`, held for
-main's whole life, with main's pid and connection file written in it.
+"""The SQLite backend: which running main owns a rule store, an exclusive flock on
+`rules.sqlite3.owner` held for main's whole life, with main's pid and connection file in it.
 
 main keeps its rules in memory and applies them from there, so a change made to the store behind
 its back (by `elicitron rules revoke` from a shell whose connection file names no running main)

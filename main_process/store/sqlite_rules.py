@@ -1,4 +1,4 @@
-"""The rule store: remembered answers and tool approvals that outlive main, in SQLite.
+"""The SQLite backend's rule store: remembered answers and tool approvals that outlive main.
 
 `<user data dir>/elicitron/rules.sqlite3`, beside the audit log, one row per rule: what it matches,
 what it decides, who made it, when, its scope and expiry. Only rules meant to outlive main are
@@ -12,7 +12,8 @@ created 0700 and the file 0600: remembered answers are what the user typed.
 
 Failure policy: main must keep running when the disk does not cooperate. `add` and `remove` catch
 `sqlite3.Error`/`OSError`, log, and return False (main then keeps the rule for this session and
-says so). The CLI uses the same class and gets `RuleStoreError` from `load` instead.
+says so). `load` raises `RuleStoreError` instead (main then starts without remembered rules; the
+CLI says why it cannot list them). Reached through `sqlite.SqliteStore` (the store interface).
 """
 
 import logging
@@ -66,7 +67,7 @@ def path_beside(audit_path: Path) -> Path:
     return audit_path.with_name(FILENAME)
 
 
-class RuleStore:
+class SqliteRuleStore:
     """One SQLite file of rules. Thread-safe; `add`/`remove` never raise."""
 
     def __init__(self, path: Path) -> None:

@@ -1,0 +1,175 @@
+"""The store: what outlives a request, behind one interface, so a second backend is one new module.
+
+**Async.** Every method that touches the store is a coroutine. The next backend (PostgreSQL,
+psycopg 3 with an async pool, issue 35) is a network round trip away: an awaited call lets main's
+loop go on deciding and relaying while one is in flight, and a cut connection suspends the callers
+that need the store rather than the whole of main. A thread per call would cost every backend a
+hand-off and back (~270 us per answer, measured in audit_writer.py) for what SQLite does in ~20 us,
+so the SQLite backend's coroutines never suspend: its short transactions run inline on the loop,
+exactly as before. Callers that must not go on before a write is committed ("committed before
+anyone hears of it") await it, or run it with `run_now` and continue in its callback: with SQLite
+that callback runs before `run_now` returns, so the order of events is what it was.
+
+**Atomic decisions are the backend's.** Each write is one transaction, and the decisions that must
+be atomic are single methods, so no caller ever holds a transaction open across an await:
+- `AuditTable.record_outcome`: the first outcome of a channel wins (a later one returns False and
+  changes nothing), and with `request` the request's row and its outcome are one commit;
+- `AuditTable.record_requests`: new request rows and rule-decided rows are one commit;
+- `RuleTable.add`/`remove`: a rule (or a batch of removals) is on disk once they return True.
+True means committed: main hands an answer on only after it (audit_writer.py says when).
+
+**Failure policy.** Writes never raise: they log, return False, and main carries on (a rule then
+applies for this session only, an audit row is counted as unrecorded). Readers raise
+`RuleStoreError` / `AuditLogError` with a sentence for the user.
+
+**What it covers now.** Remembered rules and approvals (`RuleTable`) and the audit log
+(`AuditTable`): main reaches both only through a `Store` that app.py opens once from the config
+(`factory.open_store`) and passes to the parts that need it. Two more things outlive a request,
+and their interfaces are defined here, but no backend keeps them yet, for reasons of where they
+live today rather than of the interface:
+- **Paired web devices** (`DeviceTable`): the web window is a child process that never imports
+  main's internals (the rule for every peer), and it pairs, checks and revokes devices itself in
+  `devices.json` (web_process/devices.py; shared/web_devices.py reads them for the CLI and the Qt
+  window). Behind main's store they would need the web child to ask main on every page request
+  and pairing, i.e. new topics in the wire contract; that, with the store shared by many mains,
+  is issue 35's work. Moving only main's side now would leave two owners of one file.
+- **Open questions of `elicitron ask`** (`QuestionTable`): they live in main's memory as pending
+  requests (questions.py, pending.py), owned by the asker's connection: when the asker goes, its
+  questions close `cancelled`, by design, since on one machine nobody else could receive their
+  answer. Keeping them open in a store means an asker that re-attaches gets its questions back
+  (issue 35: "answered when the asker re-attaches to a main of the store"), which needs a way to
+  re-attach in the contract first. Today nothing of them outlives main, so nothing is moved.
+"""
+
+import asyncio
+from collections.abc import Coroutine, Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from main_process.rules import Rule
+from main_process.store.records import AuditEntry, Decided, OutcomeRecord, StoredQuestion
+from shared.messages import ElicitationInvoke, ElicitationResult
+from shared.web_devices import PairedDevice
+
+
+class RuleTable(Protocol):
+    """Remembered answers and tool approvals that outlive main (scope "always" and "until")."""
+
+    async def load(self, now_ms: int) -> list[Rule]:
+        """Every stored rule that has not expired, oldest first (expired ones are deleted).
+        Raises RuleStoreError when the store cannot be read."""
+        ...
+
+    async def add(self, rule: Rule) -> bool:
+        """Insert or replace one user rule that outlives main; True once committed."""
+        ...
+
+    async def remove(self, rule_ids: Iterable[str]) -> bool:
+        """Delete these rules (unknown ids are no error) in one commit; True once committed."""
+        ...
+
+
+class AuditTable(Protocol):
+    """One row per request, from the request to its outcome."""
+
+    @property
+    def record_values(self) -> bool:
+        """Whether answered values and a host's arguments are kept (the config's `auditValues`)."""
+        ...
+
+    @property
+    def unrecorded(self) -> int:
+        """How many writes failed since the store was opened."""
+        ...
+
+    async def record_requests(self, invokes: Sequence[ElicitationInvoke], decided: Sequence[Decided] = ()) -> bool:
+        """The rows of new requests (no outcome yet; a repeated channel keeps its outcome) and the
+        full rows of requests decided as they were made, in one commit. True once committed."""
+        ...
+
+    async def record_outcome(self, outcome: OutcomeRecord, request: ElicitationInvoke | None = None) -> bool:
+        """Decide one row, once: True only once committed; False when the channel has an outcome
+        already (the first wins) or the write failed. With `request`, its row and the outcome are
+        one commit; a channel with no row at all still gets one, so no decision is lost."""
+        ...
+
+    async def entries(self, limit: int = 100, server: str | None = None) -> list[AuditEntry]:
+        """The newest `limit` rows first, optionally of one server. Raises AuditLogError."""
+        ...
+
+    async def counts(self) -> dict[str, int]:
+        """outcome -> rows, pending rows under "pending". Raises AuditLogError."""
+        ...
+
+    async def checkpoint(self) -> bool:
+        """Housekeeping that is cheap to defer and costly to do on every commit, done now off the
+        hot path (SQLite: the WAL checkpoint, the only step that fsyncs, on a thread of its own);
+        True when done or nothing to do. Never raises."""
+        ...
+
+
+class DeviceTable(Protocol):
+    """Paired web devices (not kept by any backend yet: this module's docstring says why)."""
+
+    async def devices(self) -> list[PairedDevice]: ...
+
+    async def pair(self, device: PairedDevice, credential_sha256: str) -> None: ...
+
+    async def device_for(self, credential_sha256: str) -> PairedDevice | None: ...
+
+    async def seen(self, device_id: str, at: float) -> None: ...
+
+    async def revoke(self, name_or_id: str) -> list[PairedDevice]:
+        """Raises DeviceError when none matches, or when the name is several devices'."""
+        ...
+
+
+class QuestionTable(Protocol):
+    """Open questions of `elicitron ask` (not kept by any backend yet: this module's docstring says why)."""
+
+    async def open(self, question: StoredQuestion) -> None: ...
+
+    async def of_asker(self, asker: str) -> list[StoredQuestion]: ...
+
+    async def answer(self, channel: str, answer: ElicitationResult) -> bool:
+        """Close one question with its answer; False when it was closed already (the first wins)."""
+        ...
+
+
+class Store(Protocol):
+    """One store: its tables, and its life in main."""
+
+    @property
+    def rules(self) -> RuleTable: ...
+
+    @property
+    def audit(self) -> AuditTable: ...
+
+    @property
+    def description(self) -> str:
+        """Where it is, for main's log (never a password)."""
+        ...
+
+    async def claim(self, connection: Path) -> None:
+        """main: this store's changes go through me, reachable by `connection` (SQLite: the owner
+        lock, so `elicitron rules revoke` goes through the running main, store_owner.py). Logs
+        rather than raises when it cannot."""
+        ...
+
+    async def close(self) -> None:
+        """Release what `claim` took and close the tables; idempotent."""
+        ...
+
+
+def run_now(coro: Coroutine[Any, Any, None], tasks: set["asyncio.Task[None]"]) -> None:
+    """Start a store call at once (its coroutine runs up to its first suspension before this
+    returns): a backend that never suspends, as SQLite, is done here, and an error it raised is
+    raised here, as if the call were synchronous. One that suspends goes on as a task kept in
+    `tasks` until it ends."""
+    task = asyncio.Task(coro, loop=asyncio.get_running_loop(), eager_start=True)
+    if task.done():
+        task.result()
+        return
+    tasks.add(task)
+    task.add_done_callback(tasks.discard)
+
