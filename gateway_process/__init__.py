@@ -11,8 +11,8 @@ relay_stdio.py   one host over stdio until it closes our stdin: `serve --server 
                  server's session (RelayedSession), `serve` every server's, merged (MergedRelay)
 relayed.py       RelayedSession: a pump (shared/relay_pump.py) over a host peer's link to main
 handover.py      serve's side of host pipes: a local main holds the host's stdio, serve takes it back
-merge.py         MergedSession: one host, every server: `<server>__<name>`, capabilities merged,
-                 requests routed, ids mapped both ways (sans-IO)
+merge/           MergedSession: one host, every server: `<server>__<name>`, capabilities merged,
+                 requests routed, ids mapped both ways (sans-IO; its __init__ maps its modules)
 merged_relay.py  MergedRelay: a MergedSession over one host peer's link, one RelayedSession per server
 http_app.py      streamable HTTP for main's --mcp-http: bearer token, Origin/Host checks,
                  /mcp (every server) and /mcp/<server>
