@@ -1,7 +1,7 @@
 """Who Elicitron's gateway says it is, and the handshake versions it knows. Pure: no I/O, and no
 import of `mcp` (serve starts in the time Python and pyzmq take; loading the SDK takes seconds).
 
-All servers at once (`merge.py`): the host's `initialize` goes to every server and the answer is
+All servers at once (`merge/`): the host's `initialize` goes to every server and the answer is
 theirs merged, under Elicitron's `serverInfo`; with no server to answer, the version is what the
 spec's rule gives (`negotiated_version`).
 """

@@ -1,5 +1,5 @@
 """serve's handshake: the host's `initialize` goes to every server and the merged answer is one the
-SDK takes (gateway_process/merge.py); serve gets there without loading `mcp` (it starts in the
+SDK takes (gateway_process/merge/); serve gets there without loading `mcp` (it starts in the
 time Python and pyzmq take, and answers as soon as the servers have)."""
 
 import json

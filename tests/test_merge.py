@@ -1,4 +1,4 @@
-"""MergedSession (gateway_process/merge.py) in process: one host, fake relayed sessions for the
+"""MergedSession (gateway_process/merge/) in process: one host, fake relayed sessions for the
 servers, a fake clock. Plain values in, plain values out; no sockets, no processes."""
 
 import json
