@@ -151,10 +151,31 @@ def test_the_checks_see_what_they_look_for() -> None:
     assert "shared.messages" in graph["renderer_process.card"]  # `from shared import messages`
 
 
+def packages_on_disk() -> set[str]:
+    """Every package and subpackage of the product (`shared`, `*_process`), dotted."""
+    inits = [*ROOT.glob("*_process/**/__init__.py"), *ROOT.glob("shared/**/__init__.py")]
+    return {str(init.parent.relative_to(ROOT)).replace("/", ".") for init in inits}
+
+
 def test_every_package_is_in_the_wheel() -> None:
     """An installed elicitron has every package and subpackage (a new one missing from pyproject's
     list imports fine from a checkout and fails only once installed)."""
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    on_disk = {str(init.parent.relative_to(ROOT)).replace("/", ".") for init in ROOT.glob("*_process/**/__init__.py")}
-    on_disk |= {str(init.parent.relative_to(ROOT)).replace("/", ".") for init in ROOT.glob("shared/**/__init__.py")}
+    on_disk = packages_on_disk()
     assert on_disk - listed == set()
+
+
+def readme_package_table() -> set[str]:
+    """The packages README's "Where things live" table names (its first column)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("### Where things live", 1)[1].split("\n#", 1)[0]
+    return {line.split("`")[1] for line in section.splitlines() if line.startswith("| `")}
+
+
+def test_the_readme_says_where_every_package_lives() -> None:
+    """The README's table lists every package and subpackage on disk, and none that is gone."""
+    on_disk = packages_on_disk()
+    listed = readme_package_table()
+    assert {"main_process", "shared"} <= listed  # the table was read at all
+    assert on_disk - listed == set(), "packages the README's table does not list"
+    assert listed - on_disk == set(), "packages the README's table lists that are gone"
