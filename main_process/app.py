@@ -22,7 +22,6 @@ from main_process.config import Config, differs_beyond_approval, load_config
 from main_process.consent import Consent, remembered_rules
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.host_pipes import HostPipes
-from main_process.hosts import Cancel
 from main_process.http_gateway import (
     HttpGatewayChild,
     check_listen,
@@ -34,6 +33,7 @@ from main_process.lock import InstanceLock
 from main_process.notify import Notifier
 from main_process.open_calls import OpenCalls
 from main_process.paths import default_log_dir
+from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation
 from main_process.questions import QuestionDesk
@@ -147,10 +147,8 @@ class MainApp:
         if server is None:
             reply(self._unknown_server(request.server))
             return None
-        consent = self.consent if caller.role == "host" else None  # only hosts' calls are approved
-        if consent is not None:
-            return self._calls.start(reply, progress, lambda answer, report: consent.call_from_host(
-                server, request, caller, answer, report))
+        # Windows' and controllers' calls: the user's own, never approved (hosts call in their
+        # relayed sessions, where consent decides: relay.py).
         return self._calls.start(reply, progress, lambda answer, report: server.call_tool(
             request.tool, request.arguments, caller.window, answer, call_id=request.response_channel,
             progress=report))

@@ -121,15 +121,13 @@ class RequestOptions:
     origin: str | None = None  # the window of the peer whose call caused it
     max_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # the encoded invoke's limit (maxRequestBytes)
     owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
-    recipients: list[bytes] | None = None  # None: every window attached now
-    for_windows: bool = True  # False: windows that attach later do not get it (meant for one peer)
     kind: RequestKind | None = None
-    via: str | None = None  # the host whose call caused it, by name
+    via: str | None = None  # the host whose relayed session it came from (or whose call an approval is), by name
     asker: AskerInfo | None = None
     approval: ApprovalInfo | None = None
     sign_in: SignInInfo | None = None
     call: str | None = None  # the response channel of the call that caused it
-    record_only: bool = False  # sent to nobody, only kept and audited (a host answers it itself)
+    record_only: bool = False  # sent to no window, only kept and audited (a host answers it itself)
 
 
 def _invoke(elicitation: Elicitation, options: RequestOptions) -> ElicitationInvoke:
@@ -149,7 +147,7 @@ class PendingRequest:
     owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
     sent_to: set[bytes] = field(default_factory=set)  # routing ids the invoke reached
     expiry: Timer | None = None
-    for_windows: bool = True  # windows that attach later get it too
+    for_windows: bool = True  # windows get it, also those that attach later (False: a host answers it)
 
     @property
     def channel(self) -> str:
@@ -200,8 +198,8 @@ class PendingRequests:
     # ---- opening -----------------------------------------------------------------------
 
     def open(self, elicitation: Elicitation, options: RequestOptions, resolve: Resolve) -> PendingRequest:
-        """Register a request and send it to `options.recipients` (default: every window); `resolve`
-        gets its one answer.
+        """Register a request and send it to every window (none when `options.record_only`);
+        `resolve` gets its one answer.
 
         Raises UndeliverableRequestError, before anything is registered or sent, when the request
         cannot be encoded, is over `options.max_bytes`, or would take open requests past their budget."""
@@ -211,12 +209,11 @@ class PendingRequests:
             raise UndeliverableRequestError(f"{len(self._open)} requests already wait "
                                             f"({self._open_bytes:,} bytes); try again once some are answered")
         pending = PendingRequest(invoke=invoke, params=elicitation.params, frames=frames, resolve=resolve,
-                                 owner=options.owner, for_windows=options.for_windows)
+                                 owner=options.owner, for_windows=not options.record_only)
         self._open[pending.channel] = pending
         self._open_bytes += pending.size
         record_only = options.record_only
-        targets = [] if record_only else self._outbox.renderers() if options.recipients is None \
-            else options.recipients
+        targets = [] if record_only else self._outbox.renderers()
         if targets:
             pending.sent_to.update(self._outbox.send(targets, frames))
         if self._audit is not None:

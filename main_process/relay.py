@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import msgspec
 
 from main_process.config import HttpServerConfig
-from main_process.hosts import Cancel
+from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from main_process.servers import ManagedServer
@@ -49,7 +49,6 @@ from shared.messages import (
     CallError,
     ChannelReply,
     ElicitationResult,
-    HostInfo,
     McpClose,
     McpRelay,
 )
@@ -102,8 +101,8 @@ class RelayPorts(Protocol):
 
     def elicitation_complete(self, session: "RelaySession", elicitation_id: str) -> None: ...
 
-    def note_host(self, session: "RelaySession", client_info: Any, form: bool, url: bool) -> None:
-        """The host said who it is (`clientInfo`) and which elicitation modes it answers."""
+    def note_host(self, session: "RelaySession", client_info: Any) -> None:
+        """The host said who it is (`clientInfo`)."""
 
 
 @dataclass(eq=False)
@@ -283,7 +282,7 @@ class RelaySession:
         if not isinstance(params, dict):
             return raw
         self.host_form, self.host_url = _declare_elicitation(params, "capabilities")
-        self.ports.note_host(self, params.get("clientInfo"), self.host_form, self.host_url)
+        self.ports.note_host(self, params.get("clientInfo"))
         return jsonrpc.encode(message)
 
     def _modern_request(self, raw: bytes, method: str, headers: Headers) -> tuple[bytes, _Modern | None]:
@@ -310,7 +309,7 @@ class RelaySession:
         host = (declared.client_info, declared.form, declared.url)
         if host != self._modern_host:
             self._modern_host = host
-            self.ports.note_host(self, *host)
+            self.ports.note_host(self, declared.client_info)
         params["_meta"] = declared.meta
         message["params"] = msgspec.Raw(jsonrpc.encode(params))
         raw = jsonrpc.encode(message)
@@ -801,7 +800,7 @@ class RelayHost(Protocol):
 
     def publish_complete(self, server: str, elicitation_id: str) -> None: ...
 
-    def note_host_info(self, peer: Peer, info: HostInfo) -> None: ...
+    def name_host(self, peer: Peer, name: str) -> None: ...
 
 
 class HostSide(Protocol):
@@ -1127,7 +1126,7 @@ class _Ports:
             return self._relay._host.pending.open(
                 elicitation,
                 RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=peer.window,
-                               max_bytes=server.config.max_request_bytes, for_windows=False, via=peer.name or None,
+                               max_bytes=server.config.max_request_bytes, via=peer.name or None,
                                record_only=True),
                 lambda _answer: None)
         except UndeliverableRequestError as exc:
@@ -1147,11 +1146,8 @@ class _Ports:
     def elicitation_complete(self, session: RelaySession, elicitation_id: str) -> None:
         self._relay._host.publish_complete(session.server.name, elicitation_id)
 
-    def note_host(self, session: RelaySession, client_info: Any, form: bool, url: bool) -> None:
+    def note_host(self, session: RelaySession, client_info: Any) -> None:
         info = client_info if isinstance(client_info, dict) else {}
         name = info.get("title") or info.get("name")
-        version = info.get("version")
-        self._relay._host.note_host_info(session.peer, HostInfo(
-            name=str(name)[:MAX_ID_CHARS] if name else "MCP host", form_elicitation=form, url_elicitation=url,
-            version=str(version)[:MAX_ID_CHARS] if version else None))
+        self._relay._host.name_host(session.peer, str(name)[:MAX_ID_CHARS] if name else "MCP host")
 

@@ -54,9 +54,9 @@ from pydantic import ValidationError
 from main_process.broker import ProgressTo, ReplyTo
 from main_process.clock import MONOTONIC, Clock, wait_event
 from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig, differs_beyond_approval
-from main_process.hosts import Cancel
 from main_process.oauth.sign_in import SignIn
 from main_process.oauth.token_store import shared_store
+from main_process.peer_calls import Cancel
 from main_process.pending import Elicitation, PendingRequests, RequestOptions, Unanswered
 from main_process.private_files import open_private, safe_filename
 from main_process.stdio_transport import capped_stdio_client
@@ -107,7 +107,7 @@ _call_channel: contextvars.ContextVar[str | None] = contextvars.ContextVar("call
 class ServerHost(Protocol):
     """What a server needs from main: the broker's elicitation path and ways to tell the windows."""
 
-    async def elicit(self, elicitation: Elicitation, options: RequestOptions, route: str = ...,
+    async def elicit(self, elicitation: Elicitation, options: RequestOptions,
                      cancel_reason: Callable[[], Unanswered] = ...) -> ElicitationResult: ...
 
     def withdraw_server(self, server: str) -> None: ...
@@ -595,8 +595,7 @@ class ManagedServer:
         try:
             options = RequestOptions(timeout_s=self.config.elicitation_timeout_s, origin=origin,
                                      max_bytes=self.config.max_request_bytes, call=call)
-            return await self._host.elicit(elicitation, options, self.config.elicitation_route,
-                                           self._cancel_reason)
+            return await self._host.elicit(elicitation, options, self._cancel_reason)
         except UndeliverableRequestError as exc:
             logger.warning("server %r sent a request that was not shown: %s", self.name, exc)
             self._host.publish_notice("warning", f"refused a request: {exc}", self.name)
