@@ -12,7 +12,7 @@ wants one (see `MainAttachment.ready`).
 import logging
 from pathlib import Path
 
-from gateway_process.link_events import LinkEvents, tell_pushed
+from gateway_process.link_events import LinkEvents
 from shared import channels, messages
 from shared.codec import encode_request
 from shared.errors import MainUnreachableError
@@ -98,16 +98,14 @@ class MainLink:
             case Pushed(_, body):  # first: every relayed message comes this way
                 if isinstance(body, messages.ServersUpdate):
                     self.servers = _by_name(body.servers)
-                tell_pushed(self._events, body)
-            case Welcomed(welcome, again):
+                self._events.on_pushed(body)
+            case Welcomed(welcome, _):
                 self.servers = _by_name(welcome.servers)
                 logger.info("attached to main %s as %s %r", welcome.session, self.role, self.name)
-                self._events.on_attached(welcome.servers, again)
+                self._events.on_pushed(welcome)
             case Lost(why):
                 logger.warning("detached from main: %s; attaching again", why)
                 self._events.on_detached(why)
-            case Refused(notice) if notice.topic is not None and channels.is_result_channel(notice.topic):
-                self._events.on_refused(notice)
             case Refused(notice):
                 logger.warning("main refused %s: %s: %s", notice.topic or "a message", notice.code, notice.message)
             case _:
