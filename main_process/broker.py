@@ -35,6 +35,7 @@ import zmq
 
 from main_process.audit_writer import AuditWriter
 from main_process.clock import MONOTONIC, Clock, Timer
+from main_process.elicitation_gate import ElicitationGate
 from main_process.log_limiter import RateLimitedLog, cut
 from main_process.peer_calls import Cancel, PeerCalls
 from main_process.peers import PEER_SLOTS, Peer, PeerTable, RateLimiter
@@ -224,6 +225,7 @@ class Broker:
         self._welcome_pending_bytes = welcome_pending_bytes
         self._bad_hellos: dict[bytes, tuple[float, int]] = {}
         self._pending: PendingRequests | None = None  # made in start(): it needs the loop
+        self._gate: ElicitationGate | None = None  # with it
         self._audit: AuditWriter | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._complaints = RateLimitedLog(logger)
@@ -278,6 +280,7 @@ class Broker:
                                         welcome_pending_bytes=self._welcome_pending_bytes,
                                         window_name=self._window_name, window_device=self._window_device,
                                         clock=self._clock)
+        self._gate = ElicitationGate(self._pending)
         for sock in self._socks:
             self._loop.add_reader(sock.fileno(), self._drain)
         self._heartbeat = self._clock.call_later(self._heartbeat_s, self._heartbeat_tick)
@@ -307,11 +310,18 @@ class Broker:
         assert self._pending is not None, "start() first"
         return self._pending
 
+    @property
+    def gate(self) -> ElicitationGate:
+        """What becomes of every elicitation before it opens (rules, route, screening)."""
+        assert self._gate is not None, "start() first"
+        return self._gate
+
     # ---- what the servers call ---------------------------------------------------------
 
     async def elicit(self, elicitation: Elicitation, options: RequestOptions,
                      cancel_reason: Callable[[], Unanswered] = lambda: "cancelled") -> ElicitationResult:
-        """Show one server request in the windows and wait for the one valid answer (steps 3-8).
+        """Show one server request in the windows and wait for the one valid answer (steps 3-8),
+        once the gate let it through.
 
         Raises UndeliverableRequestError (before anything is shown) for a request the windows
         cannot be sent."""

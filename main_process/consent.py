@@ -229,7 +229,7 @@ class Consent:
                     "the program configured as server" if bound.party == "server" else "the asker", rule.server)
         return bound
 
-    # ---- RuleHook: elicitations -------------------------------------------------------
+    # ---- the gate's Rules (elicitation_gate.py), then pending's RuleHook: elicitations ----------------
 
     def answer_for(self, elicitation: Elicitation) -> tuple[str, ElicitationResult] | None:
         """A server's form request answered by a rule given to that server's program, or None."""

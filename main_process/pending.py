@@ -14,10 +14,11 @@ a program's question) differ only in who asks and what `resolve` does with the a
 
 The broker owns the sockets and implements `Outbox`; tests drive this class with a list.
 
-Rules (`rules`, a `RuleHook`, set by main when it has a consent layer) answer before any window:
-`ask` consults them and a request a rule answers never opens (it is only audited, with the rule's
-id); `close_by_rule` answers an open one when a new rule covers it. After each window's answer
-the hook sees it (to remember it, or to keep an approval's "allow for this session"). `opened`,
+Rules answer before any window, in the gate (elicitation_gate.py): a request a rule answers never
+opens here, it is only audited with the rule's id (`record_by_rule`); `close_by_rule` answers an
+open one when a new rule covers it. After each window's answer the consent layer (`rules`, a
+`RuleHook`, set by main when it has one) sees it (to remember it, or to keep an approval's "allow
+for this session"). `opened`,
 when main has `notify` receivers, hears of every request that opened and whether a window got it.
 """
 
@@ -70,9 +71,6 @@ _SUMMARY_MESSAGE_CHARS: Final = 200
 
 class RuleHook(Protocol):
     """What the lifecycle needs from the consent layer (main_process/consent.py)."""
-
-    def answer_for(self, elicitation: "Elicitation") -> tuple[str, ElicitationResult] | None:
-        """(rule id, answer) when a rule answers this request now; None to ask the windows."""
 
     def check_remember(self, pending: "PendingRequest", result: ElicitationResult) -> None:
         """Raise ProtocolError for a `remember` main cannot keep (before the answer is taken)."""
@@ -228,17 +226,12 @@ class PendingRequests:
 
     async def ask(self, elicitation: Elicitation, options: RequestOptions,
                   cancel_reason: Callable[[], Unanswered] = lambda: "cancelled") -> ElicitationResult:
-        """Open a request and wait for its answer (a server's elicitation callback does this).
+        """Open a request and wait for its answer (a server's elicitation callback does this,
+        once the gate let it through).
 
         When the caller is cancelled, the request closes with `cancel_reason()`: whether the
         server withdrew it or its connection went away."""
         answer: asyncio.Future[ElicitationResult] = self._loop.create_future()
-        if self.rules is not None:
-            ruled = self.rules.answer_for(elicitation)
-            if ruled is not None:
-                rule_id, result = ruled
-                self.record_by_rule(elicitation, result, rule_id, options, lambda: answer.set_result(result))
-                return await answer  # at once when the store did not suspend (SQLite)
 
         def resolve(result: ElicitationResult) -> None:
             if not answer.done():

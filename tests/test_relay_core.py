@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from main_process.elicitation_gate import Answered, Decision, HostModes, Read, decide
 from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest
@@ -87,8 +88,15 @@ class Ports:
         self.held.append((send_on, reply))
         return lambda: self.cancelled.append(tool)
 
+    def decide(self, session: RelaySession, read: Read, host: HostModes) -> Decision:
+        return decide(None, read, cast(_Server, session.server), host=host)  # main's gate, no rules
+
+    def record(self, session: RelaySession, elicitation: Elicitation, answered: Answered,
+               then: Callable[[], None]) -> None:
+        then()
+
     def ask_windows(self, session: RelaySession, elicitation: Elicitation,
-                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest | None:
+                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest:
         card = _Card(elicitation.request.params, resolve)
         self.cards.append(card)
         return cast(PendingRequest, card)

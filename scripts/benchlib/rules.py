@@ -25,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -185,7 +186,7 @@ def run(quick: bool) -> list[Figure]:
         name="rules", title="rules: the consent code alone", value=f"{allow_us:.0f} µs / {answer_us:.0f} µs",
         target="", passed=None, absolute="per auto-allowed call / per rule-answered elicitation",
         how="in-process, one loop: Consent.call_in_relay with an 'Always allow' rule (stub server, audit rows "
-            "batched as in main), and PendingRequests.ask answered by a remembered answer (audit row committed); "
+            "batched as in main), and ElicitationGate answering by a remembered answer (audit row committed); "
             "real SQLite in a temp dir",
     ))
     return figures
@@ -201,6 +202,7 @@ async def _hook_alone(n: int) -> tuple[float, float]:
     from main_process.audit_writer import AuditWriter
     from main_process.config import StdioServerConfig
     from main_process.consent import Consent
+    from main_process.elicitation_gate import Answered, ElicitationGate
     from main_process.peers import Peer
     from main_process.pending import Elicitation, PendingRequests, RequestOptions
     from main_process.rules import Rule, question_key
@@ -240,6 +242,9 @@ async def _hook_alone(n: int) -> tuple[float, float]:
         def send_on(self) -> None:
             self.calls += 1
 
+        def screen_elicitation(self, params: Any) -> None:
+            return None  # (the rule answers first)
+
     from benchlib.common import BENCH_SCHEMA
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -250,6 +255,7 @@ async def _hook_alone(n: int) -> tuple[float, float]:
         program = server_identity(StubServer.config)  # user rules bind to the program they were given to
         consent = Consent(Host(pending), None, [], [], loop, {"demo": program})  # type: ignore[arg-type]
         pending.rules = consent
+        gate = ElicitationGate(pending, consent)
         params = {"mode": "form", "message": "Book a table?", "requestedSchema": BENCH_SCHEMA}
         consent.book.add(Rule(id="r-call", source="user", server="demo", created_at=0, created_by="bench",
                               tool="echo", decision="allow", identity=program))
@@ -270,7 +276,11 @@ async def _hook_alone(n: int) -> tuple[float, float]:
             allow_ns = (time.perf_counter_ns() - started) / n
             started = time.perf_counter_ns()
             for _ in range(n):
-                await pending.ask(request, options)
+                decided = gate.decide(request, server)  # as main's own session: rules first, then the rest
+                assert isinstance(decided, Answered)
+                recorded: asyncio.Future[None] = loop.create_future()
+                gate.record(request, decided, options, partial(recorded.set_result, None))
+                await recorded
             answer_ns = (time.perf_counter_ns() - started) / n
             assert server.calls == n
         finally:
