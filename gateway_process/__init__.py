@@ -26,7 +26,7 @@ handshake.py     Elicitron's serverInfo and handshake versions (pure)
 attachment.py    MainAttachment: the link to main attached on demand, the wait for starting servers
 names.py         `<server>__<tool>` naming and the combined instructions (pure)
 link.py          MainLink: the DEALER to main (hello, heartbeat, reattach, replies, pushes)
-link_events.py   LinkEvents: what a gateway hears from main through its link; tell_pushed()
+link_events.py   LinkEvents: what a gateway hears from main through its link: on_pushed, on_detached
 starter.py       start main in the background when none runs (`launch --no-window`)
 print_config.py  `serve --print-config`: entries for Claude Desktop, Cursor, VS Code
 """

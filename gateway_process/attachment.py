@@ -14,15 +14,7 @@ from gateway_process.link import MainLink
 from gateway_process.link_events import LinkEvents
 from gateway_process.starter import start_main
 from shared.errors import MainUnreachableError
-from shared.messages import (
-    ElicitationDismiss,
-    ElicitationInvoke,
-    ErrorNotice,
-    ListChanged,
-    McpClose,
-    McpRelay,
-    ServerInfo,
-)
+from shared.messages import MainBody
 
 
 class Attachment(Protocol):
@@ -40,8 +32,8 @@ class Attachment(Protocol):
 
 
 class MainAttachment:
-    """Also the link's LinkEvents: every event goes on to the adopted receiver (none before a host session exists: nothing else can concern a host that has
-    not sent a request yet)."""
+    """Also the link's LinkEvents: every event goes on to the adopted receiver (none before a host
+    session exists: nothing else can concern a host that has not sent a request yet)."""
 
     def __init__(self, connection: Path, name: str, *, config: Path | None = None,
                  start_main_if_needed: bool = True) -> None:
@@ -78,37 +70,9 @@ class MainAttachment:
 
     # ---- LinkEvents, passed on -----------------------------------------------------------------
 
-    def on_invoke(self, invoke: ElicitationInvoke) -> None:
+    def on_pushed(self, body: MainBody) -> None:
         if self._events is not None:
-            self._events.on_invoke(invoke)
-
-    def on_dismiss(self, dismiss: ElicitationDismiss) -> None:
-        if self._events is not None:
-            self._events.on_dismiss(dismiss)
-
-    def on_refused(self, notice: ErrorNotice) -> None:
-        if self._events is not None:
-            self._events.on_refused(notice)
-
-    def on_list_changed(self, change: ListChanged) -> None:
-        if self._events is not None:
-            self._events.on_list_changed(change)
-
-    def on_attached(self, servers: list[ServerInfo], again: bool) -> None:
-        if self._events is not None:
-            self._events.on_attached(servers, again)
-
-    def on_servers(self, servers: list[ServerInfo]) -> None:
-        if self._events is not None:
-            self._events.on_servers(servers)
-
-    def on_relay(self, message: McpRelay) -> None:
-        if self._events is not None:
-            self._events.on_relay(message)
-
-    def on_relay_closed(self, close: McpClose) -> None:
-        if self._events is not None:
-            self._events.on_relay_closed(close)
+            self._events.on_pushed(body)
 
     def on_detached(self, why: str) -> None:
         if self._events is not None:

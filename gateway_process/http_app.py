@@ -45,15 +45,7 @@ from shared.connection_file import read_connection_file
 from shared.descriptors import raise_soft_limit
 from shared.errors import ConfigError, ConnectionFileError, MainUnreachableError
 from shared.http_guard import ConnectionGuard, guarded_protocol
-from shared.messages import (
-    ElicitationDismiss,
-    ElicitationInvoke,
-    ErrorNotice,
-    ListChanged,
-    McpClose,
-    McpRelay,
-    ServerInfo,
-)
+from shared.messages import MainBody
 
 logger = logging.getLogger(__name__)
 
@@ -90,29 +82,8 @@ class _Directory:
     def __init__(self, connection: Path) -> None:
         self.link = MainLink(connection, "elicitron http gateway", self, role="controller")
 
-    def on_invoke(self, invoke: ElicitationInvoke) -> None:
-        pass
-
-    def on_dismiss(self, dismiss: ElicitationDismiss) -> None:
-        pass
-
-    def on_refused(self, notice: ErrorNotice) -> None:
-        pass
-
-    def on_list_changed(self, change: ListChanged) -> None:
-        pass
-
-    def on_attached(self, servers: list[ServerInfo], again: bool) -> None:
-        pass
-
-    def on_servers(self, servers: list[ServerInfo]) -> None:
-        pass
-
-    def on_relay(self, message: McpRelay) -> None:
-        pass
-
-    def on_relay_closed(self, close: McpClose) -> None:
-        pass
+    def on_pushed(self, body: MainBody) -> None:
+        pass  # the link keeps `servers` itself
 
     def on_detached(self, why: str) -> None:
         pass

@@ -14,15 +14,7 @@ from pathlib import Path
 from gateway_process.attachment import MainAttachment
 from gateway_process.link import MainLink
 from gateway_process.link_events import LinkEvents
-from shared.messages import (
-    ElicitationDismiss,
-    ElicitationInvoke,
-    ErrorNotice,
-    ListChanged,
-    McpClose,
-    McpRelay,
-    ServerInfo,
-)
+from shared.messages import MainBody
 
 PEER_SESSIONS = 32  # main_process/relay.py MAX_SESSIONS_PER_PEER: relayed sessions main opens per peer
 
@@ -106,37 +98,9 @@ class _FanOut:
     def _each(self) -> list[LinkEvents]:
         return [share.events for share in self._peer.tenants if share.events is not None]
 
-    def on_invoke(self, invoke: ElicitationInvoke) -> None:
+    def on_pushed(self, body: MainBody) -> None:
         for events in self._each():
-            events.on_invoke(invoke)
-
-    def on_dismiss(self, dismiss: ElicitationDismiss) -> None:
-        for events in self._each():
-            events.on_dismiss(dismiss)
-
-    def on_refused(self, notice: ErrorNotice) -> None:
-        for events in self._each():
-            events.on_refused(notice)
-
-    def on_list_changed(self, change: ListChanged) -> None:
-        for events in self._each():
-            events.on_list_changed(change)
-
-    def on_attached(self, servers: list[ServerInfo], again: bool) -> None:
-        for events in self._each():
-            events.on_attached(servers, again)
-
-    def on_servers(self, servers: list[ServerInfo]) -> None:
-        for events in self._each():
-            events.on_servers(servers)
-
-    def on_relay(self, message: McpRelay) -> None:
-        for events in self._each():
-            events.on_relay(message)
-
-    def on_relay_closed(self, close: McpClose) -> None:
-        for events in self._each():
-            events.on_relay_closed(close)
+            events.on_pushed(body)
 
     def on_detached(self, why: str) -> None:
         for events in self._each():

@@ -12,7 +12,7 @@ wants one (see `MainAttachment.ready`).
 import logging
 from pathlib import Path
 
-from gateway_process.link_events import LinkEvents, tell_pushed
+from gateway_process.link_events import LinkEvents
 from shared import channels, messages
 from shared.codec import encode_request
 from shared.errors import MainUnreachableError
@@ -32,7 +32,6 @@ class MainLink:
         self.window = channels.new_uuid7()  # one per link: main sees the same host after a reattach
         self.servers: dict[str, messages.ServerInfo] = {}
         self._events = events
-        self._host_info: messages.HostInfo | None = None
         self._core = PeerCore(role=role, name=name, window=self.window, timing=Timing(main_silent=HOST_MAIN_SILENT_S))
         self._peer = AsyncPeer(connection_path, self._core, self._on_effect)
 
@@ -60,14 +59,6 @@ class MainLink:
     async def attach(self) -> None:
         """Attach (once at a time); raises MainUnreachableError when no main answers."""
         await self._peer.attach()
-
-    def set_host_info(self, info: messages.HostInfo) -> None:
-        """Tell main who the host is (again after every reattach)."""
-        if info != self._host_info:
-            self._host_info = info
-            self._core.name = info.name
-            if self.attached:
-                self._peer.send(channels.HOST_INFO, info)
 
     def close(self) -> None:
         """Say bye (main cancels what this host still has running) and stop."""
@@ -107,18 +98,14 @@ class MainLink:
             case Pushed(_, body):  # first: every relayed message comes this way
                 if isinstance(body, messages.ServersUpdate):
                     self.servers = _by_name(body.servers)
-                tell_pushed(self._events, body)
-            case Welcomed(welcome, again):
+                self._events.on_pushed(body)
+            case Welcomed(welcome, _):
                 self.servers = _by_name(welcome.servers)
-                if self._host_info is not None:
-                    self._peer.send(channels.HOST_INFO, self._host_info)
                 logger.info("attached to main %s as %s %r", welcome.session, self.role, self.name)
-                self._events.on_attached(welcome.servers, again)
+                self._events.on_pushed(welcome)
             case Lost(why):
                 logger.warning("detached from main: %s; attaching again", why)
                 self._events.on_detached(why)
-            case Refused(notice) if notice.topic is not None and channels.is_result_channel(notice.topic):
-                self._events.on_refused(notice)
             case Refused(notice):
                 logger.warning("main refused %s: %s: %s", notice.topic or "a message", notice.code, notice.message)
             case _:

@@ -16,15 +16,7 @@ from gateway_process.attachment import Attachment
 from gateway_process.merge import MergedSession, Upstream
 from gateway_process.relayed import RelayedSession
 from shared.errors import ConfigError, MainUnreachableError
-from shared.messages import (
-    ElicitationDismiss,
-    ElicitationInvoke,
-    ErrorNotice,
-    ListChanged,
-    McpClose,
-    McpRelay,
-    ServerInfo,
-)
+from shared.messages import ListChanged, MainBody, McpClose, McpRelay, ServersUpdate, Welcome
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +47,7 @@ class MergedRelay:
         self.sessions: dict[str, RelayedSession] = {}  # by relayed session name
         self.merged = MergedSession(to_host, self._open)
         self._connecting: asyncio.Task[None] | None = None
+        self._detached = False  # the link lost main since its last welcome
         attachment.adopt(self)
 
     def _open(self, server: str) -> Upstream:
@@ -91,39 +84,27 @@ class MergedRelay:
 
     # ---- LinkEvents ------------------------------------------------------------------------
 
-    def on_relay(self, message: McpRelay) -> None:
-        relayed = self.sessions.get(message.session)
-        if relayed is not None:
-            relayed.on_relay(message)
-
-    def on_relay_closed(self, close: McpClose) -> None:
-        relayed = self.sessions.get(close.session)
-        if relayed is not None:
-            relayed.on_relay_closed(close)
+    def on_pushed(self, body: MainBody) -> None:
+        """Each session's messages to it; `servers`, `msgListChanged` and every welcome to the
+        merger (a welcome after a detach: main may have restarted, so every list may differ)."""
+        if isinstance(body, (McpRelay, McpClose)):  # first: every relayed message
+            relayed = self.sessions.get(body.session)
+            if relayed is not None:
+                relayed.on_pushed(body)
+        elif isinstance(body, ServersUpdate):
+            self.merged.set_servers(body.servers)
+        elif isinstance(body, ListChanged):
+            self.merged.lists_changed(body.server, body.lists)
+        elif isinstance(body, Welcome):
+            for relayed in list(self.sessions.values()):
+                relayed.on_pushed(body)
+            self.merged.set_servers(body.servers)
+            if self._detached:
+                self._detached = False
+                self.merged.lists_changed(None, _EVERY_LIST)
 
     def on_detached(self, why: str) -> None:
+        self._detached = True
         for relayed in list(self.sessions.values()):
             relayed.on_detached(why)
         self.merged.offline()  # what the host sends next waits for main (started again if need be)
-
-    def on_attached(self, servers: list[ServerInfo], again: bool) -> None:
-        for relayed in list(self.sessions.values()):
-            relayed.on_attached(servers, again)
-        self.merged.set_servers(servers)
-        if again:  # main may have restarted: every list may differ
-            self.merged.lists_changed(None, _EVERY_LIST)
-
-    def on_servers(self, servers: list[ServerInfo]) -> None:
-        self.merged.set_servers(servers)
-
-    def on_list_changed(self, change: ListChanged) -> None:
-        self.merged.lists_changed(change.server, change.lists)
-
-    def on_invoke(self, invoke: ElicitationInvoke) -> None:
-        pass  # a relayed session's requests come as the server's own messages
-
-    def on_dismiss(self, dismiss: ElicitationDismiss) -> None:
-        pass
-
-    def on_refused(self, notice: ErrorNotice) -> None:
-        pass

@@ -79,7 +79,7 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
     relayed = RelayedSession(attachment, server, to_host) if server is not None else MergedRelay(attachment, to_host)
     try:
         try:
-            await relayed.attachment.ready()  # its on_attached lets what waits go
+            await relayed.attachment.ready()  # its welcome (on_pushed) lets what waits go
         except ConfigError as exc:
             print(f"elicitron serve: {exc}", file=sys.stderr)
             return EXIT_USAGE

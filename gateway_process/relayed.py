@@ -13,15 +13,7 @@ from collections.abc import Callable
 from gateway_process.attachment import Attachment
 from shared import channels
 from shared.errors import ConfigError, MainUnreachableError, UndeliverableRequestError
-from shared.messages import (
-    ElicitationDismiss,
-    ElicitationInvoke,
-    ErrorNotice,
-    ListChanged,
-    McpClose,
-    McpRelay,
-    ServerInfo,
-)
+from shared.messages import MainBody, McpClose, McpRelay, Welcome
 from shared.relay_pump import RelayPump, Undeliverable
 
 logger = logging.getLogger(__name__)
@@ -84,33 +76,18 @@ class RelayedSession:
 
     # ---- LinkEvents ------------------------------------------------------------------------
 
-    def on_relay(self, message: McpRelay) -> None:
-        if message.session == self.pump.session:
-            self.pump.from_main(message.message)
-
-    def on_relay_closed(self, close: McpClose) -> None:
-        if close.session == self.pump.session:
-            logger.warning("the session with %s ended: %s", self.pump.server, close.reason)
-            self.pump.lost(close.reason or "the server's session ended")
+    def on_pushed(self, body: MainBody) -> None:
+        """Our session's messages and its end; a welcome brings the pump back online. Nothing else
+        main pushes concerns one server's session (the server tells its host of list changes)."""
+        if isinstance(body, McpRelay):  # first: every relayed message
+            if body.session == self.pump.session:
+                self.pump.from_main(body.message)
+        elif isinstance(body, McpClose):
+            if body.session == self.pump.session:
+                logger.warning("the session with %s ended: %s", self.pump.server, body.reason)
+                self.pump.lost(body.reason or "the server's session ended")
+        elif isinstance(body, Welcome) and not self.pump.online:
+            self.pump.attached()
 
     def on_detached(self, why: str) -> None:
         self.pump.detached(f"Elicitron's main went away ({why})")
-
-    def on_attached(self, servers: list[ServerInfo], again: bool) -> None:
-        if not self.pump.online:
-            self.pump.attached()
-
-    def on_servers(self, servers: list[ServerInfo]) -> None:
-        pass
-
-    def on_invoke(self, invoke: ElicitationInvoke) -> None:
-        pass  # a relayed session's requests come as the server's own messages
-
-    def on_dismiss(self, dismiss: ElicitationDismiss) -> None:
-        pass
-
-    def on_refused(self, notice: ErrorNotice) -> None:
-        pass
-
-    def on_list_changed(self, change: ListChanged) -> None:
-        pass  # the server tells its host itself

@@ -4,6 +4,7 @@ nor its peers' packages (cli_process, gateway_process, asker_process, renderer_p
 app.py           MainApp: lock, connection file, signals; owns the servers and answers the broker
 broker.py        Broker: the ROUTER sockets, CURVE, hello, liveness, rate limits, what each topic does
 pending.py       PendingRequests: the life of every request a window answers (one close path)
+elicitation_gate.py ElicitationGate: what becomes of every elicitation first (rules, route, screening)
 peers.py         PeerTable (who is attached, slots per role) and RateLimiter (per connection)
 servers.py       ManagedServer: one supervised mcp.Client per configured server, its tool calls
 config.py        the mcpServers config (Claude Desktop format) and Elicitron's own keys

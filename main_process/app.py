@@ -22,7 +22,6 @@ from main_process.config import Config, differs_beyond_approval, load_config
 from main_process.consent import Consent, remembered_rules
 from main_process.curve_keys import AllowListProvider, CurveKeys
 from main_process.host_pipes import HostPipes
-from main_process.hosts import Cancel
 from main_process.http_gateway import (
     HttpGatewayChild,
     check_listen,
@@ -34,8 +33,8 @@ from main_process.lock import InstanceLock
 from main_process.notify import Notifier
 from main_process.open_calls import OpenCalls
 from main_process.paths import default_log_dir
+from main_process.peer_calls import Cancel
 from main_process.peers import Peer
-from main_process.pending import Elicitation
 from main_process.questions import QuestionDesk
 from main_process.relay import Relay
 from main_process.server_identity import identities
@@ -56,11 +55,9 @@ from shared.descriptors import raise_soft_limit
 from shared.errors import ConfigError, RpcCode
 from shared.messages import (
     Ask,
-    AskerInfo,
     AuthRequest,
     CallTool,
     ChannelReply,
-    ElicitationResult,
     McpClose,
     McpRelay,
     McpRequest,
@@ -147,10 +144,8 @@ class MainApp:
         if server is None:
             reply(self._unknown_server(request.server))
             return None
-        consent = self.consent if caller.role == "host" else None  # only hosts' calls are approved
-        if consent is not None:
-            return self._calls.start(reply, progress, lambda answer, report: consent.call_from_host(
-                server, request, caller, answer, report))
+        # Windows' and controllers' calls: the user's own, never approved (hosts call in their
+        # relayed sessions, where consent decides: relay.py).
         return self._calls.start(reply, progress, lambda answer, report: server.call_tool(
             request.tool, request.arguments, caller.window, answer, call_id=request.response_channel,
             progress=report))
@@ -301,15 +296,6 @@ class MainApp:
         assert self.questions is not None
         self.questions.withdraw(caller.routing_id, request)
 
-    def answer_question_by_rule(self, asker: AskerInfo, elicitation: Elicitation) -> tuple[str, ElicitationResult] | None:
-        """The one place a rule or a remembered answer may answer a program's form question
-        before it opens (url-mode questions never come here): the rule's id and its answer (the
-        desk audits it). The asker's name stands where a server's would (its rules are the asker's
-        own, never a server's). None: ask the windows."""
-        if self.consent is None:
-            return None
-        return self.consent.answer_asker(asker.name, elicitation.params)
-
     def _remote_listener(self) -> tuple[Listener | None, AsyncioAuthenticator | None, TcpFront | None]:
         """The tcp listener for remote windows: a capped front (tcp_front.py) on the --listen address,
         piping to a CURVE ROUTER with main's keypair on a private ipc endpoint; clients by allow-list."""
@@ -447,8 +433,9 @@ class MainApp:
             self.consent = Consent(broker, store.rules, await remembered_rules(store.rules, broker), self.config.rules,
                                    loop, identities(self.config.servers))
             stack.push_async_callback(self.consent.close)
-            broker.pending.rules = self.consent
-        self.questions = QuestionDesk(broker.pending, rule=self.answer_question_by_rule)
+            broker.pending.rules = self.consent  # what a window's answer may remember
+            broker.gate.rules = self.consent  # what answers before a window
+        self.questions = QuestionDesk(broker.pending, broker.gate)
         await self._start_notifier(self.config)
         stack.push_async_callback(self._close_notifier)  # the one running then (reload replaces it)
         self._relay = Relay(broker, self.servers.get, self.consent)

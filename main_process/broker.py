@@ -19,9 +19,8 @@ connection may cost, in `peers`. Here:
 - `peers` changes reach peers coalesced (one list per PEERS_COALESCE_S, one shared buffer for all,
   only to peers whose last list differs), not one list per attach to everyone; a peer that
   attaches gets the current list right after its welcome;
-- every peer's calls in flight are tracked (`hosts.PeerCalls`): a peer may cancel its own, and a
-  host peer's are cancelled when it goes; a request a host's call caused goes where the server's
-  `elicitationRoute` says (`hosts.plan_delivery`).
+- every peer's calls in flight are tracked (`peer_calls.PeerCalls`): a peer may cancel its own.
+  Host peers make none: theirs go through their relayed sessions (relay.py).
 """
 
 import asyncio
@@ -29,15 +28,16 @@ import errno
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final, Protocol, cast
 
 import zmq
 
 from main_process.audit_writer import AuditWriter
 from main_process.clock import MONOTONIC, Clock, Timer
-from main_process.hosts import Cancel, PeerCalls, plan_delivery
+from main_process.elicitation_gate import ElicitationGate
 from main_process.log_limiter import RateLimitedLog, cut
+from main_process.peer_calls import Cancel, PeerCalls
 from main_process.peers import PEER_SLOTS, Peer, PeerTable, RateLimiter
 from main_process.pending import (
     WELCOME_PENDING_BYTES,
@@ -66,7 +66,6 @@ from shared.messages import (
     ErrorNotice,
     Heartbeat,
     Hello,
-    HostInfo,
     HttpGatewayStatus,
     ListChanged,
     ListenerStatus,
@@ -136,7 +135,7 @@ class _Request(Protocol):
 
 class BrokerHost(Protocol):
     """What the broker needs from the rest of main. A method that acts for a peer gets it as
-    `caller`, looked up once per message by the broker (its window, name, role, host info)."""
+    `caller`, looked up once per message by the broker (its window, name, role)."""
 
     def server_infos(self) -> list[ServerInfo]: ...
 
@@ -221,11 +220,12 @@ class Broker:
         self._peer_timeout_s = peer_timeout_s
         self._audit_log = audit
         self._peers = PeerTable(peer_slots)
-        self._calls = PeerCalls(on_count_changed=lambda _peer: self._peers_changed())
+        self._calls = PeerCalls()
         self._limiter = limiter or RateLimiter()
         self._welcome_pending_bytes = welcome_pending_bytes
         self._bad_hellos: dict[bytes, tuple[float, int]] = {}
         self._pending: PendingRequests | None = None  # made in start(): it needs the loop
+        self._gate: ElicitationGate | None = None  # with it
         self._audit: AuditWriter | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._complaints = RateLimitedLog(logger)
@@ -280,6 +280,7 @@ class Broker:
                                         welcome_pending_bytes=self._welcome_pending_bytes,
                                         window_name=self._window_name, window_device=self._window_device,
                                         clock=self._clock)
+        self._gate = ElicitationGate(self._pending)
         for sock in self._socks:
             self._loop.add_reader(sock.fileno(), self._drain)
         self._heartbeat = self._clock.call_later(self._heartbeat_s, self._heartbeat_tick)
@@ -309,21 +310,21 @@ class Broker:
         assert self._pending is not None, "start() first"
         return self._pending
 
+    @property
+    def gate(self) -> ElicitationGate:
+        """What becomes of every elicitation before it opens (rules, route, screening)."""
+        assert self._gate is not None, "start() first"
+        return self._gate
+
     # ---- what the servers call ---------------------------------------------------------
 
-    async def elicit(self, elicitation: Elicitation, options: RequestOptions, route: str = "windows",
+    async def elicit(self, elicitation: Elicitation, options: RequestOptions,
                      cancel_reason: Callable[[], Unanswered] = lambda: "cancelled") -> ElicitationResult:
-        """Show one server request in the windows and wait for the one valid answer (steps 3-8).
-        `options.call` is the response channel of the call that caused it; when that call came from
-        a host peer, `route` (the server's elicitationRoute) decides whether the host gets it too.
+        """Show one server request in the windows and wait for the one valid answer (steps 3-8),
+        once the gate let it through.
 
         Raises UndeliverableRequestError (before anything is shown) for a request the windows
         cannot be sent."""
-        host = self._peers.by_window(options.origin) if options.origin else None
-        if host is not None and host.role != "host":
-            host = None
-        delivery = plan_delivery(route, host, elicitation.params.mode, self._peers.renderers())
-        options = replace(options, recipients=delivery.recipients, for_windows=delivery.for_windows, via=delivery.via)
         return await self.pending.ask(elicitation, options, cancel_reason)
 
     def withdraw_server(self, server: str) -> None:
@@ -574,10 +575,6 @@ class Broker:
     def _on_revoke_rules(self, peer: Peer, body: RevokeRules, reply: ReplyTo) -> None:
         self._spawn(self._reply_later(reply, self._host.revoke_rules(body, peer)))  # after the store removed it
 
-    @handles(channels.HOST_INFO)
-    def _on_host_info(self, peer: Peer, body: HostInfo) -> None:
-        self.note_host_info(peer, body)
-
     @handles(channels.MCP_RELAY)
     def _on_mcp_relay(self, peer: Peer, body: McpRelay) -> None:
         self._host.relay(peer, body)
@@ -611,15 +608,12 @@ class Broker:
 
         return progress
 
-    def note_host_info(self, peer: Peer, info: HostInfo) -> None:
-        """Who the MCP host behind a host peer is: from its msgHostInfo, or from the `initialize`
-        (or 2026-07-28 envelope) of its relayed session."""
-        changed = (peer.name, peer.form_elicitation, peer.url_elicitation) != (
-            info.name, info.form_elicitation, info.url_elicitation)
-        peer.name, peer.form_elicitation, peer.url_elicitation = info.name, info.form_elicitation, info.url_elicitation
-        if changed:
-            logger.info("host %r (%r): elicitation form %s, url %s", cut(info.name), cut(peer.window),
-                        info.form_elicitation, info.url_elicitation)
+    def name_host(self, peer: Peer, name: str) -> None:
+        """Who the MCP host behind a host peer is, from the `initialize` (or 2026-07-28 envelope)
+        of its relayed session: `peers` and `msgStatus` show it, invokes name it in `via`."""
+        if peer.name != name:
+            peer.name = name
+            logger.info("host %r (%r) names itself", cut(name), cut(peer.window))
             self._peers_changed()
 
     def _on_hello(self, routing_id: bytes, hello: Hello) -> None:
@@ -766,10 +760,6 @@ class Broker:
     def _after_detach(self, peer: Peer, why: str) -> None:
         logger.info("detached %s %r (%r): %s", peer.role, cut(peer.name), cut(peer.window), why)
         self._peers_sent.pop(peer.routing_id, None)
-        if peer.role == "host":
-            cancelled = self._calls.cancel_all(peer.routing_id)  # their requests then close "cancelled"
-            if cancelled:
-                logger.info("cancelled %d calls of host %r", cancelled, cut(peer.name))
         if self._pending is not None:
             self._pending.withdraw_owner(peer.routing_id)
         self._host.peer_gone(peer)

@@ -11,10 +11,10 @@
   for this session" to the host whose card it was. Rules stored before rules were bound are bound
   at load: to the program configured under their name now, or, for an answer rule of a name no
   server has, to the asker of that name (what it could only have answered since).
-- **Tool-call approval** (`call_from_host`): a call from a peer with role "host" (the `elicitron
-  serve` gateway) goes through config rules, then the server's `toolApproval` policy, then user
-  rules, and otherwise becomes an approval request (`approvals`) a window answers; calls from
-  the CLI or a window's call panel never come here.
+- **Tool-call approval** (`call_in_relay`): a host's `tools/call` in its relayed session (the
+  `elicitron serve` gateway's, relay.py) goes through config rules, then the server's
+  `toolApproval` policy, then user rules, and otherwise becomes an approval request (`approvals`)
+  a window answers; calls from the CLI or a window's call panel never come here.
 - **Live and revocable.** Every change is pushed to the windows (`rules`); revoking removes a rule
   from memory before the next request is looked at (and from the store before the revoker hears
   it is done), and since every lookup happens at the moment a rule would be applied (a call
@@ -37,8 +37,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
 from main_process import approvals
-from main_process.broker import ProgressTo, ReplyTo
-from main_process.hosts import Cancel
+from main_process.broker import ReplyTo
+from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from main_process.rules import Party, Rule, RuleBook, question_key, schema_fields
@@ -57,7 +57,6 @@ from shared.messages import (
     DECISION_PROPERTY,
     ApprovalDecision,
     ApprovalInfo,
-    CallTool,
     ChannelReply,
     ElicitationInvoke,
     ElicitationResult,
@@ -230,7 +229,7 @@ class Consent:
                     "the program configured as server" if bound.party == "server" else "the asker", rule.server)
         return bound
 
-    # ---- RuleHook: elicitations -------------------------------------------------------
+    # ---- the gate's Rules (elicitation_gate.py), then pending's RuleHook: elicitations ----------------
 
     def answer_for(self, elicitation: Elicitation) -> tuple[str, ElicitationResult] | None:
         """A server's form request answered by a rule given to that server's program, or None."""
@@ -334,28 +333,13 @@ class Consent:
 
     # ---- tool-call approval -----------------------------------------------------------
 
-    def call_from_host(self, server: ManagedServer, request: CallTool, host: Peer, reply: ReplyTo,
-                       progress: ProgressTo | None = None) -> Cancel | None:
-        """A host's tool call: run it, deny it, or ask a window first. `reply` is called once.
-        Returns how the host may cancel it, whichever stage it is at (waiting for its server, for
-        an approval, or running), or None when it already replied."""
-
-        def run() -> Cancel | None:
-            return server.call_tool(request.tool, request.arguments, host.window, reply,
-                                    call_id=request.response_channel, progress=progress)
-
-        return self._approve(_HostCall(server, request.tool, request.arguments, host, reply, run))
-
     def call_in_relay(self, server: ManagedServer, tool: str, arguments: dict[str, Any], host: Peer,
                       send_on: Callable[[], None], reply: ReplyTo) -> Cancel | None:
-        """A `tools/call` in a host's relayed session: the same decision as `call_from_host`.
+        """A `tools/call` in a host's relayed session: send it on, deny it, or ask a window first.
         `send_on` passes it to the server; `reply` instead answers the host (a denial, or why it
-        could not be decided). Returns how to take it back while it waits, None once decided."""
-
-        def run() -> None:
-            send_on()
-
-        return self._approve(_HostCall(server, tool, arguments, host, reply, run))
+        could not be decided), once. Returns how to take it back while it waits (for its server,
+        or for an approval), None once decided."""
+        return self._approve(_HostCall(server, tool, arguments, host, reply, send_on))
 
     def needs_decision(self, server: ManagedServer) -> bool:
         """False when every call of this server is allowed without looking (the common case)."""
@@ -366,7 +350,8 @@ class Consent:
     def _approve(self, call: "_HostCall") -> Cancel | None:
         server = call.server
         if not self.needs_decision(server):
-            return call.run()
+            call.run()
+            return None
         if server.ready:
             self._decide(call)
             return call.cancel
@@ -575,11 +560,11 @@ def _answer_if_cancelled_unstarted(call: "_HostCall", task: "asyncio.Task[None]"
 
 
 class _HostCall:
-    """One host's call on its way through the consent layer: what runs it, and how the host may
-    cancel it at whichever stage it is (waiting for its server, for an approval, running)."""
+    """One host's call on its way through the consent layer: what sends it on, and how the host may
+    cancel it at whichever stage it is (waiting for its server, for an approval)."""
 
     def __init__(self, server: ManagedServer, tool: str, arguments: dict[str, Any], host: Peer, reply: ReplyTo,
-                 runner: Callable[[], Cancel | None]) -> None:
+                 runner: Callable[[], None]) -> None:
         self.server, self.tool, self.arguments, self.host = server, tool, arguments, host
         self._reply = reply
         self.replied = False
@@ -600,7 +585,7 @@ class _HostCall:
         if self._cancel_stage is not None:
             self._cancel_stage()
 
-    def run(self) -> Cancel | None:
-        running = self._runner()
-        self.stage(running)
-        return running
+    def run(self) -> None:
+        """Sent on to the server: nothing of it is ours to take back from here on."""
+        self.stage(None)
+        self._runner()

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from main_process.broker import ProgressTo
-from main_process.hosts import Cancel, ReplyTo
+from main_process.peer_calls import Cancel, ReplyTo
 from shared.messages import ChannelReply
 
 Run = Callable[[ReplyTo, ProgressTo | None], Cancel | None]

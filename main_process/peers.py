@@ -36,10 +36,7 @@ class Peer:
     name: str
     role: Role
     last_seen: float
-    # Hosts (extension msgHostInfo): the elicitation modes the MCP host can answer, calls in flight.
-    form_elicitation: bool = False
-    url_elicitation: bool = False
-    calls: int = 0
+    calls: int = 0  # a host's: tools/call requests of its relayed sessions in flight
     device: DeviceRef | None = None  # a web window's page (hello extension): the paired device it serves
 
     def info(self) -> PeerInfo:

@@ -14,10 +14,11 @@ a program's question) differ only in who asks and what `resolve` does with the a
 
 The broker owns the sockets and implements `Outbox`; tests drive this class with a list.
 
-Rules (`rules`, a `RuleHook`, set by main when it has a consent layer) answer before any window:
-`ask` consults them and a request a rule answers never opens (it is only audited, with the rule's
-id); `close_by_rule` answers an open one when a new rule covers it. After each window's answer
-the hook sees it (to remember it, or to keep an approval's "allow for this session"). `opened`,
+Rules answer before any window, in the gate (elicitation_gate.py): a request a rule answers never
+opens here, it is only audited with the rule's id (`record_by_rule`); `close_by_rule` answers an
+open one when a new rule covers it. After each window's answer the consent layer (`rules`, a
+`RuleHook`, set by main when it has one) sees it (to remember it, or to keep an approval's "allow
+for this session"). `opened`,
 when main has `notify` receivers, hears of every request that opened and whether a window got it.
 """
 
@@ -71,9 +72,6 @@ _SUMMARY_MESSAGE_CHARS: Final = 200
 class RuleHook(Protocol):
     """What the lifecycle needs from the consent layer (main_process/consent.py)."""
 
-    def answer_for(self, elicitation: "Elicitation") -> tuple[str, ElicitationResult] | None:
-        """(rule id, answer) when a rule answers this request now; None to ask the windows."""
-
     def check_remember(self, pending: "PendingRequest", result: ElicitationResult) -> None:
         """Raise ProtocolError for a `remember` main cannot keep (before the answer is taken)."""
 
@@ -121,15 +119,13 @@ class RequestOptions:
     origin: str | None = None  # the window of the peer whose call caused it
     max_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # the encoded invoke's limit (maxRequestBytes)
     owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
-    recipients: list[bytes] | None = None  # None: every window attached now
-    for_windows: bool = True  # False: windows that attach later do not get it (meant for one peer)
     kind: RequestKind | None = None
-    via: str | None = None  # the host whose call caused it, by name
+    via: str | None = None  # the host whose relayed session it came from (or whose call an approval is), by name
     asker: AskerInfo | None = None
     approval: ApprovalInfo | None = None
     sign_in: SignInInfo | None = None
     call: str | None = None  # the response channel of the call that caused it
-    record_only: bool = False  # sent to nobody, only kept and audited (a host answers it itself)
+    record_only: bool = False  # sent to no window, only kept and audited (a host answers it itself)
 
 
 def _invoke(elicitation: Elicitation, options: RequestOptions) -> ElicitationInvoke:
@@ -149,7 +145,7 @@ class PendingRequest:
     owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
     sent_to: set[bytes] = field(default_factory=set)  # routing ids the invoke reached
     expiry: Timer | None = None
-    for_windows: bool = True  # windows that attach later get it too
+    for_windows: bool = True  # windows get it, also those that attach later (False: a host answers it)
 
     @property
     def channel(self) -> str:
@@ -200,8 +196,8 @@ class PendingRequests:
     # ---- opening -----------------------------------------------------------------------
 
     def open(self, elicitation: Elicitation, options: RequestOptions, resolve: Resolve) -> PendingRequest:
-        """Register a request and send it to `options.recipients` (default: every window); `resolve`
-        gets its one answer.
+        """Register a request and send it to every window (none when `options.record_only`);
+        `resolve` gets its one answer.
 
         Raises UndeliverableRequestError, before anything is registered or sent, when the request
         cannot be encoded, is over `options.max_bytes`, or would take open requests past their budget."""
@@ -211,12 +207,11 @@ class PendingRequests:
             raise UndeliverableRequestError(f"{len(self._open)} requests already wait "
                                             f"({self._open_bytes:,} bytes); try again once some are answered")
         pending = PendingRequest(invoke=invoke, params=elicitation.params, frames=frames, resolve=resolve,
-                                 owner=options.owner, for_windows=options.for_windows)
+                                 owner=options.owner, for_windows=not options.record_only)
         self._open[pending.channel] = pending
         self._open_bytes += pending.size
         record_only = options.record_only
-        targets = [] if record_only else self._outbox.renderers() if options.recipients is None \
-            else options.recipients
+        targets = [] if record_only else self._outbox.renderers()
         if targets:
             pending.sent_to.update(self._outbox.send(targets, frames))
         if self._audit is not None:
@@ -231,17 +226,12 @@ class PendingRequests:
 
     async def ask(self, elicitation: Elicitation, options: RequestOptions,
                   cancel_reason: Callable[[], Unanswered] = lambda: "cancelled") -> ElicitationResult:
-        """Open a request and wait for its answer (a server's elicitation callback does this).
+        """Open a request and wait for its answer (a server's elicitation callback does this,
+        once the gate let it through).
 
         When the caller is cancelled, the request closes with `cancel_reason()`: whether the
         server withdrew it or its connection went away."""
         answer: asyncio.Future[ElicitationResult] = self._loop.create_future()
-        if self.rules is not None:
-            ruled = self.rules.answer_for(elicitation)
-            if ruled is not None:
-                rule_id, result = ruled
-                self.record_by_rule(elicitation, result, rule_id, options, lambda: answer.set_result(result))
-                return await answer  # at once when the store did not suspend (SQLite)
 
         def resolve(result: ElicitationResult) -> None:
             if not answer.done():

@@ -7,19 +7,19 @@ What is particular to questions is here:
 
 - the checks of `shared.questions` run before anything opens, so a bad question reaches no window
   and its asker gets -32602 naming the problem;
-- `rule(asker, params)` may answer a form question before it opens (where rules and remembered
-  answers plug in): the answer is audited with the rule's id, then the asker hears it; url-mode
-  questions never go to it;
+- the gate (elicitation_gate.py) may answer a form question before it opens, by a rule of that
+  asker (never a server's): the answer is audited with the rule's id, then the asker hears it;
+  url-mode questions are always put to a person;
 - the asker's peer owns its questions: when it detaches (bye, or silence after kill -9) the broker's
   `withdraw_owner` closes them `cancelled`, and `msgWithdraw` closes one the same way;
 - the asker hears how it ended as `ChannelReply.answer`: accept, decline, cancel, expired, withdrawn.
 """
 
 import logging
-from collections.abc import Callable
 from typing import Final
 
 from main_process.broker import ReplyTo
+from main_process.elicitation_gate import Answered, ElicitationGate
 from main_process.pending import (
     DEFAULT_MAX_REQUEST_BYTES,
     Elicitation,
@@ -28,11 +28,9 @@ from main_process.pending import (
     RequestOptions,
 )
 from shared import channels
-from shared.elicit_params import FormParams
 from shared.errors import ProtocolError, QuestionRefusedError, RpcCode, UndeliverableRequestError, WireCode
 from shared.messages import (
     Ask,
-    AskerInfo,
     CallError,
     ChannelReply,
     ElicitationResult,
@@ -44,15 +42,14 @@ from shared.questions import check_asker, check_question, check_timeout
 
 logger = logging.getLogger(__name__)
 
-QuestionRule = Callable[[AskerInfo, Elicitation], tuple[str, ElicitationResult] | None]  # (rule id, answer)
 MAX_OPEN_PER_ASKER: Final = 100  # one peer cannot fill every window's queue
 
 
 class QuestionDesk:
-    def __init__(self, pending: PendingRequests, rule: QuestionRule,
+    def __init__(self, pending: PendingRequests, gate: ElicitationGate,
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
         self._pending = pending
-        self._rule = rule
+        self._gate = gate
         self._max_request_bytes = max_request_bytes
         self._open: dict[tuple[bytes, str], PendingRequest] = {}  # (asker's routing id, its channel)
 
@@ -79,14 +76,13 @@ class QuestionDesk:
         except UndeliverableRequestError as exc:  # (check_question lets no such params through)
             reply(ChannelReply(error=CallError(code=RpcCode.INVALID_PARAMS, message=f"question not shown: {exc}")))
             return
-        if isinstance(elicitation.params, FormParams):  # never a URL: opening a link is always a person's decision
-            ruled = self._rule(request.asker, elicitation)
-            if ruled is not None:
-                rule_id, answer = ruled
-                # Audited with the rule's id (the asker's name where a server's would be), then answered.
-                self._pending.record_by_rule(elicitation, answer, rule_id, RequestOptions(timeout_s=0, kind="question"),
-                                             lambda: reply(_answer(answer, answer.action)))
-                return
+        decided = self._gate.decide(elicitation, asker=request.asker.name)  # a rule, or the windows
+        if isinstance(decided, Answered):
+            answer = decided.result
+            # Audited with the rule's id (the asker's name where a server's would be), then answered.
+            self._gate.record(elicitation, decided, RequestOptions(timeout_s=0, kind="question"),
+                              lambda: reply(_answer(answer, answer.action)))
+            return
 
         def resolve(result: ElicitationResult) -> None:
             pending = self._open.pop(key)

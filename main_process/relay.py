@@ -11,11 +11,12 @@ between themselves, so what the host sees is what it would see direct. Only cons
   (the windows answer what the host cannot), so it offers what it would offer such a client;
 - a `tools/call` goes on once the consent layer allows it (rules, `toolApproval`, an approval card);
   a denial is answered to the host as the denied tool result. While it waits the host may cancel it;
-- a server's `elicitation/create` goes where the server's `elicitationRoute` says: to the windows
-  (main answers the server; the host never sees it), to the host (its answer goes to the server as
-  it sent it; the audit records it), or to both, first answer winning (a window's answer cancels
-  the host's copy with `notifications/cancelled`). A host that did not declare the request's mode
-  never gets it: the windows answer.
+- a server's `elicitation/create` is decided by the gate (elicitation_gate.py): a rule may answer
+  it at once; else it goes where the server's `elicitationRoute` says: to the windows (main answers
+  the server; the host never sees it), to the host (its answer goes to the server as it sent it;
+  the audit records it), or to both, first answer winning (a window's answer cancels the host's
+  copy with `notifications/cancelled`). A host that did not declare the request's mode never gets
+  it: the windows answer.
 
     opening ──► open ──► closed     (the host closed it, went away, or the server's process ended)
 
@@ -35,7 +36,16 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import msgspec
 
 from main_process.config import HttpServerConfig
-from main_process.hosts import Cancel
+from main_process.elicitation_gate import (
+    Answered,
+    Decision,
+    Deliver,
+    ElicitationGate,
+    HostModes,
+    Read,
+    Refused,
+)
+from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from main_process.servers import ManagedServer
@@ -49,7 +59,6 @@ from shared.messages import (
     CallError,
     ChannelReply,
     ElicitationResult,
-    HostInfo,
     McpClose,
     McpRelay,
 )
@@ -85,10 +94,16 @@ class RelayPorts(Protocol):
                     reply: Callable[[ChannelReply], None]) -> Cancel | None:
         """The consent layer's decision on a tools/call; None when it was decided at once."""
 
+    def decide(self, session: "RelaySession", read: Read, host: HostModes) -> Decision:
+        """The gate's decision on one of the server's elicitations (rules, route, screening)."""
+
+    def record(self, session: "RelaySession", elicitation: Elicitation, answered: Answered,
+               then: Callable[[], None]) -> None:
+        """An answer the gate gave, audited if a rule's; then `then`."""
+
     def ask_windows(self, session: "RelaySession", elicitation: Elicitation,
-                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest | None:
-        """Open a request in the windows (a rule may answer at once: then None, `resolve` called).
-        Raises UndeliverableRequestError when it cannot be shown."""
+                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest:
+        """Open a request in the windows. Raises UndeliverableRequestError when it cannot be shown."""
 
     def record_for_host(self, session: "RelaySession", elicitation: Elicitation) -> PendingRequest | None:
         """A request the host itself answers: audited, shown to no window."""
@@ -102,8 +117,8 @@ class RelayPorts(Protocol):
 
     def elicitation_complete(self, session: "RelaySession", elicitation_id: str) -> None: ...
 
-    def note_host(self, session: "RelaySession", client_info: Any, form: bool, url: bool) -> None:
-        """The host said who it is (`clientInfo`) and which elicitation modes it answers."""
+    def note_host(self, session: "RelaySession", client_info: Any) -> None:
+        """The host said who it is (`clientInfo`)."""
 
 
 @dataclass(eq=False)
@@ -283,7 +298,7 @@ class RelaySession:
         if not isinstance(params, dict):
             return raw
         self.host_form, self.host_url = _declare_elicitation(params, "capabilities")
-        self.ports.note_host(self, params.get("clientInfo"), self.host_form, self.host_url)
+        self.ports.note_host(self, params.get("clientInfo"))
         return jsonrpc.encode(message)
 
     def _modern_request(self, raw: bytes, method: str, headers: Headers) -> tuple[bytes, _Modern | None]:
@@ -310,7 +325,7 @@ class RelaySession:
         host = (declared.client_info, declared.form, declared.url)
         if host != self._modern_host:
             self._modern_host = host
-            self.ports.note_host(self, *host)
+            self.ports.note_host(self, declared.client_info)
         params["_meta"] = declared.meta
         message["params"] = msgspec.Raw(jsonrpc.encode(params))
         raw = jsonrpc.encode(message)
@@ -454,50 +469,34 @@ class RelaySession:
         except UndeliverableRequestError as exc:
             return exc
 
-    def _route(self, read: Elicitation | UndeliverableRequestError, host_form: bool,
-               host_url: bool) -> tuple[bool, bool]:
-        """(to the host, to the windows) for one elicitation, by elicitationRoute and what the
-        host declared for its mode (params main cannot read go as a form would)."""
-        route = self.server.config.elicitation_route
-        url = isinstance(read, Elicitation) and read.params.mode == "url"
-        host_can = host_url if url else host_form
-        if not host_can or route == "windows":
-            return False, True
-        return True, route == "first"
-
     def _elicit(self, envelope: jsonrpc.Envelope, raw: bytes) -> None:
         request_id = envelope.id
         assert isinstance(request_id, (int, str))
         params = envelope.params_dict()
         params.setdefault("mode", "form")
         read = self._read(params)
-        to_host, to_windows = self._route(read, self.host_form, self.host_url)
-        if not to_windows:
+        decided = self.ports.decide(self, read, HostModes(self.host_form, self.host_url))
+        if isinstance(decided, Refused):
+            self.to_server(jsonrpc.error_response(request_id, decided.error.code, decided.error.message), None)
+            return
+        if isinstance(decided, Answered):
+            assert isinstance(read, Elicitation)
+            self.ports.record(self, read, decided, lambda: self._windows_answered(request_id, decided.result))
+            return
+        if not decided.to_windows:
             recorded = self.ports.record_for_host(self, read) if isinstance(read, Elicitation) else None
             self._host_asked[request_id] = _HostAsked(recorded, first=False)
             self.ports.to_host(self, raw)
             return
-        if not isinstance(read, Elicitation):
-            self.to_server(jsonrpc.error_response(request_id, RpcCode.INVALID_PARAMS, f"request not shown: {read}"),
-                           None)
-            return
-        screened = self.server.screen_elicitation(read.params)
-        if isinstance(screened, CallError):
-            self.to_server(jsonrpc.error_response(request_id, screened.code, screened.message), None)
-            return
-        if screened is not None:
-            self.to_server(jsonrpc.response(request_id, _result_json(screened)), None)
-            return
+        assert isinstance(read, Elicitation)  # (refused otherwise)
         try:
             pending = self.ports.ask_windows(self, read, lambda answer: self._windows_answered(request_id, answer))
         except UndeliverableRequestError as exc:
             self.to_server(jsonrpc.error_response(request_id, RpcCode.INVALID_PARAMS, f"request not shown: {exc}"),
                            None)
             return
-        if pending is None:
-            return  # a rule answered it
         self._windows[request_id] = pending
-        if to_host:
+        if decided.to_host:
             self._host_asked[request_id] = _HostAsked(pending, first=True)
             self.ports.to_host(self, raw)
 
@@ -542,15 +541,15 @@ class RelaySession:
                 round_.host_keys.add(key)
                 continue
             read = self._read({"mode": "form", **params})
-            to_host, to_windows = self._route(read, modern.host_form, modern.host_url)
-            if to_host:
+            decided = self.ports.decide(self, read, HostModes(modern.host_form, modern.host_url))
+            if isinstance(decided, Deliver) and decided.to_host:
                 round_.host_keys.add(key)
-            if not to_windows:
+            if isinstance(decided, Deliver) and not decided.to_windows:
                 recorded = self.ports.record_for_host(self, read) if isinstance(read, Elicitation) else None
                 if recorded is not None:
                     round_.host_audit[key] = recorded
                 continue
-            self._ask_for_round(round_, key, read, to_host)
+            self._ask_for_round(round_, key, read, decided)
         round_.building = False
         if not round_.windows and not round_.host_audit:
             return False
@@ -577,17 +576,10 @@ class RelaySession:
             if len(self._continuations) > _MAX_CONTINUATIONS:
                 self._continuations.pop(next(iter(self._continuations)))
 
-    def _ask_for_round(self, round_: _Round, key: str, read: Elicitation | UndeliverableRequestError,
-                       first: bool) -> None:
-        if not isinstance(read, Elicitation):  # as one the windows cannot be sent
+    def _ask_for_round(self, round_: _Round, key: str, read: Read, decided: Decision) -> None:
+        if isinstance(decided, Refused):  # as one the windows cannot be sent
             round_.windows[key] = None
             round_.answers[key] = {"action": "cancel"}
-            return
-        screened = self.server.screen_elicitation(read.params)
-        if screened is not None:
-            answer = screened if isinstance(screened, ElicitationResult) else ElicitationResult(action="cancel")
-            round_.windows[key] = None
-            round_.answers[key] = _result_json(answer)
             return
 
         def resolve(answer: ElicitationResult) -> None:
@@ -597,14 +589,17 @@ class RelaySession:
                 self._round_complete(round_)
 
         round_.windows[key] = None
+        assert isinstance(read, Elicitation)  # (refused otherwise)
+        if isinstance(decided, Answered):  # a rule's (audited first) or the screening's
+            self.ports.record(self, read, decided, lambda: resolve(decided.result))
+            return
         try:
             pending = self.ports.ask_windows(self, read, resolve)
         except UndeliverableRequestError:
             round_.answers[key] = {"action": "cancel"}
             return
-        if key not in round_.answers:
-            round_.windows[key] = pending
-        if first and pending is not None:
+        round_.windows[key] = pending
+        if decided.to_host:
             round_.host_audit[key] = pending
 
     def _round_complete(self, round_: _Round) -> None:
@@ -793,6 +788,9 @@ class RelayHost(Protocol):
     @property
     def pending(self) -> PendingRequests: ...
 
+    @property
+    def gate(self) -> ElicitationGate: ...
+
     def send_to_peer(self, routing_id: bytes, frames: list[bytes], *, held_when_full: bool = False) -> bool: ...
 
     def peer_by_routing_id(self, routing_id: bytes) -> Peer | None: ...
@@ -801,7 +799,7 @@ class RelayHost(Protocol):
 
     def publish_complete(self, server: str, elicitation_id: str) -> None: ...
 
-    def note_host_info(self, peer: Peer, info: HostInfo) -> None: ...
+    def name_host(self, peer: Peer, name: str) -> None: ...
 
 
 class HostSide(Protocol):
@@ -1105,20 +1103,16 @@ class _Ports:
             return None
         return consent.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply)
 
+    def decide(self, session: RelaySession, read: Read, host: HostModes) -> Decision:
+        return self._relay._host.gate.decide(read, session.server, host=host)
+
+    def record(self, session: RelaySession, elicitation: Elicitation, answered: Answered,
+               then: Callable[[], None]) -> None:
+        self._relay._host.gate.record(elicitation, answered, _options(session), then)
+
     def ask_windows(self, session: RelaySession, elicitation: Elicitation,
-                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest | None:
-        pending = self._relay._host.pending
-        server = session.server
-        peer = session.peer
-        options = RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=peer.window,
-                                 max_bytes=server.config.max_request_bytes, via=peer.name or None)
-        if pending.rules is not None:
-            ruled = pending.rules.answer_for(elicitation)
-            if ruled is not None:
-                rule_id, result = ruled
-                pending.record_by_rule(elicitation, result, rule_id, options, lambda: resolve(result))
-                return None
-        return pending.open(elicitation, options, resolve)
+                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest:
+        return self._relay._host.pending.open(elicitation, _options(session), resolve)
 
     def record_for_host(self, session: RelaySession, elicitation: Elicitation) -> PendingRequest | None:
         server = session.server
@@ -1127,7 +1121,7 @@ class _Ports:
             return self._relay._host.pending.open(
                 elicitation,
                 RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=peer.window,
-                               max_bytes=server.config.max_request_bytes, for_windows=False, via=peer.name or None,
+                               max_bytes=server.config.max_request_bytes, via=peer.name or None,
                                record_only=True),
                 lambda _answer: None)
         except UndeliverableRequestError as exc:
@@ -1147,11 +1141,14 @@ class _Ports:
     def elicitation_complete(self, session: RelaySession, elicitation_id: str) -> None:
         self._relay._host.publish_complete(session.server.name, elicitation_id)
 
-    def note_host(self, session: RelaySession, client_info: Any, form: bool, url: bool) -> None:
+    def note_host(self, session: RelaySession, client_info: Any) -> None:
         info = client_info if isinstance(client_info, dict) else {}
         name = info.get("title") or info.get("name")
-        version = info.get("version")
-        self._relay._host.note_host_info(session.peer, HostInfo(
-            name=str(name)[:MAX_ID_CHARS] if name else "MCP host", form_elicitation=form, url_elicitation=url,
-            version=str(version)[:MAX_ID_CHARS] if version else None))
+        self._relay._host.name_host(session.peer, str(name)[:MAX_ID_CHARS] if name else "MCP host")
 
+
+def _options(session: RelaySession) -> RequestOptions:
+    """A relayed session's request for the windows: its host's window as origin, its name as `via`."""
+    server, peer = session.server, session.peer
+    return RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=peer.window,
+                          max_bytes=server.config.max_request_bytes, via=peer.name or None)

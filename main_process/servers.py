@@ -54,9 +54,10 @@ from pydantic import ValidationError
 from main_process.broker import ProgressTo, ReplyTo
 from main_process.clock import MONOTONIC, Clock, wait_event
 from main_process.config import HttpServerConfig, ServerConfig, StdioServerConfig, differs_beyond_approval
-from main_process.hosts import Cancel
+from main_process.elicitation_gate import Answered, ElicitationGate, Refused
 from main_process.oauth.sign_in import SignIn
 from main_process.oauth.token_store import shared_store
+from main_process.peer_calls import Cancel
 from main_process.pending import Elicitation, PendingRequests, RequestOptions, Unanswered
 from main_process.private_files import open_private, safe_filename
 from main_process.stdio_transport import capped_stdio_client
@@ -107,7 +108,10 @@ _call_channel: contextvars.ContextVar[str | None] = contextvars.ContextVar("call
 class ServerHost(Protocol):
     """What a server needs from main: the broker's elicitation path and ways to tell the windows."""
 
-    async def elicit(self, elicitation: Elicitation, options: RequestOptions, route: str = ...,
+    @property
+    def gate(self) -> ElicitationGate: ...  # what becomes of a request before it opens
+
+    async def elicit(self, elicitation: Elicitation, options: RequestOptions,
                      cancel_reason: Callable[[], Unanswered] = ...) -> ElicitationResult: ...
 
     def withdraw_server(self, server: str) -> None: ...
@@ -571,11 +575,6 @@ class ManagedServer:
         except UndeliverableRequestError as exc:
             self._host.publish_notice("warning", f"refused a request: {exc}", self.name)
             return ErrorData(code=INVALID_PARAMS, message=f"request not shown: {exc}")
-        screened = self.screen_elicitation(elicitation.params)
-        if isinstance(screened, CallError):
-            return ErrorData(code=screened.code, message=screened.message)
-        if screened is not None:
-            return ElicitResult(action=screened.action)
         origin, call = _call_origin.get(), _call_channel.get()
         if origin is None and self._inflight:
             # Legacy-era requests arrive on the session's own task; one caller means it is theirs.
@@ -583,20 +582,27 @@ class ManagedServer:
                 origin = self._inflight[0][0]
             if len(self._inflight) == 1:
                 call = self._inflight[0][1]
+        options = RequestOptions(timeout_s=self.config.elicitation_timeout_s, origin=origin,
+                                 max_bytes=self.config.max_request_bytes, call=call)
+        decided = self._host.gate.decide(elicitation, self)  # main's own session: no host, the windows
+        if isinstance(decided, Refused):
+            return ErrorData(code=decided.error.code, message=decided.error.message)
+        if isinstance(decided, Answered):
+            recorded = asyncio.get_running_loop().create_future()
+            self._host.gate.record(elicitation, decided, options, lambda: recorded.set_result(None))
+            await recorded  # a rule's answer is on disk before the server has it
+            return ElicitResult(action=decided.result.action, content=decided.result.content)
         try:
-            answer = await self._ask(elicitation, origin, call)
+            answer = await self._ask(elicitation, options)
         except UndeliverableRequestError as exc:
             return ErrorData(code=INVALID_PARAMS, message=f"request not shown: {exc}")
         return ElicitResult(action=answer.action, content=answer.content)
 
-    async def _ask(self, elicitation: Elicitation, origin: str | None, call: str | None) -> ElicitationResult:
+    async def _ask(self, elicitation: Elicitation, options: RequestOptions) -> ElicitationResult:
         """Put one request in front of the windows; one the windows can't be sent is refused
         (UndeliverableRequestError) and the windows get a notice saying so."""
         try:
-            options = RequestOptions(timeout_s=self.config.elicitation_timeout_s, origin=origin,
-                                     max_bytes=self.config.max_request_bytes, call=call)
-            return await self._host.elicit(elicitation, options, self.config.elicitation_route,
-                                           self._cancel_reason)
+            return await self._host.elicit(elicitation, options, self._cancel_reason)
         except UndeliverableRequestError as exc:
             logger.warning("server %r sent a request that was not shown: %s", self.name, exc)
             self._host.publish_notice("warning", f"refused a request: {exc}", self.name)
@@ -804,7 +810,11 @@ class ManagedServer:
             try:
                 wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
                 try:
-                    answer = await self._ask(Elicitation.read(self.name, wire), origin, call)
+                    # A URL the server's call requires: no rule answers one, and it is no
+                    # elicitation of its own to screen (its call already is one request).
+                    answer = await self._ask(Elicitation.read(self.name, wire), RequestOptions(
+                        timeout_s=self.config.elicitation_timeout_s, origin=origin,
+                        max_bytes=self.config.max_request_bytes, call=call))
                 except UndeliverableRequestError:
                     return False
                 if answer.action != "accept":

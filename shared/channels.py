@@ -30,7 +30,6 @@ from shared.messages import (
     ErrorNotice,
     Heartbeat,
     Hello,
-    HostInfo,
     ListChanged,
     McpClose,
     McpRelay,
@@ -74,7 +73,6 @@ RULES = "msgRules"  # extension (issue 11): list the rules
 REVOKE_RULES = "msgRevokeRules"  # extension (issue 11)
 ASK = "msgAsk"  # extension: a program asks the windows a question
 WITHDRAW = "msgWithdraw"  # extension: the program takes its question back
-HOST_INFO = "msgHostInfo"  # extension: MCP hosts through `elicitron serve`
 CANCEL_CALL = "msgCancelCall"  # extension
 # Extension (both directions): one MCP session of a host with one server, relayed message by message.
 MCP_RELAY = "msgMcpRelay"
@@ -98,6 +96,9 @@ LIST_CHANGED = "msgListChanged"  # extension: to host peers
 Direction = Literal["to-main", "to-peer", "both"]
 EVERY_ROLE: Final[frozenset[Role]] = frozenset(get_args(Role))
 HOSTS: Final[frozenset[Role]] = frozenset({"host"})
+# A host reaches servers only through its relayed sessions (§14), where consent decides its calls:
+# the direct calls and reads are for the other roles (a window's call panel, the CLI).
+CALLERS: Final[frozenset[Role]] = EVERY_ROLE - HOSTS
 RENDERERS: Final[frozenset[Role]] = frozenset({"renderer"})
 
 
@@ -134,8 +135,8 @@ TABLE: Final[tuple[Topic, ...]] = (
     _to_main(HELLO, Hello),
     Topic(HEARTBEAT, Heartbeat, "both"),
     Topic(BYE, Bye, "both"),
-    _to_main(CALL_TOOL, CallTool, reply=True),
-    _to_main(MCP_REQUEST, McpRequest, reply=True),
+    _to_main(CALL_TOOL, CallTool, roles=CALLERS, reply=True),
+    _to_main(MCP_REQUEST, McpRequest, roles=CALLERS, reply=True),
     _to_main(STATUS, StatusRequest, reply=True),
     _to_main(SHUTDOWN, Shutdown),
     _to_main(SERVER_CONTROL, ServerControl, reply=True),
@@ -148,7 +149,6 @@ TABLE: Final[tuple[Topic, ...]] = (
     _to_main(REVOKE_RULES, RevokeRules, reply=True),
     _to_main(ASK, Ask, reply=True),
     _to_main(WITHDRAW, Withdraw),  # the answer comes on the msgAsk's channel
-    _to_main(HOST_INFO, HostInfo, roles=HOSTS),
     _to_main(CANCEL_CALL, CancelCall),
     # Both ways; from a peer that is not a host, main answers in the session (§14), not at dispatch.
     Topic(MCP_RELAY, McpRelay, "both", addressed=True),

@@ -564,19 +564,7 @@ class ChannelReply(Body):
     answer: QuestionAnswer | None = None  # extension msgAsk
 
 
-# ---- extension: MCP hosts through `elicitron serve` (role "host") ---------------------------
-
-
-class HostInfo(Body):
-    """Extension `msgHostInfo` (peer -> main): who the MCP host behind a gateway peer is (its
-    `clientInfo`) and which elicitation modes it can answer itself. Sent right after `welcome` and
-    whenever it changes; main shows `name` as the peer's name and in the `via` of invokes its calls
-    cause, and may send those invokes to it (per server `elicitationRoute`)."""
-
-    name: ShortText
-    version: ShortText | None = None
-    form_elicitation: bool = False  # the host declared the elicitation capability (form mode)
-    url_elicitation: bool = False  # ... and URL mode
+# ---- extension: a caller's calls (cancel, progress); host peers' list changes ------------------
 
 
 class CancelCall(Body):
@@ -638,7 +626,7 @@ class McpClose(Body):
 PeerBody = (
     Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown | ServerControl | Reload
     | ServerPolicy | McpRequest | AuthRequest | SignInRedirect | RulesRequest | RevokeRules | Ask | Withdraw
-    | HostInfo | CancelCall | McpRelay | McpClose | RotateHttpToken
+    | CancelCall | McpRelay | McpClose | RotateHttpToken
 )
 MainBody = (
     Welcome

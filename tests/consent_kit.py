@@ -5,8 +5,9 @@ Every main here gets a private data dir: remembered rules outlive main on purpos
 leak into other tests (the suite's other mains share one data dir). Restarting keeps the dir.
 
 `WireHost` is a host exactly as the `elicitron serve` gateway is one to main: a contract-only
-peer that says `role: "host"` and sends `msgMcpCallTool`. Tests use only `call` and `result`, so
-putting mcp's own `Client` through the gateway in its place changes this class, not the tests.
+peer that says `role: "host"` and relays its MCP sessions (`kit.relay_host`, PROTOCOL.md §14).
+Tests use only `call` and `result`, so putting mcp's own `Client` through the gateway in its place
+changes this class, not the tests.
 """
 
 import json
@@ -22,6 +23,7 @@ from kit.env import short_tmp_dir
 from kit.main import RunningMain, start_main
 from kit.paths import DEMO_SERVER
 from kit.peer import WirePeer
+from kit.relay_host import RelayHost
 
 
 class ConsentMain(RunningMain):
@@ -114,18 +116,20 @@ def started_mains(tmp_path: Path) -> Iterator[ConsentMains]:
 
 
 class WireHost:
-    """A host peer (what `elicitron serve` is to main): says role "host", sends msgMcpCallTool."""
+    """A host peer (what `elicitron serve` is to main): says role "host", calls in its relayed
+    sessions (one per server, its `clientInfo.name` its hello name)."""
 
     def __init__(self, main: RunningMain, name: str = "Test Host") -> None:
         self.peer: WirePeer = main.peer(name=name, role="host")
+        self.relay = RelayHost(self.peer)
 
     def call(self, server: str, tool: str, arguments: dict[str, Any]) -> str:
         """Start a call; its handle for `result`."""
-        return self.peer.call_tool(server, tool, arguments)
+        return self.relay.call_tool(server, tool, arguments)
 
     def result(self, handle: str, timeout_s: float = 20.0) -> dict[str, Any]:
         """The CallToolResult (MCP JSON) of a call; fails on an error reply."""
-        reply = self.peer.expect_topic(handle, timeout_s)
+        reply = self.relay.reply(handle, timeout_s)
         assert "result" in reply, reply
         result: dict[str, Any] = reply["result"]
         return result

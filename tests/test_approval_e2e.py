@@ -1,5 +1,5 @@
 """Tool-call approval across real processes: a real main and demo MCP server, a host peer exactly
-as the `elicitron serve` gateway is one (role "host", msgMcpCallTool), contract-only windows.
+as the `elicitron serve` gateway is one (role "host", relayed sessions: kit.relay_host), contract-only windows.
 
 The host is `consent_kit.WireHost`; with the gateway merged, the same tests run with mcp's own
 `Client` behind `elicitron serve` by swapping that one class."""
@@ -198,6 +198,7 @@ def test_a_rule_revoked_while_a_call_waits_for_its_server_is_not_applied(consent
     window = main.peer()
     host = WireHost(main)
     first = host.call("gated", "echo", {"text": "allowed"})
+    let_through(gate)  # the host's own session with the server: its process waits at the gate too
     decide(window, invoke_of(window), "allow-always")
     assert text_of(host.result(first)) == "allowed"
     rule_id = main.rules()[0]["id"]

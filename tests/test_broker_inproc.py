@@ -175,15 +175,18 @@ def test_every_topic_a_peer_sends_has_one_route_whose_handler_takes_its_rows_bod
 def test_a_topic_for_one_role_is_bad_body_from_another_and_the_sender_stays_attached() -> None:
     async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
         window, gateway = await new_peer("renderer"), await new_peer("host")
-        info = {"name": "Claude Desktop", "formElicitation": True}
-        await window.send("msgHostInfo", info)
-        error = await window.expect_topic("error")
-        assert error == {"code": "bad-body", "message": 'msgHostInfo is for peers with role "host"',
-                         "topic": "msgHostInfo"}
-        await gateway.send("msgHostInfo", info)
-        await gateway.send("msgStatus", {"responseChannel": "s"})  # read after the msgHostInfo before it
+        call = {"server": "demo", "tool": "echo", "arguments": {}, "responseChannel": "c"}
+        await gateway.send("msgMcpCallTool", call)  # a host calls in its relayed sessions (§14), past consent
+        error = await gateway.expect_topic("error")
+        assert error == {"code": "bad-body", "topic": "msgMcpCallTool",
+                         "message": 'msgMcpCallTool is for peers with role "asker" or "controller" or "renderer"'}
+        await gateway.send("msgHostInfo", {"name": "Claude Desktop"})  # §13's, gone: a topic main does not know
+        assert (await gateway.expect_topic("error"))["code"] == "unknown-topic"
+        await gateway.send("msgStatus", {"responseChannel": "s"})
         peers = {p["role"]: p["name"] for p in (await gateway.expect_topic("s"))["status"]["peers"]}
-        assert peers == {"renderer": "renderer", "host": "Claude Desktop"}
+        assert peers == {"renderer": "renderer", "host": "host"}
+        await window.send("msgMcpCallTool", call)
+        assert "result" in await window.expect_topic("c")
 
     with_broker(test)
 

@@ -1,5 +1,5 @@
-"""The gateway's pure parts, one unit each: naming, the stdio line reader, where a host's request
-goes, the host's calls in main, the config key, and the window's host texts."""
+"""The gateway's pure parts, one unit each: naming, the stdio line reader, a peer's calls in main, the
+config key, and the window's host texts."""
 
 import asyncio
 import os
@@ -17,8 +17,8 @@ from gateway_process.http_logs import MAX_CHARS, RepeatFilter
 from gateway_process.http_sessions import EVICT_IDLE_S, OWN_IDLE_S, SessionBudget
 from gateway_process.names import Exposure, combined_instructions
 from main_process.config import parse_config
-from main_process.hosts import PeerCalls, plan_delivery
 from main_process.http_gateway import check_exposure, check_listen, forget_old_token_file, new_token
+from main_process.peer_calls import PeerCalls
 from main_process.peers import Peer
 from renderer_process.hosts import hosts_text, via_text
 from shared import messages
@@ -52,10 +52,6 @@ def test_the_stdio_reader_splits_lines_and_skips_an_oversized_one_unread() -> No
     assert splitter.feed(b'"}\n{"c":3}\n') == [b'{"c":3}']
     assert Oversized(size=11, head=b'{"jsonrpc": "2.0", "id": "r-1"').request_id() == "r-1"
     assert Oversized(size=11, head=b"garbage").request_id() is None
-
-
-def _host(form: bool = True, url: bool = False) -> Peer:
-    return Peer(b"\x00host", "h1", "Claude Desktop", "host", 0.0, form_elicitation=form, url_elicitation=url)
 
 
 def test_the_stdio_reader_gives_the_same_lines_whatever_the_chunks() -> None:
@@ -93,37 +89,22 @@ def test_the_stdio_writer_sends_a_turns_first_line_at_once_and_the_rest_together
     assert asyncio.run(scenario()) == (b"first\n", b"", b"second\nthird\n")
 
 
-def test_where_a_request_a_host_caused_goes() -> None:
-    windows = [b"\x00w1", b"\x00w2"]
-    assert plan_delivery("host", None, "form", windows).recipients is None  # no host: every window
-    windows_only = plan_delivery("windows", _host(), "form", windows)
-    assert (windows_only.recipients, windows_only.via) == (None, "Claude Desktop")
-    to_host = plan_delivery("host", _host(), "form", windows)
-    assert (to_host.recipients, to_host.for_windows) == ([b"\x00host"], False)
-    assert plan_delivery("host", _host(form=False), "form", windows).recipients is None  # cannot: windows
-    assert plan_delivery("host", _host(url=False), "url", windows).recipients is None
-    both = plan_delivery("first", _host(), "form", windows)
-    assert (both.recipients, both.for_windows) == ([*windows, b"\x00host"], True)
-
-
-def test_a_peers_calls_are_counted_cancelled_once_and_forgotten_when_answered() -> None:
-    changed: list[int] = []
-    calls = PeerCalls(on_count_changed=lambda peer: changed.append(peer.calls))
-    host = _host()
+def test_a_peers_calls_are_cancelled_once_and_forgotten_when_answered() -> None:
+    calls = PeerCalls()
+    window = Peer(b"\x00w1", "w1", "a window", "renderer", 0.0)
     replies: list[Any] = []
     cancelled: list[str] = []
-    reply_a, started_a = calls.track(host, "a", replies.append)
+    reply_a, started_a = calls.track(window, "a", replies.append)
     started_a(lambda: cancelled.append("a"))
-    reply_b, started_b = calls.track(host, "b", replies.append)
+    reply_b, started_b = calls.track(window, "b", replies.append)
     started_b(lambda: cancelled.append("b"))
-    assert host.calls == 2 and changed == [1, 2]
-    assert calls.cancel(host.routing_id, "a") and cancelled == ["a"]
+    assert calls.cancel(window.routing_id, "a") and cancelled == ["a"]
     reply_a(messages.ChannelReply(result={}))
-    reply_a(messages.ChannelReply(result={}))  # a second reply changes no count
-    assert host.calls == 1 and calls.cancel(host.routing_id, "a") is False
-    assert calls.cancel_all(host.routing_id) == 1 and cancelled == ["a", "b"]
+    reply_a(messages.ChannelReply(result={}))  # every reply passes on; the tracking ended with the first
+    assert calls.cancel(window.routing_id, "a") is False  # answered: nothing to cancel
+    assert calls.cancel(b"\x00other", "b") is False  # another peer's channel of that name: not its call
     reply_b(messages.ChannelReply(result={}))
-    assert host.calls == 0 and len(replies) == 3
+    assert calls.cancel(window.routing_id, "b") is False and cancelled == ["a"] and len(replies) == 3
 
 
 def test_elicitation_route_is_checked_in_the_config() -> None:

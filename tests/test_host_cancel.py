@@ -1,6 +1,7 @@
 """A call a host cancels is no longer in flight: `elicitron status` and the windows' `peers` count
-it out, however early the host cancels (issue 24, finding 14). Real main, real probe server, real
-hosts: mcp's own `Client` through `elicitron serve`, and a host peer on the wire."""
+it out, however early the host cancels (issue 24, finding 14); and a peer's own `msgMcpCallTool`
+cancelled at once is answered cancelled. Real main, real probe server, real hosts: mcp's own
+`Client` through `elicitron serve`, and a controller peer on the wire."""
 
 from collections.abc import Iterator
 from typing import Any
@@ -80,13 +81,12 @@ def test_a_call_the_host_cancels_is_no_longer_counted_in_flight(
         host.close()
 
 
-def test_a_call_a_host_peer_cancels_at_once_is_answered_cancelled_and_not_counted(probe_main: RunningMain) -> None:
-    host = probe_main.peer(name="wire-host", role="host")
+def test_a_call_its_caller_cancels_at_once_is_answered_cancelled(probe_main: RunningMain) -> None:
+    caller = probe_main.peer(name="wire-caller", role="controller")
     channel = "call-at-once"
     # One burst: main reads both in one drain, so the cancel reaches the call before its task ran.
-    host.send(contract.CALL_TOOL, {"server": "probe", "tool": "block", "arguments": {"tag": "at-once"},
-                                   "responseChannel": channel})
-    host.send("msgCancelCall", {"responseChannel": channel})
-    reply = host.expect_topic(channel, 20)
+    caller.send(contract.CALL_TOOL, {"server": "probe", "tool": "block", "arguments": {"tag": "at-once"},
+                                     "responseChannel": channel})
+    caller.send("msgCancelCall", {"responseChannel": channel})
+    reply = caller.expect_topic(channel, 20)
     assert reply["error"]["code"] == -32800, reply
-    _wait_in_flight(probe_main, "wire-host", 0)

@@ -80,9 +80,9 @@ def test_the_kit_knows_every_topic_protocol_md_lists_for_peers() -> None:
     assert {topic.encode() for topic in PEER_TOPICS} <= sent  # the fuzz reaches each of them
 
 
-def test_msg_host_info_from_a_window_is_bad_body_and_a_cancel_naming_no_call_is_ignored() -> None:
-    host_info = expect("msgHostInfo", VALID_BODIES["msgHostInfo"])
-    assert host_info is not None and host_info.codes == {"bad-body"} and not host_info.silent
+def test_a_topic_main_no_longer_takes_is_unknown_and_a_cancel_naming_no_call_is_ignored() -> None:
+    host_info = expect("msgHostInfo", {"name": "Claude Desktop", "formElicitation": True})  # §13's, removed
+    assert host_info is not None and host_info.codes == {"unknown-topic"} and not host_info.silent
     cancel = expect("msgCancelCall", {"responseChannel": "call-1"})
     assert cancel is not None and cancel.silent and not cancel.codes
     misnamed = expect("msgCancelCall", {"responseChannel": "heartbeat"})

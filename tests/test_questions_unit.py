@@ -1,14 +1,16 @@
-"""QuestionDesk in one process: the rule hook's call site and the per-asker cap (wire: test_ask_*)."""
+"""QuestionDesk in one process: the gate's rules answering a question and the per-asker cap (wire:
+test_ask_*)."""
 
 import asyncio
 from collections.abc import Iterable
-from typing import Any
 
 from main_process.clock import SettableClock
+from main_process.elicitation_gate import ElicitationGate
 from main_process.pending import Elicitation, PendingRequests
 from main_process.questions import MAX_OPEN_PER_ASKER, QuestionDesk
 from shared import channels
 from shared.codec import decode_from_main
+from shared.elicit_params import ElicitParams
 from shared.messages import Ask, AskerInfo, ChannelReply, ElicitationResult, Withdraw
 
 ASKER = AskerInfo(name="deploy.sh", pid=4242, machine="build-7")
@@ -31,16 +33,31 @@ class Windows:
         return list(routing_ids)
 
 
-def desk_with(rule: Any, clock: SettableClock | None = None) -> tuple[QuestionDesk, Windows, list[ChannelReply]]:
+class Rules:
+    """The consent layer's lookups: every question of an asker answered "ok"; a server's, never."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def answer_for(self, elicitation: Elicitation) -> tuple[str, ElicitationResult] | None:
+        raise AssertionError("a question is never answered by a server's rule")
+
+    def answer_asker(self, asker: str, params: ElicitParams) -> tuple[str, ElicitationResult] | None:
+        self.asked.append((asker, params.message))
+        return "r-1", ElicitationResult(action="accept", content={"ok": True})
+
+
+def desk_with(rules: Rules | None = None,
+              clock: SettableClock | None = None) -> tuple[QuestionDesk, Windows, list[ChannelReply]]:
     windows = Windows()
     pending = PendingRequests(windows, asyncio.get_running_loop(), clock=clock or SettableClock())
-    return QuestionDesk(pending, rule), windows, []
+    return QuestionDesk(pending, ElicitationGate(pending, rules)), windows, []
 
 
 def test_a_question_nobody_answers_in_its_time_is_dismissed_and_the_asker_hears_expired() -> None:
     async def scenario() -> None:
         clock = SettableClock()
-        desk, windows, replies = desk_with(lambda asker, elicitation: None, clock)
+        desk, windows, replies = desk_with(clock=clock)
         desk.ask(b"asker", Ask(response_channel="a1", params=FORM, asker=ASKER, timeout_seconds=30), replies.append)
         clock.advance(29.9)
         assert replies == [] and windows.topics == [channels.INVOKE]
@@ -53,20 +70,16 @@ def test_a_question_nobody_answers_in_its_time_is_dismissed_and_the_asker_hears_
 
 
 def test_a_rule_answers_a_form_question_before_any_window_sees_it_and_never_a_link() -> None:
-    asked: list[tuple[AskerInfo, dict[str, Any]]] = []
-
-    def rule(asker: AskerInfo, elicitation: Elicitation) -> tuple[str, ElicitationResult] | None:
-        asked.append((asker, elicitation.request.params))
-        return "r-1", ElicitationResult(action="accept", content={"ok": True})
+    rules = Rules()
 
     async def scenario() -> None:
-        desk, windows, replies = desk_with(rule)
+        desk, windows, replies = desk_with(rules)
         desk.ask(b"asker", Ask(response_channel="a1", params=FORM, asker=ASKER), replies.append)
-        assert asked == [(ASKER, FORM)] and windows.topics == []
+        assert rules.asked == [("deploy.sh", "Ship it?")] and windows.topics == []
         assert replies[0].answer is not None
         assert (replies[0].answer.outcome, replies[0].answer.content) == ("accept", {"ok": True})
         desk.ask(b"asker", Ask(response_channel="a2", params=URL, asker=ASKER), replies.append)
-        assert len(asked) == 1 and windows.topics == [channels.INVOKE]  # the link went to a person
+        assert len(rules.asked) == 1 and windows.topics == [channels.INVOKE]  # the link went to a person
         desk.withdraw(b"asker", Withdraw(response_channel="a2"))
         assert replies[1].answer is not None and replies[1].answer.outcome == "withdrawn"
 
@@ -75,7 +88,7 @@ def test_a_rule_answers_a_form_question_before_any_window_sees_it_and_never_a_li
 
 def test_one_asker_has_at_most_its_cap_of_open_questions_others_are_not_affected() -> None:
     async def scenario() -> None:
-        desk, windows, replies = desk_with(lambda asker, params: None)
+        desk, windows, replies = desk_with()
         for index in range(MAX_OPEN_PER_ASKER + 1):
             desk.ask(b"busy", Ask(response_channel=f"q{index}", params=FORM, asker=ASKER), replies.append)
         [refused] = replies

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from main_process.hosts import Cancel
+from main_process.elicitation_gate import Answered, Decision, HostModes, Read, decide
+from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest
 from main_process.relay import RelaySession
@@ -68,7 +69,7 @@ class Ports:
     held: list[tuple[Callable[[], None], Callable[[ChannelReply], None]]] = field(default_factory=list)
     cancelled: list[str] = field(default_factory=list)
     calls: int = 0
-    hosts: list[tuple[Any, bool, bool]] = field(default_factory=list)
+    hosts: list[Any] = field(default_factory=list)
 
     def to_host(self, session: RelaySession, message: bytes) -> None:
         self.host.append(message)
@@ -87,8 +88,15 @@ class Ports:
         self.held.append((send_on, reply))
         return lambda: self.cancelled.append(tool)
 
+    def decide(self, session: RelaySession, read: Read, host: HostModes) -> Decision:
+        return decide(None, read, cast(_Server, session.server), host=host)  # main's gate, no rules
+
+    def record(self, session: RelaySession, elicitation: Elicitation, answered: Answered,
+               then: Callable[[], None]) -> None:
+        then()
+
     def ask_windows(self, session: RelaySession, elicitation: Elicitation,
-                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest | None:
+                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest:
         card = _Card(elicitation.request.params, resolve)
         self.cards.append(card)
         return cast(PendingRequest, card)
@@ -110,8 +118,8 @@ class Ports:
     def elicitation_complete(self, session: RelaySession, elicitation_id: str) -> None:
         pass
 
-    def note_host(self, session: RelaySession, client_info: Any, form: bool, url: bool) -> None:
-        self.hosts.append((client_info, form, url))
+    def note_host(self, session: RelaySession, client_info: Any) -> None:
+        self.hosts.append(client_info)
 
 
 def session(route: str = "windows") -> tuple[RelaySession, Ports, list[bytes]]:
@@ -165,7 +173,7 @@ def test_initialize_tells_the_server_its_client_answers_elicitation_and_keeps_th
                                               "elicitation": {"form": {}, "url": {}}}
     assert seen["params"]["clientInfo"] == {"name": "Claude", "version": "1"} and seen["id"] == 0
     assert (relay.host_form, relay.host_url) == (False, False)
-    assert relay.ports.hosts == [({"name": "Claude", "version": "1"}, False, False)]  # type: ignore[attr-defined]
+    assert relay.ports.hosts == [{"name": "Claude", "version": "1"}]  # type: ignore[attr-defined]
     relay2, _, _ = session()
     initialize(relay2, {"elicitation": {}})  # the 2025-06-18 shape: form mode
     assert (relay2.host_form, relay2.host_url) == (True, False)

@@ -88,10 +88,8 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.ASK, m.Ask(response_channel="ask-2", asker=m.AskerInfo(name="agent"),
                          params={"mode": "url", "message": "Sign in", "url": "https://x.test/"})),
     (channels.WITHDRAW, m.Withdraw(response_channel="ask-1")),
-    # extension: MCP hosts through `elicitron serve`
+    # extension: a call with progress, and its cancel
     (channels.CALL_TOOL, m.CallTool(server="demo", tool="slow", response_channel="r3", progress=True)),
-    (channels.HOST_INFO, m.HostInfo(name="Claude Desktop", version="1.2", form_elicitation=True)),
-    (channels.HOST_INFO, m.HostInfo(name="cline")),
     (channels.CANCEL_CALL, m.CancelCall(response_channel="r3")),
     # extension: relayed MCP sessions
     (channels.MCP_RELAY, m.McpRelay(session="s1", server="demo",
@@ -181,7 +179,7 @@ MAIN_MESSAGES: list[tuple[str, m.Body]] = [
         request=m.ElicitationRequest(server="deploy.sh", params=PARAMS), response_channel=RESULT_CHANNEL,
         created_at=1, expires_at=2, origin=None, kind="question",
         asker=m.AskerInfo(name="deploy.sh", pid=4242, machine="build-7"))),
-    # extension: MCP hosts through `elicitron serve`
+    # extension: a call with progress, and its cancel
     (channels.PROGRESS, m.Progress(response_channel="r3", progress=0.5, total=1.0, message="half")),
     (channels.PROGRESS, m.Progress(response_channel="r3", progress=3)),
     (channels.LIST_CHANGED, m.ListChanged(server="demo", lists=["tools", "resources", "prompts"])),

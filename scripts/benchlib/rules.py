@@ -6,8 +6,9 @@ Two real mains side by side, each with the demo server over stdio, started the s
 - rules: main with its consent layer and `toolApproval: "ask"`, where a window first answered one
   approval "Always allow" (demo/echo) and one booking with "Remember always".
 Then, in alternating blocks:
-- auto-allowed call: a host peer calls demo/echo, CONCURRENCY in flight: the baseline runs it
-  straight away; the rules main looks the rule up, audits the approval, then runs it;
+- auto-allowed call: a host peer calls demo/echo in its relayed session (PROTOCOL.md §14),
+  CONCURRENCY in flight: the baseline sends it on straight away; the rules main looks the rule up,
+  audits the approval, then sends it on;
 - rule-answered elicitation: a controller calls demo/book_table: the baseline's request goes to a
   scripted window that answers at once; the rules main answers it from the remembered answer.
 The figure is main's CPU per call (every thread, from /proc schedstat): each main's mean over its
@@ -24,6 +25,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -35,6 +37,7 @@ from kit.main import RunningMain
 from kit.output import ChildOutput
 from kit.paths import PYTHON, ROOT
 from kit.peer import WirePeer
+from kit.relay_host import RelayHost
 
 from benchlib.common import BENCH_CONTENT, Figure, demo_entry, fmt_us
 from benchlib.roundtrip import cpu_ns
@@ -71,7 +74,7 @@ class Side:
 
     def __init__(self, main: RunningMain) -> None:
         self.main = main
-        self.host = main.peer("bench host", role="host")
+        self.host = RelayHost(main.peer("bench host", role="host"))
         self.controller = main.peer("bench cli", role="controller")
         self.window = main.peer("bench window")
         self.asked = 0  # requests a window had to answer during run()
@@ -81,19 +84,22 @@ class Side:
         call = self.host.call_tool(*ECHO)
         invoke = self.window.expect(lambda t, b: t == INVOKE)[1]
         self.window.send(invoke["responseChannel"], {"action": "accept", "content": {"decision": "allow-always"}})
-        self.host.expect(lambda t, b: t == call)
+        self.host.reply(call)
         call = self.controller.call_tool(*BOOKING)
         invoke = self.window.expect(lambda t, b: t == INVOKE)[1]
         self.window.send(invoke["responseChannel"], {"action": "accept", "content": BENCH_CONTENT,
                                                       "remember": {"scope": "always"}})
         self.controller.expect(lambda t, b: t == call)
 
-    def run(self, caller: WirePeer, call: tuple[str, str, dict[str, Any]], n: int) -> int:
+    def run(self, caller: WirePeer | RelayHost, call: tuple[str, str, dict[str, Any]], n: int) -> int:
         """Make `n` calls, CONCURRENCY in flight, answering any request at once; main's CPU ns."""
+        relayed = caller if isinstance(caller, RelayHost) else None
+        calling = relayed.peer if relayed is not None else caller
+        assert isinstance(calling, WirePeer)
         poller = zmq.Poller()
-        poller.register(caller.sock, zmq.POLLIN)
+        poller.register(calling.sock, zmq.POLLIN)
         poller.register(self.window.sock, zmq.POLLIN)
-        peers = (caller, self.window)
+        peers = (calling, self.window)
         waiting: set[str] = set()
         started = done = 0
         before = cpu_ns(self.main.pid)
@@ -107,8 +113,11 @@ class Side:
             for peer in peers:
                 peer.heartbeat_if_due()
             for sock, _ in poller.poll(200):
-                peer = caller if sock is caller.sock else self.window
+                peer = calling if sock is calling.sock else self.window
                 for topic, body in peer.receive():
+                    answered = relayed.reply_of(topic, body) if relayed is not None and peer is calling else None
+                    if answered is not None:
+                        topic, body = answered
                     if topic == INVOKE:
                         self.asked += 1
                         peer.answer(body, "accept", BENCH_CONTENT)
@@ -120,7 +129,7 @@ class Side:
         return cpu_ns(self.main.pid) - before
 
     def close(self) -> None:
-        for peer in (self.host, self.controller, self.window):
+        for peer in (self.host.peer, self.controller, self.window):
             peer.close()
 
 
@@ -176,8 +185,8 @@ def run(quick: bool) -> list[Figure]:
     figures.append(Figure(
         name="rules", title="rules: the consent code alone", value=f"{allow_us:.0f} µs / {answer_us:.0f} µs",
         target="", passed=None, absolute="per auto-allowed call / per rule-answered elicitation",
-        how="in-process, one loop: Consent.call_from_host with an 'Always allow' rule (stub server, audit rows "
-            "batched as in main), and PendingRequests.ask answered by a remembered answer (audit row committed); "
+        how="in-process, one loop: Consent.call_in_relay with an 'Always allow' rule (stub server, audit rows "
+            "batched as in main), and ElicitationGate answering by a remembered answer (audit row committed); "
             "real SQLite in a temp dir",
     ))
     return figures
@@ -193,12 +202,13 @@ async def _hook_alone(n: int) -> tuple[float, float]:
     from main_process.audit_writer import AuditWriter
     from main_process.config import StdioServerConfig
     from main_process.consent import Consent
+    from main_process.elicitation_gate import Answered, ElicitationGate
     from main_process.peers import Peer
     from main_process.pending import Elicitation, PendingRequests, RequestOptions
     from main_process.rules import Rule, question_key
     from main_process.server_identity import server_identity
     from main_process.store.factory import open_store
-    from shared.messages import CallTool, ElicitationResult
+    from shared.messages import ElicitationResult
 
     class NoWindows:
         def renderers(self) -> list[bytes]:
@@ -229,9 +239,11 @@ async def _hook_alone(n: int) -> tuple[float, float]:
             self.listed: dict[str, Any] = {}
             self.calls = 0
 
-        def call_tool(self, tool: str, arguments: dict[str, Any], origin: str | None, reply: Any,
-                      **call: Any) -> None:
+        def send_on(self) -> None:
             self.calls += 1
+
+        def screen_elicitation(self, params: Any) -> None:
+            return None  # (the rule answers first)
 
     from benchlib.common import BENCH_SCHEMA
 
@@ -243,6 +255,7 @@ async def _hook_alone(n: int) -> tuple[float, float]:
         program = server_identity(StubServer.config)  # user rules bind to the program they were given to
         consent = Consent(Host(pending), None, [], [], loop, {"demo": program})  # type: ignore[arg-type]
         pending.rules = consent
+        gate = ElicitationGate(pending, consent)
         params = {"mode": "form", "message": "Book a table?", "requestedSchema": BENCH_SCHEMA}
         consent.book.add(Rule(id="r-call", source="user", server="demo", created_at=0, created_by="bench",
                               tool="echo", decision="allow", identity=program))
@@ -250,20 +263,24 @@ async def _hook_alone(n: int) -> tuple[float, float]:
                               question=question_key(Elicitation.read("demo", params).params),
                               answer=ElicitationResult(action="accept", content=BENCH_CONTENT), identity=program))
         server, host = StubServer(), Peer(b"h", "host-window", "bench host", "host", 0.0)
-        call = CallTool(server="demo", tool="echo", response_channel="c", arguments={"text": "bench"})
         request = Elicitation.read("demo", params)
         options = RequestOptions(timeout_s=60)
         try:
             started = time.perf_counter_ns()
             for index in range(n):
-                consent.call_from_host(server, call, host, lambda reply: None)  # type: ignore[arg-type]
+                consent.call_in_relay(server, "echo", {"text": "bench"}, host, server.send_on,  # type: ignore[arg-type]
+                                      lambda reply: None)
                 if index % 16 == 15:
                     writer.flush()  # about what 8 calls in flight batch within 20 ms
             writer.flush()
             allow_ns = (time.perf_counter_ns() - started) / n
             started = time.perf_counter_ns()
             for _ in range(n):
-                await pending.ask(request, options)
+                decided = gate.decide(request, server)  # as main's own session: rules first, then the rest
+                assert isinstance(decided, Answered)
+                recorded: asyncio.Future[None] = loop.create_future()
+                gate.record(request, decided, options, partial(recorded.set_result, None))
+                await recorded
             answer_ns = (time.perf_counter_ns() - started) / n
             assert server.calls == n
         finally:

@@ -28,7 +28,6 @@ RULES = "msgRules"
 REVOKE_RULES = "msgRevokeRules"
 ASK = "msgAsk"
 WITHDRAW = "msgWithdraw"
-HOST_INFO = "msgHostInfo"
 CANCEL_CALL = "msgCancelCall"
 MCP_RELAY = "msgMcpRelay"
 MCP_CLOSE = "msgMcpClose"
@@ -51,9 +50,8 @@ MAIN_TOPICS = frozenset({WELCOME, HEARTBEAT, BYE, INVOKE, DISMISS, COMPLETE, SER
 ACTING_TOPICS = (BYE, SHUTDOWN, SERVER_CONTROL, RELOAD, SERVER_POLICY, CALL_TOOL, MCP_REQUEST, STATUS,
                  ROTATE_HTTP_TOKEN, AUTH, SIGN_IN_REDIRECT, RULES, REVOKE_RULES, ASK, WITHDRAW, MCP_RELAY, MCP_CLOSE)
 # Topics whose valid bodies get a fixed answer from a window (role "renderer", as the fuzzing peer is):
-# msgHostInfo is for hosts (bad-body, section 5); a msgCancelCall naming none of the sender's calls in
-# flight is ignored.
-FIXED_ANSWER_TOPICS = (HOST_INFO, CANCEL_CALL)
+# a msgCancelCall naming none of the sender's calls in flight is ignored.
+FIXED_ANSWER_TOPICS = (CANCEL_CALL,)
 PEER_TOPICS = (HELLO, HEARTBEAT, *ACTING_TOPICS, *FIXED_ANSWER_TOPICS)
 # What main may send a welcomed peer besides errors while nothing is being elicited.
 BACKGROUND_TOPICS = frozenset({HEARTBEAT, PEERS, SERVERS, NOTICE})
@@ -154,13 +152,6 @@ class Ask(msgspec.Struct, rename="camel"):
     timeout_seconds: float | None = None
 
 
-class HostInfo(msgspec.Struct, rename="camel"):
-    name: str
-    version: str | None = None
-    form_elicitation: bool = False
-    url_elicitation: bool = False
-
-
 class McpRelay(msgspec.Struct):
     session: str
     message: bytes
@@ -176,7 +167,7 @@ SHAPES: dict[str, type] = {
     HELLO: Hello, HEARTBEAT: Empty, BYE: Empty, SHUTDOWN: Empty, CALL_TOOL: CallTool, MCP_REQUEST: McpRequest,
     STATUS: Replying, RELOAD: Replying, SERVER_CONTROL: ServerControl, SERVER_POLICY: ServerPolicy,
     ROTATE_HTTP_TOKEN: Replying, AUTH: Auth, SIGN_IN_REDIRECT: SignInRedirect, RULES: Replying,
-    REVOKE_RULES: RevokeRules, ASK: Ask, WITHDRAW: Replying, HOST_INFO: HostInfo, CANCEL_CALL: Replying,
+    REVOKE_RULES: RevokeRules, ASK: Ask, WITHDRAW: Replying, CANCEL_CALL: Replying,
     MCP_RELAY: McpRelay, MCP_CLOSE: McpClose,
 }
 
