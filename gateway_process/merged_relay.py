@@ -1,6 +1,6 @@
 """MergedRelay: every configured server for one host (`elicitron serve`, `--mcp-http`'s `/mcp`).
 
-A `MergedSession` (merge.py) over one host peer's link to main: one `RelayedSession` per server,
+A `MergedSession` (merge/) over one host peer's link to main: one `RelayedSession` per server,
 all on that link (main sees one host, with one relayed session per server, each the host's own
 connection to it). The link's events go to the session they name; main's `servers` pushes say
 which servers there are (failed and stopped ones are left out), its `msgListChanged` which lists
