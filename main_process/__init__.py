@@ -11,9 +11,9 @@ config.py        the mcpServers config (Claude Desktop format) and Elicitron's o
 store/           the store: what outlives a request (remembered rules and approvals, the audit log)
                  behind one async interface, SQLite behind it (store/__init__.py has its map)
 audit_writer.py  when the audit rows reach the store; audit.py: what `elicitron audit` prints
-notify.py        Notifier: webhooks for new requests (the config's `notify`); notify_config.py its keys,
-                 notify_payload.py what a notice says per format, notify_sender.py the rate-limited,
-                 retrying POSTs, notify_link.py the web window's URL (its web.json)
+notify/          webhooks for new requests (the config's `notify`): notifier.py (Notifier), its config
+                 keys, what a notice says per format, the rate-limited retrying POSTs, the web
+                 window's URL (notify/__init__.py has its map)
 lock.py          InstanceLock: one main per connection file
 server_identity.py which program a configured server is (what its rules are bound to)
 curve_keys.py    CURVE keypair and allow-list for remote windows

@@ -30,7 +30,7 @@ from main_process.http_gateway import (
     probe_listen,
 )
 from main_process.lock import InstanceLock
-from main_process.notify import Notifier
+from main_process.notify.notifier import Notifier
 from main_process.open_calls import OpenCalls
 from main_process.paths import default_log_dir
 from main_process.peer_calls import Cancel

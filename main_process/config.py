@@ -13,7 +13,7 @@ with -32602 and a notice instead of being shown; `elicitationRoute` ("windows", 
 "host"; "first"): where a request caused by an MCP host's call through `elicitron serve` goes: the
 windows, that host (when it can answer it, else the windows), or both with the first answer winning.
 `toolApproval`, `toolApprovalOverrides` and the top-level `elicitron.rules`: see `consent_config`;
-the top-level `elicitron.notify` (webhooks for new requests): see `notify_config`.
+the top-level `elicitron.notify` (webhooks for new requests): see `notify/config.py`.
 
 Every time is at most MAX_TIMEOUT_S (7 days); a key given twice in one object is an error, not
 "the last one wins".
@@ -31,7 +31,7 @@ import platformdirs
 
 from main_process.config_values import seconds, whole
 from main_process.consent_config import ToolPolicy, parse_rules, parse_tool_approval
-from main_process.notify_config import NotifyTarget, parse_notify
+from main_process.notify.config import NotifyTarget, parse_notify
 from main_process.oauth.settings import OAuthSettings, parse_oauth
 from main_process.pending import DEFAULT_MAX_REQUEST_BYTES
 from main_process.rules import Rule
@@ -102,7 +102,7 @@ class Config:
     audit_values: bool = False  # top-level {"elicitron": {"auditValues": true}} opts in
     auto_open_window: bool | None = None  # {"elicitron": {"autoOpenWindow": …}}; None = CLI default
     rules: tuple[Rule, ...] = ()  # {"elicitron": {"rules": [...]}} (consent_config)
-    notify: tuple[NotifyTarget, ...] = ()  # {"elicitron": {"notify": {...} | [...]}} (notify_config)
+    notify: tuple[NotifyTarget, ...] = ()  # {"elicitron": {"notify": {...} | [...]}} (notify/config.py)
     store: str | None = None  # {"elicitron": {"store": URL}}: the store's backend (store/factory.py); None: SQLite
 
 

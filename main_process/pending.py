@@ -190,7 +190,7 @@ class PendingRequests:
         self._closed: OrderedDict[str, str] = OrderedDict()
         self.rules: RuleHook | None = None
         # Told of each request that opened for the windows, and whether a window got it (main's
-        # `notify` webhooks: main_process/notify.py); it must not wait.
+        # `notify` webhooks: main_process/notify/); it must not wait.
         self.opened: Callable[[PendingRequest, bool], None] | None = None
 
     # ---- opening -----------------------------------------------------------------------

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from main_process.notify_config import NotifyFormat
+from main_process.notify.config import NotifyFormat
 from shared.messages import ElicitationInvoke
 from shared.terminal_text import for_terminal
 

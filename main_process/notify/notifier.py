@@ -5,8 +5,8 @@ The pending table tells the Notifier of every request that opened for the window
 a window got it (`PendingRequests.opened`); a receiver with `"when": "no-window"` (the default)
 only hears of those no window got, one with `"always"` of all. Requests a rule answered never
 open, and those meant for a host alone (`elicitationRoute: "host"`) are not the person's to answer:
-neither is notified. What a notice says: notify_payload.py; how it is sent: notify_sender.py;
-the config: notify_config.py; the link: notify_link.py.
+neither is notified. What a notice says: payload.py; how it is sent: sender.py;
+the config: config.py; the link: link.py.
 """
 
 import logging
@@ -14,10 +14,10 @@ import urllib.parse
 from collections.abc import Callable
 
 from main_process.clock import MONOTONIC, Clock
-from main_process.notify_config import NotifyTarget
-from main_process.notify_link import running_web_url
-from main_process.notify_payload import notice_for
-from main_process.notify_sender import WebhookSender
+from main_process.notify.config import NotifyTarget
+from main_process.notify.link import running_web_url
+from main_process.notify.payload import notice_for
+from main_process.notify.sender import WebhookSender
 from main_process.pending import PendingRequest
 from shared.addresses import is_loopback
 from shared.messages import NotifyStatus

@@ -4,7 +4,7 @@ Top level, `"elicitron": {"notify": {...}}` (or a list of such objects, one per 
 
     url                 required; http:// or https:// with a host (ntfy topic URL, Gotify
                         `/message?token=…`, a Slack or Discord incoming-webhook URL, your own)
-    format              "json" (default), "ntfy", "gotify", "slack", "discord" (notify_payload.py)
+    format              "json" (default), "ntfy", "gotify", "slack", "discord" (payload.py)
     headers             {name: value} sent with every POST (an ntfy access token, X-Gotify-Key)
     link                the web window's address as your browser reaches it (a reverse proxy's
                         https URL); default: the running web window's own URL, none without one

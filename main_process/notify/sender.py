@@ -5,7 +5,7 @@ Nothing here can slow main or grow without bound, whatever the receiver does: `o
 appends to a deque of at most QUEUE_SIZE notices (the oldest goes first when it is full, and is
 counted); one POST is in flight at a time, cut off after the target's `timeoutSeconds` in all
 (however slowly the receiver trickles its answer, whose body is never read); the link is read
-off the loop (a file, notify_link.py). A POST is retried after 1, 2, 4 … s (at most 60 s; a
+off the loop (a file, link.py). A POST is retried after 1, 2, 4 … s (at most 60 s; a
 `Retry-After` of a 429 or 503 is kept, up to 5 minutes) when the receiver was unreachable, timed
 out or answered 5xx, 408, 425 or 429; any other answer (a 4xx, a redirect, which is not followed)
 fails at once: the URL or token is wrong, and asking again will not help. A notice that failed is
@@ -29,8 +29,8 @@ import httpx2
 import msgspec
 
 from main_process.clock import MONOTONIC, Clock, wait_event
-from main_process.notify_config import NotifyTarget
-from main_process.notify_payload import Notice, Outgoing, render
+from main_process.notify.config import NotifyTarget
+from main_process.notify.payload import Notice, Outgoing, render
 from shared.messages import NotifyStatus
 
 logger = logging.getLogger(__name__)
