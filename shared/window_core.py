@@ -9,15 +9,16 @@ same cards, the same queue and the same "waiting in another window" list.
 One request's life in a window (`slots`: how many cards it shows at once; the Qt window 1, a page
 as many as there are):
 
-      invoke / welcome ──► queued ──a slot is free──► shown ──answer──► sent
-            │     ▲  │        ▲                         │                │
-   its origin is  │  │        └──── main refused the answer (invalid-content, not-sent): ask again
-   another window │  │ peers: its origin window attached   │
-            ▼     │  ▼                                      │ give_back (closed unanswered)
-            elsewhere ── "Answer here" / its window left ──► queued
-                                                           ▼
-    dismiss, a welcome that no longer lists it, main stopped: gone, from any state (`_forget`,
-    the one close path: a shown card is withdrawn with why, an answered one closed)
+            ┌──────────── peers: its origin window is attached ───────────► elsewhere
+            │                                                                  │
+ invoke ──► queued ◄──── "Answer here", or its origin window left ─────────────┘
+ welcome    │   ▲
+            │   └──────── main refused the answer (invalid-content, not-sent) ◄──────┐
+            └── a slot is free ──► shown ──── answer ────────────────────────────► sent
+                                     └── give_back: not shown here until a welcome replays it
+
+ From any state, dismiss, a welcome that no longer lists it, or main stopped: gone (`_forget`, the
+ one close path: a shown card is withdrawn saying why, an answered one closed).
 
 Origin affinity: a request whose `origin` is another renderer window attached right now (per main's
 latest `peers`; none yet counts as gone) is that window's: it waits "elsewhere", with that window's
