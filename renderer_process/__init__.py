@@ -5,14 +5,14 @@ qt_peer.py       QtPeer: shared/peer.py's core on the Qt loop (the DEALER, its n
 connection_status.py  connecting / connected / reconnecting, main missing, an unusable file (no Qt)
 bridge_messages.py    which signal tells each push; the local answers to what was not sent (no Qt)
 main_window.py   MainWindow: servers, tool calls, results, notices, one elicitation card at a time
+                 (which one, the queue and the other windows' requests: shared/window_core.py)
 card.py          ElicitationCard: the modal dialog for one request (form, URL consent, notice), built
                  with what it offers (Offers: decline all, remember, a yes/no confirm)
 form_body.py     the fields of a form card and whether the answer validates
 fields.py        one widget adapter per requestedSchema property type
 time_left.py     "Expires in 4:05" from a request's expiresAt (pure, no Qt)
 tones.py         error and warning text colours that follow the light/dark palette
-card_queue.py    oldest-first queue of waiting requests and its "N more waiting" text
-elsewhere.py     "waiting in another window": requests whose origin is another attached window
+elsewhere.py     "waiting in another window": the list shared/window_core.py keeps, with "Answer here"
 hosts.py         "via <host>" on a card an MCP host's call caused; attached hosts in the status bar
 web_devices_dialog.py Window ▸ Web devices…: paired browsers (shared/web_devices.py), Revoke, Pair with its QR code
 servers_panel.py servers tree (status, error) with Start/Stop/Restart, "Ask again", Reload config

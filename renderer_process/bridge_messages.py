@@ -4,9 +4,7 @@ when a message could not be sent (the window treats them as it treats main's own
 
 from shared import messages
 from shared.errors import RpcCode
-
-NOT_SENT = "not-sent"
-"""Local code (not on the wire) of the ErrorNotice emitted through `refused` when a send fails."""
+from shared.window_core import NOT_SENT  # the code of `refused`'s ErrorNotice when a send fails
 
 NOT_SENT_CALL_CODE = int(RpcCode.SERVER_ERROR)
 """JSON-RPC 'server error' code of the local ChannelReply for a request that could not be sent."""

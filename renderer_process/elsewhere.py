@@ -11,11 +11,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from renderer_process.long_text import preview
-from shared import messages
+from shared.window_core import Elsewhere, elsewhere_text
 
 logger = logging.getLogger(__name__)
-
-_MESSAGE_CHARS = 120
 
 
 class ElsewhereList(QFrame):
@@ -35,16 +33,16 @@ class ElsewhereList(QFrame):
         layout.addLayout(self._rows)
         self.hide()
 
-    def set_items(self, items: list[tuple[messages.ElicitationInvoke, str]]) -> None:
-        """(request, name of the window it waits in), shown in the given order; empty hides the list."""
+    def set_items(self, items: list[Elsewhere]) -> None:
+        """The requests and the windows they wait in, shown in the given order; empty hides the list."""
         while self._rows.count():
             old = self._rows.takeAt(0)
             widget = old.widget() if old is not None else None
             if widget is not None:
                 widget.hide()
                 widget.deleteLater()
-        for invoke, window_name in items:
-            row = self._row(invoke, window_name)
+        for item in items:
+            row = self._row(item)
             self._rows.addWidget(row)
             row.show()  # now, not on the layout's queued show: the list is read right away
         count = len(items)
@@ -53,14 +51,12 @@ class ElsewhereList(QFrame):
         )
         self.setVisible(bool(items))
 
-    def _row(self, invoke: messages.ElicitationInvoke, window_name: str) -> QWidget:
+    def _row(self, item: Elsewhere) -> QWidget:
+        invoke = item.invoke
         row = QWidget(self)
         line = QHBoxLayout(row)
         line.setContentsMargins(0, 0, 0, 0)
-        message = str(invoke.request.params.get("message", ""))
-        if len(message) > _MESSAGE_CHARS:
-            message = message[: _MESSAGE_CHARS - 1] + "…"
-        label = QLabel(f"{invoke.request.server}: {message} — in window “{window_name}”", row)
+        label = QLabel(elsewhere_text(item), row)
         label.setObjectName("elsewhere_item")
         label.setTextFormat(Qt.TextFormat.PlainText)  # server text is never markup
         label.setWordWrap(True)

@@ -5,13 +5,10 @@ signals (`answer_ready`, `call_requested`, `control_requested`, `reload_requeste
 `policy_requested`), so tests can drive it without any socket and `attach()` is the one place
 that wires it to a MainBridge.
 
-Where a request shows (origin affinity): a request whose `origin` is another renderer window that
-is attached right now (per main's latest `peers` list) belongs to that window; here it is only
-listed under "waiting in another window", with "Answer here". Every other request (origin is
-this window, null, a controller, or a window that is gone; no peers list yet counts as gone) is
-queued for this window's modal card, oldest first. When an origin window detaches, its requests
-move into the queue; when the peers list shows a queued request's origin attached, it moves to
-the list (the card on screen is never taken away from the user).
+Which request shows as the one modal card, which wait in the queue ("N more waiting") and which
+are listed under "waiting in another window" (with "Answer here") is shared/window_core.py's
+WindowCore, the same core a browser page's peer uses: the window feeds it main's pushes and the
+user's answers and renders the effects it returns (`_render`).
 
 While no window of this program is active (another program has the focus, or the window was
 closed into the tray), a new request is announced with a desktop notification naming the server
@@ -44,10 +41,8 @@ from PySide6.QtWidgets import (
 )
 
 from renderer_process.bridge import MainBridge
-from renderer_process.bridge_messages import NOT_SENT
 from renderer_process.call_panel import CallPanel
 from renderer_process.card import URL, UrlOpener, open_in_browser
-from renderer_process.card_queue import CardQueue
 from renderer_process.connection_status import CONNECTED
 from renderer_process.consent_cards import Card, card_for, remember_choice
 from renderer_process.elsewhere import ElsewhereList
@@ -62,12 +57,21 @@ from renderer_process.sign_in_card import SignInFinishDialog, is_sign_in
 from renderer_process.tray import Tray, TrayFactory, system_tray
 from renderer_process.web_devices_dialog import WebDevicesDialog
 from shared import channels, messages
+from shared.window_core import (
+    AnswerRefused,
+    Arrived,
+    Effect,
+    ElsewhereChanged,
+    SendAnswer,
+    Show,
+    WindowCore,
+    Withdraw,
+)
 
 logger = logging.getLogger(__name__)
 
 STATUS_MS = 8000
 BRIEF_MS = 4000  # "cancelled by the server": worth a glance, not a long stay
-_REQUEUE_CODES = {"invalid-content", NOT_SENT}  # the request is still pending: ask again
 KEEP_IN_TRAY_KEY = "window/keepInTray"
 _MAX_TOOLS = 10_000  # a server paging forever stops here
 MAIN_GONE_TEXT = (
@@ -110,7 +114,7 @@ class MainWindow(QMainWindow):
         tray_factory: TrayFactory = system_tray,
     ) -> None:
         super().__init__(parent)
-        self._window_id = window_id
+        self._core = WindowCore(window_id)  # the cards: shown, queued, waiting in another window
         self._name = name
         self._opener = opener
         self._settings = settings  # None: options last as long as the window
@@ -118,15 +122,9 @@ class MainWindow(QMainWindow):
         self._main_missing = False
         self._connected = False
         self._file_problem = ""  # why the connection file cannot be used, if it cannot
-        self._queue = CardQueue()
-        self._card: Card | None = None
-        self._sent: dict[str, messages.ElicitationInvoke] = {}  # answered, not yet dismissed
+        self._card: Card | None = None  # the card of the core's shown request
         self._requests: dict[str, _Request] = {}  # response channel -> what we asked
-        self._peers: dict[str, messages.PeerInfo] | None = None  # None: no `peers` list yet
-        self._elsewhere: dict[str, messages.ElicitationInvoke] = {}  # belongs to another window
-        self._adopted: set[str] = set()  # channels the user chose to answer here
         self._declining: set[str] = set()  # servers the user declines for this main session
-        self._session = ""
         self._browser_waits: dict[tuple[str, str], messages.ElicitationInvoke] = {}
         self.remote = False  # attached over tcp: sign-ins finish by pasting the browser's address
         self._sign_in_finish: dict[str, SignInFinishDialog] = {}  # elicitationId -> open dialog
@@ -166,7 +164,7 @@ class MainWindow(QMainWindow):
         self.servers_panel.control_requested.connect(self._on_control_requested)
         self.servers_panel.reload_requested.connect(self._on_reload_requested)
         self.servers_panel.policy_requested.connect(self._on_policy_requested)
-        self.elsewhere.answer_here.connect(self._answer_here)
+        self.elsewhere.answer_here.connect(lambda channel: self._render(self._core.answer_here(channel)))
         self.browser_wait.clear_button.clicked.connect(self._stop_waiting_for_browser)
         self.call_panel.tools_wanted.connect(self._request_tools)
         self.keep_in_tray.toggled.connect(self._save_options)
@@ -217,7 +215,7 @@ class MainWindow(QMainWindow):
 
     def attach(self, bridge: MainBridge) -> None:
         """Wire this window to a bridge, both ways."""
-        self._window_id = bridge.window_id
+        self._core.window = bridge.window_id
         bridge.state_changed.connect(self.on_state_changed)
         bridge.main_missing.connect(self.on_main_missing)
         bridge.connection_problem.connect(self.on_connection_problem)
@@ -258,7 +256,7 @@ class MainWindow(QMainWindow):
         return self._card
 
     def queued_count(self) -> int:
-        return len(self._queue)
+        return len(self._core.queued)
 
     # ---- slots fed by the bridge ----------------------------------------------------------
 
@@ -271,15 +269,10 @@ class MainWindow(QMainWindow):
         """main's connection file is gone (main stopped cleanly) or is back."""
         if missing and not self._main_missing:
             # A cleanly stopped main cancelled its requests: nothing here can be answered any more.
-            dropped = len(self._queue) + (1 if self._card is not None else 0)
-            self._queue.keep_only(set())
-            self._elsewhere.clear()
-            self._refresh_elsewhere()
-            if self._card is not None:
-                self._drop_current("main stopped: its requests are gone", STATUS_MS)
+            dropped = self._core.waiting_count
+            self._render(self._core.cleared("main stopped: its requests are gone"))
             if dropped:
                 logger.info("main stopped; dropped %d request(s) it held", dropped)
-            self._update_queue_text()
         self._main_missing = missing
         self._show_reachability()
 
@@ -295,7 +288,7 @@ class MainWindow(QMainWindow):
             self.banner.say(FILE_PROBLEM_TEXT.format(problem=self._file_problem.rstrip(".")))
         elif self._main_missing:
             self.banner.say(MAIN_GONE_TEXT)
-        elif self._session:  # we were attached once: contact was lost
+        elif self._core.session:  # we were attached once: contact was lost
             self.banner.say(MAIN_LOST_TEXT)
         else:
             self.banner.say("")  # still connecting for the first time: the status bar says so
@@ -303,9 +296,7 @@ class MainWindow(QMainWindow):
         self.call_panel.set_connected(self._connected)
 
     def on_welcomed(self, welcome: messages.Welcome) -> None:
-        if welcome.session != self._session:  # a (re)started main: its own peers and policies
-            self._session = welcome.session
-            self._peers = None
+        if welcome.session != self._core.session:  # a (re)started main: its own policies
             self._declining.clear()
             self.servers_panel.set_declining(self._declining)
             self._browser_waits.clear()
@@ -314,63 +305,25 @@ class MainWindow(QMainWindow):
         self._main_missing = False
         self._show_reachability()
         self.on_servers_changed(welcome.servers)
-        # main's full list of pending requests: whatever we hold that is not in it was resolved
-        # (or belonged to a previous main) while we were away. `pendingChannels` (an extension)
-        # lists them all, including those whose invokes follow the welcome as separate messages;
-        # without it, `pending` is the full list.
-        listed = getattr(welcome, "pending_channels", None)
-        pending = set(listed) if listed is not None else {item.response_channel for item in welcome.pending}
-        pending |= {item.response_channel for item in welcome.pending}
-        self._queue.keep_only(pending)
-        for channel in [c for c in self._elsewhere if c not in pending]:
-            del self._elsewhere[channel]
-        self._adopted &= pending
-        if self._card is not None and self._card.invoke.response_channel not in pending:
-            self._drop_current(f"{self._card.server}: request is no longer pending", STATUS_MS)
-        self._sent.clear()
-        self._notified &= pending
-        for item in welcome.pending:
-            self._place(item)
-        self._refresh_elsewhere()
-        self._announce([item for item in welcome.pending if self._is_ours(item)])
+        self._render(self._core.welcomed(welcome))  # the replay: what main no longer holds goes
+        self._notified &= self._core.open_channels()
         # main sends `peers` right after `welcome`: let it land before a card takes the screen,
         # so a request that another window is already showing is not put in front of the user.
-        QTimer.singleShot(0, self, self._show_next)
-        self._update_queue_text()
+        QTimer.singleShot(0, self, lambda: self._render(self._core.settle()))
 
     def on_servers_changed(self, servers: list[messages.ServerInfo]) -> None:
         self.servers_panel.set_servers(servers)
         self.call_panel.set_servers(servers)
 
     def on_peers_changed(self, peers: list[messages.PeerInfo]) -> None:
-        self._peers = {peer.window: peer for peer in peers}
         self.hosts_label.set_peers(peers)
-        for item in [*self._elsewhere.values(), *self._queue.items()]:
-            self._place(item)
-        self._refresh_elsewhere()
-        self._show_next()
+        self._render(self._core.peers(peers))
 
     def on_invoked(self, invoke: messages.ElicitationInvoke) -> None:
-        self._place(invoke)
-        self._refresh_elsewhere()
-        self._show_next()
-        if self._is_ours(invoke):
-            self._announce([invoke])
+        self._render(self._core.invoked(invoke))
 
     def on_dismissed(self, dismiss: messages.ElicitationDismiss) -> None:
-        channel = dismiss.response_channel
-        self._sent.pop(channel, None)
-        self._adopted.discard(channel)
-        if self._elsewhere.pop(channel, None) is not None:
-            self._refresh_elsewhere()
-        if self._card is not None and self._card.invoke.response_channel == channel:
-            brief = dismiss.reason == "cancelled"
-            self._drop_current(
-                f"{self._card.server}: {self._dismiss_reason(dismiss)}", BRIEF_MS if brief else STATUS_MS
-            )
-            self._show_next()
-        elif self._queue.remove(channel) is not None:
-            self._update_queue_text()
+        self._render(self._core.dismissed(dismiss))
 
     def on_completed(self, complete: messages.ElicitationComplete) -> None:
         """URL mode finished: close the matching URL card or "waiting for the browser" entry."""
@@ -381,7 +334,7 @@ class MainWindow(QMainWindow):
         card = self._card
         if card is not None and card.kind == URL and (card.server, card.elicitation_id) == key:
             self._drop_current(f"{complete.server}: the linked page reported it is done", STATUS_MS)
-            self._show_next()
+            self._render(self._core.give_back(card.invoke.response_channel))
         elif self._browser_waits.pop(key, None) is not None:
             self.browser_wait.set_waits(list(self._browser_waits.values()))
             self.statusBar().showMessage(f"{complete.server}: the linked page reported it is done", STATUS_MS)
@@ -413,77 +366,41 @@ class MainWindow(QMainWindow):
         if notice.topic == channels.MCP_REQUEST:  # e.g. a main without the extension
             self._tools_unavailable(f"main refused it: {notice.message}")
             return
-        invoke = self._sent.pop(notice.topic, None) if notice.topic else None
-        if invoke is not None and notice.code in _REQUEUE_CODES:
-            self.statusBar().showMessage(
-                f"{invoke.request.server}: answer not taken ({notice.message}); please answer again",
-                STATUS_MS,
-            )
-            self._forget_browser_wait(invoke)
-            self._place(invoke)
-            self._show_next()
+        effects = self._core.refused(notice)  # an answer of ours: asked again, or just refused
+        if effects:
+            self._render(effects)
             return
-        self.statusBar().showMessage(
-            f"main refused {notice.topic or 'a message'}: {notice.message}", STATUS_MS
-        )
+        self._show_refusal(notice.topic, notice.message)
 
-    # ---- where a request goes -------------------------------------------------------------
+    def _show_refusal(self, topic: str | None, message: str) -> None:
+        self.statusBar().showMessage(f"main refused {topic or 'a message'}: {message}", STATUS_MS)
 
-    def _owner_name(self, invoke: messages.ElicitationInvoke) -> str | None:
-        """The name of the other attached window this request belongs to; None if it is ours."""
-        origin = invoke.origin
-        if not origin or origin == self._window_id or self._peers is None:
-            return None
-        if invoke.response_channel in self._adopted:
-            return None
-        peer = self._peers.get(origin)
-        if peer is None or peer.role != "renderer":
-            return None
-        return peer.name or origin
+    # ---- cards: what the core says ------------------------------------------------------------
 
-    def _is_ours(self, invoke: messages.ElicitationInvoke) -> bool:
-        """Whether `invoke` waits for an answer in this window (not listed as another window's)."""
-        return invoke.response_channel not in self._elsewhere
-
-    def _place(self, invoke: messages.ElicitationInvoke) -> None:
-        """Queue `invoke` for the card here, or list it as waiting in its own window."""
-        channel = invoke.response_channel
-        if self._card is not None and self._card.invoke.response_channel == channel:
-            return
-        if self._owner_name(invoke) is not None:
-            self._queue.remove(channel)
-            self._elsewhere[channel] = invoke
-        else:
-            self._elsewhere.pop(channel, None)
-            self._queue.push(invoke)
-        self._update_queue_text()
-
-    def _elsewhere_sorted(self) -> list[messages.ElicitationInvoke]:
-        return sorted(self._elsewhere.values(), key=lambda item: item.created_at)
-
-    def _refresh_elsewhere(self) -> None:
-        items = [(item, self._owner_name(item) or "?") for item in self._elsewhere_sorted()]
-        self.elsewhere.set_items(items)
-
-    def _answer_here(self, channel: str) -> None:
-        invoke = self._elsewhere.pop(channel, None)
-        if invoke is None:
-            return
-        self._adopted.add(channel)
-        self._refresh_elsewhere()
-        if self._card is None:
-            self._open_card(invoke)
-        else:  # a card is on screen (the list is behind it): this one comes next
-            self._queue.push(invoke)
-        self._update_queue_text()
-
-    # ---- cards ------------------------------------------------------------------------------
-
-    def _show_next(self) -> None:
-        if self._card is None:
-            invoke = self._queue.pop_oldest()
-            if invoke is not None:
-                self._open_card(invoke)
+    def _render(self, effects: list[Effect]) -> None:
+        for effect in effects:
+            match effect:
+                case Show(invoke):
+                    self._open_card(invoke)
+                case Withdraw(invoke, why, brief) if self._card is not None \
+                        and self._card.invoke.response_channel == invoke.response_channel:
+                    self._drop_current(why, BRIEF_MS if brief else STATUS_MS)
+                case SendAnswer(invoke, action, content, None):
+                    self.answer_ready.emit(invoke.response_channel, action, content)
+                case SendAnswer(invoke, action, content, remember):
+                    self.answer_remembered.emit(invoke.response_channel, action, content, remember)
+                case AnswerRefused(invoke, message, True):
+                    self.statusBar().showMessage(
+                        f"{invoke.request.server}: answer not taken ({message}); please answer again", STATUS_MS)
+                    self._forget_browser_wait(invoke)
+                case AnswerRefused(invoke, message, False):
+                    self._show_refusal(invoke.response_channel, message)
+                case Arrived(invokes):
+                    self._announce(list(invokes))
+                case ElsewhereChanged(items):
+                    self.elsewhere.set_items(list(items))
+                case _:
+                    pass  # Closed, NotOpen: a card here is gone once answered
         self._update_queue_text()
 
     def _open_card(self, invoke: messages.ElicitationInvoke) -> None:
@@ -496,25 +413,18 @@ class MainWindow(QMainWindow):
         # else the window is in the tray: the card waits for the notification to be clicked
         logger.info("showing card %s from %s", invoke.response_channel, invoke.request.server)
 
-    def _on_card_answered(self, card: Card, action: str, content: Any) -> None:
+    def _on_card_answered(self, card: Card, action: messages.Action, content: Any) -> None:
         if card is not self._card:
             return
-        channel = card.invoke.response_channel
-        self._sent[channel] = card.invoke
         self._card = None
         card.deleteLater()
         if action == "accept" and card.kind == URL and card.elicitation_id is not None \
                 and card.invoke.kind != "question":  # a program's link gets no completion notice
             self._browser_waits[(card.server, card.elicitation_id)] = card.invoke
             self.browser_wait.set_waits(list(self._browser_waits.values()))
-        remember = remember_choice(card, action)
-        if remember is None:
-            self.answer_ready.emit(channel, action, content)
-        else:
-            self.answer_remembered.emit(channel, action, content, remember)
         if action == "accept" and self.remote and is_sign_in(card.invoke):
             self._open_sign_in_finish(card.invoke)
-        self._show_next()
+        self._render(self._core.answer(card.invoke.response_channel, action, content, remember_choice(card, action)))
 
     def _open_sign_in_finish(self, invoke: messages.ElicitationInvoke) -> None:
         dialog = SignInFinishDialog(invoke, self)
@@ -541,7 +451,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(status, status_ms)
 
     def _update_queue_text(self) -> None:
-        text = self._queue.summary()
+        text = self._core.summary()
         self.queue_label.setText(text)
         self.queue_label.setVisible(bool(text))
         if self._card is not None:
@@ -552,7 +462,7 @@ class MainWindow(QMainWindow):
 
     def waiting_count(self) -> int:
         """Requests waiting for an answer in this window: the card on screen and the queue."""
-        return len(self._queue) + (1 if self._card is not None else 0)
+        return self._core.waiting_count
 
     def _refresh_waiting(self) -> None:
         count = self.waiting_count()
@@ -638,17 +548,6 @@ class MainWindow(QMainWindow):
             if request.tools_of:
                 del self._requests[channel]
                 self.call_panel.set_tools_failed(request.tools_of, message)
-
-    def _dismiss_reason(self, dismiss: messages.ElicitationDismiss) -> str:
-        if dismiss.reason == "answered" and dismiss.rule is not None:
-            return f"answered by rule {dismiss.rule}"
-        if dismiss.reason == "answered":
-            return "answered" if dismiss.by == self._window_id else "answered in another window"
-        return {
-            "cancelled": "cancelled by the server",
-            "expired": "expired",
-            "server-closed": "server closed",
-        }.get(dismiss.reason, dismiss.reason)
 
     # ---- URL mode: waiting for the browser ------------------------------------------------------
 

@@ -19,6 +19,9 @@ peer_socket.py      MainSocket: the DEALER under that core (file, CURVE, sends, 
 peer_requests.py    every request answered on a fresh response channel, built once; Answer, its waiter
 peer_asyncio.py     AsyncPeer: that core on an asyncio loop (the gateways' link, the asker, a web page)
 peer_blocking.py    BlockingPeer: that core in a blocking wait loop (the CLI's controller)
+window_core.py      WindowCore: a window's cards with no I/O (shown, queued oldest first by
+                    card_queue.py, waiting in another window, the welcome's replay, answers asked
+                    again); the Qt window and each web page render its effects
 relay_pump.py       RelayPump: one host's relayed session, nothing lost while main is away (sans-IO;
                     in serve, or in main for a host whose pipes it holds)
 host_pipes.py       the handover of a local serve's stdio to main and the records main sends back

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from kit.main import start_main
-from web_kit import WebWindow, chromium_missing, demo_web_window, pair, web_window
+from web_kit import WebWindow, chromium_missing, demo_web_window, kept_attached, pair, web_window
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -184,6 +184,35 @@ def test_a_request_open_before_the_page_is_replayed_and_the_first_answer_elsewhe
     page.get_by_text("Nothing is waiting for you.").wait_for(timeout=TIMEOUT_MS)
     assert page.locator("#cards article").count() == 0
     assert _result_text(host.expect_topic(channel, timeout_s=15))["content"] == {"name": "Wire", "party_size": 3}
+
+
+@pytest.mark.parametrize("replayed", [False, True], ids=["while-the-page-is-open", "replayed-at-attach"])
+def test_a_request_of_another_window_waits_in_its_list_until_answer_here_makes_it_the_pages_card(
+        web: WebWindow, page: "Page", replayed: bool) -> None:
+    left = web.main.peer("left window")  # a renderer of the contract alone; its tool call asks
+    if replayed:  # open before the page attaches: it comes in the welcome, listed once `peers` came
+        channel = left.call_tool("demo", "book_table", {"restaurant": "Chez Ailleurs"})
+        left.expect_topic("msgElicitationTransferInvoke")
+    with kept_attached(left):
+        pair(page, web, "the lister")  # main's `peers` after the welcome names "left window"
+    if not replayed:
+        channel = left.call_tool("demo", "book_table", {"restaurant": "Chez Ailleurs"})
+    with kept_attached(left):
+        listed = page.locator("#elsewhere")
+        listed.get_by_text("demo: Book a table at Chez Ailleurs? — in window “left window”").wait_for(timeout=TIMEOUT_MS)
+        assert listed.get_by_role("heading").inner_text() == "1 waiting in another window"
+        assert page.locator("#cards article").count() == 0
+        assert page.get_by_text("Nothing is waiting for you.").is_visible()
+
+        listed.get_by_role("button", name="Answer here").click()
+        page.get_by_text("Book a table at Chez Ailleurs?").wait_for(timeout=TIMEOUT_MS)
+        listed.wait_for(state="hidden", timeout=TIMEOUT_MS)
+        page.get_by_label("Name on the booking (required)").fill("Here")
+        page.get_by_label("Guests (required)").fill("2")
+        page.get_by_role("button", name="Accept").click()
+        page.get_by_text("Nothing is waiting for you.").wait_for(timeout=TIMEOUT_MS)
+    content = _result_text(left.expect_topic(channel, timeout_s=15))["content"]
+    assert isinstance(content, dict) and (content["name"], content["party_size"]) == ("Here", 2)
 
 
 def test_the_web_window_with_a_page_open_stops_at_once_on_sigterm_and_withdraws_its_address(

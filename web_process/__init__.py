@@ -4,7 +4,8 @@ cli.py       `elicitron web`: arguments, the listen checks, uvicorn
 listen.py    which addresses and origins the web window serves (loopback unless TLS or --insecure-http)
 devices.py   pairing codes and device credentials on disk (0600), `elicitron pair --web`, revoking
 qr.py        the pairing link's QR code for a terminal (segno)
-page_peer.py one page's event stream as one renderer peer of main (shared/peer_asyncio.py)
+page_peer.py one page's event stream as one renderer peer of main (shared/peer_asyncio.py); its cards
+             and "waiting in another window" list from shared/window_core.py, as the Qt window's
 cards.py     an invoke as the plain JSON card the page draws (who asks, URL safety, sign-in, fields
              from the schema, what it offers, time left)
 remembered.py  remembered answers and approvals as the page lists them; main's answer to a revoke
@@ -13,9 +14,10 @@ streams.py   event streams capped per device and in all, a place taken as a stre
 connections.py  the connections bounded (shared/http_guard.py): open-files limit raised, caps, head deadline
 server.py    uvicorn's server, ending the pages' streams at once when the web window stops
 static/      index.html, app.css and the page's modules: app.js (stream, cards), dom.js, time_left.js,
-             sign_in.js, remembered.js, policy.js, notify.js; sw.js (the service worker: notifications),
-             manifest.webmanifest and icon.svg (installable); pair.html, pair.js. No build step,
-             no inline script, nothing from anywhere else
+             sign_in.js, remembered.js, policy.js, notify.js, elsewhere.js ("waiting in another window");
+             sw.js (the service worker: notifications), manifest.webmanifest and icon.svg
+             (installable); pair.html, pair.js. No build step, no inline script, nothing from
+             anywhere else
 
 Never imports Qt, renderer_process or main_process.
 """

@@ -4,14 +4,23 @@ Each page gets its own window id and name, so main treats it as it treats a Qt w
 every request (the welcome's `pending` replayed on attach, then each invoke), the first answer of
 any window wins, and every window gets the dismiss. The wire side is shared/peer.py's core on
 shared/peer_asyncio.py's adapter, as the gateways' link and the asker use it; a window keeps
-trying to attach until a main answers, and after a loss attaches again by itself.
+trying to attach until a main answers, and after a loss attaches again by itself. Which requests
+the page shows as cards and which it lists as "waiting in another window" (their tool call was made
+in another attached window) is shared/window_core.py's WindowCore, the Qt window's own core; the
+page shows every card of its own at once.
 
 What goes to the page is plain JSON (`say`, never blocking: the app's sender drains it):
 
-    {"type": "attached", "cards": [card...]}     every open request, after each welcome
-    {"type": "invoke", "card": card}             one more (cards.py says what a card holds)
-    {"type": "dismiss", "channel", "reason", "mine"}
-    {"type": "refused", "channel", "message"}    main refused our answer (e.g. invalid-content)
+    {"type": "attached", "cards": [card...], "elsewhere": [item...]}   after each welcome: the cards
+                                                 still shown; the replay follows as `invoke`s
+    {"type": "invoke", "card": card}             one more card (cards.py says what a card holds)
+    {"type": "dismiss", "channel", "reason", "mine"}   a card goes (`reason` "gone": main no longer
+                                                 holds it, or stopped)
+    {"type": "elsewhere", "items": [item...]}    "waiting in another window", oldest first, whenever
+                                                 it changes; item: {"channel", "server", "message",
+                                                 "window" (its name), "text" (the Qt window's line)}
+    {"type": "refused", "channel", "message"}    main refused our answer (e.g. invalid-content; the
+                                                 card is asked again), or it was not open here
     {"type": "detached", "why"}                  main is gone; the page keeps nothing to answer
     {"type": "rules", "rules": [row...]}         after each welcome and every change (remembered.py)
     {"type": "revoked", "lines", "problem"}      main's answer to the page's revoke
@@ -22,12 +31,14 @@ What goes to the page is plain JSON (`say`, never blocking: the app's sender dra
 and what comes back, checked by `read_page_message`:
 
     {"type": "answer", "channel", "action", "content"?, "remember"?}   -> msgElicitationTransferResult-*
+    {"type": "answer-here", "channel"}     a request waiting in another window becomes this page's card
     {"type": "revoke", "ids": [id...], "all": bool}                   -> msgRevokeRules
     {"type": "sign-in-redirect", "server", "elicitationId", "url"}    -> msgSignInRedirect (a browser
                                      on another machine than main cannot reach its 127.0.0.1)
     {"type": "server-policy", "server", "declineAll": bool}          -> msgServerPolicy (no answer)
 """
 
+import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +46,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from shared import channels
+from shared import channels, window_core
 from shared import peer_requests as requests
 from shared.errors import PageMessageError
 from shared.messages import (
@@ -46,7 +57,9 @@ from shared.messages import (
     ElicitationComplete,
     ElicitationDismiss,
     ElicitationInvoke,
+    ElicitationResult,
     ErrorNotice,
+    PeersUpdate,
     Progress,
     Remember,
     RulesUpdate,
@@ -66,6 +79,19 @@ from shared.peer import (
 )
 from shared.peer_asyncio import AsyncPeer
 from shared.peer_requests import result
+from shared.window_core import (
+    NOT_SENT,
+    AnswerRefused,
+    Closed,
+    Elsewhere,
+    ElsewhereChanged,
+    NotOpen,
+    SendAnswer,
+    Show,
+    WindowCore,
+    Withdraw,
+    elsewhere_text,
+)
 from web_process.cards import card_of
 from web_process.remembered import revoked_message, rules_message
 
@@ -75,6 +101,7 @@ logger = logging.getLogger(__name__)
 PAGE_TIMING = Timing(tick=2 * TICK_S)
 
 MAX_PAGE_MESSAGE_BYTES = 1_000_000
+_ITEM_MESSAGE_CHARS = 1000  # a listed request's message, for its tooltip (the card has it all)
 
 
 ShortText = Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)]
@@ -104,7 +131,11 @@ class PageServerPolicy(msgspec.Struct, tag_field="type", tag="server-policy", re
     decline_all: bool
 
 
-PageMessage = PageAnswer | PageRevoke | PageSignInRedirect | PageServerPolicy
+class PageAnswerHere(msgspec.Struct, tag_field="type", tag="answer-here"):
+    channel: ShortText
+
+
+PageMessage = PageAnswer | PageAnswerHere | PageRevoke | PageSignInRedirect | PageServerPolicy
 
 
 def read_page_message(text: str | bytes) -> PageMessage:
@@ -132,7 +163,7 @@ class _AnswerWaiter:
         pass
 
     def refused(self, notice: ErrorNotice) -> None:
-        self._page.say({"type": "refused", "channel": self._channel, "message": notice.message})
+        self._page.answer_refused(self._channel, notice)
 
     def lost(self, why: str) -> None:
         pass  # the page hears `detached` for the whole window
@@ -143,7 +174,7 @@ class PagePeer:
                  device: DeviceRef | None = None) -> None:
         self.say = say
         self.window = channels.new_uuid7()
-        self.open: set[str] = set()  # channels of the cards the page shows
+        self.cards = WindowCore(self.window, slots=None)  # what the page shows and lists
         # `device` goes in the hello, so main's audit names the paired device that answered
         core = PeerCore(role="renderer", name=name, window=self.window, timing=PAGE_TIMING,
                         policy=Policy(retry_first_attach=True), device=device)
@@ -165,6 +196,8 @@ class PagePeer:
         match message:
             case PageAnswer():
                 self.answer(message)
+            case PageAnswerHere(channel):
+                self._render(self.cards.answer_here(channel))
             case PageRevoke(ids, revoke_all):
                 if not self.attached:
                     self.say(revoked_message(None, "not connected to main; try again when it is"))
@@ -184,13 +217,15 @@ class PagePeer:
                 self._request(requests.sign_in_redirect(server, elicitation_id, url), told)
 
     def answer(self, message: PageAnswer) -> None:
-        if message.channel not in self.open or not self.attached:
-            self.say({"type": "refused", "channel": message.channel,
-                      "message": "this request is no longer open here"})
+        if not self.attached:
+            self._render([NotOpen(message.channel)])
             return
         remember = message.remember if message.action in ("accept", "decline") else None
-        self._peer.core.expect(message.channel, _AnswerWaiter(self, message.channel))
-        self._peer.send(message.channel, result(message.action, message.content, remember))
+        self._render(self.cards.answer(message.channel, message.action, message.content, remember))
+
+    def answer_refused(self, channel: str, notice: ErrorNotice) -> None:
+        """main refused our answer on `channel`: asked again when it is still open."""
+        self._render(self.cards.refused(notice) or [NotOpen(channel, notice.message)])
 
     def _request(self, request: requests.Request, on_answer: Callable[[ChannelReply], None]) -> None:
         self._peer.core.expect(request.channel, requests.Answer(on_answer))
@@ -203,34 +238,65 @@ class PagePeer:
     def _on_effect(self, effect: Effect) -> None:
         match effect:
             case Welcomed(welcome):
-                self._forget_all()
-                self.open = {invoke.response_channel for invoke in welcome.pending}
-                self.say({"type": "attached", "cards": [card_of(invoke) for invoke in welcome.pending]})
+                cards = self.cards.welcomed(welcome)
+                self.say({"type": "attached", "cards": [card_of(invoke) for invoke in self.cards.shown],
+                          "elsewhere": [_item(item) for item in self.cards.elsewhere]})
+                self._render(cards)
+                # main's `peers` follows the welcome: the replay shows once it had its chance to land
+                asyncio.get_running_loop().call_soon(lambda: self._render(self.cards.settle()))
                 self._request(requests.rules(), lambda reply: self.say(rules_message(reply.rules or [])))
             case Pushed(_, ElicitationInvoke() as invoke):
-                self.open.add(invoke.response_channel)
-                self.say({"type": "invoke", "card": card_of(invoke)})
+                self._render(self.cards.invoked(invoke))
             case Pushed(_, ElicitationDismiss() as dismiss):
-                self.open.discard(dismiss.response_channel)
-                self._peer.core.forget(dismiss.response_channel)
-                self.say({"type": "dismiss", "channel": dismiss.response_channel, "reason": dismiss.reason,
-                          "mine": dismiss.by == self.window})
+                self._render(self.cards.dismissed(dismiss))
+            case Pushed(_, PeersUpdate(peers)):
+                self._render(self.cards.peers(peers))
             case Pushed(_, RulesUpdate(rules)):
                 self.say(rules_message(rules))
             case Pushed(_, ElicitationComplete(server, elicitation_id)):
                 self.say({"type": "completed", "server": server, "elicitationId": elicitation_id})
             case Lost(why) | AttachFailed(why):
-                self._forget_all()
-                self.say({"type": "detached", "why": why})
+                self.say({"type": "detached", "why": why})  # the next welcome says what is still open
             case Refused(notice):
                 logger.warning("main refused %s: %s: %s", notice.topic, notice.code, notice.message)
             case _:
-                pass  # servers, peers, notices: not shown by the web window
+                pass  # servers, notices: not shown by the web window
 
-    def _forget_all(self) -> None:
-        for channel in self.open:
+    def _render(self, effects: list[window_core.Effect]) -> None:
+        """What the window core decided, to main and to the page."""
+        for effect in effects:
+            match effect:
+                case Show(invoke):
+                    self.say({"type": "invoke", "card": card_of(invoke)})
+                case Withdraw(invoke, _, _, dismiss) | Closed(invoke, dismiss):
+                    self._peer.core.forget(invoke.response_channel)
+                    self.say({"type": "dismiss", "channel": invoke.response_channel,
+                              "reason": dismiss.reason if dismiss is not None else "gone",
+                              "mine": dismiss is not None and dismiss.by == self.window})
+                case SendAnswer(invoke, action, content, remember):
+                    self._send_answer(invoke.response_channel, result(action, content, remember))
+                case NotOpen(channel, why):
+                    self.say({"type": "refused", "channel": channel, "message": why})
+                case AnswerRefused(invoke, message, _):
+                    self.say({"type": "refused", "channel": invoke.response_channel, "message": message})
+                case ElsewhereChanged(items):
+                    self.say({"type": "elsewhere", "items": [_item(item) for item in items]})
+                case _:
+                    pass  # Arrived: the page notifies of each new card itself
+
+    def _send_answer(self, channel: str, body: ElicitationResult) -> None:
+        self._peer.core.expect(channel, _AnswerWaiter(self, channel))
+        if not self._peer.send(channel, body):
             self._peer.core.forget(channel)
-        self.open = set()
+            notice = ErrorNotice(code=NOT_SENT, message="not connected to main; the answer was not sent", topic=channel)
+            self._render(self.cards.refused(notice))
+
+
+def _item(item: Elsewhere) -> dict[str, Any]:
+    invoke = item.invoke
+    return {"channel": invoke.response_channel, "server": invoke.request.server,
+            "message": str(invoke.request.params.get("message", ""))[:_ITEM_MESSAGE_CHARS], "window": item.window,
+            "text": elsewhere_text(item)}
 
 
 def _error_text(reply: ChannelReply) -> str:

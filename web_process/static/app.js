@@ -4,9 +4,11 @@
 // The cards are the Qt window's: a form (a program's yes/no question as Yes / No), a link, a
 // sign-in (sign_in.js), a tool approval; each with its time left (time_left.js); remembered answers
 // and their revocation (remembered.js); "Decline all from <server>" (policy.js); notifications
-// while the page is hidden (notify.js).
+// while the page is hidden (notify.js); requests waiting in another window, with "Answer here"
+// (elsewhere.js).
 
 import {buttons, el, linkParts, post, text} from "./dom.js";
+import {clearElsewhere, showElsewhere} from "./elsewhere.js";
 import {notifyNew, setUpNotifications, unnotify} from "./notify.js";
 import {declineAllButton, policyNews} from "./policy.js";
 import {rememberBox, rememberedPanel} from "./remembered.js";
@@ -19,6 +21,7 @@ let fieldCount = 0;
 let remembered = null;
 
 const send = (message) => post(stream, message);
+const answerHere = (channel) => send({type: "answer-here", channel});
 
 function setStatus(value) { document.getElementById("status").textContent = value; }
 
@@ -209,11 +212,17 @@ function clearCards() { [...cards.keys()].forEach(removeCard); }
 function onMessage(message) {
   switch (message.type) {
     case "hello": stream = message.stream; setStatus(`Paired as ${message.device}; connecting to main…`); break;
-    case "attached": clearCards(); message.cards.forEach(addCard); setStatus("Connected to main."); break;
+    case "attached":
+      clearCards();
+      message.cards.forEach(addCard);
+      showElsewhere(message.elsewhere || [], answerHere);
+      setStatus("Connected to main.");
+      break;
     case "invoke": addCard(message.card); notifyNew(message.card); break;
     case "dismiss": removeCard(message.channel); break;
+    case "elsewhere": showElsewhere(message.items, answerHere); break;
     case "refused": refused(message.channel, message.message); break;
-    case "detached": clearCards(); remembered.clear(); setStatus(`Not connected to main (${message.why}); trying again…`); break;
+    case "detached": clearCards(); clearElsewhere(); remembered.clear(); setStatus(`Not connected to main (${message.why}); trying again…`); break;
     case "rules": remembered.show(message.rules); break;
     case "revoked": remembered.report(message.lines, message.problem); break;
     case "completed": case "signed-in": case "sign-in-refused": signInNews(message); break;
@@ -232,6 +241,7 @@ document.addEventListener("DOMContentLoaded", () => {
   events.onmessage = (event) => onMessage(JSON.parse(event.data));
   events.onerror = () => {
     clearCards();
+    clearElsewhere();
     remembered.clear();
     // A refused stream (HTTP 401: the device was revoked) is final; a lost connection is retried.
     setStatus(events.readyState === EventSource.CLOSED

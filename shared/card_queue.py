@@ -35,12 +35,6 @@ class CardQueue:
                 return self._items.pop(index)
         return None
 
-    def keep_only(self, channels: set[str]) -> list[messages.ElicitationInvoke]:
-        """Drop every queued request whose channel is not in `channels`; return the dropped ones."""
-        dropped = [item for item in self._items if item.response_channel not in channels]
-        self._items = [item for item in self._items if item.response_channel in channels]
-        return dropped
-
     def items(self) -> list[messages.ElicitationInvoke]:
         """The queued requests, oldest first (a copy)."""
         return list(self._items)
