@@ -20,7 +20,7 @@ import pytest
 from kit.env import child_env, short_tmp_dir
 from kit.paths import ROOT
 from oauth_kit import oauth_config, oauth_servers, server_status, start_oauth_main
-from web_kit import WebWindow, chromium_missing, demo_web_window, pair, web_window
+from web_kit import WebWindow, chromium_missing, demo_web_window, kept_attached, pair, web_window
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page
@@ -256,26 +256,27 @@ def test_a_sign_in_card_shows_the_real_host_and_opens_the_sign_in_link(
             with web_window(main.running, tmp_path / "web") as web:
                 context = browser.new_context(viewport={"width": 360, "height": 780})
                 try:
-                    page = context.new_page()
-                    pair(page, web, "sign-in phone")
-                    card = page.locator('#cards article[data-kind="sign-in"]')
-                    card.wait_for(timeout=TIMEOUT_MS)
-                    assert card.get_by_role("heading").text_content() == "remote needs you to sign in"
-                    assert card.locator(".sign-in-host").text_content() == "You will sign in at 127.0.0.1"
-                    assert card.locator(".link strong").text_content() == "127.0.0.1"
-                    assert card.get_by_text("It asks for: mcp:read").is_visible()
-                    assert card.get_by_label(re.compile("^Remember")).count() == 0  # no rule answers a sign-in
-                    assert card.locator(".hosts li").filter(has_text="Tokens (gets the sign-in code)").text_content() \
-                        == f"Tokens (gets the sign-in code): {servers.elsewhere} (another host than the authorization server)"
-                    sign_in = card.get_by_role("button", name="Sign in with browser")
-                    assert sign_in.is_disabled()  # until that origin is allowed
-                    card.get_by_label(f"Allow {servers.elsewhere} to receive the sign-in code, the PKCE verifier "
-                                      "and any client secret").check()
-                    page.screenshot(path=str(screenshot_dir / "web-sign-in.png"), full_page=True)
-                    with context.expect_page() as opened:
-                        sign_in.click()
-                    signing_in = opened.value
-                    signing_in.wait_for_load_state(timeout=TIMEOUT_MS)
+                    with kept_attached(watcher):  # silent while the browser works: main drops a peer silent 5 s
+                        page = context.new_page()
+                        pair(page, web, "sign-in phone")
+                        card = page.locator('#cards article[data-kind="sign-in"]')
+                        card.wait_for(timeout=TIMEOUT_MS)
+                        assert card.get_by_role("heading").text_content() == "remote needs you to sign in"
+                        assert card.locator(".sign-in-host").text_content() == "You will sign in at 127.0.0.1"
+                        assert card.locator(".link strong").text_content() == "127.0.0.1"
+                        assert card.get_by_text("It asks for: mcp:read").is_visible()
+                        assert card.get_by_label(re.compile("^Remember")).count() == 0  # no rule answers a sign-in
+                        assert card.locator(".hosts li").filter(has_text="Tokens (gets the sign-in code)").text_content() \
+                            == f"Tokens (gets the sign-in code): {servers.elsewhere} (another host than the authorization server)"
+                        sign_in = card.get_by_role("button", name="Sign in with browser")
+                        assert sign_in.is_disabled()  # until that origin is allowed
+                        card.get_by_label(f"Allow {servers.elsewhere} to receive the sign-in code, the PKCE verifier "
+                                          "and any client secret").check()
+                        page.screenshot(path=str(screenshot_dir / "web-sign-in.png"), full_page=True)
+                        with context.expect_page() as opened:
+                            sign_in.click()
+                        signing_in = opened.value
+                        signing_in.wait_for_load_state(timeout=TIMEOUT_MS)
                     server_status(watcher, "remote", "ready")  # the browser got to main's loopback
                     assert signing_in.url.startswith("http://127.0.0.1:") and "/callback" in signing_in.url
                     assert servers.stats()["elsewhereCodes"] == 1  # the code went where the page allowed
