@@ -87,8 +87,10 @@ def test_a_missing_command_shows_its_whole_error_wrapped_and_selectable(
     assert flags & Qt.TextInteractionFlag.TextSelectableByMouse
     assert flags & Qt.TextInteractionFlag.TextSelectableByKeyboard
     box = child(window, QScrollArea, "server_error_box")
-    assert label.width() <= box.viewport().width()
-    assert label.heightForWidth(box.viewport().width()) <= box.viewport().height()  # every line shows
+    # Once the layout settles (it runs on a later turn of the loop: the box's scroll bar can come and
+    # go first): as wide as the panel, every line shown.
+    qtbot.waitUntil(lambda: label.width() <= box.viewport().width()
+                    and label.heightForWidth(box.viewport().width()) <= box.viewport().height(), timeout=5_000)
     row = tree.topLevelItem(0)
     assert row is not None and row.toolTip(0).endswith(error)  # the tooltip holds it whole too
 
