@@ -234,6 +234,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--server", help="with --all: only this server's rules")
     p.add_argument("--asker", help="with --all: only the rules of this asking program (`elicitron ask`)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_store_arguments(p, config=True)  # with no main running: the store to read
     p.set_defaults(func=cmd_rules)
     # Listed for --help; `main` hands `elicitron [--log-level L] ask ...` to asker_process before parsing.
     p = sub.add_parser("ask", add_help=False, help="ask the person at the windows; the exit code is the answer "

@@ -91,6 +91,15 @@ def test_a_rule_remembered_on_postgresql_outlives_main_and_the_audit_names_each_
     [rule] = window.expect_topic("rules")["rules"]
     first.stop()
 
+    # No main now: the shared store's rules are listed, but revoked only through a main (others
+    # may share the store and hold the rule in memory).
+    offline = first.cli("rules", "--json", "--store", mains.url)
+    assert offline.returncode == 0, offline.stderr
+    assert [r["id"] for r in json.loads(offline.stdout)] == [rule["id"]]
+    refused = first.cli("rules", "revoke", rule["id"], "--store", mains.url)
+    assert refused.returncode == 1 and "revoke through a running main" in refused.stderr
+    assert postgres.password not in offline.stderr + refused.stderr
+
     second = mains.start("build-server")  # another home: nothing of the first main's on its disk
     caller = second.peer(name="cli", role="controller")  # and no window attached
     again = caller.call_tool("demo", "book_table", {"restaurant": "Noma"})
