@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli_process.command import EXIT_FAILED, EXIT_NOT_RUNNING, EXIT_USAGE, connection_of
+from cli_process.store_cli import add_store_arguments
 from main_process.paths import default_log_dir
 from shared.terminal_text import for_terminal, json_for_terminal
 
 if TYPE_CHECKING:
-    from main_process.store.records import AuditEntry
     from shared.messages import ChannelReply, ListenerStatus, NotifyStatus, ServerInfo
 
 from shared.errors import (
@@ -161,6 +161,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--insecure-http", action="store_true",
                    help="with --mcp-http or --web on a non-loopback address: plain http, the token or the "
                         "device cookie in clear text")
+    add_store_arguments(p, config=False)
     p.set_defaults(func=cmd_main)
 
     p = with_connection(sub.add_parser("pair", help="allow a remote window and print its connection file; "
@@ -207,6 +208,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--server", help="only this server")
+    add_store_arguments(p, config=True)
     p.set_defaults(func=cmd_audit)
 
     p = with_connection(sub.add_parser("call", help="call a tool through main; elicitations show in the windows"))
@@ -232,6 +234,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--server", help="with --all: only this server's rules")
     p.add_argument("--asker", help="with --all: only the rules of this asking program (`elicitron ask`)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_store_arguments(p, config=True)  # with no main running: the store to read
     p.set_defaults(func=cmd_rules)
     # Listed for --help; `main` hands `elicitron [--log-level L] ask ...` to asker_process before parsing.
     p = sub.add_parser("ask", add_help=False, help="ask the person at the windows; the exit code is the answer "
@@ -307,9 +310,12 @@ def cmd_main(args: argparse.Namespace) -> int:
     from main_process.app import MainApp
     from main_process.config import load_config
     from main_process.http_gateway import ListenError, check_exposure, check_listen
+    from main_process.store.factory import chosen_store
+    from shared.errors import StoreUnavailableError
     from shared.event_loop import loop_factory
 
     config = load_config(args.config)
+    store = chosen_store(args.store, config.store)  # --store, else ELICITRON_STORE, else the config's
     new_loop = loop_factory()  # a bad ELICITRON_LOOP fails here, before anything starts
     tls = None
     if args.mcp_http is not None:
@@ -326,11 +332,16 @@ def cmd_main(args: argparse.Namespace) -> int:
     app = MainApp(config, connection_of(args), auto_open_window=args.auto_open_window, listen=args.listen,
                   max_body_bytes=args.max_message_bytes, mcp_http=args.mcp_http, mcp_http_tls=tls,
                   mcp_http_insecure=args.insecure_http, web=web.address() if web is not None else None,
-                  web_tls=web.tls if web is not None else None, web_insecure=args.insecure_http)
+                  web_tls=web.tls if web is not None else None, web_insecure=args.insecure_http, store=store)
     try:
         asyncio.run(app.run(), loop_factory=new_loop)
     except ConnectionFileError as exc:  # e.g. a runtime dir main cannot make private
         print(f"elicitron: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except StoreUnavailableError as exc:  # the store is unreachable: main never started (the URL redacted)
+        print(f"elicitron: {for_terminal(str(exc))}", file=sys.stderr)
+        if args.log_file:
+            logger.error("%s", exc)
         return EXIT_FAILED
     except ListenError as exc:  # --mcp-http or --web on a port in use: main never started
         print(f"elicitron: {exc}", file=sys.stderr)
@@ -605,19 +616,10 @@ def cmd_server(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from cli_process.store_cli import read_audit
     from main_process.audit import format_entries, to_json
-    from main_process.store.factory import open_store
 
-    async def read() -> "list[AuditEntry]":
-        store = open_store(None)  # the default store: the only one a config can name yet (store/factory.py)
-        try:
-            return await store.audit.entries(limit=args.limit, server=args.server)
-        finally:
-            await store.close()
-
-    entries = asyncio.run(read())
+    entries = read_audit(args)  # the store --store, ELICITRON_STORE or the config names
     print(json_for_terminal(to_json(entries).decode()) if args.json else format_entries(entries))
     return 0
 
@@ -633,19 +635,24 @@ def cmd_window(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from cli_process.controller import Controller
+    from cli_process.store_cli import store_line, store_status
 
     with Controller(connection_of(args)) as controller:
         report = controller.status()
+    store = store_status(connection_of(args), report.pid)  # what main wrote of its store beside the file
     if args.json:
         import msgspec
 
-        print(json_for_terminal(msgspec.json.encode(report).decode()))
+        shown = msgspec.to_builtins(report) | ({"store": store} if store is not None else {})
+        print(json_for_terminal(msgspec.json.encode(shown).decode()))
         return 0
     # Every text here came from main, its servers or its peers (a server's tool names and errors,
     # a window's or host's name, a question): shown escaped, so none of it acts on the terminal.
     loop = f" ({for_terminal(report.event_loop)} loop)" if report.event_loop else ""
     print(f"main pid {report.pid}{loop}, session {for_terminal(report.session)}, "
           f"endpoint {for_terminal(report.endpoint)}")
+    if store is not None:
+        print(store_line(store))
     gateway = report.mcp_http
     http_url = gateway.url if gateway is not None else _mcp_http_url(connection_of(args))
     if gateway is not None and gateway.state != "listening":

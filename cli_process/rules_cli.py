@@ -7,7 +7,8 @@ main but another main owns the store, the command goes through that one (and say
 with exit 1 and the connection file to use; it never changes the store behind a running main's
 back, which would print "revoked" while that main went on applying the rule. With no main running
 at all, the store is read and changed directly (it says so): only remembered rules live there,
-and the next main starts from what is left.
+and the next main starts from what is left. A PostgreSQL store (--store, ELICITRON_STORE or the
+config's) is only listed so: mains on other machines may share it, so a revoke goes through a main.
 """
 
 import argparse
@@ -19,11 +20,13 @@ from pathlib import Path
 import msgspec
 
 from cli_process.command import EXIT_FAILED, EXIT_USAGE, connection_of
+from cli_process.store_cli import store_of
 from main_process.rules import CONFIG_ID_PREFIX
-from main_process.store.factory import default_audit_path, open_store
+from main_process.store.factory import default_audit_path, is_postgres, open_store
 from main_process.store.interface import RuleTable
 from main_process.store.owner import Owner, StoreLock, hold_or_owner
 from main_process.store.sqlite_rules import path_beside
+from main_process.store.url import redact
 from shared.connection_file import main_is_gone, read_connection_file
 from shared.errors import ConnectionFileError, MainUnreachableError
 from shared.messages import RevokeReport, RuleInfo
@@ -50,6 +53,10 @@ def cmd_rules(args: argparse.Namespace) -> int:
     connection = connection_of(args)
     if _main_may_run(connection):  # then only main may change the store: it holds the rules in memory
         return _through_main(connection, args)
+    url, _machine = store_of(args)
+    if is_postgres(url):
+        assert url is not None
+        return asyncio.run(_in_shared_store(url, connection, args))
     store_path = path_beside(default_audit_path())
     lock = StoreLock(store_path)
     owner = hold_or_owner(lock)
@@ -85,14 +92,31 @@ def _through_owner(owner: Owner, connection: Path, store_path: Path, args: argpa
 
 async def _in_store(store_path: Path, args: argparse.Namespace) -> int:
     """No main running at all: read and change the store itself (the CLI holds its lock meanwhile)."""
-    store = open_store(None)  # the default store: the only one a config can name yet (store/factory.py)
+    store = open_store(None)  # the SQLite store (a PostgreSQL one: _in_shared_store)
     try:
         return await _change_rules(store.rules, store_path, args)
     finally:
         await store.close()
 
 
-async def _change_rules(store: RuleTable, store_path: Path, args: argparse.Namespace) -> int:
+async def _in_shared_store(url: str, connection: Path, args: argparse.Namespace) -> int:
+    """No main for this connection file, and the store is PostgreSQL: list its rules, but revoke
+    only through a main. Other mains (other machines) may share the store, each holding its rules
+    in memory: a rule deleted behind their backs would go on being applied while this said
+    "revoked" (issue 35's later work: revoking anywhere revokes everywhere)."""
+    if args.action == "revoke":
+        print(f"elicitron: nothing revoked: no main runs for {connection}, and mains on other machines may "
+              f"share the store {redact(url)}; revoke through a running main (`elicitron rules revoke "
+              "--connection FILE`)", file=sys.stderr)
+        return EXIT_FAILED
+    store = open_store(url)
+    try:
+        return await _change_rules(store.rules, redact(url), args)
+    finally:
+        await store.close()
+
+
+async def _change_rules(store: RuleTable, store_path: Path | str, args: argparse.Namespace) -> int:
     now = time.time_ns() // 1_000_000
     rules = await store.load(now)
     if args.action == "list":

@@ -9,7 +9,7 @@ peers.py         PeerTable (who is attached, slots per role) and RateLimiter (pe
 servers.py       ManagedServer: one supervised mcp.Client per configured server, its tool calls
 config.py        the mcpServers config (Claude Desktop format) and Elicitron's own keys
 store/           the store: what outlives a request (remembered rules and approvals, the audit log)
-                 behind one async interface, SQLite behind it (store/__init__.py has its map)
+                 behind one async interface, SQLite or PostgreSQL behind it (store/__init__.py has its map)
 audit_writer.py  when the audit rows reach the store; audit.py: what `elicitron audit` prints
 notify/          webhooks for new requests (the config's `notify`): notifier.py (Notifier), its config
                  keys, what a notice says per format, the rate-limited retrying POSTs, the web

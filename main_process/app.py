@@ -103,8 +103,10 @@ class MainApp:
         web: str | None = None,
         web_tls: tuple[Path, Path] | None = None,
         web_insecure: bool = False,
+        store: str | None = None,
     ) -> None:
         self.config = config
+        self.store_url = config.store if store is None else store  # --store / ELICITRON_STORE win (factory.py)
         self.connection_path = connection_path
         self.log_dir = log_dir or default_log_dir()
         self.audit_path = audit_path or default_audit_path()  # the SQLite store's (the default store)
@@ -405,8 +407,10 @@ class MainApp:
         if authenticator is not None:
             stack.callback(authenticator.stop)
         # What outlives a request, opened once and handed to the parts that keep it (store/).
-        store = open_store(self.config.store, audit_path=self.audit_path, record_values=self.config.audit_values)
+        store = open_store(self.store_url, audit_path=self.audit_path, record_values=self.config.audit_values,
+                           machine=self.config.machine)
         stack.push_async_callback(store.close)
+        await store.open()  # unreachable: one line, and main does not start
         broker = Broker(
             endpoint=ipc_endpoint_beside(self.connection_path),
             token=token,

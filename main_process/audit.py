@@ -17,7 +17,7 @@ def to_json(entries: Sequence[AuditEntry]) -> bytes:
     return msgspec.json.encode(list(entries))
 
 
-_WIDTHS: Final = {"SERVER": 20, "ASKED": 40, "BY": 24, "MESSAGE": 60}
+_WIDTHS: Final = {"SERVER": 20, "ASKED": 40, "BY": 24, "MESSAGE": 60, "MACHINE": 20}
 
 
 def format_entries(entries: Sequence[AuditEntry]) -> str:
@@ -28,7 +28,10 @@ def format_entries(entries: Sequence[AuditEntry]) -> str:
     """
     if not entries:
         return "no elicitations recorded"
-    header = ("CREATED", "SERVER", "MODE", "OUTCOME", "BY", "ASKED", "MESSAGE")
+    header: tuple[str, ...] = ("CREATED", "SERVER", "MODE", "OUTCOME", "BY", "ASKED", "MESSAGE")
+    machines = any(entry.machine for entry in entries)  # a shared store's rows name the main that asked
+    if machines:
+        header = ("CREATED", "MACHINE", *header[1:])
     rows = [header]
     for entry in entries:
         asked = entry.url if entry.mode == "url" else ", ".join(entry.fields or [])
@@ -42,8 +45,10 @@ def format_entries(entries: Sequence[AuditEntry]) -> str:
             by = "device " + table_cell(entry.device, _WIDTHS["BY"] - 7)
         if entry.rule_id is not None:
             by = f"rule {entry.rule_id}"
+        machine = (table_cell(entry.machine or "?", _WIDTHS["MACHINE"]),) if machines else ()
         rows.append((
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.created_at / 1000)),
+            *machine,
             table_cell(entry.server or "?", _WIDTHS["SERVER"]),
             entry.mode or "?",
             entry.decision or entry.status,

@@ -13,7 +13,9 @@ with -32602 and a notice instead of being shown; `elicitationRoute` ("windows", 
 "host"; "first"): where a request caused by an MCP host's call through `elicitron serve` goes: the
 windows, that host (when it can answer it, else the windows), or both with the first answer winning.
 `toolApproval`, `toolApprovalOverrides` and the top-level `elicitron.rules`: see `consent_config`;
-the top-level `elicitron.notify` (webhooks for new requests): see `notify/config.py`.
+the top-level `elicitron.notify` (webhooks for new requests): see `notify/config.py`; `elicitron.store`
+(where rules and the audit log live: store/factory.py) and `elicitron.machine` (this main's name on
+the audit rows of a shared store; default: the host name).
 
 Every time is at most MAX_TIMEOUT_S (7 days); a key given twice in one object is an error, not
 "the last one wins".
@@ -48,6 +50,7 @@ MAX_TIMEOUT_S = 7 * 24 * 3600.0
 ELICITATION_ROUTES = ("windows", "host", "first")
 MIN_REQUEST_BYTES = 1024
 MAX_REQUEST_BYTES = 16 << 20
+MAX_MACHINE_CHARS = 255
 DEMO_SERVER_SCRIPT = Path(__file__).resolve().parent / "demo_server.py"  # ships inside the package
 
 
@@ -104,6 +107,7 @@ class Config:
     rules: tuple[Rule, ...] = ()  # {"elicitron": {"rules": [...]}} (consent_config)
     notify: tuple[NotifyTarget, ...] = ()  # {"elicitron": {"notify": {...} | [...]}} (notify/config.py)
     store: str | None = None  # {"elicitron": {"store": URL}}: the store's backend (store/factory.py); None: SQLite
+    machine: str | None = None  # {"elicitron": {"machine": name}}: this main on a shared store; None: host name
 
 
 def default_config_path() -> Path:
@@ -159,8 +163,13 @@ def parse_config(data: Any, source: str) -> Config:
         check_store_url(store)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
+    machine = options.get("machine")
+    if machine is not None and not (isinstance(machine, str) and machine.strip() and machine.isprintable()
+                                    and len(machine) <= MAX_MACHINE_CHARS):
+        raise ConfigError(f"{source}: elicitron.machine must be a name (printable text, 1 to {MAX_MACHINE_CHARS} "
+                          "characters)")
     return Config(servers=servers, source=source, audit_values=audit_values, auto_open_window=auto_open,
-                  rules=rules, notify=parse_notify(options.get("notify"), source), store=store)
+                  rules=rules, notify=parse_notify(options.get("notify"), source), store=store, machine=machine)
 
 
 def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:

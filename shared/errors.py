@@ -16,6 +16,7 @@
     │   └── SignInDeclinedError  the user declined the sign-in card (or the authorization server's page)
     ├── TokenStoreError          the OAuth token store cannot be read or written
     ├── RuleStoreError           the rule store cannot be opened or read (readers only; main logs)
+    ├── StoreUnavailableError    the store a URL names cannot be opened (unreachable, refused, newer schema)
     └── OversizedLineError       a configured server wrote a line over the cap: its connection ended
 
 Codes: `WireCode` names the string `code` of the wire's `error` topic (shared/PROTOCOL.md lists
@@ -144,6 +145,12 @@ class TokenStoreError(ElicitronError):
 class RuleStoreError(ElicitronError):
     """The rule store (remembered answers and approvals) cannot be opened, read or changed by the
     CLI; main itself never raises it (a rule it cannot save still applies until main stops)."""
+
+
+class StoreUnavailableError(ElicitronError):
+    """The store the config, `--store` or ELICITRON_STORE names cannot be opened: unreachable, the
+    password refused, or a schema newer than this elicitron. One line that says what to do, with
+    the URL redacted (main_process/store/url.py); main does not start without its store."""
 
 
 class PairingError(ElicitronError):

@@ -21,10 +21,12 @@ from kit.window import WindowProcess, start_window
 
 if TYPE_CHECKING:
     from gateway_kit import HostLoop
+    from kit.postgres import PostgresServer
     from playwright.sync_api import Browser
 
 # Fixtures that start processes: every test using one (directly or through another) is `slow`.
-PROCESS_FIXTURES = frozenset({"main_factory", "windows", "http_demo_server", "shared_main", "consent_mains"})
+PROCESS_FIXTURES = frozenset({"main_factory", "windows", "http_demo_server", "shared_main", "consent_mains",
+                              "postgres", "pg_url"})
 
 WindowFactory = Callable[[Path, str], WindowProcess]
 
@@ -148,3 +150,24 @@ def hosts() -> Iterator["HostLoop"]:
     yield loop
     loop.close()
 
+
+@pytest.fixture(scope="session")
+def postgres() -> "Iterator[PostgresServer]":
+    """A private PostgreSQL server for the session (tests/kit/postgres.py), stopped and removed at
+    its end; the tests that use it are skipped, saying why, where PostgreSQL is not installed."""
+    from kit.postgres import NoPostgres, start
+
+    try:
+        server = start()
+    except NoPostgres as exc:
+        pytest.skip(f"PostgreSQL store tests need a PostgreSQL server: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres: "PostgresServer") -> Iterator[str]:
+    """A fresh database of the session's server for this test: its URL (password included)."""
+    name = postgres.new_database()
+    yield postgres.url(name)
+    postgres.drop_database(name)

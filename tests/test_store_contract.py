@@ -1,6 +1,7 @@
 """The store interface's contract (main_process/store/interface.py), for every backend: what main
 relies on when it remembers a rule or audits a decision. In-process, plain values; a new backend
-adds itself to BACKENDS and passes these unchanged."""
+adds itself to BACKENDS and passes these unchanged. PostgreSQL runs on the session's private
+server (tests/kit/postgres.py), a fresh database per test; it is `slow` (it starts that server)."""
 
 import asyncio
 import sqlite3
@@ -30,12 +31,21 @@ def sqlite_store(place: Path) -> StoreMaker:
                                                   record_values=record_values)
 
 
-BACKENDS: dict[str, Callable[[Path], StoreMaker]] = {"sqlite": sqlite_store}
+def postgres_store(request: pytest.FixtureRequest) -> StoreMaker:
+    url = request.getfixturevalue("pg_url")
+    return lambda record_values=False: open_store(url, record_values=record_values, machine="contract-machine")
 
 
-@pytest.fixture(params=sorted(BACKENDS))
-def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> StoreMaker:
-    return BACKENDS[request.param](tmp_path)
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest], StoreMaker]] = {
+    "sqlite": lambda request: sqlite_store(request.getfixturevalue("tmp_path")),
+    "postgresql": postgres_store,
+}
+
+
+@pytest.fixture(params=[pytest.param(name, marks=[pytest.mark.slow] if name != "sqlite" else [])
+                        for name in sorted(BACKENDS)])
+def make_store(request: pytest.FixtureRequest) -> StoreMaker:
+    return BACKENDS[request.param](request)
 
 
 def run[T](make: StoreMaker, use: Callable[[Store], Awaitable[T]], **options: Any) -> T:
@@ -211,11 +221,16 @@ def test_the_config_names_the_store_and_an_unknown_one_is_refused_saying_what_is
     servers: dict[str, Any] = {"mcpServers": {}}
     assert parse_config(servers, "mcp.json").store is None
     assert parse_config({**servers, "elicitron": {"store": "sqlite:"}}, "mcp.json").store == "sqlite:"
+    shared = parse_config({**servers, "elicitron": {"store": "postgresql://ana@db/elicitron", "machine": "ci-7"}},
+                          "mcp.json")
+    assert (shared.store, shared.machine) == ("postgresql://ana@db/elicitron", "ci-7")
     with pytest.raises(ConfigError) as unknown:
-        parse_config({**servers, "elicitron": {"store": "postgresql://ana:hunter2@db/elicitron"}}, "mcp.json")
+        parse_config({**servers, "elicitron": {"store": "mysql://ana:hunter2@db/elicitron"}}, "mcp.json")
     message = str(unknown.value)
-    assert message.startswith("mcp.json: elicitron.store: unsupported URL scheme 'postgresql'")
-    assert 'supports "sqlite:" only' in message and "hunter2" not in message
+    assert message.startswith("mcp.json: elicitron.store: unsupported URL scheme 'mysql'")
+    assert '"sqlite:"' in message and "postgresql://" in message and "hunter2" not in message
+    with pytest.raises(ConfigError, match="elicitron.machine must be a name"):
+        parse_config({**servers, "elicitron": {"machine": "two\nlines"}}, "mcp.json")
     with pytest.raises(ConfigError, match="default place only"):
         check_store_url("sqlite:///elsewhere")
     with pytest.raises(ConfigError, match="must be a URL"):

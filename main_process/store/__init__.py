@@ -1,9 +1,17 @@
 """The store: what outlives a request (remembered rules and approvals, the audit log), behind one
-interface with SQLite behind it.
+interface with two backends: SQLite (the default: one machine, nothing to install) and PostgreSQL
+(a database a team's mains share).
 
 interface.py     the interface (Store, RuleTable, AuditTable; DeviceTable and QuestionTable defined,
-                 not kept yet) and why it is async; records.py the typed records it takes and gives
-factory.py       open_store: the backend the config's `store` URL names (SQLite only, for now)
+                 not kept yet) and why it is async; records.py the typed records it takes and gives;
+                 rows.py those records as the columns both backends' SQL has
+factory.py       open_store: the backend a store URL names; chosen_store: --store, ELICITRON_STORE or
+                 the config's `store`; url.py shows a URL with its password redacted, everywhere
+status_file.py   what `elicitron status` says of main's store, written beside main's connection file
 sqlite.py        the SQLite backend: sqlite_audit.py and sqlite_rules.py hold its SQL, owner.py the
                  lock that makes the running main the owner of the rule store
+postgres.py      the PostgreSQL backend (psycopg 3, async pool; loaded only for such a store):
+                 postgres_connect.py reaches it (password, pool, errors that say what to do),
+                 postgres_schema.py its numbered migrations, postgres_audit.py and
+                 postgres_rules.py the SQL of its tables
 """

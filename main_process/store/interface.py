@@ -150,9 +150,16 @@ class Store(Protocol):
         """Where it is, for main's log (never a password)."""
         ...
 
+    async def open(self) -> None:
+        """Reach the store now (PostgreSQL: connect, migrate, pool), so main starts only with it.
+        Raises StoreUnavailableError with one line saying what to do. The tables open on first
+        use without it (the CLI reads them so); SQLite's files open as they always have."""
+        ...
+
     async def claim(self, connection: Path) -> None:
         """main: this store's changes go through me, reachable by `connection` (SQLite: the owner
-        lock, so `elicitron rules revoke` goes through the running main, store_owner.py). Logs
+        lock, so `elicitron rules revoke` goes through the running main, store_owner.py), and
+        `elicitron status` finds what main says of it beside that file (status_file.py). Logs
         rather than raises when it cannot."""
         ...
 

@@ -43,6 +43,7 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     window_name: str | None = None  # the answering window's name when it answered
     device: str | None = None  # a web window answered: the paired device's name then
     device_id: str | None = None  # and its id, as `elicitron devices` lists it
+    machine: str | None = None  # the main that asked (a shared store: PostgreSQL); None in SQLite
 
     @property
     def status(self) -> str:

@@ -36,12 +36,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-import msgspec
-
 from main_process.log_limiter import RateLimitedLog
 from main_process.private_files import open_private_sqlite
 from main_process.store.records import OUTCOMES, PENDING, AuditEntry, Decided
-from shared.elicit_params import mode_of
+from main_process.store.rows import AUDIT_COLUMNS, REQUEST_COLUMNS, audit_entry, request_row, values_json
 from shared.errors import AuditLogError
 from shared.messages import DeviceRef, ElicitationInvoke
 
@@ -95,10 +93,6 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
 )
 assert len(_MIGRATIONS) == SCHEMA_VERSION
 
-_REQUEST_COLUMNS: Final = ("channel, server, mode, message, fields, url, origin_window, created_at, expires_at, "
-                           "kind, via, tool, arguments")
-_COLUMNS: Final = (_REQUEST_COLUMNS + ", outcome, answer_window, decided_at, content, rule_id, decision, "
-                   "answer_window_name, answer_device, answer_device_id")
 _ERROR_INTERVAL_S: Final = 60.0
 
 
@@ -146,11 +140,11 @@ class SqliteAuditLog:
                 conn.execute("BEGIN")
                 try:
                     if full:
-                        conn.executemany(f"INSERT INTO elicitations ({_COLUMNS}) VALUES ({_marks(_COLUMNS)}) "
+                        conn.executemany(f"INSERT INTO elicitations ({AUDIT_COLUMNS}) VALUES ({_marks(AUDIT_COLUMNS)}) "
                                          "ON CONFLICT (channel) DO NOTHING", full)
                     # A repeat of the same channel refreshes the request columns and keeps any outcome.
                     conn.executemany(
-                        f"INSERT INTO elicitations ({_REQUEST_COLUMNS}) VALUES ({_marks(_REQUEST_COLUMNS)}) "
+                        f"INSERT INTO elicitations ({REQUEST_COLUMNS}) VALUES ({_marks(REQUEST_COLUMNS)}) "
                         "ON CONFLICT (channel) DO UPDATE SET server = excluded.server, mode = excluded.mode, "
                         "message = excluded.message, fields = excluded.fields, url = excluded.url, "
                         "origin_window = excluded.origin_window, created_at = excluded.created_at, "
@@ -192,7 +186,7 @@ class SqliteAuditLog:
                 conn = self._writable()
                 if request is not None:
                     updated = conn.execute(
-                        f"INSERT INTO elicitations ({_COLUMNS}) VALUES ({_marks(_COLUMNS)}) "
+                        f"INSERT INTO elicitations ({AUDIT_COLUMNS}) VALUES ({_marks(AUDIT_COLUMNS)}) "
                         "ON CONFLICT (channel) DO UPDATE SET outcome = excluded.outcome, "
                         "answer_window = excluded.answer_window, decided_at = excluded.decided_at, "
                         "content = excluded.content, rule_id = excluded.rule_id, "
@@ -247,17 +241,10 @@ class SqliteAuditLog:
 
     def _request_row(self, invoke: ElicitationInvoke) -> tuple[Any, ...]:
         arguments = invoke.approval.arguments if invoke.approval is not None else None
-        return _request_row(invoke, self._values_json(invoke.response_channel, arguments))
+        return request_row(invoke, self._values_json(invoke.response_channel, arguments))
 
     def _values_json(self, channel: str, values: dict[str, Any] | None) -> str | None:
-        """Values a user typed or a host passed, as JSON: only with record_values."""
-        if not self.record_values or values is None:
-            return None
-        try:
-            return msgspec.json.encode(values).decode()
-        except (TypeError, msgspec.EncodeError) as exc:
-            logger.warning("audit log: values of %s not recorded: %s", channel, exc)
-            return None
+        return values_json(channel, values, self.record_values)
 
     def checkpoint(self) -> bool:
         """Copy committed WAL pages into the database file (fsyncs; blocks no writer). Never raises.
@@ -283,13 +270,13 @@ class SqliteAuditLog:
         if limit < 0:
             raise ValueError("limit must be >= 0")
         where, args = ("WHERE server = ? ", (server, limit)) if server is not None else ("", (limit,))
-        sql = f"SELECT {_COLUMNS} FROM elicitations {where}ORDER BY created_at DESC, rowid DESC LIMIT ?"
+        sql = f"SELECT {AUDIT_COLUMNS} FROM elicitations {where}ORDER BY created_at DESC, rowid DESC LIMIT ?"
         with self._lock:
             try:
                 rows = self._readable().execute(sql, args).fetchall()
             except (sqlite3.Error, OSError) as exc:
                 raise AuditLogError(f"cannot read the audit log {self.path}: {exc}") from exc
-        return [_entry(row) for row in rows]
+        return [audit_entry(row) for row in rows]
 
     def counts(self) -> dict[str, int]:
         """outcome -> number of rows, pending rows under "pending". Raises AuditLogError."""
@@ -406,52 +393,8 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         raise
 
 
-def _request_row(invoke: ElicitationInvoke, arguments_json: str | None) -> tuple[Any, ...]:
-    params = invoke.request.params  # the JSON as the windows got it: the row records what was sent
-    mode = mode_of(params)
-    mode = mode if isinstance(mode, str) else str(mode)
-    message = params.get("message")
-    message = message if isinstance(message, str) else ""
-    fields_json: str | None = None
-    url: str | None = None
-    if mode == "url":
-        raw_url = params.get("url")
-        url = raw_url if isinstance(raw_url, str) else None
-    else:
-        schema = params.get("requestedSchema")
-        properties = schema.get("properties") if isinstance(schema, dict) else None
-        names = [str(name) for name in properties] if isinstance(properties, dict) else []
-        fields_json = msgspec.json.encode(names).decode()
-    tool = invoke.approval.tool if invoke.approval is not None else None
-    return (invoke.response_channel, invoke.request.server, mode, message, fields_json, url,
-            invoke.origin, invoke.created_at, invoke.expires_at, invoke.kind, invoke.via, tool, arguments_json)
-
-
 def _marks(columns: str) -> str:
     return ", ".join("?" * (columns.count(",") + 1))
-
-
-def _entry(row: tuple[Any, ...]) -> AuditEntry:
-    (channel, server, mode, message, fields, url, origin, created_at, expires_at, kind, via, tool, arguments,
-     outcome, window, decided_at, content, rule_id, decision, window_name, device, device_id) = row
-    return AuditEntry(
-        channel=channel, server=server, mode=mode, message=message,
-        fields=_decode(fields, list[str]), url=url, origin=origin, created_at=created_at,
-        expires_at=expires_at, outcome=outcome, window=window, decided_at=decided_at,
-        content=_decode(content, dict[str, Any]), kind=kind, via=via, tool=tool,
-        arguments=_decode(arguments, dict[str, Any]), rule_id=rule_id, decision=decision,
-        window_name=window_name, device=device, device_id=device_id,
-    )
-
-
-def _decode[T](raw: str | None, kind: type[T]) -> T | None:
-    if raw is None:
-        return None
-    try:
-        return msgspec.json.decode(raw, type=kind)
-    except msgspec.DecodeError as exc:
-        logger.warning("audit log: unreadable JSON column %r: %s", raw[:80], exc)
-        return None
 
 
 def _now_ms() -> int:

@@ -28,8 +28,8 @@ import msgspec
 
 from main_process.private_files import open_private_sqlite
 from main_process.rules import Rule
+from main_process.store.rows import RULE_COLUMNS, rule_from_row, rule_row
 from shared.errors import RuleStoreError
-from shared.messages import ElicitationResult
 
 logger = logging.getLogger(__name__)
 
@@ -59,8 +59,6 @@ _SCHEMA: Final = (
 )
 # Schema 1 had no party and no identity: its rules are bound by main at its first load (consent.py).
 _FROM_1: Final = ("ALTER TABLE rules ADD COLUMN party TEXT", "ALTER TABLE rules ADD COLUMN identity TEXT")
-_COLUMNS: Final = ("id, server, tool, decision, question, message, fields, action, content, scope, expires_at, "
-                   "created_at, created_by, party, identity")
 
 
 def path_beside(audit_path: Path) -> Path:
@@ -84,13 +82,13 @@ class SqliteRuleStore:
             try:
                 conn = self._connection()
                 conn.execute("DELETE FROM rules WHERE expires_at IS NOT NULL AND expires_at <= ?", (now_ms,))
-                rows = conn.execute(f"SELECT {_COLUMNS} FROM rules ORDER BY created_at, id").fetchall()
+                rows = conn.execute(f"SELECT {RULE_COLUMNS} FROM rules ORDER BY created_at, id").fetchall()
             except (sqlite3.Error, OSError) as exc:
                 raise RuleStoreError(f"cannot read the rule store {self.path}: {exc}") from exc
         rules = []
         for row in rows:
             try:
-                rules.append(_rule(row))
+                rules.append(rule_from_row(row))
             except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
                 logger.warning("rule store %s: skipped unreadable rule %r: %s", self.path, row[0], exc)
         return rules
@@ -102,7 +100,7 @@ class SqliteRuleStore:
         if rule.scope == "session" or rule.source != "user":
             raise ValueError("only user rules that outlive main are stored")
         return self._write("save a rule", [(
-            f"INSERT OR REPLACE INTO rules ({_COLUMNS}) VALUES ({', '.join('?' * 15)})", _row(rule))])
+            f"INSERT OR REPLACE INTO rules ({RULE_COLUMNS}) VALUES ({', '.join('?' * 15)})", rule_row(rule))])
 
     def remove(self, rule_ids: Iterable[str]) -> bool:
         ids = [(rule_id,) for rule_id in rule_ids]
@@ -173,34 +171,3 @@ class SqliteRuleStore:
             conn.close()
             raise
         return conn
-
-
-def _row(rule: Rule) -> tuple[Any, ...]:
-    answer = rule.answer
-    content = msgspec.json.encode(answer.content).decode() if answer is not None and answer.content else None
-    fields = msgspec.json.encode(list(rule.fields)).decode() if rule.fields else None
-    return (rule.id, rule.server, rule.tool, rule.decision, rule.question, rule.message, fields,
-            answer.action if answer is not None else None, content, rule.scope, rule.expires_at,
-            rule.created_at, rule.created_by, rule.party, rule.identity)
-
-
-def _rule(row: tuple[Any, ...]) -> Rule:
-    (rule_id, server, tool, decision, question, message, fields, action, content, scope, expires_at,
-     created_at, created_by, party, identity) = row
-    if scope not in ("always", "until") or (tool is None) == (question is None):
-        raise ValueError("neither a tool rule nor an answer rule")
-    if party not in (None, "server", "asker") or (party == "asker" and tool is not None):
-        raise ValueError(f"unknown party {party!r}")
-    answer = None
-    if question is not None:
-        if action not in ("accept", "decline"):
-            raise ValueError(f"unknown action {action!r}")
-        values = msgspec.json.decode(content, type=dict[str, Any]) if content else None
-        answer = ElicitationResult(action=action, content=values if action == "accept" else None)
-    elif decision not in ("allow", "deny"):
-        raise ValueError(f"unknown decision {decision!r}")
-    return Rule(id=rule_id, source="user", server=server, created_at=created_at, created_by=created_by,
-                scope=scope, expires_at=expires_at, tool=tool, decision=decision, answer=answer,
-                question=question, message=message,
-                fields=tuple(msgspec.json.decode(fields, type=list[str])) if fields else (),
-                party=party or "server", identity=identity)  # schema 1: a server's, not bound (unbound)

@@ -37,4 +37,5 @@ def child_env(home: Path | None = None, **extra: str) -> dict[str, str]:
            "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
            "XDG_STATE_HOME": str(home / "state"), "XDG_RUNTIME_DIR": str(runtime), **extra}
     env.pop("ELICITRON_CONNECTION", None)  # a child never finds the user's own main
+    env.pop("ELICITRON_STORE", None)  # nor the user's own store (a test names its store itself)
     return env

@@ -1,0 +1,70 @@
+"""The PostgreSQL backend of the store interface (interface.py): a database a team's mains may share
+(`"elicitron": {"store": "postgresql://…"}`, `elicitron main --store URL`, ELICITRON_STORE).
+
+postgres_connect.py reaches the database (password, pool, one line when it cannot), postgres_schema.py
+migrates it, postgres_rules.py and postgres_audit.py hold the SQL of the two tables. Unlike SQLite,
+these coroutines suspend (a network round trip): callers await a write, or run it with `run_now`
+and go on in its callback, as interface.py says.
+
+A main that cannot reach its store at start does not start (`open` raises StoreUnavailableError,
+one line); one whose store goes away later logs each failed write, counts the audit rows it could
+not record, and `status` says why (status_file.py). Keeping on while the store is away, and writing
+what was decided meanwhile once it is back, is issue 35's later work.
+"""
+
+import logging
+import os
+from pathlib import Path
+
+from main_process.store import status_file
+from main_process.store.postgres_audit import PgAudit
+from main_process.store.postgres_connect import Database
+from main_process.store.postgres_rules import PgRules
+
+logger = logging.getLogger(__name__)
+
+
+class PgStore:
+    """The Store on one PostgreSQL database; `machine` names this main on the audit rows it writes."""
+
+    def __init__(self, url: str, *, machine: str, record_values: bool = False) -> None:
+        self._db = Database(url, on_change=self._publish)
+        self.machine = machine
+        self._rules = PgRules(self._db)
+        self._audit = PgAudit(self._db, machine, record_values)
+        self._connection: Path | None = None  # main's connection file, once claimed
+
+    @property
+    def rules(self) -> PgRules:
+        return self._rules
+
+    @property
+    def audit(self) -> PgAudit:
+        return self._audit
+
+    @property
+    def description(self) -> str:
+        return f"{self._db.shown} (PostgreSQL, machine {self.machine})"
+
+    async def open(self) -> None:
+        await self._db.pool()
+
+    async def claim(self, connection: Path) -> None:
+        self._connection = connection
+        self._publish()
+
+    def _publish(self) -> None:
+        if self._connection is None:
+            return
+        status = status_file.StoreStatus(pid=os.getpid(), kind="PostgreSQL", location=self._db.shown,
+                                         reachable=self._db.reachable, problem=self._db.problem, machine=self.machine)
+        try:
+            status_file.publish(self._connection, status)
+        except OSError as exc:
+            logger.warning("cannot write the store's status for `elicitron status`: %s", exc)
+
+    async def close(self) -> None:
+        if self._connection is not None:
+            status_file.withdraw(self._connection)
+            self._connection = None
+        await self._db.close()

@@ -1,0 +1,195 @@
+"""The PostgreSQL backend's audit log (interface.py: AuditTable): the SQLite log's rows and rules
+(rows.py), in a database many mains may share, each row naming the `machine` that asked.
+
+The decisions are single statements or one transaction, so they hold across mains as they do in
+one process:
+- `record_outcome` is one `INSERT ... ON CONFLICT (channel) DO UPDATE ... WHERE outcome IS NULL`:
+  the row of a request (given, or written before) gets its outcome once; a row that has one
+  already is left alone and the call returns False; a channel with no row gets one. Two mains
+  deciding one channel at once: PostgreSQL locks the row, the second sees the first's outcome.
+- `record_requests` writes new request rows and rule-decided rows in one transaction.
+Writes never raise (the store's failure policy): they log, count the row as unrecorded and return
+False. Readers raise AuditLogError.
+"""
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, Final, LiteralString
+
+import psycopg
+
+from main_process.log_limiter import RateLimitedLog
+from main_process.store.postgres_connect import Database
+from main_process.store.records import OUTCOMES, PENDING, AuditEntry, Decided, OutcomeRecord
+from main_process.store.rows import audit_entry, request_row, values_json
+from shared.errors import AuditLogError, StoreUnavailableError
+from shared.messages import ElicitationInvoke
+
+logger = logging.getLogger(__name__)
+
+_REQUEST: Final = ("channel", "server", "mode", "message", "fields", "url", "origin_window", "created_at",
+                   "expires_at", "kind", "via", "tool", "arguments")
+_OUTCOME: Final = ("outcome", "answer_window", "decided_at", "content", "rule_id", "decision", "answer_window_name",
+                   "answer_device", "answer_device_id")
+_JSON: Final = frozenset({"fields", "arguments", "content"})  # jsonb, given and read as JSON text
+
+
+def _names(columns: Sequence[LiteralString]) -> LiteralString:
+    return ", ".join(columns)
+
+
+def _values(columns: Sequence[LiteralString]) -> LiteralString:
+    return ", ".join("%s::jsonb" if column in _JSON else "%s" for column in columns)
+
+
+def _set(columns: Sequence[LiteralString]) -> LiteralString:
+    return ", ".join(f"{column} = excluded.{column}" for column in columns)
+
+
+_ROW: Final = (*_REQUEST, *_OUTCOME, "machine")
+_INSERT_REQUEST: Final = (  # a repeated channel refreshes its request columns and keeps any outcome
+    f"INSERT INTO elicitations ({_names((*_REQUEST, 'machine'))}) VALUES ({_values((*_REQUEST, 'machine'))}) "
+    f"ON CONFLICT (channel) DO UPDATE SET {_set((*_REQUEST[1:], 'machine'))}")
+_INSERT_DECIDED: Final = (
+    f"INSERT INTO elicitations ({_names(_ROW)}) VALUES ({_values(_ROW)}) ON CONFLICT (channel) DO NOTHING")
+_DECIDE: Final = (  # the first outcome wins; xmax = 0: the row is new (no request row was there)
+    f"INSERT INTO elicitations ({_names(_ROW)}) VALUES ({_values(_ROW)}) "
+    f"ON CONFLICT (channel) DO UPDATE SET {_set(_OUTCOME)} WHERE elicitations.outcome IS NULL "
+    "RETURNING (xmax = 0)")
+_SELECT: Final = ", ".join(f"{column}::text" if column in _JSON else column for column in _ROW)
+_ERROR_INTERVAL_S: Final = 60.0
+
+
+class PgAudit:
+    """AuditTable on the `elicitations` table of a PostgreSQL store."""
+
+    def __init__(self, database: Database, machine: str, record_values: bool) -> None:
+        self._db = database
+        self.machine = machine
+        self._record_values = record_values
+        self._unrecorded = 0
+        self._unrecorded_since_ok = 0
+        self._complaints = RateLimitedLog(logger, interval_s=_ERROR_INTERVAL_S)
+
+    @property
+    def record_values(self) -> bool:
+        return self._record_values
+
+    @property
+    def unrecorded(self) -> int:
+        return self._unrecorded
+
+    # ---- writing (main) ----------------------------------------------------------------
+
+    async def record_requests(self, invokes: Sequence[ElicitationInvoke], decided: Sequence[Decided] = ()) -> bool:
+        rows = [(*self._request_row(invoke), self.machine) for invoke in invokes]
+        full = [(*self._request_row(d.invoke), d.outcome, None, d.decided_at,
+                 values_json(d.invoke.response_channel, d.content, self._record_values) if d.outcome == "accept"
+                 else None, d.rule_id, d.decision, None, None, None, self.machine) for d in decided]
+        if not rows and not full:
+            return True
+        try:
+            pool = await self._db.pool()
+            async with pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
+                if full:
+                    await cursor.executemany(_INSERT_DECIDED, full)
+                if rows:
+                    await cursor.executemany(_INSERT_REQUEST, rows)
+        except (psycopg.Error, StoreUnavailableError) as exc:
+            return self._failed("record request", exc)
+        return self._succeeded()
+
+    async def record_outcome(self, outcome: OutcomeRecord, request: ElicitationInvoke | None = None) -> bool:
+        if outcome.outcome not in OUTCOMES:
+            return self._failed("record outcome", ValueError(f"unknown outcome {outcome.outcome!r}"))
+        decided_at = _now_ms()
+        if request is not None:
+            asked = self._request_row(request)
+        else:  # no request row known: if none exists, the outcome is kept alone (server and mode '')
+            asked = (outcome.channel, "", "", "", None, None, None, decided_at, None, None, None, None, None)
+        content = values_json(outcome.channel, outcome.content, self._record_values) \
+            if outcome.outcome == "accept" else None
+        device = outcome.device
+        row = (*asked, outcome.outcome, outcome.window, decided_at, content, outcome.rule_id, outcome.decision,
+               outcome.window_name, device.name if device is not None else None,
+               device.id if device is not None else None, self.machine)
+        try:
+            pool = await self._db.pool()
+            async with pool.connection() as conn:
+                decided = await (await conn.execute(_DECIDE, row)).fetchone()
+        except (psycopg.Error, StoreUnavailableError) as exc:
+            return self._failed("record outcome", exc)
+        if decided is None:
+            problem = ValueError(f"{outcome.channel} already has an outcome; {outcome.outcome!r} not recorded")
+            self._complain("record outcome", problem, level=logging.WARNING)
+            return False
+        if decided[0] and request is None:
+            logger.warning("audit log: outcome %r of %s recorded without its request", outcome.outcome,
+                           outcome.channel)
+        return self._succeeded()
+
+    def _request_row(self, invoke: ElicitationInvoke) -> tuple[Any, ...]:
+        arguments = invoke.approval.arguments if invoke.approval is not None else None
+        return request_row(invoke, values_json(invoke.response_channel, arguments, self._record_values))
+
+    async def checkpoint(self) -> bool:
+        return True  # PostgreSQL checkpoints on its own
+
+    # ---- reading (CLI) -----------------------------------------------------------------
+
+    async def entries(self, limit: int = 100, server: str | None = None) -> list[AuditEntry]:
+        if limit < 0:
+            raise ValueError("limit must be >= 0")
+        where: LiteralString = "WHERE server = %s " if server is not None else ""
+        args = (server, limit) if server is not None else (limit,)
+        rows = await self._read(f"SELECT {_SELECT} FROM elicitations {where}"
+                                "ORDER BY created_at DESC, channel DESC LIMIT %s", args)
+        return [audit_entry(row[:-1], machine=row[-1]) for row in rows]
+
+    async def counts(self) -> dict[str, int]:
+        rows = await self._read("SELECT COALESCE(outcome, %s), count(*) FROM elicitations GROUP BY 1 ORDER BY 1",
+                                (PENDING,))
+        return {str(outcome): int(count) for outcome, count in rows}
+
+    async def _read(self, sql: LiteralString, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        try:
+            pool = await self._db.pool()
+            async with pool.connection() as conn:
+                rows = await (await conn.execute(sql, args)).fetchall()
+        except StoreUnavailableError as exc:
+            raise AuditLogError(str(exc)) from None
+        except psycopg.Error as exc:
+            self._db.failed(exc)
+            raise AuditLogError(f"cannot read the audit log in {self._db.shown}: {self._db.explain(exc)}") from None
+        self._db.succeeded()
+        return rows
+
+    # ---- failures ------------------------------------------------------------------------
+
+    def _failed(self, op: str, exc: Exception) -> bool:
+        self._unrecorded += 1
+        self._unrecorded_since_ok += 1
+        if isinstance(exc, psycopg.Error):
+            self._db.failed(exc)
+            exc = StoreUnavailableError(self._db.explain(exc))  # the password scrubbed from libpq's text
+        self._complain(op, exc)
+        return False
+
+    def _succeeded(self) -> bool:
+        self._db.succeeded()
+        if self._unrecorded_since_ok:
+            logger.warning("audit log in %s is writable again; %d record(s) were lost", self._db.shown,
+                           self._unrecorded_since_ok)
+            self._unrecorded_since_ok = 0
+        return True
+
+    def _complain(self, op: str, exc: Exception, level: int = logging.ERROR) -> None:
+        """Each distinct problem at most once a minute, with how often it was suppressed."""
+        problem = f"{type(exc).__name__}: {exc}"
+        self._complaints.log(level, ("audit", problem), "audit log in %s: cannot %s: %s", self._db.shown, op,
+                             problem)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

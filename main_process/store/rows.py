@@ -1,0 +1,118 @@
+"""Records as rows and back, for every backend's SQL: a rule (`main_process.rules.Rule`) and an
+audit row (records.py) as the same columns in SQLite and PostgreSQL, JSON values as JSON text.
+
+The SQLite backend's columns and order are those of every release before the store interface;
+PostgreSQL has the same ones (jsonb where SQLite has JSON text) plus its own (`machine`).
+"""
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+
+from main_process.rules import Rule
+from main_process.store.records import AuditEntry
+from shared.elicit_params import mode_of
+from shared.messages import ElicitationInvoke, ElicitationResult
+
+logger = logging.getLogger(__name__)
+
+# ---- remembered rules and approvals ----------------------------------------------------------
+
+RULE_COLUMNS: Final = ("id, server, tool, decision, question, message, fields, action, content, scope, expires_at, "
+                       "created_at, created_by, party, identity")
+
+
+def rule_row(rule: Rule) -> tuple[Any, ...]:
+    answer = rule.answer
+    content = msgspec.json.encode(answer.content).decode() if answer is not None and answer.content else None
+    fields = msgspec.json.encode(list(rule.fields)).decode() if rule.fields else None
+    return (rule.id, rule.server, rule.tool, rule.decision, rule.question, rule.message, fields,
+            answer.action if answer is not None else None, content, rule.scope, rule.expires_at,
+            rule.created_at, rule.created_by, rule.party, rule.identity)
+
+
+def rule_from_row(row: Sequence[Any]) -> Rule:
+    (rule_id, server, tool, decision, question, message, fields, action, content, scope, expires_at,
+     created_at, created_by, party, identity) = row
+    if scope not in ("always", "until") or (tool is None) == (question is None):
+        raise ValueError("neither a tool rule nor an answer rule")
+    if party not in (None, "server", "asker") or (party == "asker" and tool is not None):
+        raise ValueError(f"unknown party {party!r}")
+    answer = None
+    if question is not None:
+        if action not in ("accept", "decline"):
+            raise ValueError(f"unknown action {action!r}")
+        values = msgspec.json.decode(content, type=dict[str, Any]) if content else None
+        answer = ElicitationResult(action=action, content=values if action == "accept" else None)
+    elif decision not in ("allow", "deny"):
+        raise ValueError(f"unknown decision {decision!r}")
+    return Rule(id=rule_id, source="user", server=server, created_at=created_at, created_by=created_by,
+                scope=scope, expires_at=expires_at, tool=tool, decision=decision, answer=answer,
+                question=question, message=message,
+                fields=tuple(msgspec.json.decode(fields, type=list[str])) if fields else (),
+                party=party or "server", identity=identity)  # schema 1: a server's, not bound (unbound)
+
+
+# ---- the audit log ----------------------------------------------------------------------------
+
+REQUEST_COLUMNS: Final = ("channel, server, mode, message, fields, url, origin_window, created_at, expires_at, "
+                          "kind, via, tool, arguments")
+AUDIT_COLUMNS: Final = (REQUEST_COLUMNS + ", outcome, answer_window, decided_at, content, rule_id, decision, "
+                        "answer_window_name, answer_device, answer_device_id")
+
+
+def request_row(invoke: ElicitationInvoke, arguments_json: str | None) -> tuple[Any, ...]:
+    params = invoke.request.params  # the JSON as the windows got it: the row records what was sent
+    mode = mode_of(params)
+    mode = mode if isinstance(mode, str) else str(mode)
+    message = params.get("message")
+    message = message if isinstance(message, str) else ""
+    fields_json: str | None = None
+    url: str | None = None
+    if mode == "url":
+        raw_url = params.get("url")
+        url = raw_url if isinstance(raw_url, str) else None
+    else:
+        schema = params.get("requestedSchema")
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        names = [str(name) for name in properties] if isinstance(properties, dict) else []
+        fields_json = msgspec.json.encode(names).decode()
+    tool = invoke.approval.tool if invoke.approval is not None else None
+    return (invoke.response_channel, invoke.request.server, mode, message, fields_json, url,
+            invoke.origin, invoke.created_at, invoke.expires_at, invoke.kind, invoke.via, tool, arguments_json)
+
+
+def audit_entry(row: Sequence[Any], machine: str | None = None) -> AuditEntry:
+    (channel, server, mode, message, fields, url, origin, created_at, expires_at, kind, via, tool, arguments,
+     outcome, window, decided_at, content, rule_id, decision, window_name, device, device_id) = row
+    return AuditEntry(
+        channel=channel, server=server, mode=mode, message=message,
+        fields=decode_json(fields, list[str]), url=url, origin=origin, created_at=created_at,
+        expires_at=expires_at, outcome=outcome, window=window, decided_at=decided_at,
+        content=decode_json(content, dict[str, Any]), kind=kind, via=via, tool=tool,
+        arguments=decode_json(arguments, dict[str, Any]), rule_id=rule_id, decision=decision,
+        window_name=window_name, device=device, device_id=device_id, machine=machine,
+    )
+
+
+def decode_json[T](raw: str | None, kind: type[T]) -> T | None:
+    if raw is None:
+        return None
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except msgspec.DecodeError as exc:
+        logger.warning("audit log: unreadable JSON column %r: %s", raw[:80], exc)
+        return None
+
+
+def values_json(channel: str, values: dict[str, Any] | None, record_values: bool) -> str | None:
+    """Values a user typed or a host passed, as JSON: only with record_values."""
+    if not record_values or values is None:
+        return None
+    try:
+        return msgspec.json.encode(values).decode()
+    except (TypeError, msgspec.EncodeError) as exc:
+        logger.warning("audit log: values of %s not recorded: %s", channel, exc)
+        return None
