@@ -8,6 +8,7 @@ cli.py        the commands and their arguments; each command imports only what i
 controller.py Controller: the CLI's peer (attach, ask main something, wait for the answer) over
               shared/peer_blocking.py's wait loop
 rules_cli.py  `elicitron rules [revoke]`: through the running main, or the rule store directly
+detached_window.py `launch --detach`: the window in a session of its own, its log to a file
 devices_cli.py `elicitron devices [revoke]`: the web window's paired browsers, from its directory
 __main__.py   `python -m cli_process ...` = `elicitron ...`
 """

@@ -137,6 +137,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-auto-open", action="store_true",
                    help="do not let main open a window by itself when a request arrives and none is attached")
     p.add_argument("--no-window", action="store_true", help="only make sure main runs; open no window")
+    p.add_argument("--detach", action="store_true",
+                   help="open the window as a process of its own and return (its log: <state dir>/log/window.log); "
+                        "scripts/launch does this")
     p.set_defaults(func=cmd_launch)
 
     p = with_connection(sub.add_parser("main", help="run main in the foreground (headless)"))
@@ -439,6 +442,10 @@ def cmd_launch(args: argparse.Namespace) -> int:
                 return started
     if args.no_window:
         return 0
+    if args.detach:
+        from cli_process.detached_window import open_detached_window
+
+        return open_detached_window(connection, args.name)
     return cmd_window(args)
 
 

@@ -2,7 +2,6 @@
 
 import argparse
 import logging
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -14,6 +13,7 @@ from renderer_process.bridge import MainBridge
 from renderer_process.icon import app_icon
 from renderer_process.main_window import MainWindow
 from shared.connection_file import resolve_connection_path
+from shared.person import person_at_machine
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +26,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--connection",
         help="main's connection file (default: $ELICITRON_CONNECTION, then the platform default)",
     )
-    parser.add_argument("--name", default=f"window-{os.getpid()}", help="name main shows for this window")
+    parser.add_argument("--name", default=person_at_machine(),
+                        help="name main shows for this window (default: you@this-machine)")
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     return parser.parse_args(argv)
 
@@ -34,7 +35,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def run(argv: Sequence[str] | None = None, *, bridge_class: type[MainBridge] = MainBridge) -> int:
     """`bridge_class`: a subclass may watch the bridge (tests/kit/window_probe.py reports its state)."""
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # The pid in each line: windows `launch --detach` opened share one log file (cli_process/detached_window.py).
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setApplicationName("Elicitron")
     QApplication.setWindowIcon(app_icon())

@@ -57,6 +57,7 @@ from renderer_process.sign_in_card import SignInFinishDialog, is_sign_in
 from renderer_process.tray import Tray, TrayFactory, system_tray
 from renderer_process.web_devices_dialog import WebDevicesDialog
 from shared import channels, messages
+from shared.command_name import elicitron_command
 from shared.window_core import (
     AnswerRefused,
     Arrived,
@@ -77,7 +78,7 @@ _MAX_TOOLS = 10_000  # a server paging forever stops here
 MAIN_GONE_TEXT = (
     "main is not running: it was stopped (elicitron stop), or has not been started. Its servers "
     "are stopped too, and no request can reach this window. To start it again, run "
-    "`elicitron launch` (or scripts/launch in a checkout); this window reconnects by itself."
+    "`{command} launch --no-window`; this window reconnects by itself."
 )
 MAIN_LOST_TEXT = "Lost contact with main; reconnecting… Nothing can be sent to it until it answers."
 FILE_PROBLEM_TEXT = "This window cannot use its connection file: {problem}. It tries again every second."
@@ -287,7 +288,7 @@ class MainWindow(QMainWindow):
         elif self._file_problem:
             self.banner.say(FILE_PROBLEM_TEXT.format(problem=self._file_problem.rstrip(".")))
         elif self._main_missing:
-            self.banner.say(MAIN_GONE_TEXT)
+            self.banner.say(MAIN_GONE_TEXT.format(command=elicitron_command()))
         elif self._core.session:  # we were attached once: contact was lost
             self.banner.say(MAIN_LOST_TEXT)
         else:

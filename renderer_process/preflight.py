@@ -7,7 +7,8 @@ going to look for a display server (QT_QPA_PLATFORM unset: DISPLAY or WAYLAND_DI
 DISPLAY), one must be set; platforms that need none (offscreen, minimal, vnc, eglfs, ...) and
 wayland (it has a default socket) are not checked. Without one, one line says so and how to go on
 without a window here (`elicitron main`, or a window paired from another machine: `elicitron
-pair`), exit code 2.
+pair`), named as the command is typed here (`.venv/bin/elicitron` when `elicitron` is not on PATH),
+exit code 2.
 
 Without the system libraries Qt aborts (exit 134) with a message about its "xcb" platform plugin
 that does not say what to install. This check comes next and, on Linux, names the missing
@@ -28,12 +29,16 @@ from dataclasses import dataclass
 
 EXIT_MISSING = 2
 
-NO_DISPLAY = (
-    "elicitron: the window cannot start: there is no display (neither DISPLAY nor WAYLAND_DISPLAY is set; "
-    "over SSH?). Run main without a window: `elicitron main` (or `elicitron launch --no-window`); to answer "
-    "from a machine with a display, start main with --listen tcp://0.0.0.0:7777 and pair a window there: "
-    "`elicitron pair --output laptop.json`"
-)
+
+def no_display(command: str = "elicitron") -> str:
+    """The one line for a machine without a display; `command` is how `elicitron` is typed here
+    (shared/command_name.py: after `scripts/launch` it is `.venv/bin/elicitron`, not on PATH)."""
+    return (
+        "elicitron: the window cannot start: there is no display (neither DISPLAY nor WAYLAND_DISPLAY is set; "
+        f"over SSH?). Run main without a window: `{command} main` (or `{command} launch --no-window`); to answer "
+        "from a machine with a display, start main with --listen tcp://0.0.0.0:7777 and pair a window there: "
+        f"`{command} pair --output laptop.json`"
+    )
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,9 @@ def check(env: Mapping[str, str] | None = None) -> int:
     """0 if Qt can start here; else print the one line to stderr and return EXIT_MISSING."""
     env = os.environ if env is None else env
     if lacks_display(env):
-        print(NO_DISPLAY, file=sys.stderr, flush=True)
+        from shared.command_name import elicitron_command
+
+        print(no_display(elicitron_command()), file=sys.stderr, flush=True)
         return EXIT_MISSING
     missing = missing_libraries(env)
     if not missing:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import getpass
 import json
 import os
 import re
@@ -56,6 +57,8 @@ sys.path.insert(0, str(CHECKOUT / "tests"))
 from kit.procs import descendants  # the kit's process walk (stdlib only), found via tests/
 
 ANSWERER_NAME = "second-window"
+PERSON_AT_MACHINE = f"{getpass.getuser()}@{socket.gethostname().split('.')[0]}"  # a window's default name
+INSTALL_TIMEOUT_S = 900.0  # the first `scripts/launch` makes .venv
 BOOKING_ARGS = {"restaurant": "Chez Newcomer"}
 BOOKING_ANSWER = {"name": "Grace", "party_size": 3, "outdoor": True, "budget": 42.5, "cuisine": "japanese"}
 AGENT_ANSWER = {"name": "Ada", "party_size": 2}
@@ -246,6 +249,33 @@ def proc_stat(pid: int) -> tuple[str, int] | None:
     except OSError:
         return None
     return fields[0], int(fields[1])
+
+
+class DetachedWindow(Child):
+    """A window `scripts/launch` opened and left running on its own session: its lines are the ones
+    its pid logs in the shared window log (followed with `tail -F`); `pid` and `running()` are the
+    window's, and `end()` ends the window too."""
+
+    def __init__(self, name: str, window_pid: int, window_log: Path, *, env: dict[str, str], cwd: Path,
+                 log: Path) -> None:
+        self.window_pid = window_pid
+        follow = (f'tail -n +1 -F --pid={window_pid} "$0" 2>/dev/null | '
+                  f'grep --line-buffered " {window_pid} "')
+        super().__init__(name, ["sh", "-c", follow, str(window_log)], env=env, cwd=cwd, log=log)
+
+    @property
+    def pid(self) -> int:
+        return self.window_pid
+
+    def running(self) -> bool:
+        return not has_exited(self.window_pid)
+
+    def end(self, timeout_s: float = 10.0) -> None:
+        if not has_exited(self.window_pid):
+            os.kill(self.window_pid, signal.SIGTERM)
+            if not wait_exit(self.window_pid, timeout_s):
+                os.kill(self.window_pid, signal.SIGKILL)
+        super().end(timeout_s)
 
 
 def has_exited(pid: int) -> bool:
@@ -492,14 +522,27 @@ class Newcomer:
             window.wait_line(lambda line: shown in line, f"the window shows {invoke['server']}'s card", 30,
                              start=start)
 
-    def launch_window(self, name: str, command: list[str]) -> Child:
-        window = self.start(name, command)
+    def launch_window(self, name: str, command: list[str]) -> tuple[Child, Child]:
+        """`scripts/launch`: it returns (the terminal is given back) saying the window's pid and log;
+        (the window, followed in that log; the launcher, finished)."""
+        launcher = self.start(f"{name}-launch", command)
+        code = launcher.finish(max(self.timeout_s, INSTALL_TIMEOUT_S))
+        said = "\n".join(launcher.lines)
+        opened = re.search(r"window opened \(pid (\d+); its log: (.+)\)$", said, re.MULTILINE)
+        if code != 0 or opened is None:
+            raise StepFailed(f"`{shlex.join(command)}` exited {code} without 'window opened (pid …; its log: …)': "
+                             f"{launcher.tail(8)}")
+        if " INFO " in said:
+            raise StepFailed(f"`{shlex.join(command)}` printed the window's log lines: {launcher.tail(8)}")
+        window = DetachedWindow(name, int(opened.group(1)), Path(opened.group(2)), env=self.env, cwd=self.clone,
+                                log=self.logs / f"{name}.log")
+        self.children.append(window)
         self.windows.append(window)
         window.wait_line(lambda line: "connection state: connected" in line, "the window attaches",
                          self.timeout_s)
-        self.poll_status(lambda r: f"window-{window.pid}" in self.renderers(r),
-                         f"status --json lists window-{window.pid}")
-        return window
+        self.poll_status(lambda r: self.renderers(r).count(PERSON_AT_MACHINE) >= len(self.windows),
+                         f"status --json lists {len(self.windows)} windows named {PERSON_AT_MACHINE}")
+        return window, launcher
 
     # ---- the steps, in the README's order -------------------------------------------------------
 
@@ -522,10 +565,10 @@ class Newcomer:
                 raise StepFailed(f"README's `scripts/launch` comment no longer says {phrase!r}: {comment!r}")
         floor = self.r.search(r"makes \.venv \(Python >= (\d+)\.(\d+)\)", "the Python scripts/launch needs")
         command = self.launch = self.r.command(line)
-        window = self.launch_window("window-1", command)
+        window, launcher = self.launch_window("window-1", command)
         for said in ("installing the project into", "starting main in the background"):
-            if not any(said in text for text in window.lines):
-                raise StepFailed(f"launch did not say {said!r}: {window.tail(8)}")
+            if not any(said in text for text in launcher.lines):
+                raise StepFailed(f"launch did not say {said!r}: {launcher.tail(8)}")
         if not (self.clone / ".venv" / ".elicitron-locked").exists():
             raise StepFailed("no .venv made from uv.lock in the clone")
         version = subprocess.run([str(self.python), "-c", "import sys; print(*sys.version_info[:2])"],
@@ -538,23 +581,24 @@ class Newcomer:
         if not self.main_log.exists():
             raise StepFailed(f"no main log at {self.main_log}")
         return (f"`{shlex.join(command)}`: .venv (Python {'.'.join(version)}) made from uv.lock, main "
-                f"(pid {main_pid}) in the background, window-{window.pid} attached (status --json lists it)")
+                f"(pid {main_pid}) in the background, window {PERSON_AT_MACHINE} (pid {window.pid}) attached "
+                "(status --json lists it); the terminal came back, the window's log in a file")
 
     def step_launch_again(self) -> str:
         self.r.says("Run it again while main is up and it just opens another window.")
         before = self.main_pid()
-        window = self.launch_window("window-2", self.launch)
+        window, launcher = self.launch_window("window-2", self.launch)
         report = self.status_json() or {"pid": None, "peers": []}
         problems = []
         if report["pid"] != before:
             problems.append(f"main's pid changed {before} -> {report['pid']}")
-        if any("starting main" in line for line in window.lines):
+        if any("starting main" in line for line in launcher.lines):
             problems.append("it started another main")
         if len(self.renderers(report)) != 2:
             problems.append(f"windows attached: {self.renderers(report)}, not 2")
         if problems:
             raise StepFailed("; ".join(problems))
-        return f"`scripts/launch` again: the same main (pid {before}), one more window window-{window.pid}"
+        return f"`scripts/launch` again: the same main (pid {before}), one more window (pid {window.pid})"
 
     def step_call(self) -> str:
         self.r.cli_row("elicitron call", "its elicitations appear in the windows", "prints the result")
@@ -611,7 +655,7 @@ class Newcomer:
             listed = [tool.strip() for tool in demo.group(2).split(",")]
             if sorted(listed) != sorted(tools):
                 problems.append(f"demo's tools {listed} are not the README's {tools}")
-        names = [f"window-{window.pid}" for window in self.windows] + [ANSWERER_NAME]
+        names = [PERSON_AT_MACHINE for _window in self.windows] + [ANSWERER_NAME]
         if f"windows ({len(names)}):" not in text:
             problems.append(f"no 'windows ({len(names)}):'")
         problems += [f"window {name} not listed" for name in names
@@ -953,7 +997,7 @@ class Newcomer:
         remote = self.start("window-remote", window_argv, cwd=self.work)
         self.remote_window = remote
         remote.wait_line(lambda line: "connection state: connected" in line, "the paired window attaches", 30)
-        report = self.poll_status(lambda r: f"window-{remote.pid}" in self.renderers(r),
+        report = self.poll_status(lambda r: self.renderers(r).count(PERSON_AT_MACHINE) > len(self.windows),
                                   "status lists the paired window")
         if problems:
             raise StepFailed("; ".join(problems))

@@ -28,6 +28,9 @@ host_pipes.py       the handover of a local serve's stdio to main and the record
 lines.py            newline-delimited JSON-RPC on descriptors (stdio): split, write, oversized lines
 url_safety.py       inspect_url(): where a link really goes and whether it may open (both windows)
 web_devices.py      the web window's paired devices as on disk: the reader for `devices`, `status`
+command_name.py     elicitron_command(): how to type `elicitron` here (on PATH, or .venv/bin/elicitron), for
+                    messages that tell the user to run it
+person.py           person_at_machine(): `ana@laptop`, a window's default name
 addresses.py        is_loopback(): whether a host stays on this machine (`--mcp-http`'s check)
 descriptors.py      raise_soft_limit(): the open-file limit raised toward the hard one at start;
                     DescriptorBudget: the reserve a listener keeps before it takes a connection

@@ -391,7 +391,7 @@ def test_without_a_display_launch_says_so_in_one_line_and_starts_nothing(launche
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2, done.stderr
         assert len(lines) == 1 and "no display" in lines[0], done.stderr
-        assert "`elicitron main`" in lines[0] and "`elicitron pair" in lines[0], lines[0]
+        assert " main`" in lines[0] and " pair --output" in lines[0], lines[0]  # the command as typed here
         assert not connection.exists(), "main was started behind a window that cannot open"
     finally:
         if connection.exists():  # the code before this fix left main running

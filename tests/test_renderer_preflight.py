@@ -1,13 +1,15 @@
 """The window's preflight: a missing system library is one clear line and exit code 2, never Qt's abort."""
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from renderer_process.preflight import NO_DISPLAY, XCB, lacks_display, missing_libraries, uses_xcb
+from renderer_process.preflight import XCB, lacks_display, missing_libraries, uses_xcb
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,5 +86,38 @@ def test_no_display_is_one_line_with_what_to_do_and_exit_2(tmp_path: Path) -> No
     done = subprocess.run([sys.executable, "-m", "renderer_process", "--preflight"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.splitlines() == [NO_DISPLAY]
-    assert "`elicitron main`" in NO_DISPLAY and "`elicitron pair" in NO_DISPLAY
+    [line] = done.stderr.splitlines()
+    assert "no display" in line and " main`" in line and " pair --output" in line, line
+
+
+def named_command(line: str, verb: str) -> list[str]:
+    """The command a message names in backquotes before `verb` (`.venv/bin/elicitron main` -> that path)."""
+    quoted = [shlex.split(text) for text in re.findall(r"`([^`]*)`", line)]
+    found = [words[:words.index(verb)] for words in quoted if verb in words[1:]]
+    assert found, f"no `... {verb}` in {line!r}"
+    return found[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("on_path", [False, True], ids=["venv-not-on-PATH", "venv-on-PATH"])
+def test_no_display_names_the_command_as_it_is_typed_here(tmp_path: Path, on_path: bool) -> None:
+    """After `scripts/launch` nothing called `elicitron` is on PATH: the line says `.venv/bin/elicitron
+    main` (from the checkout) and that command runs; with the venv on PATH it says `elicitron main`."""
+    venv_bin = Path(sys.executable).parent
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if p and Path(p).resolve() != venv_bin.resolve() and not (Path(p) / "elicitron").exists())
+    if on_path:
+        path = f"{venv_bin}{os.pathsep}{path}"
+    env = {k: v for k, v in x11_env(PATH=path).items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    done = subprocess.run([sys.executable, "-m", "renderer_process", "--preflight"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=False)
+    [line] = done.stderr.splitlines()
+    command = named_command(line, "main")
+    assert named_command(line, "pair") == command
+    if on_path:
+        assert command == ["elicitron"], line
+    else:
+        assert command == [".venv/bin/elicitron"] or command[0] == str(venv_bin / "elicitron"), line
+    version = subprocess.run([*command, "--version"], env=env, cwd=ROOT, capture_output=True, text=True,
+                             timeout=60, check=False)
+    assert version.returncode == 0 and version.stdout.startswith("elicitron "), version.stderr
