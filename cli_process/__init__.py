@@ -10,5 +10,7 @@ controller.py Controller: the CLI's peer (attach, ask main something, wait for t
 rules_cli.py  `elicitron rules [revoke]`: through the running main, or the rule store directly
 detached_window.py `launch --detach`: the window in a session of its own, its log to a file
 devices_cli.py `elicitron devices [revoke]`: the web window's paired browsers, from its directory
+config_import.py `elicitron config import [PATH]`: a host's servers added to Elicitron's config
+host_configs.py where Claude Desktop, Cursor and VS Code keep their configs, read as mcpServers entries
 __main__.py   `python -m cli_process ...` = `elicitron ...`
 """

@@ -16,6 +16,7 @@
     serve    an MCP server for hosts (Claude Desktop, Cursor, ...): every server, through main
     web      a web window: browsers (a phone) as windows of main (web_process; pair with `pair --web`)
     devices  the web window's paired devices; revoke one (devices_cli)
+    config   `config import`: a Claude Desktop, Cursor or VS Code config's servers added (config_import)
 
 Each command imports only what it needs (`mcp` for `main` and `serve` alone, Qt never: windows are
 their own process), so a command that only talks to main starts fast. `serve` is the gateway
@@ -258,6 +259,10 @@ def _parser() -> argparse.ArgumentParser:
     add_devices_arguments(p)
     add_web_dir_argument(p)
     p.set_defaults(func=cmd_devices)
+
+    from cli_process.config_import import add_config_arguments
+
+    add_config_arguments(sub)
 
     p = with_connection(sub.add_parser("web", help="a web window: a browser on this machine or a phone answers "
                                                    "like a window (pair it with `elicitron pair --web`)"))
@@ -575,9 +580,15 @@ def cmd_reload(args: argparse.Namespace) -> int:
     done = _report(reply, reply.reload, "main sent no reload report")
     if done is None:
         return EXIT_FAILED
-    for key, names in (("added", done.added), ("removed", done.removed), ("changed", done.changed),
-                       ("unchanged", done.unchanged)):
+    # A toolApproval change applies without a restart: still a change, said as one.
+    changed = done.changed + [f"{name} (toolApproval, applied without a restart)" for name in done.updated]
+    rows = [("added", done.added), ("removed", done.removed), ("changed", changed), ("unchanged", done.unchanged)]
+    if done.settings:
+        rows.append(("settings", done.settings))
+    for key, names in rows:
         print(f"{key:10} {for_terminal(', '.join(names)) or '-'}")
+    for note in done.notes:
+        print(f"note: {for_terminal(note)}")
     return 0
 
 

@@ -8,6 +8,7 @@ elicitation_gate.py ElicitationGate: what becomes of every elicitation first (ru
 peers.py         PeerTable (who is attached, slots per role) and RateLimiter (per connection)
 servers.py       ManagedServer: one supervised mcp.Client per configured server, its tool calls
 config.py        the mcpServers config (Claude Desktop format) and Elicitron's own keys
+reload_report.py what a reload did: servers restarted, updated in place (toolApproval), settings, notes
 store/           the store: what outlives a request (remembered rules and approvals, the audit log)
                  behind one async interface, SQLite or PostgreSQL behind it (store/__init__.py has its map)
 audit_writer.py  when the audit rows reach the store; audit.py: what `elicitron audit` prints

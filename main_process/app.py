@@ -37,6 +37,7 @@ from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.questions import QuestionDesk
 from main_process.relay import Relay
+from main_process.reload_report import reload_report
 from main_process.server_identity import identities
 from main_process.servers import ManagedServer, error_reply
 from main_process.store.factory import default_audit_path, open_store
@@ -61,7 +62,6 @@ from shared.messages import (
     McpClose,
     McpRelay,
     McpRequest,
-    ReloadReport,
     RevokeReport,
     RevokeRules,
     ServerControl,
@@ -204,7 +204,7 @@ class MainApp:
             fresh = load_config(Path(config) if config is not None else self.config.path)
         except ConfigError as exc:
             return error_reply(RpcCode.INVALID_PARAMS, str(exc))
-        old = self.config.servers
+        before, old = self.config, self.config.servers
         added = [n for n in fresh.servers if n not in old]
         removed = [n for n in old if n not in fresh.servers]
         changed = [n for n in fresh.servers if n in old and differs_beyond_approval(fresh.servers[n], old[n])]
@@ -227,7 +227,7 @@ class MainApp:
             self.servers[name].start()
         self.broker.publish_servers()
         logger.info("reloaded %s: added %s, removed %s, changed %s", fresh.source, added, removed, changed)
-        return ChannelReply(reload=ReloadReport(added=added, removed=removed, changed=changed, unchanged=unchanged))
+        return ChannelReply(reload=reload_report(before, fresh))  # every change applied (reload_report.py)
 
     def set_server_policy(self, policy: ServerPolicy, caller: Peer) -> None:
         server = self.servers.get(policy.server)

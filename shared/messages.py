@@ -434,6 +434,12 @@ class ReloadReport(Body):
     removed: list[str]
     changed: list[str]
     unchanged: list[str]
+    # Extensions: servers whose approval keys (toolApproval) changed, applied without a restart (not
+    # in `changed` nor `unchanged`); config-wide settings that changed and apply now (rules, notify,
+    # auditValues); sentences on what the reload did not do, or why a server left.
+    updated: list[str] = []
+    settings: list[str] = []
+    notes: list[str] = []
 
 
 class AuthReport(Body):
