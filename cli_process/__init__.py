@@ -12,5 +12,6 @@ detached_window.py `launch --detach`: the window in a session of its own, its lo
 devices_cli.py `elicitron devices [revoke]`: the web window's paired browsers, from its directory
 config_import.py `elicitron config import [PATH]`: a host's servers added to Elicitron's config
 host_configs.py where Claude Desktop, Cursor and VS Code keep their configs, read as mcpServers entries
+stop_web.py   `stop` and the web window: main's own stops with it, one started apart is named
 __main__.py   `python -m cli_process ...` = `elicitron ...`
 """

@@ -795,11 +795,16 @@ def cmd_auth(args: argparse.Namespace) -> int:
 
 def cmd_stop(args: argparse.Namespace) -> int:
     from cli_process.controller import Controller
+    from cli_process.stop_web import after_stop, running_web_window
+    from shared.command_name import elicitron_command
 
     connection = connection_of(args)
+    web = None
     with Controller(connection) as controller:
         pid = controller.pid
         remote = controller.remote
+        if not remote:  # this machine's web window: main's own (`main --web`) or one of its own
+            web = running_web_window(pid, controller.status().web_window is not None)
         controller.shutdown()
     if remote:  # its pid is on another machine: nothing here to wait on
         print(f"asked main (pid {pid} on main's machine) to stop")
@@ -808,6 +813,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
         print(f"elicitron: main (pid {pid}) did not stop within {args.timeout:.0f} s", file=sys.stderr)
         return EXIT_FAILED
     print(f"stopped main (pid {pid})")
+    if web is not None:
+        print(for_terminal(after_stop(web, elicitron_command())))
     return 0
 
 

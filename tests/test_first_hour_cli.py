@@ -13,8 +13,12 @@ from pathlib import Path
 import pytest
 from kit.demo import demo_stdio_entry
 from kit.env import child_env, short_tmp_dir
-from kit.main import RunningMain, start_main
+from kit.main import RunningMain, start_main, write_config
 from kit.paths import PYTHON, ROOT
+from web_kit import DEFAULT_WEB_DIR, web_window
+
+from shared.connection_file import pid_alive
+from shared.web_devices import read_announcement
 
 
 def elicitron(home: Path, *args: str, cwd: Path | None = None) -> "subprocess.CompletedProcess[str]":
@@ -138,3 +142,50 @@ def test_reload_says_why_the_demo_left_when_a_written_config_drops_it(
     assert done.returncode == 0, done.stderr
     assert "removed    demo" in done.stdout
     assert "note: demo: the embedded demo server runs only while there is no config file" in done.stdout, done.stdout
+
+
+def stop(main: RunningMain) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([PYTHON, "-m", "cli_process", "stop", "--connection", str(main.connection)],
+                          capture_output=True, text=True, timeout=60, env=child_env(main.home), cwd=ROOT, check=False)
+
+
+@pytest.mark.slow
+def test_stop_stops_the_web_window_main_started(home: Path) -> None:
+    main = start_main(write_config(home / "mcp.json", {}), home, "--web", "127.0.0.1:0", home=home)
+    try:
+        status = main.wait_status(lambda s: (s.get("webWindow") or {}).get("state") == "listening",
+                                  "the web window listening")
+        url = status["webWindow"]["url"]
+        announced = read_announcement(home / DEFAULT_WEB_DIR)
+        assert announced is not None and announced[0] == url
+        done = stop(main)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == [f"stopped main (pid {main.pid})",
+                                            f"stopped main's web window ({url}, pid {announced[1]})"]
+        assert not pid_alive(announced[1])
+    finally:
+        main.stop()
+
+
+@pytest.mark.slow
+def test_stop_names_a_web_window_it_did_not_start_and_how_to_stop_it(home: Path) -> None:
+    main = start_main(write_config(home / "mcp.json", {}), home, home=home)
+    try:
+        with web_window(main, home / DEFAULT_WEB_DIR) as web:
+            done = stop(main)
+            assert done.returncode == 0, done.stderr
+            lines = done.stdout.splitlines()
+            assert lines[0] == f"stopped main (pid {main.pid})"
+            assert lines[1:] == [(f"the web window at {web.url} (pid {web.proc.pid}) keeps running: it was started "
+                                 f"with `{elicitron_command_in(main.home)} web`, not by main; stop it with Ctrl-C "
+                                 f"where it runs, or: kill {web.proc.pid}")], done.stdout
+            assert web.proc.poll() is None  # left alone: not main's to stop
+    finally:
+        main.stop()
+
+
+def elicitron_command_in(home: Path) -> str:
+    """How the CLI names itself in the test's environment (shared/command_name.py, run there)."""
+    done = subprocess.run([PYTHON, "-c", "from shared.command_name import elicitron_command as c; print(c())"],
+                          capture_output=True, text=True, timeout=30, env=child_env(home), cwd=ROOT, check=True)
+    return done.stdout.strip()
