@@ -189,3 +189,10 @@ def elicitron_command_in(home: Path) -> str:
     done = subprocess.run([PYTHON, "-c", "from shared.command_name import elicitron_command as c; print(c())"],
                           capture_output=True, text=True, timeout=30, env=child_env(home), cwd=ROOT, check=True)
     return done.stdout.strip()
+
+
+def test_the_readmes_two_commands_section_describes_scripts_screenshots_once() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("## Two commands")
+    section = readme[start:readme.index("\n## ", start + 1)]
+    assert section.count("`scripts/screenshots`") == 1, section
