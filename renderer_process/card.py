@@ -65,6 +65,8 @@ NOTICE = "notice"
 
 ENTER_ARM_MS = 400
 _FORM_MAX_HEIGHT = 720  # the form scrolls beyond this, not the card
+_FORM_MIN_HEIGHT = 120  # on the smallest screen, still a few fields at a time
+_TITLE_BAR_ALLOWANCE = 48  # the window manager's title bar and frame above the card
 # "Decline all from …": a link, in the palette's link colour, that follows light and dark.
 _LINK_STYLE = (
     "QPushButton { color: palette(link); text-decoration: underline; border: none; padding: 2px 4px; }"
@@ -224,6 +226,7 @@ class ElicitationCard(QDialog):
         if self.kind == FORM and self.offers.confirm is not None:
             self._show_as_confirm(self.offers.confirm)
         self.setAccessibleName(self.windowTitle())
+        self._fit_form()  # the whole card is built: the room the screen leaves for the form is known
         self._show_time_left()
         if invoke.expires_at is not None:
             self._tick.start()
@@ -340,7 +343,19 @@ class ElicitationCard(QDialog):
         if needed < 0:
             needed = form.sizeHint().height()
         # Only ever taller: a card does not jump smaller under the pointer when an error line goes.
-        scroll.setMinimumHeight(max(scroll.minimumHeight(), min(needed + 4, _FORM_MAX_HEIGHT)))
+        room = self._form_room()
+        scroll.setMinimumHeight(min(max(scroll.minimumHeight(), needed + 4), room))
+
+    def _form_room(self) -> int:
+        """The most the form may take: what the screen leaves once the rest of the card (header,
+        message, answer buttons, "Decline all") and a title bar are shown, so those stay on screen
+        and the form scrolls instead (a 13-field form on a 640 px screen); at most _FORM_MAX_HEIGHT."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None or self._scroll is None or self.layout() is None:
+            return _FORM_MAX_HEIGHT
+        rest = self.layout().sizeHint().height() - max(self._scroll.sizeHint().height(), self._scroll.minimumHeight())
+        room = screen.availableGeometry().height() - rest - _TITLE_BAR_ALLOWANCE
+        return max(_FORM_MIN_HEIGHT, min(room, _FORM_MAX_HEIGHT))
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.form and event.type() in (QEvent.Type.LayoutRequest, QEvent.Type.Resize):
