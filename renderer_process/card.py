@@ -351,9 +351,10 @@ class ElicitationCard(QDialog):
         message, answer buttons, "Decline all") and a title bar are shown, so those stay on screen
         and the form scrolls instead (a 13-field form on a 640 px screen); at most _FORM_MAX_HEIGHT."""
         screen = self.screen() or QGuiApplication.primaryScreen()
-        if screen is None or self._scroll is None or self.layout() is None:
+        layout = self.layout()
+        if screen is None or self._scroll is None or layout is None:
             return _FORM_MAX_HEIGHT
-        rest = self.layout().sizeHint().height() - max(self._scroll.sizeHint().height(), self._scroll.minimumHeight())
+        rest = layout.sizeHint().height() - max(self._scroll.sizeHint().height(), self._scroll.minimumHeight())
         room = screen.availableGeometry().height() - rest - _TITLE_BAR_ALLOWANCE
         return max(_FORM_MIN_HEIGHT, min(room, _FORM_MAX_HEIGHT))
 

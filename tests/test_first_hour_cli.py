@@ -177,7 +177,7 @@ def test_stop_names_a_web_window_it_did_not_start_and_how_to_stop_it(home: Path)
             lines = done.stdout.splitlines()
             assert lines[0] == f"stopped main (pid {main.pid})"
             assert lines[1:] == [(f"the web window at {web.url} (pid {web.proc.pid}) keeps running: it was started "
-                                 f"with `{elicitron_command_in(main.home)} web`, not by main; stop it with Ctrl-C "
+                                 f"with `{elicitron_command_in(home)} web`, not by main; stop it with Ctrl-C "
                                  f"where it runs, or: kill {web.proc.pid}")], done.stdout
             assert web.proc.poll() is None  # left alone: not main's to stop
     finally:
