@@ -31,6 +31,7 @@ from typing import Any
 
 import platformdirs
 
+from main_process.config_keys import names
 from main_process.config_values import seconds, whole
 from main_process.consent_config import ToolPolicy, parse_rules, parse_tool_approval
 from main_process.notify.config import NotifyTarget, parse_notify
@@ -151,6 +152,10 @@ def parse_config(data: Any, source: str) -> Config:
     options = data.get("elicitron", {})
     if not isinstance(options, dict):
         raise ConfigError(f"{source}: \"elicitron\" must be an object")
+    known = names("elicitron")  # the object is Elicitron's own: a typo there must not go unnoticed
+    if unknown := sorted(set(options) - known):
+        raise ConfigError(f"{source}: elicitron.{unknown[0]} is not a key Elicitron reads; the keys are "
+                          f"{', '.join(sorted(known))}")
     audit_values = options.get("auditValues", False)
     auto_open = options.get("autoOpenWindow")
     if not isinstance(audit_values, bool) or not isinstance(auto_open, bool | None):

@@ -1,14 +1,17 @@
-"""The first hour, as a newcomer spends it: a fresh clone, a private home, and the README's commands
-in order, each output checked against what the README says it prints.
+"""The first hour, as a newcomer spends it: a fresh clone, a private home, and the commands of the
+README and the site's getting-started page in order, each output checked against what the pages say
+it prints.
 
     scripts/newcomer [--keep] [--timeout S]
 
 1. `git clone` of this checkout (its HEAD: uncommitted changes are not in it) into /tmp/eli-nc-*,
    with HOME and every XDG dir there except XDG_CACHE_HOME (the caller's, so uv's downloads are
    reused), QT_QPA_PLATFORM=offscreen, and no `elicitron` of the caller's on PATH.
-2. The README's commands, taken from its text where it has them (code blocks, the CLI table, the
-   sentences that say what a command prints), run as it shows them: `scripts/launch` (twice),
-   `elicitron call`, `status`, `audit`, `rules`, `ask` (from a release.sh holding the README's
+2. The commands of README.md and docs/getting-started.md (and docs/hosts.md, where getting started
+   sends a newcomer for a host's entry and the Python agent), taken from their text where they have
+   them (code blocks, the table of commands, the sentences that say what a command prints), run as
+   they show them: `scripts/launch` (twice),
+   `elicitron call`, `status`, `audit`, `rules`, `ask` (from a release.sh holding the pages'
    line), its Python agent for `serve`, `serve --print-config` and the agent it prints, `pair`
    without a tcp listener, `stop`, the deploy gate's `main --listen`, `pair --output` and
    `window --connection`, and `stop` again.
@@ -20,7 +23,7 @@ tests/kit/peer.py), run by this file as `newcomer.py --answer CONNECTION NAME` w
 Python; the audit log names it as the answering window. Nothing sleeps to wait: every wait is on a
 process's output or exit, or a bounded poll of `elicitron status --json`.
 
-One line per step, PASS or FAIL with what differed, then notes where the README is vague (what was
+One line per step, PASS or FAIL with what differed, then notes where the pages are vague (what was
 checked instead) or the product surprised; exit 0 only if every step passed. Every process it
 started (mains, windows, the answering peer, the commands) is ended and the temp dir removed, also
 on a failure or a signal (`--keep` keeps the dir and says where).
@@ -67,7 +70,7 @@ Event = dict[str, Any]
 
 
 class StepFailed(Exception):
-    """A check did not hold: the message says what the README says and what happened."""
+    """A check did not hold: the message says what the the pages say and what happened."""
 
 
 # ---- the answering window (run with the clone's Python) -----------------------------------------
@@ -304,15 +307,19 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-# ---- what the README says -----------------------------------------------------------------------
+# ---- what the pages say ------------------------------------------------------------------------
+
+# The pages a newcomer reads, in order: the first match of a lookup wins.
+PAGES = ("README.md", "docs/getting-started.md", "docs/hosts.md")
 
 
 class Readme:
-    """The clone's README.md and the pieces the steps compare against. A lookup that finds nothing
-    fails with what it looked for, so a README that changed shows as the step it broke."""
+    """The clone's pages (PAGES, read as one text) and the pieces the steps compare against. A
+    lookup that finds nothing fails with what it looked for, so a page that changed shows as the
+    step it broke."""
 
-    def __init__(self, path: Path) -> None:
-        self.text = path.read_text(encoding="utf-8")
+    def __init__(self, clone: Path) -> None:
+        self.text = "\n\n".join((clone / page).read_text(encoding="utf-8") for page in PAGES)
         self.flat = re.sub(r"\s+", " ", self.text)
         self.blocks: list[tuple[str, str]] = re.findall(r"```(\w*)\n(.*?)```", self.text, re.DOTALL)
 
@@ -320,14 +327,14 @@ class Readme:
         for block_lang, body in self.blocks:
             if block_lang == lang and containing in body:
                 return body
-        raise StepFailed(f"README: no ```{lang} block containing {containing!r}")
+        raise StepFailed(f"the pages: no ```{lang} block containing {containing!r}")
 
     @staticmethod
     def line(block: str, starting: str) -> str:
         for line in block.splitlines():
             if line.strip().startswith(starting):
                 return line.strip()
-        raise StepFailed(f"README: no line starting {starting!r} in its code block")
+        raise StepFailed(f"the pages: no line starting {starting!r} in its code block")
 
     @staticmethod
     def command(line: str) -> list[str]:
@@ -337,13 +344,13 @@ class Readme:
     def search(self, pattern: str, what: str) -> re.Match[str]:
         found = re.search(pattern, self.flat)
         if found is None:
-            raise StepFailed(f"README no longer says {what} (looked for /{pattern}/)")
+            raise StepFailed(f"the pages no longer say {what} (looked for /{pattern}/)")
         return found
 
     def says(self, *phrases: str) -> None:
         for phrase in phrases:
             if re.sub(r"\s+", " ", phrase) not in self.flat:
-                raise StepFailed(f"README no longer says {phrase!r}")
+                raise StepFailed(f"the pages no longer say {phrase!r}")
 
     def cli_row(self, command: str, *phrases: str) -> str:
         """The description in the CLI table's row for `command` (e.g. "elicitron call"), which must
@@ -354,18 +361,18 @@ class Readme:
                 row = " | ".join(cells[1:])
                 for phrase in phrases:
                     if phrase not in row:
-                        raise StepFailed(f"README's `{command}` row no longer says {phrase!r}: {row!r}")
+                        raise StepFailed(f"the table's `{command}` row no longer says {phrase!r}: {row!r}")
                 return row
-        raise StepFailed(f"README: the CLI table has no row for `{command}`")
+        raise StepFailed(f"the pages: the table of commands has no row for `{command}`")
 
     def demo_tools(self) -> list[str]:
-        """The demo server's tools as the README names them (and as many as it says it has)."""
+        """The demo server's tools as the pages names them (and as many as it says it has)."""
         paragraph = self.search(r"`scripts/launch` with no config uses the embedded default: (.*?) Run it "
                                 r"again", "what the embedded default's demo server offers").group(1)
         count = re.search(r"with (\d+) tools", paragraph)
         tools = re.findall(r"`([a-z_]+)`", paragraph)
         if count is None or int(count.group(1)) != len(tools):
-            raise StepFailed(f"README says the demo has {count and count.group(1)} tools and names {tools}")
+            raise StepFailed(f"the pages say the demo has {count and count.group(1)} tools and names {tools}")
         return tools
 
 
@@ -395,11 +402,11 @@ class Newcomer:
         self.remote_window: Child | None = None
         self.mains: dict[int, set[int]] = {}  # each main's pid -> its servers' pids, as seen while it ran
         self.notes: list[str] = []
-        self.launch: list[str] = []  # the README's command that opens a window
+        self.launch: list[str] = []  # the pages' command that opens a window
 
     @property
     def r(self) -> Readme:
-        assert self.readme is not None, "the clone step reads the README"
+        assert self.readme is not None, "the clone step reads the pages"
         return self.readme
 
     def _newcomer_env(self) -> dict[str, str]:
@@ -419,7 +426,7 @@ class Newcomer:
         return env
 
     def venv_on_path(self) -> dict[str, str]:
-        """As after `. .venv/bin/activate`: `elicitron` on PATH (the README's release.sh calls it so)."""
+        """As after `. .venv/bin/activate`: `elicitron` on PATH (the pages' release.sh calls it so)."""
         return {**self.env, "PATH": f"{self.elicitron.parent}{os.pathsep}{self.env['PATH']}"}
 
     @property
@@ -433,7 +440,7 @@ class Newcomer:
     # -- running commands
 
     def argv(self, argv: list[str]) -> list[str]:
-        """`elicitron ...` as typed: the clone's .venv/bin/elicitron (the README's CLI section)."""
+        """`elicitron ...` as typed: the clone's .venv/bin/elicitron (the pages' CLI section)."""
         return [str(self.elicitron), *argv[1:]] if argv and argv[0] == "elicitron" else argv
 
     def run(self, argv: list[str], *, timeout_s: float | None = None, env: dict[str, str] | None = None,
@@ -544,7 +551,7 @@ class Newcomer:
                          f"status --json lists {len(self.windows)} windows named {PERSON_AT_MACHINE}")
         return window, launcher
 
-    # ---- the steps, in the README's order -------------------------------------------------------
+    # ---- the steps, in the pages' order -------------------------------------------------------
 
     def step_clone(self) -> str:
         done = subprocess.run(["git", "clone", "--quiet", str(CHECKOUT), str(self.clone)],
@@ -554,7 +561,7 @@ class Newcomer:
             raise StepFailed(f"git clone exited {done.returncode}: {done.stderr.strip()}")
         head = subprocess.run(["git", "-C", str(self.clone), "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, check=True).stdout.strip()
-        self.readme = Readme(self.clone / "README.md")
+        self.readme = Readme(self.clone)
         return f"cloned {head} into {self.clone}; HOME and XDG dirs in {self.work}"
 
     def step_launch(self) -> str:
@@ -562,7 +569,7 @@ class Newcomer:
         comment = line.partition("#")[2]
         for phrase in ("first run: makes .venv", "starts main in the background", "opens a window"):
             if phrase not in comment:
-                raise StepFailed(f"README's `scripts/launch` comment no longer says {phrase!r}: {comment!r}")
+                raise StepFailed(f"the pages' `scripts/launch` comment no longer says {phrase!r}: {comment!r}")
         floor = self.r.search(r"makes \.venv \(Python >= (\d+)\.(\d+)\)", "the Python scripts/launch needs")
         command = self.launch = self.r.command(line)
         window, launcher = self.launch_window("window-1", command)
@@ -574,7 +581,7 @@ class Newcomer:
         version = subprocess.run([str(self.python), "-c", "import sys; print(*sys.version_info[:2])"],
                                  capture_output=True, text=True, check=True).stdout.split()
         if tuple(map(int, version)) < (int(floor.group(1)), int(floor.group(2))):
-            raise StepFailed(f".venv has Python {'.'.join(version)}, below the README's {floor.group(0)}")
+            raise StepFailed(f".venv has Python {'.'.join(version)}, below the pages' {floor.group(0)}")
         main_pid = self.main_pid()
         if main_pid == window.pid or os.getsid(main_pid) != main_pid:
             raise StepFailed(f"main (pid {main_pid}) does not run in the background (a session of its own)")
@@ -629,8 +636,7 @@ class Newcomer:
             raise StepFailed(f"call printed {output!r}: not the tool's text (the demo's JSON)") from None
         if printed != {"action": "accept", "content": BOOKING_ANSWER}:
             raise StepFailed(f"call printed {printed}, not the answer given")
-        self.notes.append("README says `call` \"prints the result\", not what book_table returns: checked it "
-                          "prints the tool's text, which for the demo is the answer as JSON")
+        self.r.says("`call` prints the tool's text, which for the demo is your answer as JSON")
         return (f"`{shlex.join(argv)}`: card 'demo: {message}' in both windows, pending in status; "
                 f"answered by {ANSWERER_NAME}; exit 0, printed {output}")
 
@@ -654,7 +660,7 @@ class Newcomer:
                 problems.append(f"demo is {demo.group(1)!r}, not ready")
             listed = [tool.strip() for tool in demo.group(2).split(",")]
             if sorted(listed) != sorted(tools):
-                problems.append(f"demo's tools {listed} are not the README's {tools}")
+                problems.append(f"demo's tools {listed} are not the pages' {tools}")
         names = [PERSON_AT_MACHINE for _window in self.windows] + [ANSWERER_NAME]
         if f"windows ({len(names)}):" not in text:
             problems.append(f"no 'windows ({len(names)}):'")
@@ -664,7 +670,7 @@ class Newcomer:
             problems.append("not 'pending requests (0):' once answered")
         if problems:
             raise StepFailed("; ".join(problems) + f"; it printed {text!r}")
-        return (f"`elicitron status`: main's pid and loop, demo ready with the README's {len(tools)} tools, "
+        return (f"`elicitron status`: main's pid and loop, demo ready with the pages' {len(tools)} tools, "
                 f"windows ({len(names)}) {', '.join(names)}, pending requests (0)")
 
     def step_audit(self) -> str:
@@ -700,6 +706,72 @@ class Newcomer:
         return (f"`{shlex.join(command)}`: the booking's row is demo form accept BY {ANSWERER_NAME} with its "
                 "fields; --json has the window's name and id")
 
+    def step_readme_try_it(self) -> str:
+        """The README's "Try it" block as it is, in a shell with the venv on PATH (as its first line,
+        `. .venv/bin/activate`, makes it), each command's output checked against its numbered line.
+        Its last command, `elicitron stop`, is the stop step's."""
+        text = (self.clone / "README.md").read_text(encoding="utf-8")
+        found = re.search(r"^## Try it\n(.*?)```sh\n(.*?)```\n(.*?)\n## ", text, re.DOTALL | re.MULTILINE)
+        if found is None:
+            raise StepFailed("README: no \"## Try it\" section with a ```sh block")
+        lines = [line.partition("  #")[0].strip() for line in found.group(2).splitlines() if line.strip()]
+        said = re.sub(r"\s+", " ", found.group(3))
+        if lines[0] != ". .venv/bin/activate" or len(lines) != 6 or lines[5] != "elicitron stop":
+            raise StepFailed(f"README's Try it block is no longer activate + five commands ending in stop: {lines}")
+        call, status, audit, ask = lines[1:5]
+
+        def numbered(n: int) -> str:
+            item = re.search(rf"(?:^| ){n}\. (.*?)(?= {n + 1}\. |$)", said)
+            if item is None:
+                raise StepFailed(f"README's Try it has no item {n}")
+            return item.group(1)
+
+        def shell(name: str, command: str) -> Child:
+            return self.start(name, ["sh", "-c", command], env=self.venv_on_path(), separate_stderr=True)
+
+        # 1. the card, answered; call prints the answer as JSON
+        card = re.search(r"shows the demo's card, \"(.*?)\"", numbered(1))
+        if card is None or "prints the tool's result, here your answer as JSON" not in numbered(1):
+            raise StepFailed(f"README's item 1 no longer names the card and what call prints: {numbered(1)!r}")
+        assert self.answerer is not None
+        start = len(self.answerer.lines)
+        job = shell("readme-call", call)
+        invoke = self.invoke_after(start, "the README's call's card")
+        if invoke["message"] != card.group(1):
+            raise StepFailed(f"the card asks {invoke['message']!r}, the README says {card.group(1)!r}")
+        self.answer(invoke, "accept", BOOKING_ANSWER)
+        if (code := job.finish()) != 0 or json.loads("\n".join(job.lines)) != {"action": "accept",
+                                                                               "content": BOOKING_ANSWER}:
+            raise StepFailed(f"`{call}` exited {code} printing {job.lines}")
+        # 2. status: the demo ready with the README's count of tools, nothing pending
+        count = re.search(r"the demo server `ready` with its (\d+) tools", numbered(2))
+        done = subprocess.run(["sh", "-c", status], env=self.venv_on_path(), cwd=self.clone, text=True,
+                              capture_output=True, timeout=self.timeout_s, check=False)
+        demo = re.search(r"^\s+demo\s+ready\s+tools: (.*)$", done.stdout, re.MULTILINE)
+        if count is None or demo is None or len(demo.group(1).split(",")) != int(count.group(1)) \
+                or "pending requests (0):" not in done.stdout or "(none now)" not in numbered(2):
+            raise StepFailed(f"`{status}` printed {done.stdout!r}; README item 2: {numbered(2)!r}")
+        # 3. audit: the booking's row, accept, by the window that answered
+        done = subprocess.run(["sh", "-c", audit], env=self.venv_on_path(), cwd=self.clone, text=True,
+                              capture_output=True, timeout=self.timeout_s, check=False)
+        rows = [line.split() for line in done.stdout.splitlines() if line.endswith(card.group(1))]
+        if "outcome (`accept`)" not in numbered(3) or len(rows) != 1 or rows[0][4:6] != ["accept", ANSWERER_NAME]:
+            raise StepFailed(f"`{audit}` printed {done.stdout!r}; README item 3: {numbered(3)!r}")
+        # 4. a yes/no question: Yes prints true, exits 0, and && runs what follows
+        after = ask.rpartition("&& echo ")[2]
+        if "it prints `true` and exits 0 for Yes, so `&&` runs the next command" not in numbered(4):
+            raise StepFailed(f"README's item 4 no longer says what Yes prints: {numbered(4)!r}")
+        start = len(self.answerer.lines)
+        job = shell("readme-ask", ask)
+        invoke = self.invoke_after(start, "the README's question")
+        field = next(iter((invoke.get("schema") or {}).get("properties", {})), "")
+        self.answer(invoke, "accept", {field: True})
+        if (code := job.finish()) != 0 or job.lines != ["true", after]:
+            raise StepFailed(f"`{ask}` answered Yes exited {code} printing {job.lines}, not ['true', {after!r}]")
+        return (f"in a shell after `. .venv/bin/activate`: `{call}` (card {card.group(1)!r}, printed the answer), "
+                f"`{status}` (demo ready, {count.group(1)} tools, nothing pending), `{audit}` (accept BY "
+                f"{ANSWERER_NAME}), `{ask}` (Yes: true, {after}); `elicitron stop` is the stop step's")
+
     def step_rules(self) -> str:
         self.r.cli_row("elicitron rules", "remembered answers, tool approvals and config rules")
         done = self.run(["elicitron", "rules"])
@@ -709,8 +781,7 @@ class Newcomer:
         if json.loads(as_json.stdout) != [] or not done.stdout.startswith("no rules"):
             raise StepFailed(f"with no config and nothing remembered, rules printed {done.stdout!r} and "
                              f"{as_json.stdout!r}")
-        self.notes.append("README does not say what `elicitron rules` prints when there are none: checked it "
-                          "says so (\"no rules: ...\") and --json is []")
+        self.r.says('Nothing yet: it says "no rules" (and `--json` prints `[]`).')
         return f"`elicitron rules`: {done.stdout.strip()!r}; --json []"
 
     def step_ask(self) -> str:
@@ -718,7 +789,7 @@ class Newcomer:
         gate = readme.line(readme.block("sh", "elicitron main --listen"), "if elicitron ask")
         found = re.fullmatch(r"if (elicitron ask .*?); then (\./deploy\.sh [\d.]+); fi", gate)
         if found is None:
-            raise StepFailed(f"README's release.sh line is no longer `if elicitron ask ...; then ...; fi`: "
+            raise StepFailed(f"the pages' release.sh line is no longer `if elicitron ask ...; then ...; fi`: "
                              f"{gate!r}")
         command, deploy = shlex.split(found.group(1)), shlex.split(found.group(2))
         question = command[-1]
@@ -730,11 +801,11 @@ class Newcomer:
         table = readme.search(r"Exit codes: \*\*0\*\* accept.*?\*\*5\*\* expired", "ask's exit codes")
         codes = {decision: int(code) for code, decision in re.findall(r"\*\*(\d+)\*\* (\w+)", table.group(0))}
         if (int(yes_no.group(2)), int(yes_no.group(4))) != (codes["accept"], codes["decline"]):
-            raise StepFailed(f"README: --yes-no exits {yes_no.group(2)}/{yes_no.group(4)}, its table says "
+            raise StepFailed(f"the pages: --yes-no exits {yes_no.group(2)}/{yes_no.group(4)}, its table says "
                              f"accept {codes['accept']}, decline {codes['decline']}")
         if card.group(2) != question:
-            raise StepFailed(f"README's card shows {card.group(2)!r}, its release.sh asks {question!r}")
-        # release.sh holds the README's line as it is; deploy.sh says that it ran.
+            raise StepFailed(f"the pages' card shows {card.group(2)!r}, its release.sh asks {question!r}")
+        # release.sh holds the pages' line as it is; deploy.sh says that it ran.
         jobs = self.work / "job"
         jobs.mkdir()
         (jobs / "release.sh").write_text(f"#!/bin/sh\n{gate}\n", encoding="utf-8")
@@ -764,7 +835,7 @@ class Newcomer:
                                  f"{job.lines}, not 0 printing {want}")
             said = f" (stderr: {' / '.join(job.errors)})" if job.errors else ""
             results.append(f"{'Yes' if yes else 'No'} prints {' / '.join(want)}{said}")
-        # The exit codes themselves: the README's command alone, Yes then No.
+        # The exit codes themselves: the pages' command alone, Yes then No.
         for yes in (True, False):
             action, printed = ("accept", yes_no.group(1)) if yes else ("decline", yes_no.group(3))
             start = len(self.answerer.lines)
@@ -788,7 +859,7 @@ class Newcomer:
         self.notes.append("the card's wording (\"release.sh (pid N on HOST) asks for input: ...\") is drawn "
                           "by the window, not visible from outside: checked the invoke names release.sh, its "
                           "pid and this machine")
-        return (f"release.sh with the README's line: {'; '.join(results)}; its card names {asker} (pid, "
+        return (f"release.sh with the pages' line: {'; '.join(results)}; its card names {asker} (pid, "
                 f"machine), in both windows; `{shlex.join(command)}` exits {codes['accept']} for Yes, "
                 f"{codes['decline']} for No; the audit log has No as decline")
 
@@ -798,7 +869,7 @@ class Newcomer:
         comment = re.search(r"print\(\[tool\.name for tool in tools\.tools\]\)\s+# (.*)", script)
         calls = re.search(r'call_tool\("(\w+?)__(\w+)", \{\}\)', script)
         if comment is None or calls is None:
-            raise StepFailed("README's agent no longer prints the tool names and calls SERVER__TOOL with {}")
+            raise StepFailed("the pages' agent no longer prints the tool names and calls SERVER__TOOL with {}")
         agent = self.work / "agent.py"
         agent.write_text(script, encoding="utf-8")
         assert self.answerer is not None
@@ -816,23 +887,23 @@ class Newcomer:
         self.answer(invoke, "accept", AGENT_ANSWER)
         code = run.finish(60)
         if code != 0 or len(run.lines) != 2:
-            raise StepFailed(f"the README's agent exited {code}: {run.tail(8)} {run.errors[-5:]}")
+            raise StepFailed(f"the pages' agent exited {code}: {run.tail(8)} {run.errors[-5:]}")
         try:
             names = ast.literal_eval(run.lines[0])
         except (SyntaxError, ValueError):
             raise StepFailed(f"the agent's first line is not the tool list: {run.lines[0]!r}") from None
         want = [f"demo__{tool}" for tool in tools]
         if sorted(names) != sorted(want):
-            raise StepFailed(f"the agent lists {names}, not the README's {want}")
+            raise StepFailed(f"the agent lists {names}, not the pages' {want}")
         missing = [shown for shown in re.findall(r"\w+", comment.group(1)) if shown not in names]
         if missing:
-            raise StepFailed(f"README's comment shows {missing}, which the agent does not list")
+            raise StepFailed(f"the pages' comment shows {missing}, which the agent does not list")
         answer = json.dumps({"action": "accept", "content": AGENT_ANSWER}, sort_keys=True)
         if "TextContent" not in run.lines[1] or answer not in run.lines[1]:
             raise StepFailed(f"the agent printed {run.lines[1]!r}, not a TextContent with {answer}")
         if len(hosts) != 1:
             raise StepFailed(f"while the agent waited, status listed hosts {hosts}, not 1")
-        return (f"the README's agent, pasted as it is, run by .venv/bin/python (no elicitron on PATH): "
+        return (f"the pages' agent, pasted as it is, run by .venv/bin/python (no elicitron on PATH): "
                 f"lists the {len(tools)} demo__ tools; its book_table card (via {invoke['via']!r}) in both "
                 "windows, answered: it printed the result; status listed the host meanwhile")
 
@@ -856,7 +927,7 @@ class Newcomer:
             documented = json.loads(readme.block("json", '{"' + key + '": {"elicitron"'))
             documented[key]["elicitron"].update(command=str(self.elicitron), env=want_env)
             if json.loads(found.group(0)) != documented:
-                problems.append(f"{key}: printed {found.group(0)!r}, the README's with this path and env: "
+                problems.append(f"{key}: printed {found.group(0)!r}, the pages' with this path and env: "
                                 f"{documented}")
         at = text.find("import asyncio")
         if at < 0:
@@ -870,10 +941,10 @@ class Newcomer:
             problems.append(f"its agent exited {run.returncode}, listed {listed} "
                             f"({run.stderr.strip()[-200:]})")
         if "call_tool" in text[at:]:
-            problems.append("its agent calls a tool; the README says it only lists them")
+            problems.append("its agent calls a tool; the the pages say it only lists them")
         if problems:
             raise StepFailed("; ".join(problems))
-        return (f"the Claude Desktop/Cursor and VS Code entries are the README's with {self.elicitron} and "
+        return (f"the Claude Desktop/Cursor and VS Code entries are the pages' with {self.elicitron} and "
                 f"env {sorted(want_env)}; its agent, pasted, lists the {len(want)} demo__ tools")
 
     def step_pair_needs_listen(self) -> str:
@@ -885,8 +956,8 @@ class Newcomer:
             raise StepFailed(f"pair with no tcp listener exited {done.returncode}: {done.stderr!r}")
         if target.exists():
             raise StepFailed("pair refused, yet left a file behind")
-        self.notes.append("README does not say what `pair` does when main has no tcp listener "
-                          "(scripts/launch starts none): it exits 1 with one line naming --listen")
+        self.r.says("`elicitron pair` on a main started without `--listen` exits 1 with one line saying to start "
+                    "main with `--listen tcp://HOST:PORT`")
         return f"`elicitron pair --output FILE` on the launched main: exit 1, {lines[0]!r}"
 
     def stop_and_check(self, windows: list[Child], main: Child | None = None) -> str:
@@ -948,7 +1019,7 @@ class Newcomer:
                        "(a file stdout is redirected to is made 0600 too)",
                        "then `elicitron window --connection FILE`")
         port = free_port()
-        # The README's lines, on this machine: 127.0.0.1 for its 0.0.0.0:7777 and its build-7.
+        # The the pages' lines, on this machine: 127.0.0.1 for its 0.0.0.0:7777 and its build-7.
         listen = [re.sub(r"^tcp://[^:]+:\d+$", f"tcp://127.0.0.1:{port}", arg)
                   for arg in readme.command(readme.line(block, "elicitron main --listen"))]
         pair = readme.command(readme.line(block, "elicitron pair"))
@@ -1087,7 +1158,8 @@ def main(argv: list[str] | None = None) -> int:
     steps: list[tuple[str, Callable[[], str]]] = [
         ("clone", run.step_clone), ("launch", run.step_launch), ("launch again", run.step_launch_again),
         ("call + answer", run.step_call), ("status", run.step_status), ("audit", run.step_audit),
-        ("rules", run.step_rules), ("ask", run.step_ask), ("serve: the README's agent", run.step_serve_agent),
+        ("rules", run.step_rules), ("README: try it", run.step_readme_try_it), ("ask", run.step_ask),
+        ("serve: the pages' agent", run.step_serve_agent),
         ("serve --print-config", run.step_print_config),
         ("pair without --listen", run.step_pair_needs_listen), ("stop", run.step_stop),
         ("pair: the deploy gate", run.step_pair), ("stop again", run.step_stop_final),

@@ -5,9 +5,10 @@ A server whose command is missing says which command, where it looked and what f
 `--mcp-http` port is one line and exit 2, and the HTTP gateway's state and last error are in
 `status`; Ctrl-C / SIGTERM on `elicitron call` withdraws its cards; `--log-file` leaves the user's
 directory alone; a closed pipe ends any command quietly; a paired tcp connection file works for
-every command; exit codes are the README's; `audit` names the answering window; `server restart`
-says what happened; `serve` without a host on stdin says so in one line; the README's CLI table,
-demo server and install notes match what there is."""
+every command; exit codes are the documented ones; `audit` names the answering window; `server
+restart` says what happened; `serve` without a host on stdin says so in one line; the CLI page's
+table of commands (docs/cli.md), and getting started's demo server and install notes
+(docs/getting-started.md), match what there is."""
 
 import json
 import os
@@ -32,6 +33,8 @@ from kit.procs import descendants, end_process
 from test_remote_windows import free_tcp_port, pair
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+GETTING_STARTED = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")  # where the first hour moved
+CLI_PAGE = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 MISSING_COMMAND = "elicitron-first-hour-no-such-command"
 BOOKING = {"name": "Ada", "party_size": 2}
 
@@ -376,18 +379,19 @@ def test_serve_without_a_host_on_stdin_says_so_in_one_line(demo_main: RunningMai
     assert "MCP host" in line and "--print-config" in line
 
 
-# ---- 15, 17. the README -------------------------------------------------------------------------
+# ---- 15, 17. the README and the getting-started page -----------------------------------------------
 
 
-def test_readme_says_how_to_pick_the_python_for_uv_and_pipx() -> None:
-    assert "uv tool install --python 3.12 ." in README or re.search(r"uv tool install[^\n`]*--python", README)
-    assert re.search(r"pipx install[^\n`]*--python", README)
+def test_getting_started_says_how_to_pick_the_python_for_uv_and_pipx() -> None:
+    text = GETTING_STARTED
+    assert "uv tool install --python 3.12 ." in text or re.search(r"uv tool install[^\n`]*--python", text)
+    assert re.search(r"pipx install[^\n`]*--python", text)
 
 
 @pytest.mark.slow
-def test_readme_names_every_tool_of_the_demo_server(demo_main: RunningMain) -> None:
+def test_getting_started_names_every_tool_of_the_demo_server(demo_main: RunningMain) -> None:
     tools = json.loads(demo_main.cli("status", "--json").stdout)["servers"][0]["tools"]
-    intro = README[README.index("`scripts/launch` with no config uses the embedded default"):]
+    intro = GETTING_STARTED[GETTING_STARTED.index("`scripts/launch` with no config uses the embedded default"):]
     intro = intro[:intro.index("\n\n")]
     assert f"{len(tools)} tools" in intro
     assert [tool for tool in tools if f"`{tool}`" not in intro] == []
@@ -405,12 +409,12 @@ def test_readme_points_at_nothing_outside_the_repository() -> None:
         assert (ROOT / path.rstrip("/")).exists(), path
 
 
-# ---- the README's CLI table --------------------------------------------------------------------
+# ---- the CLI page's table of commands ---------------------------------------------------------
 
 
 def _cli_table() -> list[str]:
-    """The first cells of the README's CLI table (`elicitron ...`), unescaped."""
-    section = README[README.index("## CLI"):]
+    """The first cells of the CLI page's "Commands at a glance" table (`elicitron ...`), unescaped."""
+    section = CLI_PAGE[CLI_PAGE.index("## Commands at a glance"):]
     section = section[:section.index("\n## ")]
     cells = []
     for line in section.splitlines():
@@ -430,9 +434,9 @@ def _subcommands() -> list[str]:
 
 
 @pytest.mark.slow
-def test_the_readme_cli_table_lists_what_exists_and_every_subcommand() -> None:
+def test_the_cli_pages_table_lists_what_exists_and_every_subcommand() -> None:
     rows = _cli_table()
-    assert rows, "no CLI table in the README"
+    assert rows, "no table of commands on docs/cli.md"
     listed: dict[str, set[str]] = {}
     for row in rows:
         words = row.split()
@@ -442,8 +446,8 @@ def test_the_readme_cli_table_lists_what_exists_and_every_subcommand() -> None:
             command = f"config {words[2]}"
         listed.setdefault(command, set()).update(re.findall(r"--[a-z][a-z-]*", row))
     named = {command.split()[0] for command in listed if command}
-    assert sorted(set(_subcommands()) - named) == [], "subcommands the README's CLI table leaves out"
-    section = README[README.index("## CLI"):]
+    assert sorted(set(_subcommands()) - named) == [], "subcommands the CLI page's table leaves out"
+    section = CLI_PAGE
     other_main = re.search(r"Other `main` options: (.*?)\n\n", section, re.DOTALL)
     assert other_main is not None
     listed["main"].update(re.findall(r"`(--[a-z][a-z-]*)", other_main.group(1)))  # `--option ...`

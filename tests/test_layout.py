@@ -166,16 +166,17 @@ def test_every_package_is_in_the_wheel() -> None:
 
 
 def readme_package_table() -> set[str]:
-    """The packages README's "Where things live" table names (its first column)."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Where things live", 1)[1].split("\n#", 1)[0]
+    """The packages the "Where things live" table names (its first column), on the site's
+    architecture page (docs/architecture.md)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## Where things live", 1)[1].split("\n#", 1)[0]
     return {line.split("`")[1] for line in section.splitlines() if line.startswith("| `")}
 
 
 def test_the_readme_says_where_every_package_lives() -> None:
-    """The README's table lists every package and subpackage on disk, and none that is gone."""
+    """The architecture page's table lists every package and subpackage on disk, and none that is gone."""
     on_disk = packages_on_disk()
     listed = readme_package_table()
     assert {"main_process", "shared"} <= listed  # the table was read at all
-    assert on_disk - listed == set(), "packages the README's table does not list"
-    assert listed - on_disk == set(), "packages the README's table lists that are gone"
+    assert on_disk - listed == set(), "packages docs/architecture.md's table does not list"
+    assert listed - on_disk == set(), "packages docs/architecture.md's table lists that are gone"

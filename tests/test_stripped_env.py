@@ -1,8 +1,8 @@
 """`elicitron serve` started as MCP hosts start servers: with only HOME, LOGNAME, PATH, SHELL, TERM
 and USER (mcp's own `get_default_environment`). It must find the main the desktop started (whose
 default connection path came from XDG_RUNTIME_DIR), never start a second, windowless one; when it
-has to start main without a display it says so in one line. The printed entries and the README's
-Python agent work pasted as they are, and one server is also at a URL path ending in /mcp.
+has to start main without a display it says so in one line. The printed entries and the Hosts
+page's Python agent (docs/hosts.md) work pasted as they are, and one server is also at a URL path ending in /mcp.
 
 The locator (shared/locator.py) is tested here too, in-process: where it is, what it refuses.
 """
@@ -47,7 +47,7 @@ from shared.connection_file import (
 
 HOST_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # what hosts pass on (mcp, Claude Desktop)
 ELICITRON = Path(PYTHON).with_name("elicitron")  # the console script, as --print-config names it
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+HOSTS_PAGE = (ROOT / "docs" / "hosts.md").read_text(encoding="utf-8")  # the site's Hosts page
 GONE_PID = 2**31 - 1  # no process has it
 
 
@@ -294,7 +294,7 @@ def test_the_printed_python_agent_and_the_readmes_run_as_pasted(desktop: Desktop
     assert ran.returncode == 0, ran.stderr
     assert {"book_table", "echo"} <= set(ran.stdout.strip().split(", "))
 
-    readme_agent = re.search(r"\*\*A Python agent\*\*.*?```python\n(.*?)```", README, re.DOTALL)
+    readme_agent = re.search(r"\*\*A Python agent\*\*.*?```python\n(.*?)```", HOSTS_PAGE, re.DOTALL)
     assert readme_agent is not None
     agent.write_text(readme_agent.group(1))
     window = main.peer("wire-window")
@@ -309,6 +309,37 @@ def test_the_printed_python_agent_and_the_readmes_run_as_pasted(desktop: Desktop
     finally:
         end_process(proc)
     assert mains_of(desktop.home) == [main.pid]
+
+
+@pytest.mark.slow
+def test_the_hosts_pages_typescript_agent_runs_as_pasted(desktop: Desktop) -> None:
+    """The Hosts page's TypeScript agent, pasted into agent.mjs beside the official SDK (the version
+    the other TypeScript host tests pin), run by Node with a host's environment: it lists the tools,
+    its call's card reaches a window, and it prints the answer."""
+    import npm_kit
+
+    if not npm_kit.npm_available():
+        pytest.skip("npm is not installed (CI installs it): the TypeScript SDK cannot be installed")
+    package, version, name = npm_kit.TS_SDK
+    node, modules = npm_kit.ensure_packages(f"{name}-{version}", {package: version})
+    script = re.search(r"\*\*A TypeScript agent\*\*.*?```js\n(.*?)```", HOSTS_PAGE, re.DOTALL)
+    assert script is not None
+    (desktop.home / "node_modules").symlink_to(modules)  # where Node looks for the SDK
+    agent = desktop.home / "agent.mjs"
+    agent.write_text(script.group(1))
+    window = desktop.main.peer("wire-window")
+    proc = subprocess.Popen([str(node), str(agent)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=host_env(desktop.home, ELICITRON=str(ELICITRON)),
+                            cwd=desktop.home)
+    try:
+        invoke = wait_for_invoke(window, "Book a table at Chez MCP?")
+        window.answer(invoke, "accept", {"name": "Typed", "party_size": 4})
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err.decode()
+        assert "demo__book_table" in out.decode() and "Typed" in out.decode()
+    finally:
+        end_process(proc)
+    assert mains_of(desktop.home) == [desktop.main.pid]
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
-"""A host cannot tell Elicitron's relay from the server direct (PROTOCOL §14, README "Use it from
-your host"): real hosts run the same scripted session twice, DIRECT (on the conformance server,
+"""A host cannot tell Elicitron's relay from the server direct (PROTOCOL §14, docs/hosts.md "How
+serve relays"): real hosts run the same scripted session twice, DIRECT (on the conformance server,
 started as a host would start it) and THROUGH (`elicitron serve --server conformance`, or main's
 `--mcp-http` `/mcp/conformance`, against a main that has the server configured with
 `"elicitationRoute": "host"`), and what each host observed must be equal.

@@ -1,4 +1,4 @@
-"""The web window behind a reverse proxy (README "Web window": Caddy, Tailscale serve): `elicitron
+"""The web window behind a reverse proxy (docs/web.md: Caddy, Tailscale serve): `elicitron
 web --origin URL` accepts the Host and Origin the proxy's address gives, and the pairing link names
 that address, not the loopback one a phone cannot open. The proxy here is a byte-for-byte TCP
 forwarder on another port (it keeps the browser's Host header, as Caddy does); Debian's chromium
