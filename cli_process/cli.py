@@ -170,7 +170,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = with_connection(sub.add_parser("pair", help="allow a remote window and print its connection file; "
                                                     "--web: a one-time link that pairs a browser"))
-    p.add_argument("--name", help="a name for the remote window's key (default remote), or the browser's (--web)")
+    p.add_argument("--name", help="a name for the remote window's key (default remote), or the browser's (--web; "
+                                   "default: yours and the browser's, as in \"ana's Chrome on Android\")")
     p.add_argument("--web", action="store_true",
                    help="print a one-time link (5 minutes) that pairs a browser with the running web window")
     p.add_argument("--qr", action="store_true",

@@ -1,5 +1,6 @@
 """`elicitron pair --web`: a one-time code for the running web window, as the link that redeems it
-and, on a terminal (or with --qr), its QR code for a phone's camera.
+and, on a terminal (or with --qr), its QR code for a phone's camera. Without --name the browser is
+named as it pairs, after whoever ran this and the browser itself (`ana's Chrome on Android`).
 
 Right after `elicitron main --web ADDR`, main's own web window may still be starting (it has not
 announced itself in its web dir yet). pair then waits for it, asking main's status, for as long as
@@ -17,6 +18,7 @@ from cli_process.command import connection_of
 from cli_process.controller import Controller
 from shared.errors import MainUnreachableError, WebWindowNotRunningError
 from shared.messages import WebWindowStatus
+from shared.person import person
 from web_process.devices import CODE_LIFETIME_S, WebDir
 
 WAIT_FOR_START_S = 20.0  # a child starts in a few seconds; on a loaded machine, more
@@ -27,7 +29,7 @@ COMING = ("starting", "restarting")  # the child main supervises is on its way (
 def pair_web(args: argparse.Namespace) -> int:
     web_dir = WebDir(args.web_dir)
     url = running_url(web_dir, connection_of(args))
-    code = web_dir.new_code(args.name or "browser")
+    code = web_dir.new_code(args.name, person=person())  # no name: the browser's, as it pairs
     link = f"{url}/pair#{code}"
     print(link)
     if args.qr or sys.stdout.isatty():  # piped, stdout is the link alone

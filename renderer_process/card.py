@@ -6,10 +6,14 @@ whoever opened it forwards the answer. What it offers besides its body is given 
 `decline_all_requested(server)`, then answers this card with decline), "Remember my answer" on a
 form (`remember_choice(action)` reads it), and a program's yes/no question drawn as a confirm.
 
-Keyboard: Enter accepts when the answer is valid (from ENTER_ARM_MS after the card appears, so
-a keystroke meant for something else never answers), Alt+D declines, Esc and the window's close
-button cancel; the focus starts on the first field. A card closed by `close_silently()` (another
-window answered, the server cancelled) emits nothing.
+A form's Accept is disabled only while the card shows a problem: an empty required field is
+marked, not flagged, until the user edits it or presses Accept; Accept then names what is missing
+under the field and in the card, focuses the first such field, and sends nothing (form_body.py).
+
+Keyboard: Enter presses Accept (from ENTER_ARM_MS after the card appears, so a keystroke meant
+for something else never answers; on an answer not valid yet, that shows why), Alt+D declines,
+Esc and the window's close button cancel; the focus starts on the first field. A card closed by
+`close_silently()` (another window answered, the server cancelled) emits nothing.
 
 A request the card cannot show (an unsupported schema, an unknown mode, or anything that fails
 while building it from a hostile schema) becomes a notice with Decline and Cancel: never a stall.
@@ -273,8 +277,8 @@ class ElicitationCard(QDialog):
         self._fit_form()
         form.installEventFilter(self)
         layout.addWidget(scroll, 1)
-        form.validity_changed.connect(self._show_validity)
-        self._show_validity(form.is_valid)
+        form.checked.connect(self._show_validity)
+        self._show_validity()
 
     def _show_as_confirm(self, key: str) -> None:
         """A yes/no question: its boolean ticked (Accept sends {key: true}, the "Yes"), the form
@@ -387,9 +391,9 @@ class ElicitationCard(QDialog):
         if left == 0:
             self._tick.stop()  # main dismisses it now; nothing left to count
 
-    def _show_validity(self, valid: bool) -> None:
-        self.accept_button.setEnabled(valid)
-        problems = self.form.problems if self.form is not None else []
+    def _show_validity(self) -> None:
+        problems = self.form.shown_problems if self.form is not None else []
+        self.accept_button.setEnabled(not problems)
         shown = "; ".join(problems[:_MAX_PROBLEMS_SHOWN])
         if len(problems) > _MAX_PROBLEMS_SHOWN:
             shown += f"; and {len(problems) - _MAX_PROBLEMS_SHOWN} more"
@@ -423,8 +427,12 @@ class ElicitationCard(QDialog):
 
     def _on_accept(self) -> None:
         if self.kind == FORM and self.form is not None:
-            self.form.refresh()
-            if not self.form.is_valid:  # the button is disabled then; guard anyway
+            first_problem = self.form.try_submit()
+            if not self.form.is_valid:  # nothing sent: the card says why, at the first field concerned
+                if first_problem is not None:
+                    first_problem.setFocus(Qt.FocusReason.OtherFocusReason)
+                    if self._scroll is not None:
+                        self._scroll.ensureWidgetVisible(first_problem)
                 return
             self._finish("accept", dict(self.form.content))
         elif self.kind == URL and self._url.isValid() and is_sign_in(self.invoke):

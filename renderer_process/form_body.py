@@ -1,7 +1,12 @@
 """The editable part of a form card: one row per property, and whether the answer is valid.
 
-Validity uses shared.schema, the same rules main applies to every accepted answer, so Accept is
-enabled exactly when main would take the content.
+Validity uses shared.schema, the same rules main applies to every accepted answer, so what Accept
+sends is exactly what main would take.
+
+A problem is shown (red, under its field, and in `shown_problems`) once the user has edited that
+field or tried to submit (`try_submit`), never before: an empty required field is marked (a `*`
+beside its label, "(required)" in its accessible name) but not flagged while nobody has typed
+yet, which read as a scolding before anything was done (issue 37).
 """
 
 import logging
@@ -20,9 +25,10 @@ logger = logging.getLogger(__name__)
 
 
 class FormBody(QWidget):
-    """Fields built from a supported requestedSchema; emits `validity_changed` after each edit."""
+    """Fields built from a supported requestedSchema; emits `checked` after each edit and each
+    attempt to submit (what is valid and what is shown may have changed)."""
 
-    validity_changed = Signal(bool)
+    checked = Signal()
 
     def __init__(self, schema: Mapping[str, Any], parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -32,8 +38,12 @@ class FormBody(QWidget):
         self._titles: dict[str, str] = {}
         self._errors: dict[str, QLabel] = {}
         self._valid = False
+        self._edited: set[str] = set()  # fields the user changed: their problems show
+        self._tried = False  # the user tried to submit: every problem shows
         self.content: dict[str, Any] = {}
-        self.problems: list[str] = []
+        self.problems: list[str] = []  # every problem of the answer as it is
+        self.shown_problems: list[str] = []  # those the user is shown now
+        self._problem_keys: list[str] = []  # the fields with a problem, in form order
 
         form = QFormLayout(self)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.ExpandingFieldsGrow)
@@ -82,7 +92,7 @@ class FormBody(QWidget):
         self._errors[key] = error
 
         form.addRow(label, cell)
-        field.changed.connect(self.refresh)
+        field.changed.connect(lambda: self._on_edited(key))
 
     @property
     def is_valid(self) -> bool:
@@ -92,6 +102,21 @@ class FormBody(QWidget):
         """The widget that should hold the focus when the form appears (None for an empty form)."""
         first = next(iter(self.fields.values()), None)
         return first.focus_widget if first is not None else None
+
+    def _on_edited(self, key: str) -> None:
+        self._edited.add(key)
+        self.refresh()
+
+    def try_submit(self) -> QWidget | None:
+        """The user tries to submit: every problem shows from now on. The widget to focus (the
+        first field with a problem), or None when the answer is valid."""
+        self._tried = True
+        self.refresh()
+        if self._valid:
+            return None
+        key = next(iter(self._problem_keys), None)
+        field = self.fields.get(key) if key is not None else next(iter(self.fields.values()), None)
+        return field.focus_widget if field is not None else None
 
     def refresh(self) -> None:
         """Collect content from the fields and judge it; cheap enough to run on every keystroke."""
@@ -117,15 +142,19 @@ class FormBody(QWidget):
             except (TypeError, ValueError, OverflowError) as exc:
                 problems = [_BROKEN_SCHEMA]
                 logger.warning("cannot check an answer against this schema: %s", exc)
+        shown = {key: problem for key, problem in per_field.items() if self._tried or key in self._edited}
         for key, label in self._errors.items():
-            label.setText(per_field.get(key, ""))
-            label.setVisible(key in per_field)
+            label.setText(shown.get(key, ""))
+            label.setVisible(key in shown)
         self.content = content
         self.problems = problems
-        valid = not problems
-        if valid != self._valid:
-            self._valid = valid
-            self.validity_changed.emit(valid)
+        self._problem_keys = list(per_field)
+        if self._tried or (per_field.keys() <= self._edited and self._edited):
+            self.shown_problems = problems  # each one the user's to see (the whole-answer ones too)
+        else:
+            self.shown_problems = [f"{self._titles[k]}: {p}" for k, p in shown.items()]
+        self._valid = not problems
+        self.checked.emit()
 
 
 _BROKEN_SCHEMA = "the schema has limits that cannot be checked (such as a minimum that is no number)"

@@ -4,7 +4,9 @@ The form reuses the elicitation card's field widgets (form_body.FormBody) on the
 tool_schema derives; "Edit as JSON" is always there for a tool that has a form, and JSON is the
 only editor for a tool whose schema the form can't express (the panel says why) or whose schema
 is not known (yet). Editing the JSON, even while the form is showing, makes JSON the editor: what
-the user typed last is what is sent, never a hidden editor's content.
+the user typed last is what is sent, never a hidden editor's content. As on a card, a field's
+problem shows once it was edited or Call was pressed (which then focuses the first such field):
+an empty required argument is marked, not flagged, before anything was typed.
 """
 
 import json
@@ -122,8 +124,7 @@ class ToolForm(QWidget):
         self._form = form
         self.form_area.setWidget(form)
         self.form_area.setMinimumHeight(min(form.sizeHint().height() + 4, _MAX_FORM_HEIGHT))
-        for field in form.fields.values():
-            field.changed.connect(self._report)  # after the form's own refresh (connected first)
+        form.checked.connect(self._report)  # after each edit and each Call pressed on it
 
     @property
     def form(self) -> FormBody | None:
@@ -142,8 +143,11 @@ class ToolForm(QWidget):
     def arguments(self) -> tuple[dict[str, Any] | None, str]:
         """(the call's arguments, "") or (None, why they can't be sent)."""
         if not self.json_mode and self._form is not None:
-            self._form.refresh()
+            first_problem = self._form.try_submit()
             if not self._form.is_valid:
+                if first_problem is not None:
+                    first_problem.setFocus(Qt.FocusReason.OtherFocusReason)
+                    self.form_area.ensureWidgetVisible(first_problem)
                 return None, "Not called: " + "; ".join(self._form.problems)
             return arguments_from(self._plan, self._form.content), ""
         text = self.raw.toPlainText().strip()
@@ -196,7 +200,7 @@ class ToolForm(QWidget):
         self.changed.emit()
 
     def _report(self) -> None:
-        problems = self._form.problems if self._form is not None and not self.json_mode else []
+        problems = self._form.shown_problems if self._form is not None and not self.json_mode else []
         self.problems.setText("To call: " + "; ".join(problems) if problems else "")
         self.problems.setVisible(bool(problems))
         self.changed.emit()

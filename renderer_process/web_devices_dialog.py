@@ -55,7 +55,7 @@ class WebDevicesDialog(QDialog):
         self.revoke_button = QPushButton("Revoke", self)
         self.revoke_button.setObjectName("revoke_device")
         self.name = QLineEdit(self)
-        self.name.setPlaceholderText("phone")
+        self.name.setPlaceholderText("name (default: yours and the browser's)")
         self.name.setAccessibleName("Name of the browser to pair")
         self.pair_button = QPushButton("Pair a browser", self)
         self.pair_button.setObjectName("pair_device")
@@ -113,7 +113,8 @@ class WebDevicesDialog(QDialog):
     def _pair(self) -> None:
         self.link.clear()
         self.qr.clear()
-        self._run(["pair", "--web", "--name", self.name.text().strip() or "browser"], self._show_link)
+        name = self.name.text().strip()  # none: the browser is named as it pairs ("ana's Chrome on Android")
+        self._run(["pair", "--web", *(["--name", name] if name else [])], self._show_link)
 
     def _show_link(self, printed: str) -> None:
         link = printed.strip().splitlines()[0] if printed.strip() else ""

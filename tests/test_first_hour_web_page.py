@@ -1,5 +1,6 @@
 """Issue 37, item 8, the web page: at 360 px no label is broken inside a word (a checkbox's
-"Boolean" once read "Boolea / n": the card let any word break anywhere)."""
+"Boolean" once read "Boolea / n": the card let any word break anywhere); a required field is
+marked, not flagged, until Accept is pressed."""
 
 import json
 import sys
@@ -70,3 +71,41 @@ def test_at_360_px_no_label_is_broken_inside_a_word(web: WebWindow, browser: "Br
         context.close()
         asking.terminate()
         asking.communicate(timeout=30)
+
+
+def test_a_required_field_is_marked_not_flagged_until_accept_is_pressed(web: WebWindow, browser: "Browser") -> None:
+    """Issue 37, item 8: no "is required" before the person typed or pressed Accept; Accept on an
+    empty required field says so under it and in the card, focuses it, and sends nothing."""
+    import subprocess
+
+    context = browser.new_context(viewport={"width": 360, "height": 780})
+    asking = subprocess.Popen([sys.executable, "-m", "cli_process", "ask", "Who are you?", "--schema",
+                               json.dumps(SCHEMA), "--timeout", "60", "--connection", str(web.main.connection)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=child_env(web.main.home), cwd=ROOT)
+    try:
+        page: Page = context.new_page()
+        pair(page, web)
+        card = page.locator("#cards article")
+        card.get_by_text("Who are you?").wait_for(timeout=TIMEOUT_MS)
+        name = card.get_by_label("String (required)")  # marked
+        assert card.get_by_text("is required").count() == 0  # not flagged
+        assert card.locator(".problem").text_content() == ""
+        card.get_by_label("Integer").focus()
+        card.get_by_role("button", name="Accept").click()
+        card.get_by_text("is required", exact=True).wait_for(timeout=TIMEOUT_MS)
+        assert card.locator(".problem").text_content() == "To accept: String: is required"
+        assert name.evaluate("(input) => input === document.activeElement")
+        assert name.get_attribute("aria-invalid") == "true"
+        assert asking.poll() is None  # nothing was sent
+        name.fill("Ada")  # the message follows what is typed
+        card.get_by_text("is required", exact=True).wait_for(state="hidden", timeout=TIMEOUT_MS)
+        assert card.locator(".problem").text_content() == ""
+        card.get_by_role("button", name="Accept").click()
+        out, err = asking.communicate(timeout=30)
+        assert (asking.returncode, json.loads(out)["name"]) == (0, "Ada"), err
+    finally:
+        context.close()
+        if asking.poll() is None:
+            asking.terminate()
+            asking.communicate(timeout=30)

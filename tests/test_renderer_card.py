@@ -127,11 +127,34 @@ def test_server_text_is_never_rendered_as_markup(open_card: OpenCard) -> None:
 # ---- strings -------------------------------------------------------------------------------
 
 
+def test_a_required_field_is_marked_not_flagged_until_accept_is_pressed(qtbot: QtBot, open_card: OpenCard) -> None:
+    # Issue 37, item 8: the card opened with Accept disabled and "is required" in red under a field
+    # nobody had typed in yet. Now the field is marked; pressing Accept says what is missing there,
+    # focuses it, and sends nothing.
+    card, answers = open_card(form({"name": {"type": "string", "title": "Name"}, "note": {"type": "string"}},
+                                   ["name"]))
+    qtbot.waitExposed(card)
+    edit, error, problems = find(card, QLineEdit, "field:name"), find(card, QLabel, "error:name"), \
+        find(card, QLabel, "problems")
+    assert find(card, QLabel, "label:name").text() == "Name *" and edit.accessibleName() == "Name (required)"
+    assert not error.isVisible() and not problems.isVisible()
+    assert accept_button(card).isEnabled()
+    find(card, QLineEdit, "field:note").setFocus()
+    press_accept(qtbot, card)
+    assert answers.calls == [] and card.isVisible()
+    assert error.isVisible() and error.text() == "is required"
+    assert problems.isVisible() and problems.text() == "To accept: Name: is required"
+    qtbot.waitUntil(lambda: card.focusWidget() is edit, timeout=2000)
+    assert not accept_button(card).isEnabled()  # until the field is filled in
+    type_into(qtbot, edit, "Ada")
+    assert accept_button(card).isEnabled() and not error.isVisible() and not problems.isVisible()
+    press_accept(qtbot, card)
+    assert answers.calls == [("accept", {"name": "Ada"})]
+
+
 def test_string_lengths_gate_accept_and_explain_why(qtbot: QtBot, open_card: OpenCard) -> None:
     card, answers = open_card(form({"name": {"type": "string", "minLength": 3, "maxLength": 5}}, ["name"]))
     edit = find(card, QLineEdit, "field:name")
-    assert not accept_button(card).isEnabled()
-    assert "is required" in find(card, QLabel, "problems").text()
     type_into(qtbot, edit, "ab")
     assert not accept_button(card).isEnabled()
     assert "at least 3 characters" in find(card, QLabel, "error:name").text()
@@ -275,7 +298,8 @@ def test_single_select_shows_labels_and_sends_values(
     combo = find(card, QComboBox, "field:c")
     shown = [combo.itemText(i) for i in range(combo.count())]
     assert shown == ["—", *labels]  # required without default: the user must choose
-    assert not accept_button(card).isEnabled()
+    press_accept(qtbot, card)
+    assert answers.calls == [] and find(card, QLabel, "error:c").text() == "is required"
     combo.setCurrentIndex(combo.findText(pick))
     assert accept_button(card).isEnabled()
     press_accept(qtbot, card)
@@ -387,7 +411,8 @@ def test_optional_date_can_stay_empty_and_required_one_must_be_set(qtbot: QtBot,
     )
     start_set = find(card, QCheckBox, "field:start:set")
     assert not start_set.isChecked() and not find(card, QDateEdit, "field:start").isEnabled()
-    assert not accept_button(card).isEnabled()  # nothing is picked for the user
+    press_accept(qtbot, card)  # nothing is picked for the user
+    assert answers.calls == [] and find(card, QLabel, "error:start").text() == "is required"
     qtbot.mouseClick(start_set, Qt.MouseButton.LeftButton)
     assert find(card, QDateEdit, "field:start").isEnabled()
     assert accept_button(card).isEnabled()
@@ -549,6 +574,7 @@ def test_error_and_warning_text_stay_readable_when_the_system_turns_dark(
 ) -> None:
     card, _ = open_card(form({"n": {"type": "integer"}}, required=["n"]))
     link, _ = open_card(url_params("http://example.com/"), opener=lambda _u: None)
+    press_accept(qtbot, card)  # the empty required field's problem shows
     shown = [find(card, QLabel, "problems"), find(card, QLabel, "error:n"), find(link, QLabel, "warnings")]
     assert all(label.isVisible() for label in shown)
 

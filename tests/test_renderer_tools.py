@@ -113,7 +113,29 @@ def test_the_form_shows_title_description_and_typed_fields(window: MainWindow) -
     assert find(window, QListWidget, "field:extras").count() == 3
     assert find(window, QCheckBox, "field:arrival:set").isVisible()
     assert find(window, QLineEdit, "field:city").accessibleName() == "City (required)"
+    assert visible_text(window, "arguments_problems") == ""  # marked, not flagged before anything was typed
+
+
+def test_call_with_an_empty_required_argument_says_so_focuses_it_and_sends_nothing(
+        qtbot: QtBot, window: MainWindow) -> None:
+    # Issue 37, item 8: the form said "City: is required" in red as it appeared; now only once Call is pressed.
+    Main(window, TOOLS)
+    window.on_welcomed(welcome(["plan_trip"]))
+    qtbot.waitExposed(window)
+    nights = find(window, QLineEdit, "field:nights")
+    qtbot.keyClicks(nights, "3")
+    assert visible_text(window, "arguments_problems") == "" and not find(window, QLabel, "error:city").isVisible()
+    calls: list[Any] = []
+    window.call_requested.connect(lambda *args: calls.append(args))
+    qtbot.mouseClick(find(window, QPushButton, "call"), Qt.MouseButton.LeftButton)
+    assert calls == []
+    assert find(window, QLabel, "error:city").isVisible() and find(window, QLabel, "error:city").text() == "is required"
     assert "City: is required" in visible_text(window, "arguments_problems")
+    city = find(window, QLineEdit, "field:city")
+    qtbot.waitUntil(lambda: window.focusWidget() is city, timeout=2000)
+    qtbot.keyClicks(city, "Lisbon")
+    assert not find(window, QLabel, "error:city").isVisible()
+    assert press_call(qtbot, window)[3] == {"city": "Lisbon", "nights": 3}
 
 
 def test_typed_arguments_and_omitted_optionals(qtbot: QtBot, window: MainWindow) -> None:

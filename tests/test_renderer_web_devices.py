@@ -3,6 +3,7 @@ window's directory, Pair running the real `elicitron pair --web` (its link and t
 draws for that link), Revoke running the real `elicitron devices revoke`, and the CLI's refusal
 shown as it said it."""
 
+import getpass
 import io
 from pathlib import Path
 
@@ -88,6 +89,20 @@ def test_the_dialog_lists_pairs_with_a_qr_code_and_revokes(qtbot: QtBot, web_dir
     qtbot.waitUntil(lambda: [row[0] for row in _rows(dialog)] == ["qt phone"], timeout=TIMEOUT_MS)
     assert _said(dialog).startswith("revoked desk tablet")
     assert [device.name for device in read_paired_devices(web_dir.path)] == ["qt phone"]
+
+
+def test_pair_with_no_name_leaves_the_name_to_the_browser_that_pairs(qtbot: QtBot, web_dir: WebDir) -> None:
+    """Issue 37, item 6: the dialog passed `--name browser`; now the device is named as it pairs."""
+    web_dir.announce("http://127.0.0.1:8766")
+    dialog = _dialog(qtbot, web_dir)
+    pair = dialog.findChild(QPushButton, "pair_device")
+    link_label = dialog.findChild(QLabel, "pair_link")
+    assert pair is not None and link_label is not None and dialog.name.text() == ""
+    qtbot.mouseClick(pair, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: link_label.text().startswith("http://127.0.0.1:8766/pair#"), timeout=TIMEOUT_MS)
+    firefox = "Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0"
+    device, _ = web_dir.redeem(link_label.text().split("#", 1)[1], firefox)
+    assert device.name == f"{getpass.getuser()}'s Firefox on Linux"
 
 
 def test_pairing_without_a_running_web_window_says_how_to_start_one(qtbot: QtBot, web_dir: WebDir) -> None:

@@ -116,6 +116,42 @@ def test_a_pairing_code_expires_after_five_minutes(tmp_path: Path) -> None:
     assert list((tmp_path / "web" / "pairing").iterdir()) == []  # an expired code is gone, not kept
 
 
+ANDROID_CHROME = ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+                  "Chrome/120.0.0.0 Mobile Safari/537.36")
+
+
+@pytest.mark.parametrize(("user_agent", "said"), [
+    (ANDROID_CHROME, "Chrome on Android"),
+    (("Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+     "Version/17.2 Mobile/15E148 Safari/604.1"), "Safari on iPhone"),
+    (("Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+     "CriOS/120.0.6099.119 Mobile/15E148 Safari/604.1"), "Chrome on iPhone"),
+    (("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 "
+     "Safari/537.36 Edg/120.0.2210.91"), "Edge on Windows"),
+    ("Mozilla/5.0 (Macintosh; Intel Mac OS X 14.2; rv:121.0) Gecko/20100101 Firefox/121.0", "Firefox on macOS"),
+    (("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 "
+     "Safari/537.36"), "Chrome on Linux"),
+    ("curl/8.5.0", "browser"),
+    ("", "browser"),
+])
+def test_a_browser_is_called_by_what_its_user_agent_says(user_agent: str, said: str) -> None:
+    from web_process.user_agent import browser_on_system
+
+    assert browser_on_system(user_agent) == said
+
+
+def test_a_device_paired_without_a_name_is_the_persons_browser_and_a_named_one_keeps_its_name(
+        tmp_path: Path) -> None:
+    web = WebDir(tmp_path / "web")
+    unnamed = web.redeem(web.new_code(None, person="ana"), ANDROID_CHROME)[0]
+    assert unnamed.name == "ana's Chrome on Android"
+    assert web.redeem(web.new_code("kitchen tablet", person="ana"), ANDROID_CHROME)[0].name == "kitchen tablet"
+    forged = web.redeem(web.new_code(None, person="ana"), "Chrome/1 <b>\n" + "x" * 500)[0]
+    assert forged.name == "ana's Chrome"  # only fixed words come from the header
+    assert [device.name for device in read_paired_devices(tmp_path / "web")] == [
+        "ana's Chrome on Android", "kitchen tablet", "ana's Chrome"]
+
+
 def test_pair_web_says_when_no_web_window_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["pair", "--web", "--web-dir", str(tmp_path / "web")]) == EXIT_FAILED
     said = capsys.readouterr().err

@@ -3,6 +3,7 @@
 cli.py       `elicitron web`: arguments, the listen checks, uvicorn
 listen.py    which addresses and origins the web window serves (loopback unless TLS or --insecure-http)
 devices.py   pairing codes and device credentials on disk (0600), `elicitron pair --web`, revoking
+user_agent.py  a device paired without a name, named from its User-Agent: "ana's Chrome on Android"
 qr.py        the pairing link's QR code for a terminal (segno)
 page_peer.py one page's event stream as one renderer peer of main (shared/peer_asyncio.py); its cards
              and "waiting in another window" list from shared/window_core.py, as the Qt window's

@@ -197,7 +197,8 @@ class WebWindow:
         body = await _json_body(request)
         code = body.get("code") if isinstance(body, dict) else None
         try:
-            device, token = self.web_dir.redeem(code if isinstance(code, str) else "")
+            device, token = self.web_dir.redeem(code if isinstance(code, str) else "",
+                                                request.headers.get("user-agent", ""))
         except PairingError as exc:
             logger.warning("refused a pairing: %s", exc)
             return JSONResponse({"error": f"{exc}: run `elicitron pair --web` again for a new link"}, 403)

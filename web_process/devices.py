@@ -4,8 +4,8 @@ The directory (`--web-dir`, else `$ELICITRON_WEB_DIR`, else `<user state dir>/el
 0700 and every file in it 0600:
 
     web.json           the running web window: its URL and pid (written once it listens)
-    pairing/<sha256>   one pairing code `elicitron pair --web` made: {name, expiresAt}; the file is
-                       named by the code's hash, so the directory never holds a usable code
+    pairing/<sha256>   one pairing code `elicitron pair --web` made: {name, person, expiresAt}; the
+                       file is named by the code's hash, so the directory never holds a usable code
     devices.json       paired devices: {id, name, tokenSha256, pairedAt}; never a credential itself
     seen/<id>          when a device was last seen (shared/web_devices.py reads both for listings)
     devices.lock       held while devices.json is read and rewritten (pairing here, revoking in
@@ -15,6 +15,8 @@ A pairing is one file: `pair --web` creates it (O_EXCL) and prints `<url>/pair#<
 the fragment: it never reaches a log or a Referer). Opening the link shows a page whose button
 POSTs the code; the web process unlinks the file, and only the request whose unlink succeeded is
 paired, so a code works once, even with two tabs racing. A code older than CODE_LIFETIME_S fails.
+A code made without a name names its device when it is redeemed, after the person who made it and
+the browser that redeemed it (`ana's Chrome on Android`, user_agent.py): "browser" said neither.
 The device gets a fresh random credential as a cookie; only its SHA-256 is stored. Removing a
 device from devices.json revokes it at once (the file is read again on every check, and an open
 page's stream within REVOKE_CHECK_S, and before each event it would get).
@@ -41,6 +43,7 @@ from shared.web_devices import (
     device_entries,
     read_announcement,
 )
+from web_process.user_agent import device_name
 
 CODE_LIFETIME_S = 300.0  # five minutes
 CODE_BYTES = 24
@@ -94,19 +97,21 @@ class WebDir:
 
     # ---- pairing ----------------------------------------------------------------------------
 
-    def new_code(self, name: str) -> str:
-        """A fresh one-time code for a device called `name`, valid CODE_LIFETIME_S."""
-        name = " ".join(name.split())[:MAX_NAME_CHARS] or "browser"
+    def new_code(self, name: str | None = None, *, person: str = "") -> str:
+        """A fresh one-time code for a device called `name`, valid CODE_LIFETIME_S; without a name,
+        the device is named when the code is redeemed, after `person` and its browser."""
         self._ensure()
         code = secrets.token_urlsafe(CODE_BYTES)
-        body = json.dumps({"name": name, "expiresAt": self._now() + CODE_LIFETIME_S})
+        body = json.dumps({"name": _one_line(name or ""), "person": _one_line(person),
+                           "expiresAt": self._now() + CODE_LIFETIME_S})
         fd = os.open(self.path / "pairing" / _digest(code), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as out:
             out.write(body)
         return code
 
-    def redeem(self, code: str) -> tuple[Device, str]:
-        """The new device and its credential for a valid code, which is used up; PairingError otherwise."""
+    def redeem(self, code: str, user_agent: str = "") -> tuple[Device, str]:
+        """The new device and its credential for a valid code, which is used up; PairingError otherwise.
+        `user_agent` (the redeeming browser's) names a device its code did not name."""
         if not code or len(code) > 200:
             raise PairingError("unknown pairing code")
         self._ensure()
@@ -120,7 +125,9 @@ class WebDir:
         if float(pairing.get("expiresAt", 0)) < self._now():
             raise PairingError("the pairing code has expired")
         token = secrets.token_urlsafe(TOKEN_BYTES)
-        device = Device(id=secrets.token_hex(8), name=str(pairing.get("name") or "browser"), paired_at=self._now())
+        name = _one_line(str(pairing.get("name") or "")) or _one_line(
+            device_name(_one_line(str(pairing.get("person") or "")), user_agent))
+        device = Device(id=secrets.token_hex(8), name=name, paired_at=self._now())
         with self._devices_locked():
             devices = device_entries(self.path)
             devices.append({"id": device.id, "name": device.name, "tokenSha256": _digest(token),
@@ -213,6 +220,11 @@ class WebDir:
             with contextlib.suppress(OSError):
                 (self.path / SEEN_DIR / str(entry.get("id"))).unlink()
         return [_device(entry) for entry in chosen]
+
+
+def _one_line(name: str) -> str:
+    """A name as one line of at most MAX_NAME_CHARS."""
+    return " ".join(name.split())[:MAX_NAME_CHARS]
 
 
 def _device(entry: dict[str, object]) -> Device:

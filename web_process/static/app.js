@@ -62,6 +62,9 @@ function fieldControl(field) {
   const describedBy = field.description ? `${id}-d` : undefined;
   const label = el("label", {for: id, text: field.title + (field.required ? " (required)" : "")});
   const help = field.description ? el("small", {id: describedBy, text: field.description}) : null;
+  // Its problem, shown once the person pressed Accept (fieldProblem): empty and hidden until then.
+  const error = el("small", {id: `${id}-e`, class: "field-error", hidden: true});
+  const described = [describedBy, error.id].filter(Boolean).join(" ");
   let input;
   let read;
   if (field.kind === "boolean") {
@@ -72,7 +75,7 @@ function fieldControl(field) {
     return {row, read, input, name: field.name, required: field.required};
   }
   if (field.kind === "choice") {
-    input = el("select", {id, required: field.required, "aria-describedby": describedBy});
+    input = el("select", {id, required: field.required, "aria-describedby": described});
     if (!field.required || field.default === undefined) input.append(el("option", {value: "", text: "—"}));
     field.choices.forEach((choice, index) => {
       const option = el("option", {value: String(index), text: choice.title});
@@ -94,16 +97,31 @@ function fieldControl(field) {
   } else if (field.kind === "number" || field.kind === "integer") {
     input = el("input", {type: "number", id, inputmode: field.kind === "integer" ? "numeric" : "decimal",
       step: field.kind === "integer" ? "1" : "any", min: field.minimum, max: field.maximum,
-      required: field.required, "aria-describedby": describedBy});
+      required: field.required, "aria-describedby": described});
     if (typeof field.default === "number") input.value = String(field.default);
     read = () => input.value === "" ? undefined : Number(input.value);
   } else {
     input = el("input", {type: field.inputType || "text", id, required: field.required,
-      minlength: field.minLength, maxlength: field.maxLength, "aria-describedby": describedBy});
+      minlength: field.minLength, maxlength: field.maxLength, "aria-describedby": described});
     if (typeof field.default === "string") input.value = field.default;
     read = () => input.value === "" && !field.required ? undefined : input.value;
   }
-  return {row: el("div", {class: "field"}, label, input, help), read, input, name: field.name, required: field.required};
+  return {row: el("div", {class: "field"}, label, input, help, error), read, input, error, title: field.title,
+    name: field.name, required: field.required};
+}
+
+// A field's problem under it ("is required", else the browser's own words for a value it refuses),
+// as "Title: problem" for the card's line; "" when it has none. Only ever after Accept was pressed:
+// a required field is marked "(required)", not flagged in red before anything was typed (issue 37).
+function fieldProblem(control) {
+  const {input, error} = control;
+  if (!error) return "";
+  const problem = input.checkValidity() ? "" : input.validity.valueMissing ? "is required" : input.validationMessage;
+  error.textContent = problem;
+  error.hidden = !problem;
+  if (problem) input.setAttribute("aria-invalid", "true");
+  else input.removeAttribute("aria-invalid");
+  return problem ? `${control.title}: ${problem}` : "";
 }
 
 function formBody(card, article) {
@@ -113,8 +131,21 @@ function formBody(card, article) {
   form.addEventListener("submit", (event) => event.preventDefault());
   const remember = card.remember ? rememberBox(card.remember.who) : null;
   const reply = (action, content) => answer(card, action, content, remember ? remember.choice(action) : undefined);
+  let tried = false;  // Accept was pressed: problems show, and follow what is typed
+  const problems = () => {
+    const found = controls.map(fieldProblem).filter(Boolean);
+    cards.get(card.channel).problem.textContent = found.length ? "To accept: " + found.join("; ") : "";
+    return found;
+  };
+  controls.forEach((control) => control.error && control.input.addEventListener("input", () => {
+    if (tried) problems();
+  }));
   const accept = () => {
-    if (!form.reportValidity()) return;
+    tried = true;
+    if (problems().length) {  // nothing sent: the first field concerned takes the focus
+      controls.find((control) => control.error && !control.error.hidden).input.focus();
+      return;
+    }
     const content = {};
     for (const control of controls) {
       const value = control.read();
