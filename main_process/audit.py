@@ -17,7 +17,7 @@ def to_json(entries: Sequence[AuditEntry]) -> bytes:
     return msgspec.json.encode(list(entries))
 
 
-_WIDTHS: Final = {"SERVER": 20, "ASKED": 40, "BY": 24, "MESSAGE": 60, "MACHINE": 20}
+_WIDTHS: Final = {"SERVER": 20, "ASKED": 40, "BY": 40, "MESSAGE": 60, "MACHINE": 20}
 
 
 def format_entries(entries: Sequence[AuditEntry]) -> str:
