@@ -358,6 +358,7 @@ class Broker:
         """main is stopping: every attached peer hears `bye` now, before the servers stop, so a
         window shows main as gone at once rather than after its silence limit."""
         self._publish(channels.BYE, Bye())
+        self._server_watchers.clear()  # the servers stopping now is main stopping: sessions end as such
 
     def publish_complete(self, server: str, elicitation_id: str) -> None:
         self._publish(channels.COMPLETE, ElicitationComplete(server=server, elicitation_id=elicitation_id))
