@@ -23,7 +23,8 @@ between themselves, so what the host sees is what it would see direct. Only cons
 One class per session, owning no sockets (`RelaySession`); `Relay` keeps them per peer, starts and
 stops their server connections, and ties them to the consent layer, the lifecycle and the session's
 host side: the broker (`msgMcpRelay` to the peer) or the host's own pipes, which a local `serve`
-handed main (host_pipes.py).
+handed main (host_pipes.py). A session opened with server EVERY_SERVER is the host's session with
+every server at once: `merged` (merged_relay.py) runs it, one session here per server.
 """
 
 import asyncio
