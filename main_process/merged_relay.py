@@ -22,6 +22,7 @@ from functools import partial
 from typing import Final, Protocol
 
 from main_process.merge import MergedSession, Upstream
+from main_process.merge.records import CallLater
 from main_process.peers import Peer
 from shared import jsonrpc
 from shared.errors import RpcCode
@@ -109,7 +110,7 @@ class MergedHost:
     """One host's merged session: a MergedSession whose servers are relayed sessions in `Relay`."""
 
     def __init__(self, relay: MemberRelay, peer: Peer, name: str, host: HostSide,
-                 on_end: Callable[[], None] = lambda: None) -> None:
+                 on_end: Callable[[], None] = lambda: None, call_later: CallLater | None = None) -> None:
         self.relay = relay
         self.peer = peer
         self.name = name
@@ -119,7 +120,7 @@ class MergedHost:
         self._held = False
         self._first = True
         self._replay_id: jsonrpc.Id | None = None  # a handshake replayed to this new session
-        self.session = MergedSession(self._to_host, self._open_server)
+        self.session = MergedSession(self._to_host, self._open_server, call_later=call_later)
 
     def _open_server(self, server: str) -> Upstream:
         member = self.members[server] = _Member(self, server)
@@ -164,9 +165,12 @@ class MergedHost:
 class MergedRelays:
     """Every merged session in main, by (peer routing id, session name)."""
 
-    def __init__(self, relay: MemberRelay, server_infos: Callable[[], list[ServerInfo]]) -> None:
+    def __init__(self, relay: MemberRelay, server_infos: Callable[[], list[ServerInfo]], *,
+                 call_later: CallLater | None = None) -> None:
+        """`call_later`: the merged sessions' timer (None: the running loop's; tests pass a clock)."""
         self._relay = relay
         self._server_infos = server_infos
+        self._call_later = call_later
         self._sessions: dict[tuple[bytes, str], MergedHost] = {}
 
     def __len__(self) -> int:
@@ -207,7 +211,7 @@ class MergedRelays:
             host.closed(why)
             logger.info("refused a merged session of %r: %s", peer.name, why)
             return None
-        merged = self._sessions[(peer.routing_id, name)] = MergedHost(self._relay, peer, name, host, on_end)
+        merged = self._sessions[(peer.routing_id, name)] = MergedHost(self._relay, peer, name, host, on_end, self._call_later)
         merged.session.set_servers(self._server_infos())
         logger.info("relaying %r's session %r with every server, merged", peer.name, name)
         return merged
