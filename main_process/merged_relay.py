@@ -85,8 +85,12 @@ class _Member:
         self.pump.from_host(raw, headers)
 
     def close(self) -> None:
-        self._owner.members.pop(self.server, None)
+        if self._owner.members.get(self.server) is self:  # (a server opened afresh has a new member)
+            del self._owner.members[self.server]
         self._relay.end_pipes(self._peer, self.name, "the host's merged session left this server")
+        if self.held:  # a server gone holds nothing
+            self.held = False
+            self._owner.held_changed()
 
     def _to_relay(self, raw: bytes, headers: Headers) -> str | None:
         self._relay.from_pipes(self._peer, self.name, self.server, raw, self, headers)
