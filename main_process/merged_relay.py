@@ -94,6 +94,8 @@ class _Member:
 
     def _to_relay(self, raw: bytes, headers: Headers) -> str | None:
         self._relay.from_pipes(self._peer, self.name, self.server, raw, self, headers)
+        if self._owner.full:  # (a session opened afresh waits for the host too)
+            self._relay.host_full(self._peer, self.name, True)
         return None
 
     # ---- HostSide ---------------------------------------------------------------------
@@ -122,6 +124,7 @@ class MergedHost:
         self._on_end = on_end
         self.members: dict[str, _Member] = {}
         self._held = False
+        self.full = False  # the host reads slower than the servers write
         self._first = True
         self._replay_id: jsonrpc.Id | None = None  # a handshake replayed to this new session
         self.session = MergedSession(self._to_host, self._open_server, call_later=call_later)
@@ -157,6 +160,7 @@ class MergedHost:
 
     def flow(self, full: bool) -> None:
         """The host reads slower than the servers write (True): their output waits, or goes on."""
+        self.full = full
         for member in list(self.members.values()):
             self.relay.host_full(self.peer, member.name, full)
 

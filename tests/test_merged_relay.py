@@ -178,6 +178,8 @@ def test_a_server_reading_slowly_holds_the_host_and_a_host_reading_slowly_holds_
     assert rig.host.held == [True, False]
     rig.merged.host_full(PEER, "s1", True)
     assert sorted(rig.relay.full) == [(f"s1{MEMBER_SEPARATOR}a", True), (f"s1{MEMBER_SEPARATOR}b", True)]
+    rig.send({"method": "notifications/roots/list_changed"})  # while full, what reaches a server keeps it paused
+    assert rig.relay.full[-1] == (f"s1{MEMBER_SEPARATOR}b", True)
 
 
 def test_over_the_broker_the_host_closing_ends_every_servers_session_and_main_stopping_tells_the_host() -> None:
