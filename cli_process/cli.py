@@ -727,8 +727,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _print_name_clashes(servers: "list[ServerInfo]") -> None:
     """The tools hosts of every server at once (`serve`, /mcp) cannot call: two servers' tools
-    with one `<server>__<tool>` name are left out there (gateway_process/merge/)."""
-    from gateway_process.names import clash_notice, name_clashes
+    with one `<server>__<tool>` name are left out there (main_process/merge/)."""
+    from shared.merged_names import clash_notice, name_clashes
 
     clashes = name_clashes({server.name: server.tools for server in servers})
     if clashes:

@@ -8,12 +8,10 @@ shared/PROTOCOL.md alone.
 
 cli.py           the `serve` arguments (cli_process adds them) and `python -m gateway_process`
 relay_stdio.py   one host over stdio until it closes our stdin: `serve --server NAME` relays one
-                 server's session (RelayedSession), `serve` every server's, merged (MergedRelay)
+                 server's session, `serve` the session with every server that main merges
+                 (main_process/merge/: `<server>__<name>`); both on host pipes with a local main
 relayed.py       RelayedSession: a pump (shared/relay_pump.py) over a host peer's link to main
 handover.py      serve's side of host pipes: a local main holds the host's stdio, serve takes it back
-merge/           MergedSession: one host, every server: `<server>__<name>`, capabilities merged,
-                 requests routed, ids mapped both ways (sans-IO; its __init__ maps its modules)
-merged_relay.py  MergedRelay: a MergedSession over one host peer's link, one RelayedSession per server
 http_app.py      streamable HTTP for main's --mcp-http: bearer token, Origin/Host checks,
                  /mcp (every server) and /mcp/<server>
                  (its connections bounded by shared/http_guard.py: caps, idle ones evicted, TLS)
@@ -22,9 +20,7 @@ http_sessions.py the child's MCP sessions bounded: per host and in all, an idle 
 http_peers.py    the sessions of one host share a peer of main (PeerPool)
 http_hosts.py    which Host names the child serves; whether an address leaves this machine
 http_logs.py     the child's log: a repeated message once per 10 s, long lines cut
-handshake.py     Elicitron's serverInfo and handshake versions (pure)
 attachment.py    MainAttachment: the link to main attached on demand, the wait for starting servers
-names.py         `<server>__<tool>` naming and the combined instructions (pure)
 link.py          MainLink: the DEALER to main (hello, heartbeat, reattach, replies, pushes)
 link_events.py   LinkEvents: what a gateway hears from main through its link: on_pushed, on_detached
 starter.py       start main in the background when none runs (`launch --no-window`)

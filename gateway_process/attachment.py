@@ -2,8 +2,8 @@
 
 `ready()` attaches, starting main first (`launch --no-window`) when none runs and the gateway may.
 No `mcp` here: `elicitron serve` attaches before
-it reads the host's first message, and the host's relayed session (`RelayedSession`, or
-`MergedRelay` for every server) receives the link's events from then on (`adopt`).
+it reads the host's first message, and the host's relayed session (`RelayedSession`: one
+server, or every server merged in main) receives the link's events from then on (`adopt`).
 """
 
 import asyncio

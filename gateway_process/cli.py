@@ -27,7 +27,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from gateway_process.names import Exposure
+    from shared.merged_names import Exposure
 
     connection = resolve_connection_path(args.connection)
     exposure = Exposure(only=args.server)

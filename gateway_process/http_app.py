@@ -8,7 +8,7 @@ a foreign `Origin` or `Host` gets 403 (DNS-rebinding protection, the checks of
 `mcp.server.transport_security`), a missing or wrong `Authorization: Bearer <token>` gets 401 (the
 token is in main's 0600 connection file). `/mcp/<server>` is one server as itself: each host's own
 session with it, relayed; `/mcp` every server at once, with prefixed names, each host's own
-sessions with all of them, merged (`http_relay.py`, `merged_relay.py`).
+sessions with all of them, merged by main (`http_relay.py`).
 
 Hosts: the MCP sessions of one host (its `clientInfo` title or name) share a host peer of main
 (`http_peers.py`); 2026-07-28 requests carry no session, so those of one client are one session.

@@ -1,5 +1,5 @@
 """`/mcp/<server>` of main's `--mcp-http` child: each host's own session with that server, relayed
-(and `/mcp`: each host's session with every server at once, `MergedRelay`, names `<server>__<name>`).
+(and `/mcp`: each host's session with every server at once, merged by main, names `<server>__<name>`).
 
 The host speaks streamable HTTP here as it would to the server; main opens the host's own
 connection to the server and relays every message (main_process/relay.py), so protocol version,
@@ -60,10 +60,10 @@ from starlette.types import Receive, Scope, Send
 
 from gateway_process.http_peers import PeerPool
 from gateway_process.http_sessions import SessionBudget
-from gateway_process.merged_relay import MergedRelay
 from gateway_process.relayed import RelayedSession
 from shared import jsonrpc
 from shared.errors import RpcCode
+from shared.messages import EVERY_SERVER
 
 logger = logging.getLogger(__name__)
 
@@ -79,11 +79,10 @@ _PROGRESS = "notifications/progress"
 _SUBSCRIPTION_KEY = "io.modelcontextprotocol/subscriptionId"
 
 
-def _relayed(pool: PeerPool, host: str, server: str | None, to_host: Any) -> RelayedSession | MergedRelay:
-    """One host's session with `server`, or with every server at once (`/mcp`: server None), on a
-    peer of main that host's sessions share."""
-    share = pool.share(host, server)
-    return RelayedSession(share, server, to_host) if server is not None else MergedRelay(share, to_host)
+def _relayed(pool: PeerPool, host: str, server: str | None, to_host: Any) -> RelayedSession:
+    """One host's session with `server`, or with every server at once (`/mcp`: server None, merged
+    in main), on a peer of main that host's sessions share."""
+    return RelayedSession(pool.share(host, server), server if server is not None else EVERY_SERVER, to_host)
 
 
 def _host_name(info: object) -> str:

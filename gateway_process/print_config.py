@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gateway_process.names import Exposure
 from shared.connection_file import read_connection_file
 from shared.errors import ConnectionFileError
+from shared.merged_names import Exposure
 
 EXIT_FAILED = 1
 # What serve and the windows of a main it starts need from a desktop session, when set here.

@@ -1,5 +1,5 @@
 """`elicitron serve [--server NAME]`: the host's stdio, relayed to its own session with that server
-(or, without --server, with every server at once: `MergedRelay`, names `<server>__<name>`).
+(or, without --server, with every server at once: main merges them, names `<server>__<name>`).
 
 No MCP SDK here (serve starts in the time Python and pyzmq take): lines from fd 0 go to main as
 they are (`msgMcpRelay`), main's come back out on fd 1, one per line. main starts this host's own
@@ -9,7 +9,7 @@ server itself, exactly as with its direct entry; main decides only consent on th
 waiting when main is not running yet (it is started, as `elicitron launch` would), goes away, or the
 server's process ends.
 
-With `--server` and a local main, serve first hands main the host's pipes (handover.py) and waits:
+With a local main, serve first hands main the host's pipes (handover.py) and waits:
 main reads and writes them itself until it gives them back (it stops, or went away), and serve
 goes on from what main told it.
 
@@ -32,11 +32,11 @@ from typing import Final
 
 from gateway_process.attachment import MainAttachment
 from gateway_process.handover import Returned, hand_over, returned
-from gateway_process.merged_relay import MergedRelay
 from gateway_process.relayed import RelayedSession
 from shared.errors import ConfigError, MainUnreachableError
 from shared.event_loop import loop_factory
 from shared.lines import MAX_LINE_BYTES, LineSplitter, LineWriter, as_line, each_line, feed_chunks
+from shared.messages import EVERY_SERVER
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
         out.write(as_line(raw))
 
     attachment = MainAttachment(connection, "elicitron serve", config=config)
-    relayed = RelayedSession(attachment, server, to_host) if server is not None else MergedRelay(attachment, to_host)
+    relayed = RelayedSession(attachment, server if server is not None else EVERY_SERVER, to_host)
     try:
         try:
             await relayed.attachment.ready()  # its welcome (on_pushed) lets what waits go
@@ -86,7 +86,7 @@ async def _serve(connection: Path, server: str | None, config: Path | None) -> i
         except MainUnreachableError as exc:
             logger.warning("no main yet (%s); trying again on the host's first message", exc)
         splitter = LineSplitter(MAX_LINE_BYTES)
-        if isinstance(relayed, RelayedSession) and relayed.link.attached:
+        if relayed.link.attached:
             back = await _through_main(relayed, out_fd)
             if back is not None and back.over:
                 logger.info("the session is over: %s", back.why)

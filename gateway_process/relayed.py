@@ -1,7 +1,8 @@
 """RelayedSession: one relayed MCP session (RelayPump) over one host peer's link to main.
 
-The adapter both gateways share (`relay_stdio.py` for `serve --server`, `http_relay.py` for
-`/mcp/<server>`): the link's events drive the pump; what the pump has for main goes out as
+The adapter both gateways share (`relay_stdio.py` for `serve`, `http_relay.py` for `/mcp/<server>`
+and `/mcp`): one server's session, or every server's at once (`server` EVERY_SERVER: main merges
+them, `<server>__<name>`). The link's events drive the pump; what the pump has for main goes out as
 `msgMcpRelay`; the first message that finds main unreachable attaches (starting main when the
 attachment may). No SDK here.
 """
@@ -21,20 +22,15 @@ logger = logging.getLogger(__name__)
 
 class RelayedSession:
     """One relayed session over one host peer's link: the link's events drive the pump, and the
-    pump's messages for main go out on the link. `to_host` gets each message for the host.
-    `shared`: the link is one of several sessions' (all servers at once, `merged_relay.py`), whose
-    owner passes this session its events and closes the link itself."""
+    pump's messages for main go out on the link. `to_host` gets each message for the host."""
 
-    def __init__(self, attachment: Attachment, server: str, to_host: Callable[[bytes], None], *,
-                 shared: bool = False) -> None:
+    def __init__(self, attachment: Attachment, server: str, to_host: Callable[[bytes], None]) -> None:
         self.attachment = attachment
         self.link = attachment.link
         self.pump = RelayPump(server=server, session="relay-" + channels.new_uuid7(), to_main=self._to_main,
                               to_host=to_host)
         self._connecting: asyncio.Task[None] | None = None
-        self._shared = shared
-        if not shared:
-            attachment.adopt(self)
+        attachment.adopt(self)
 
     def from_host(self, raw: bytes, headers: dict[str, str] | None = None) -> None:
         self.pump.from_host(raw, headers)
@@ -71,14 +67,14 @@ class RelayedSession:
                 self.link.send(channels.MCP_CLOSE, McpClose(session=self.pump.session))
             except MainUnreachableError:
                 pass
-        if not self._shared:
-            self.attachment.close()
+        self.attachment.close()
 
     # ---- LinkEvents ------------------------------------------------------------------------
 
     def on_pushed(self, body: MainBody) -> None:
         """Our session's messages and its end; a welcome brings the pump back online. Nothing else
-        main pushes concerns one server's session (the server tells its host of list changes)."""
+        main pushes concerns a relayed session (the server, or main's merger, tells its host of
+        list changes)."""
         if isinstance(body, McpRelay):  # first: every relayed message
             if body.session == self.pump.session:
                 self.pump.from_main(body.message)

@@ -15,6 +15,10 @@ audit_writer.py  when the audit rows reach the store; audit.py: what `elicitron 
 notify/          webhooks for new requests (the config's `notify`): notifier.py (Notifier), its config
                  keys, what a notice says per format, the rate-limited retrying POSTs, the web
                  window's URL (notify/__init__.py has its map)
+relay.py         Relay: hosts' own relayed sessions with a server (consent decided on the way);
+                 host_pipes.py: a local serve's stdin/stdout, which main then reads itself
+merge/           MergedSession: every server as one session for a host (`<server>__<name>`), sans-IO;
+                 merged_relay.py runs it, one relayed session per server (merge/__init__.py has its map)
 lock.py          InstanceLock: one main per connection file
 server_identity.py which program a configured server is (what its rules are bound to)
 curve_keys.py    CURVE keypair and allow-list for remote windows

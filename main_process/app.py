@@ -442,7 +442,8 @@ class MainApp:
         self.questions = QuestionDesk(broker.pending, broker.gate)
         await self._start_notifier(self.config)
         stack.push_async_callback(self._close_notifier)  # the one running then (reload replaces it)
-        self._relay = Relay(broker, self.servers.get, self.consent)
+        self._relay = Relay(broker, self.servers.get, self.consent, self.server_infos)
+        broker.watch_servers(self._relay.merged)  # every server at once, merged in main
         stack.push_async_callback(self._relay.close)
         host_pipes = HostPipes(Path(ipc_endpoint_beside(self.connection_path, "host-pipes.sock").removeprefix("ipc://")),
                                token, broker.host_peer, self._relay)

@@ -184,6 +184,14 @@ class BrokerHost(Protocol):
         """A peer detached (after its calls and requests were cancelled)."""
 
 
+class ServerWatcher(Protocol):
+    """Who in main follows the servers as the host peers do (main's merged sessions)."""
+
+    def servers_changed(self, servers: list[ServerInfo]) -> None: ...
+
+    def lists_changed(self, server: str, lists: list[ListName]) -> None: ...
+
+
 @dataclass(frozen=True)
 class Listener:
     """One endpoint main binds; tcp ones carry main's CURVE keypair (CURVE is mandatory there)."""
@@ -240,6 +248,7 @@ class Broker:
         self.listener_status: Callable[[], list[ListenerStatus]] | None = None  # main --listen tcp://
         self.notify_status: Callable[[], list[NotifyStatus]] | None = None  # the config's `notify`
         self.web_window_status: Callable[[], WebWindowStatus] | None = None  # main --web
+        self._server_watchers: list[ServerWatcher] = []
         self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
         # One ROUTER per listener (CURVE is per socket); a routing id inside the broker is the
         # socket's index byte + ZeroMQ's routing id, so ids from different sockets never clash.
@@ -332,7 +341,13 @@ class Broker:
         self.pending.withdraw_server(server)
 
     def publish_servers(self) -> None:
-        self._publish(channels.SERVERS, ServersUpdate(servers=self._host.server_infos()))
+        servers = self._host.server_infos()
+        self._publish(channels.SERVERS, ServersUpdate(servers=servers))
+        for watcher in self._server_watchers:
+            watcher.servers_changed(servers)
+
+    def watch_servers(self, watcher: ServerWatcher) -> None:
+        self._server_watchers.append(watcher)
 
     def host_peer(self, window: str) -> Peer | None:
         """The attached peer with that hello window, if it is a host."""
@@ -343,6 +358,7 @@ class Broker:
         """main is stopping: every attached peer hears `bye` now, before the servers stop, so a
         window shows main as gone at once rather than after its silence limit."""
         self._publish(channels.BYE, Bye())
+        self._server_watchers.clear()  # the servers stopping now is main stopping: sessions end as such
 
     def publish_complete(self, server: str, elicitation_id: str) -> None:
         self._publish(channels.COMPLETE, ElicitationComplete(server=server, elicitation_id=elicitation_id))
@@ -350,6 +366,8 @@ class Broker:
     def publish_list_changed(self, server: str, lists: list[ListName]) -> None:
         """Tell host peers these lists of `server` may have changed (they relist and tell their host)."""
         self._publish(channels.LIST_CHANGED, ListChanged(server=server, lists=lists))
+        for watcher in self._server_watchers:
+            watcher.lists_changed(server, lists)
 
     def publish_notice(self, level: str, message: str, server: str | None) -> None:
         notice = Notice(level=level, message=message, server=server)  # type: ignore[arg-type]

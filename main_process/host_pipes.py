@@ -1,5 +1,6 @@
-"""Host pipes (PROTOCOL.md §14, host pipes, shared/host_pipes.py): a local `serve --server NAME` hands main
-the host's stdin and stdout, so the host's messages reach main with no process in between.
+"""Host pipes (PROTOCOL.md §14, host pipes, shared/host_pipes.py): a local `serve` (one server, or every
+server merged: server EVERY_SERVER) hands main the host's stdin and stdout, so the host's messages
+reach main with no process in between.
 
 `HostPipes` listens on a Unix socket beside main's (0600, in the private runtime directory) and
 takes a serve's `Handover` once it checks the token, that the window is one of its host peers and

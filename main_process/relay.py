@@ -23,7 +23,8 @@ between themselves, so what the host sees is what it would see direct. Only cons
 One class per session, owning no sockets (`RelaySession`); `Relay` keeps them per peer, starts and
 stops their server connections, and ties them to the consent layer, the lifecycle and the session's
 host side: the broker (`msgMcpRelay` to the peer) or the host's own pipes, which a local `serve`
-handed main (host_pipes.py).
+handed main (host_pipes.py). A session opened with server EVERY_SERVER is the host's session with
+every server at once: `merged` (merged_relay.py) runs it, one session here per server.
 """
 
 import asyncio
@@ -45,6 +46,7 @@ from main_process.elicitation_gate import (
     Read,
     Refused,
 )
+from main_process.merged_relay import MergedRelays
 from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
@@ -55,12 +57,14 @@ from shared import channels, jsonrpc
 from shared.codec import encode
 from shared.errors import RpcCode, UndeliverableRequestError
 from shared.messages import (
+    EVERY_SERVER,
     MAX_ID_CHARS,
     CallError,
     ChannelReply,
     ElicitationResult,
     McpClose,
     McpRelay,
+    ServerInfo,
 )
 
 if TYPE_CHECKING:
@@ -899,12 +903,15 @@ class Relay:
     """Every relayed session, by (peer routing id, session name)."""
 
     def __init__(self, host: RelayHost, servers: Callable[[str], ManagedServer | None],
-                 consent: "Consent | None") -> None:
+                 consent: "Consent | None", server_infos: Callable[[], list[ServerInfo]] = list) -> None:
         self._host = host
         self._servers = servers
         self._consent = consent
         self._sessions: dict[tuple[bytes, str], _Open] = {}
         self._closing: set[asyncio.Task[None]] = set()
+
+        # every server at once (`server` EVERY_SERVER): merged in main, one session here per server
+        self.merged = MergedRelays(self, server_infos)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -912,6 +919,10 @@ class Relay:
     # ---- from the broker -------------------------------------------------------------
 
     def from_peer(self, peer: Peer, body: McpRelay) -> None:
+        if body.server == EVERY_SERVER:
+            self.merged.from_peer(peer, body)
+            return
+
         key = (peer.routing_id, body.session)
         opened = self._sessions.get(key)
         if opened is None:
@@ -925,23 +936,36 @@ class Relay:
         else:
             opened.session.from_host(body.message, body.headers)
 
-    def from_pipes(self, peer: Peer, session: str, server: str, raw: bytes, host: HostSide) -> None:
-        """One message from a host whose pipes main holds (host_pipes.py)."""
+    def from_pipes(self, peer: Peer, session: str, server: str, raw: bytes, host: HostSide,
+                   headers: Headers = None) -> None:
+        """One message from a host whose pipes main holds (host_pipes.py), or of a merged session
+        for one of its servers (merged_relay.py: `headers`, an HTTP host's)."""
+        if server == EVERY_SERVER:
+            self.merged.from_pipes(peer, session, raw, host)
+            return
+
         opened = self._sessions.get((peer.routing_id, session))
         if opened is None:
             opened = self._open(peer, session, server, raw, host)
             if opened is None:
                 return
         if opened.upstream is None:
-            opened.backlog.append((raw, None))
+            opened.backlog.append((raw, headers))
         else:
-            opened.session.from_host(raw, None)
+            opened.session.from_host(raw, headers)
+
+    def broker_side(self, peer: Peer, session: str, full: Callable[[bool], None]) -> tuple[HostSide, Callable[[], None]]:
+        """A host side over the broker for a session of `peer` (a merged one), and how to end it."""
+        side = _BrokerSide(self._host, peer.routing_id, session, full)
+        return side, side.end
 
     def host_full(self, peer: Peer, session: str, full: bool) -> None:
         """A host whose pipes main holds reads slower than its server writes (True), or caught up."""
         opened = self._sessions.get((peer.routing_id, session))
         if opened is not None:
             opened.flow(full)
+        else:
+            self.merged.host_full(peer, session, full)
 
     def _flow(self, host: HostSide, full: bool) -> None:
         for opened in self._sessions.values():
@@ -954,18 +978,24 @@ class Relay:
         opened = self._sessions.get((peer.routing_id, session))
         if opened is not None:
             self._end(opened, why, tell_host=False)
+        else:
+            self.merged.end(peer, session, why)
 
     def close_from_peer(self, peer: Peer, body: McpClose) -> None:
         opened = self._sessions.get((peer.routing_id, body.session))
         if opened is not None:
             self._end(opened, "the host closed it", tell_host=False)
+        else:
+            self.merged.close_from_peer(peer, body)
 
     def peer_gone(self, routing_id: bytes) -> None:
+        self.merged.peer_gone(routing_id)
         for key, opened in list(self._sessions.items()):
             if key[0] == routing_id and opened.host.ends_with_peer:
                 self._end(opened, "the host went away", tell_host=False)
 
     async def close(self) -> None:
+        self.merged.close("main is stopping")
         for opened in list(self._sessions.values()):
             self._end(opened, "main is stopping", tell_host=True)
         if self._closing:

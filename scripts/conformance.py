@@ -10,6 +10,10 @@ Targets (TARGET for --only: a name, or a prefix such as `elicitron-stdio`):
   elicitron-stdio-auto     the same with "protocolMode": "auto"
   elicitron-http-legacy    the conformance server over HTTP, configured in main as a `url` server
   elicitron-http-auto      the same with "protocolMode": "auto"
+  elicitron-merged-stdio-auto  every server at once: main's /mcp endpoint, the session main merges for
+                           `serve` without --server (the conformance server alone behind it, its
+                           `conformance__<name>` names mapped back by the proxy: conformance_proxy.py)
+  elicitron-merged-stdio-legacy  the same with "protocolMode": "legacy"
 `--extra NAME=URL` adds any other MCP endpoint as a column (e.g. the suite's reference server).
 
 Every Elicitron target is a fresh main in private temp XDG dirs (the testing kit's RunningMain), with
@@ -28,7 +32,6 @@ reports), 2 if the suite or a target could not be run.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import platform
@@ -39,14 +42,14 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the testing kit
+from conformance_proxy import BearerProxy, NamesProxy
 from kit.env import child_env, short_tmp_dir
 from kit.main import start_main, write_config
 from kit.paths import PYTHON, ROOT
@@ -58,7 +61,7 @@ NODE_VERSION = "22.23.5"  # the suite needs Node >= 22; the machine's may be old
 CONFORMANCE_SERVER = ROOT / "tests" / "conformance_server.py"
 SERVER_NAME = "conformance"
 TARGETS = ["direct", "elicitron-stdio-legacy", "elicitron-stdio-auto", "elicitron-http-legacy",
-           "elicitron-http-auto"]
+           "elicitron-http-auto", "elicitron-merged-stdio-legacy", "elicitron-merged-stdio-auto"]
 SCENARIO_TIMEOUT_MS = 30_000  # the suite's default per scenario
 RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d\d-\d\dT[\d-]+Z$")
 
@@ -134,114 +137,6 @@ def run_suite(node: Path, entry: Path, url: str, suite: str) -> tuple[dict[str, 
     return checks, ""
 
 
-# ---- a bearer-token forwarding proxy ---------------------------------------------------------
-
-class BearerProxy:
-    """127.0.0.1:<port> -> `upstream`: adds `Authorization: Bearer <token>` to every HTTP request and
-    copies everything else unchanged, in both directions (responses stream through as they come)."""
-
-    def __init__(self, upstream_port: int, token: str) -> None:
-        self.upstream_port = upstream_port
-        self.header = f"Authorization: Bearer {token}\r\n".encode()
-        self.loop = asyncio.new_event_loop()
-        self.ready = threading.Event()
-        self.port = 0
-        self.server: asyncio.Server  # set by _run, in the proxy's thread
-        self.writers: set[asyncio.StreamWriter] = set()  # both ends of every open connection
-        self.thread = threading.Thread(target=self._run, name="bearer-proxy", daemon=True)
-
-    def __enter__(self) -> Self:
-        self.thread.start()
-        if not self.ready.wait(10):
-            raise RuntimeError("the forwarding proxy did not start")
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._shutdown(), self.loop).result(10)
-        self.thread.join(10)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.server = self.loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", 0))
-        self.port = self.server.sockets[0].getsockname()[1]
-        self.ready.set()
-        try:
-            self.loop.run_forever()
-        finally:
-            self.loop.close()
-
-    async def _shutdown(self) -> None:
-        """Stop listening, end the connections still open (each closes its sockets), stop the loop."""
-        self.server.close()
-        for writer in self.writers:
-            writer.transport.abort()  # each connection's reads then end, and its task with them
-        tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-        if tasks:
-            _, left = await asyncio.wait(tasks, timeout=5)
-            for task in left:  # a connection accepted as the others were aborted: nobody ends it
-                task.cancel()
-            if left:
-                await asyncio.wait(left, timeout=5)
-        self.loop.call_soon(self.loop.stop)
-
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
-        except OSError:
-            writer.close()
-            return
-        self.writers |= {writer, up_writer}
-        back = asyncio.ensure_future(self._copy(up_reader, writer))
-        try:
-            await self._requests(reader, up_writer)
-            await back  # the client finished sending: let the last response finish
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
-            pass
-        finally:
-            for w in (writer, up_writer):
-                w.close()
-                self.writers.discard(w)
-            await asyncio.wait([back])
-
-    async def _requests(self, reader: asyncio.StreamReader, up: asyncio.StreamWriter) -> None:
-        """Each request: its head with our header added (any Authorization of the client's dropped),
-        then its body as framed by Content-Length or chunked encoding."""
-        while True:
-            try:
-                head = await reader.readuntil(b"\r\n\r\n")
-            except asyncio.IncompleteReadError:
-                up.write_eof()
-                return
-            lines = head[:-2].split(b"\r\n")
-            kept = [line for line in lines[1:] if line and not line.lower().startswith(b"authorization:")]
-            fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in kept)}
-            up.write(b"\r\n".join([lines[0], *kept]) + b"\r\n" + self.header + b"\r\n")
-            if fields.get(b"transfer-encoding", b"").lower() == b"chunked":
-                while True:
-                    size_line = await reader.readuntil(b"\r\n")
-                    up.write(size_line)
-                    size = int(size_line.split(b";")[0], 16)
-                    if size == 0:
-                        while (trailer := await reader.readuntil(b"\r\n")) != b"\r\n":
-                            up.write(trailer)
-                        up.write(b"\r\n")
-                        break
-                    up.write(await reader.readexactly(size + 2))
-            elif (length := int(fields.get(b"content-length", b"0"))) > 0:
-                up.write(await reader.readexactly(length))
-            await up.drain()
-
-    @staticmethod
-    async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while chunk := await reader.read(65536):
-                writer.write(chunk)
-                await writer.drain()
-            writer.write_eof()
-        except OSError:
-            pass
-
-
 # ---- targets ---------------------------------------------------------------------------------
 
 @contextmanager
@@ -274,9 +169,10 @@ def wait_port(port: int, timeout_s: float) -> None:
 
 
 @contextmanager
-def through_elicitron(transport: str, mode: str, timeout_s: float = 60.0) -> Iterator[str]:
+def through_elicitron(transport: str, mode: str, timeout_s: float = 60.0, *, merged: bool = False) -> Iterator[str]:
     """A fresh main serving the conformance server (stdio, or `url` to it over HTTP) to MCP hosts over
-    HTTP; the URL of its /mcp/<server> endpoint, behind the bearer-token proxy."""
+    HTTP; the URL of its /mcp/<server> endpoint, behind the bearer-token proxy (`merged`: of its /mcp
+    endpoint, every server at once, behind the proxy that maps the names back)."""
     server: AbstractContextManager[str | None] = (nullcontext(None) if transport == "stdio"
                                                   else conformance_server_over_http())
     with server as url:
@@ -297,8 +193,10 @@ def through_elicitron(transport: str, mode: str, timeout_s: float = 60.0) -> Ite
                 info = main.info
                 port = int(info["mcpHttpUrl"].rsplit(":", 1)[1].split("/")[0])
                 wait_port(port, timeout_s)
-                with BearerProxy(port, info["mcpHttpToken"]) as proxy:
-                    yield f"http://127.0.0.1:{proxy.port}/mcp/{SERVER_NAME}"
+                proxied = (NamesProxy(port, info["mcpHttpToken"], f"{SERVER_NAME}__") if merged
+                           else BearerProxy(port, info["mcpHttpToken"]))
+                with proxied as proxy:
+                    yield f"http://127.0.0.1:{proxy.port}/mcp" + ("" if merged else f"/{SERVER_NAME}")
                 if main.proc.poll() is not None:  # the results stand, but say why they are what they are
                     raise RuntimeError(f"main exited with {main.proc.returncode} during the run; its log:\n"
                                        f"{main.stderr.tail()}")
@@ -316,8 +214,8 @@ def target_url(name: str, extras: dict[str, str]) -> Iterator[str]:
         with conformance_server_over_http() as url:
             yield url
     else:
-        _, transport, mode = name.split("-")
-        with through_elicitron(transport, mode) as url:
+        *merged, transport, mode = name.split("-")[1:]
+        with through_elicitron(transport, mode, merged=bool(merged)) as url:
             yield url
 
 

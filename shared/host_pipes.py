@@ -1,6 +1,6 @@
-"""Host pipes (PROTOCOL.md §14, host pipes): a local `serve --server NAME` hands main the host's stdio.
+"""Host pipes (PROTOCOL.md §14, host pipes): a local `serve` hands main the host's stdio.
 
-A host that runs `elicitron serve --server NAME` pays for two extra processes on every message: its
+A host that runs `elicitron serve [--server NAME]` pays for two extra processes on every message: its
 own pipe to serve, serve's ZeroMQ hop to main. When main runs on this machine, serve removes one:
 after its hello it connects to main's `hostPipes` Unix socket and passes its stdin and stdout
 and the write end of a pipe of its own (SCM_RIGHTS) with a `Handover`; main then reads the host's
@@ -48,7 +48,7 @@ class Handover(msgspec.Struct, rename="camel"):
     token: str  # the connection file's, as in hello
     window: str  # serve's hello window: main's host peer this session belongs to
     session: str
-    server: str
+    server: str  # messages.EVERY_SERVER: every server at once, merged by main
 
 
 _encoder = msgspec.msgpack.Encoder()

@@ -604,6 +604,11 @@ class ListChanged(Body):
 # ---- extension: relayed MCP sessions (a host's own session with one server, through main) ----
 
 
+# McpRelay.server (and a host-pipes handover's): the host's one session with every server at once,
+# merged by main (`<server>__<name>`); no configured server has an empty name.
+EVERY_SERVER = ""
+
+
 class McpRelay(Body):
     """Extension `msgMcpRelay`, both directions: one JSON-RPC message of a relayed MCP session, as
     the JSON text the host or the server wrote (`message`, UTF-8 bytes, never re-encoded on the

@@ -35,6 +35,7 @@ from shared.errors import RpcCode
 logger = logging.getLogger(__name__)
 
 MAX_WAITING = 1000  # messages held while main is unreachable; past it requests are answered at once
+REPLAY_PREFIX = "elicitron-replay-"  # the id of a replayed `initialize` (main's merged session knows it)
 Headers = dict[str, str] | None
 
 
@@ -111,7 +112,7 @@ class RelayPump:
         if self._replay:
             self._replay = False
             if self._initialize is not None:
-                replay_id = f"elicitron-replay-{next(self._ids)}"
+                replay_id = f"{REPLAY_PREFIX}{next(self._ids)}"
                 self._replayed.add(replay_id)
                 message = jsonrpc.peek(self._initialize)
                 self.to_main(jsonrpc.request(replay_id, "initialize", message.params_dict()), None)
@@ -166,9 +167,10 @@ class RelayPump:
             waiting_id = jsonrpc.peek(raw).id
             if isinstance(waiting_id, (int, str)) and waiting_id in outstanding:
                 self._outstanding[waiting_id] = outstanding.pop(waiting_id)
+        target = repr(self.server) if self.server else "Elicitron's servers"  # (EVERY_SERVER: merged)
         for request_id, method in outstanding.items():
             self.to_host(jsonrpc.error_response(request_id, RpcCode.SERVER_ERROR,
-                                                f"{method} to {self.server!r} was lost: {why}"))
+                                                f"{method} to {target} was lost: {why}"))
             if self.watcher is not None:
                 self.watcher.done(request_id)
 

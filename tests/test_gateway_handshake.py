@@ -1,6 +1,6 @@
-"""serve's handshake: the host's `initialize` goes to every server and the merged answer is one the
-SDK takes (gateway_process/merge/); serve gets there without loading `mcp` (it starts in the
-time Python and pyzmq take, and answers as soon as the servers have)."""
+"""The merged handshake: the host's `initialize` goes to every server and the merged answer is one
+the SDK takes (main_process/merge/, run by main); serve relays without loading `mcp` (it starts in
+the time Python and pyzmq take)."""
 
 import json
 import subprocess
@@ -12,9 +12,9 @@ import mcp_types as types
 import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from gateway_process.handshake import HANDSHAKE_VERSIONS, server_info
-from gateway_process.merge import MergedSession
-from gateway_process.names import Exposure
+from main_process.merge import MergedSession
+from main_process.merge.versions import HANDSHAKE_VERSIONS, server_info
+from shared.merged_names import Exposure
 from shared.messages import ServerInfo
 
 
@@ -82,8 +82,11 @@ def test_the_merged_answer_is_one_the_sdk_takes() -> None:
 
 
 @pytest.mark.slow  # a fresh interpreter
-def test_serve_reaches_the_handshake_without_loading_mcp() -> None:
-    code = ("import sys, gateway_process.cli, gateway_process.relay_stdio, gateway_process.merge; "
-            "sys.exit(1 if any(m == 'mcp' or m.startswith(('mcp.', 'mcp_types')) for m in sys.modules) else 0)")
+def test_serve_relays_without_loading_mcp_or_main() -> None:
+    """serve relays bytes in both modes (main merges every server), so it loads neither the SDK
+    nor main's merger."""
+    code = ("import sys, gateway_process.cli, gateway_process.relay_stdio; "
+            "sys.exit(1 if any(m == 'mcp' or m.startswith(('mcp.', 'mcp_types', 'main_process')) "
+            "for m in sys.modules) else 0)")
     done = subprocess.run([sys.executable, "-c", code], check=False, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0

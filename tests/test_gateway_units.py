@@ -15,7 +15,6 @@ from gateway_process.http_app import parse_listen, security_settings
 from gateway_process.http_hosts import route_addresses, served_names
 from gateway_process.http_logs import MAX_CHARS, RepeatFilter
 from gateway_process.http_sessions import EVICT_IDLE_S, OWN_IDLE_S, SessionBudget
-from gateway_process.names import Exposure, combined_instructions
 from main_process.config import parse_config
 from main_process.http_gateway import check_exposure, check_listen, forget_old_token_file, new_token
 from main_process.peer_calls import PeerCalls
@@ -24,6 +23,7 @@ from renderer_process.hosts import hosts_text, via_text
 from shared import messages
 from shared.errors import ConfigError
 from shared.lines import LineSplitter, LineWriter, Oversized
+from shared.merged_names import Exposure, combined_instructions
 
 SERVERS = {
     "demo": messages.ServerInfo(name="demo", status="ready", tools=["echo", "book_table"], instructions="Demo."),

@@ -1,6 +1,7 @@
-"""Host pipes (PROTOCOL.md §14, host pipes): a local `serve --server NAME` hands main the host's stdin and
-stdout, so a host's messages reach main with no process in between, and serve takes them back
-whenever main stops or dies: real mains, real serve processes, mcp's own Client as the host."""
+"""Host pipes (PROTOCOL.md §14, host pipes): a local `serve` (with `--server NAME`, or without: every
+server, merged by main) hands main the host's stdin and stdout, so a host's messages reach main with
+no process in between, and serve takes them back whenever main stops or dies: real mains, real
+serve processes, mcp's own Client as the host."""
 
 import json
 import os
@@ -85,6 +86,29 @@ def test_main_holds_the_hosts_pipes_and_the_host_closing_its_stdin_ends_serve_an
 
 
 
+def test_serve_without_server_hands_main_its_pipes_and_main_merges_every_server(probe_main: RunningMain) -> None:
+    before = set(descendants(probe_main.pid))
+    proc = _serve(probe_main.connection)
+    try:
+        answer = _ask(proc, INITIALIZE)
+        assert answer["result"]["serverInfo"]["name"] == "elicitron"  # every server, as one
+        host_stdin = os.readlink(f"/proc/{proc.pid}/fd/0")
+        assert host_stdin in _pipes_of(probe_main.pid)  # main reads the host's stdin itself
+        listed = _ask(proc, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert "probe__add" in [tool["name"] for tool in listed["result"]["tools"]]
+        added = _ask(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                            "params": {"name": "probe__add", "arguments": {"a": 2, "b": 3}}})
+        assert added["result"]["structuredContent"] == {"sum": 5}
+        assert proc.stdin is not None
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        probe_main.wait_status(lambda status: set(descendants(probe_main.pid)) <= before,
+                               "the session's server process to be stopped")
+        assert host_stdin not in _pipes_of(probe_main.pid)
+    finally:
+        end_process(proc)
+
+
 def test_hosts_coming_and_going_at_once_each_get_their_own_answers(probe_main: RunningMain) -> None:
     """Sessions end while others start: a descriptor main closed is soon another host's number, so
     closing one twice would cut another host off (uvloop's transports close what they were given)."""
@@ -105,15 +129,23 @@ def test_hosts_coming_and_going_at_once_each_get_their_own_answers(probe_main: R
     assert results == [(0, json.dumps({"sum": index + 1})) for index in range(18)]
 
 
+MODES = {"server": ("--server", "probe"), "merged": ()}  # serve's arguments: one server, or every server
+
+
+def _tool(mode: str, name: str) -> str:
+    """What the host calls the probe's tool: its own name, or `probe__<name>` merged."""
+    return name if mode == "server" else f"probe__{name}"
+
+
 @contextmanager
-def _host_of_its_own_main(hosts: HostLoop, tmp_path: Path, name: str) -> Iterator[tuple[Host, Path]]:
-    """A host on `serve --server probe --config ...` with no main running: serve starts one, then
+def _host_of_its_own_main(hosts: HostLoop, tmp_path: Path, name: str, mode: str) -> Iterator[tuple[Host, Path]]:
+    """A host on `serve [--server probe] --config ...` with no main running: serve starts one, then
     hands it the pipes. Its connection file, to stop or kill that main."""
     runtime = short_tmp_dir()
     connection = runtime / "connection.json"
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"probe": probe_entry()}, "elicitron": {"autoOpenWindow": False}}))
-    host = Host(hosts, serve_params(connection, "--server", "probe", "--config", str(config)), name)
+    host = Host(hosts, serve_params(connection, *MODES[mode], "--config", str(config)), name)
     try:
         host.open(120)
         yield host, connection
@@ -123,33 +155,46 @@ def _host_of_its_own_main(hosts: HostLoop, tmp_path: Path, name: str) -> Iterato
         subprocess.run(["rm", "-rf", str(runtime)], check=False)
 
 
+def _serve_stdin(connection: Path) -> str:
+    """The pipe the host writes to serve (its stdin): the serve this test started on `connection`."""
+    serves = [pid for pid, command in descendants(os.getpid()).items()
+              if " serve " in f" {command} " and str(connection) in command]
+    assert len(serves) == 1, serves
+    return os.readlink(f"/proc/{serves[0]}/fd/0")
+
+
 def _stop(connection: Path) -> "subprocess.CompletedProcess[bytes]":
     return subprocess.run([sys.executable, "-m", "cli_process", "stop", "--connection", str(connection)],
                           check=False, capture_output=True, timeout=60, env=child_env(), cwd=ROOT)
 
 
+@pytest.mark.parametrize("mode", MODES)
 def test_a_main_killed_mid_call_fails_the_call_and_the_next_call_reaches_a_new_main(
-        hosts: HostLoop, tmp_path: Path) -> None:
-    with _host_of_its_own_main(hosts, tmp_path, "doomed") as (host, connection):
-        first_pid = host.call("pid").structured_content
-        blocked = host.start(lambda client: client.call_tool("block", {"tag": "killed"}))
-        host.call("count", {"steps": 0})  # the blocked call is at the server by now (one session, in order)
-        os.kill(json.loads(connection.read_text())["pid"], signal.SIGKILL)
+        hosts: HostLoop, tmp_path: Path, mode: str) -> None:
+    with _host_of_its_own_main(hosts, tmp_path, "doomed", mode) as (host, connection):
+        first_pid = host.call(_tool(mode, "pid")).structured_content
+        main_pid = json.loads(connection.read_text())["pid"]
+        assert _serve_stdin(connection) in _pipes_of(main_pid)  # main holds the host's pipes
+        blocked = host.start(lambda client: client.call_tool(_tool(mode, "block"), {"tag": "killed"}))
+        host.call(_tool(mode, "count"), {"steps": 0})  # the blocked call is at the server by now (in order)
+        os.kill(main_pid, signal.SIGKILL)
         with pytest.raises(MCPError, match="main went away"):
             blocked.result(30)  # an answer, not a wait: serve knew the call was open
-        again = host.call("pid", timeout=120).structured_content  # a new main, the handshake replayed
+        again = host.call(_tool(mode, "pid"), timeout=120).structured_content  # a new main, the handshake replayed
         assert isinstance(again, dict) and again != first_pid
 
 
-def test_main_stopping_answers_the_open_call_and_gives_the_pipes_back(hosts: HostLoop, tmp_path: Path) -> None:
-    with _host_of_its_own_main(hosts, tmp_path, "stopped") as (host, connection):
-        blocked = host.start(lambda client: client.call_tool("block", {"tag": "stopped"}))
-        host.call("count", {"steps": 0})
+@pytest.mark.parametrize("mode", MODES)
+def test_main_stopping_answers_the_open_call_and_gives_the_pipes_back(hosts: HostLoop, tmp_path: Path,
+                                                                      mode: str) -> None:
+    with _host_of_its_own_main(hosts, tmp_path, "stopped", mode) as (host, connection):
+        blocked = host.start(lambda client: client.call_tool(_tool(mode, "block"), {"tag": "stopped"}))
+        host.call(_tool(mode, "count"), {"steps": 0})
         stopped = _stop(connection)
         assert stopped.returncode == 0, stopped.stderr
         with pytest.raises(MCPError, match="main is stopping"):
             blocked.result(30)
-        assert text_of(host.call("count", {"steps": 1}, timeout=120)) == "counted to 1"  # main started anew
+        assert text_of(host.call(_tool(mode, "count"), {"steps": 1}, timeout=120)) == "counted to 1"  # main anew
 
 
 def _hand_over(main: RunningMain, handover: Handover) -> tuple[object, ...]:

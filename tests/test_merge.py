@@ -1,4 +1,4 @@
-"""MergedSession (gateway_process/merge/) in process: one host, fake relayed sessions for the
+"""MergedSession (main_process/merge/) in process: one host, fake relayed sessions for the
 servers, a fake clock. Plain values in, plain values out; no sockets, no processes."""
 
 import json
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway_process.merge import HANDSHAKE_TIMEOUT_S, LISTEN_ACK_TIMEOUT_S, REQUEST_TIMEOUT_S, MergedSession
+from main_process.merge import HANDSHAKE_TIMEOUT_S, LISTEN_ACK_TIMEOUT_S, REQUEST_TIMEOUT_S, MergedSession
 from shared.messages import ServerInfo
 
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -294,7 +294,7 @@ def test_a_name_two_servers_would_share_is_left_out_and_never_routed(caplog: pyt
 
 
 def test_shared_names_are_found_whatever_the_order_of_the_servers() -> None:
-    from gateway_process.names import name_clashes
+    from shared.merged_names import name_clashes
 
     names = {"a": ["b__c", "d"], "a__b": ["c"], "x": ["y"]}
     assert name_clashes(names) == {"a__b__c": [("a", "b__c"), ("a__b", "c")]}

@@ -33,7 +33,6 @@ from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from gateway_process.names import Exposure
 from gateway_process.print_config import DESKTOP_ENV, python_agent, stdio_entry
 from gateway_process.starter import NO_DISPLAY, can_open_windows
 from shared import PROTOCOL_VERSION, locator
@@ -44,6 +43,7 @@ from shared.connection_file import (
     resolve_connection_path,
     write_connection_file,
 )
+from shared.merged_names import Exposure
 
 HOST_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")  # what hosts pass on (mcp, Claude Desktop)
 ELICITRON = Path(PYTHON).with_name("elicitron")  # the console script, as --print-config names it

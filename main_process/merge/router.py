@@ -18,14 +18,14 @@ from typing import Any, Final
 
 import msgspec
 
-from gateway_process.merge.catalog import Catalog
-from gateway_process.merge.fanout import FanOuts
-from gateway_process.merge.records import Deferred, FanOut, Headers, Id, Member, Routed
-from gateway_process.merge.state import Shared
-from gateway_process.merge.wire import cancelled, error_answer, shaped, unnamed, with_params
-from gateway_process.names import SEPARATOR
+from main_process.merge.catalog import Catalog
+from main_process.merge.fanout import FanOuts
+from main_process.merge.records import Deferred, FanOut, Headers, Id, Member, Routed
+from main_process.merge.state import Shared
+from main_process.merge.wire import cancelled, error_answer, shaped, unnamed, with_params
 from shared import jsonrpc
 from shared.errors import RpcCode
+from shared.merged_names import SEPARATOR
 
 logger = logging.getLogger(__name__)
 

@@ -7,11 +7,11 @@ from typing import Any, Final
 
 import msgspec
 
-from gateway_process.handshake import server_info
-from gateway_process.merge.records import Headers, Id
-from gateway_process.names import Exposure
+from main_process.merge.records import Headers, Id
+from main_process.merge.versions import server_info
 from shared import jsonrpc
 from shared.errors import RpcCode
+from shared.merged_names import Exposure
 
 SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 

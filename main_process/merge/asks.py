@@ -9,9 +9,9 @@ import logging
 from itertools import count
 from typing import Any
 
-from gateway_process.merge.records import Id, Member
-from gateway_process.merge.state import Shared
-from gateway_process.merge.wire import hashable
+from main_process.merge.records import Id, Member
+from main_process.merge.state import Shared
+from main_process.merge.wire import hashable
 from shared import jsonrpc
 
 logger = logging.getLogger(__name__)

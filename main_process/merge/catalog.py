@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from gateway_process.merge.fanout import FanOuts
-from gateway_process.merge.records import FanOut, Headers, Id, Member
-from gateway_process.merge.state import Shared
-from gateway_process.merge.templates import Template, specificity
-from gateway_process.merge.wire import cache_fields, shaped
-from gateway_process.names import SEPARATOR, clash_notice
+from main_process.merge.fanout import FanOuts
+from main_process.merge.records import FanOut, Headers, Id, Member
+from main_process.merge.state import Shared
+from main_process.merge.templates import Template, specificity
+from main_process.merge.wire import cache_fields, shaped
 from shared import jsonrpc
 from shared.errors import RpcCode
+from shared.merged_names import SEPARATOR, clash_notice
 
 logger = logging.getLogger(__name__)
 

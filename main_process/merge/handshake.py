@@ -17,13 +17,13 @@ from typing import Any, Final
 
 import msgspec
 
-from gateway_process.handshake import HANDSHAKE_VERSIONS, negotiated_version, server_info
-from gateway_process.merge.fanout import FanOuts
-from gateway_process.merge.records import FanOut, Headers, Id, Member
-from gateway_process.merge.state import Shared
-from gateway_process.merge.wire import cache_fields, shaped
-from gateway_process.names import Exposure, combined_instructions
+from main_process.merge.fanout import FanOuts
+from main_process.merge.records import FanOut, Headers, Id, Member
+from main_process.merge.state import Shared
+from main_process.merge.versions import HANDSHAKE_VERSIONS, negotiated_version, server_info
+from main_process.merge.wire import cache_fields, shaped
 from shared import jsonrpc
+from shared.merged_names import Exposure, combined_instructions
 from shared.messages import ServerInfo
 
 logger = logging.getLogger(__name__)

@@ -1,15 +1,15 @@
-"""Who Elicitron's gateway says it is, and the handshake versions it knows. Pure: no I/O, and no
-import of `mcp` (serve starts in the time Python and pyzmq take; loading the SDK takes seconds).
+"""Who Elicitron says it is to a host of every server at once, and the handshake versions it
+knows. Pure: no I/O, and no import of `mcp` (mcp_types' list would load the SDK's types).
 
-All servers at once (`merge/`): the host's `initialize` goes to every server and the answer is
-theirs merged, under Elicitron's `serverInfo`; with no server to answer, the version is what the
-spec's rule gives (`negotiated_version`).
+The host's `initialize` goes to every server and the answer is theirs merged, under Elicitron's
+`serverInfo`; with no server to answer, the version is what the spec's rule gives
+(`negotiated_version`).
 """
 
 from importlib.metadata import PackageNotFoundError, version
 from typing import Final
 
-from gateway_process.names import Exposure
+from shared.merged_names import Exposure
 
 # mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS, oldest to newest (importing it loads the SDK's types)
 HANDSHAKE_VERSIONS: Final[tuple[str, ...]] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")

@@ -11,12 +11,12 @@ from typing import Any, Final
 
 import msgspec
 
-from gateway_process.merge.asks import ServerAsks
-from gateway_process.merge.catalog import CHANGED, LISTS, Catalog
-from gateway_process.merge.fanout import FanOuts
-from gateway_process.merge.handshake import Handshake
-from gateway_process.merge.listen import ANNOUNCE, SUBSCRIPTION_KEY, Listens
-from gateway_process.merge.records import (
+from main_process.merge.asks import ServerAsks
+from main_process.merge.catalog import CHANGED, LISTS, Catalog
+from main_process.merge.fanout import FanOuts
+from main_process.merge.handshake import Handshake
+from main_process.merge.listen import ANNOUNCE, SUBSCRIPTION_KEY, Listens
+from main_process.merge.records import (
     CallLater,
     Deferred,
     FanOut,
@@ -29,9 +29,9 @@ from gateway_process.merge.records import (
     Timer,
     Upstream,
 )
-from gateway_process.merge.router import Router
-from gateway_process.merge.state import Shared
-from gateway_process.merge.wire import shaped
+from main_process.merge.router import Router
+from main_process.merge.state import Shared
+from main_process.merge.wire import shaped
 from shared import jsonrpc
 from shared.errors import RpcCode
 from shared.messages import ServerInfo

@@ -11,9 +11,9 @@ from typing import Any, Final
 
 import msgspec
 
-from gateway_process.merge.records import FanOut, Headers, Id, Member, Part
-from gateway_process.merge.state import Shared
-from gateway_process.merge.wire import cancelled
+from main_process.merge.records import FanOut, Headers, Id, Member, Part
+from main_process.merge.state import Shared
+from main_process.merge.wire import cancelled
 from shared import jsonrpc
 from shared.errors import RpcCode
 

@@ -12,7 +12,7 @@ Id = jsonrpc.Id
 
 
 class Upstream(Protocol):
-    """One server's relayed session (RelayedSession): the host's messages for it go in here; its
+    """One server's relayed session (in main: merged_relay.py): the host's messages for it go in here; its
     messages come back through `MergedSession.from_server`."""
 
     def from_host(self, raw: bytes, headers: Headers = None) -> None: ...

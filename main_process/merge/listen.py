@@ -14,10 +14,10 @@ from typing import Any, Final
 
 import msgspec
 
-from gateway_process.merge.catalog import CHANGED, Catalog
-from gateway_process.merge.records import Headers, Id, Listen, ListenPart, Member
-from gateway_process.merge.state import Shared
-from gateway_process.merge.wire import cancelled, error_answer
+from main_process.merge.catalog import CHANGED, Catalog
+from main_process.merge.records import Headers, Id, Listen, ListenPart, Member
+from main_process.merge.state import Shared
+from main_process.merge.wire import cancelled, error_answer
 from shared import jsonrpc
 
 logger = logging.getLogger(__name__)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from itertools import count
 from typing import Any, Final, Literal
 
-from gateway_process.merge.records import CallLater, Id, Member, Opened, Upstream
+from main_process.merge.records import CallLater, Id, Member, Opened, Upstream
 
 MAX_TASKS: Final = 10_000
 
