@@ -180,7 +180,8 @@ def test_an_unanswered_approval_expires_as_a_deny(consent_mains: ConsentMains) -
     assert main.config is not None
     write_consent_config(main.config, {"demo": demo(toolApproval="deny", elicitationTimeoutSeconds=1)})
     reload = main.cli("reload")
-    assert reload.returncode == 0 and "unchanged  demo" in reload.stdout, reload.stdout + reload.stderr
+    assert reload.returncode == 0 and "changed    demo (toolApproval, applied without a restart)" in reload.stdout, \
+        reload.stdout + reload.stderr
     denied = host.result(host.call("demo", "echo", {"text": "after reload"}))
     assert denied["isError"] is True and "toolApproval" in text_of(denied)
 

@@ -18,9 +18,11 @@ import json
 import os
 import random
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,8 +99,34 @@ class Barrage:
     keep_alive: list[WirePeer]
     frames_sent: int = 0
     codes_seen: dict[str, int] = field(default_factory=dict)
+    _sockets: threading.Lock = field(default_factory=threading.Lock)
+
+    @contextmanager
+    def attached_between_fires(self) -> Iterator[None]:
+        """The welcomed fuzzer and the kept-alive peers heartbeat from a thread while the test makes
+        its next batch (hypothesis can take longer than main's 5 s of silence on a loaded machine, and
+        main then rightly dropped the fuzzer); `fire` holds the sockets meanwhile."""
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(0.25):
+                with self._sockets:
+                    for peer in (self.welcomed, *self.keep_alive):
+                        peer.heartbeat_if_due()
+
+        thread = threading.Thread(target=beat, name="barrage heartbeats", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
 
     def fire(self, shots: list[Shot], timeout_s: float = 15.0) -> None:
+        with self._sockets:
+            self._fire(shots, timeout_s)
+
+    def _fire(self, shots: list[Shot], timeout_s: float) -> None:
         for peer in self.keep_alive:
             peer.send("heartbeat", {})
         for shot in shots:
@@ -316,7 +344,8 @@ def test_hypothesis_barrage_leaves_main_serving(demo_main: RunningMain) -> None:
     def barrage_holds(batch: list[Shot]) -> None:
         barrage.fire(batch)
 
-    barrage_holds()
+    with barrage.attached_between_fires():
+        barrage_holds()
     print(f"hypothesis barrage: {barrage.frames_sent} frames, errors by code {barrage.codes_seen}")
     assert barrage.codes_seen.keys() <= CONTRACT_CODES
     assert {"bad-body", "unknown-topic", "not-attached"} <= barrage.codes_seen.keys(), barrage.codes_seen
@@ -327,16 +356,9 @@ def test_hypothesis_barrage_leaves_main_serving(demo_main: RunningMain) -> None:
 
 # ---- (b) a raw-frame fuzzer ---------------------------------------------------------------------
 
-def test_raw_frame_fuzzer_5000_frames_and_log_rate_limit(demo_main: RunningMain) -> None:
-    seed = int(os.environ.get("ELICITRON_FUZZ_SEED", "20250105"))
-    count = int(os.environ.get("ELICITRON_FUZZ_FRAMES", "5000"))
-    rng = random.Random(seed)
-    legit = demo_main.peer(name="legit-window")
-    welcomed = settled(demo_main.peer(name="raw-welcomed"))
-    unwelcomed = demo_main.peer(name="raw-unwelcomed", hello=False)
-    old = [answered_channel(legit, welcomed)]
-    frames_of = FrameGen(rng, old)
-    barrage = Barrage(welcomed, unwelcomed, keep_alive=[legit])
+def fire_raw(barrage: Barrage, frames_of: FrameGen, rng: random.Random, count: int, old: list[str],
+             seed: int) -> None:
+    """`count` raw frames in batches of 250, each with its expected answer."""
     batch: list[Shot] = []
     made = 0
     while made < count:
@@ -353,6 +375,20 @@ def test_raw_frame_fuzzer_5000_frames_and_log_rate_limit(demo_main: RunningMain)
             except AssertionError as exc:
                 raise AssertionError(f"seed {seed} (ELICITRON_FUZZ_SEED): {exc}") from None
             batch = []
+
+
+def test_raw_frame_fuzzer_5000_frames_and_log_rate_limit(demo_main: RunningMain) -> None:
+    seed = int(os.environ.get("ELICITRON_FUZZ_SEED", "20250105"))
+    count = int(os.environ.get("ELICITRON_FUZZ_FRAMES", "5000"))
+    rng = random.Random(seed)
+    legit = demo_main.peer(name="legit-window")
+    welcomed = settled(demo_main.peer(name="raw-welcomed"))
+    unwelcomed = demo_main.peer(name="raw-unwelcomed", hello=False)
+    old = [answered_channel(legit, welcomed)]
+    frames_of = FrameGen(rng, old)
+    barrage = Barrage(welcomed, unwelcomed, keep_alive=[legit])
+    with barrage.attached_between_fires():
+        fire_raw(barrage, frames_of, rng, count, old, seed)
     assert barrage.frames_sent == count
     assert {"bad-body", "unknown-topic", "not-attached", "unknown-channel", "already-answered",
             "too-large"} <= barrage.codes_seen.keys(), barrage.codes_seen
