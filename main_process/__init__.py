@@ -2,7 +2,14 @@
 nor its peers' packages (cli_process, gateway_process, asker_process, renderer_process): shared/ only.
 
 app.py           MainApp: lock, connection file, signals; owns the servers and answers the broker
-broker.py        Broker: the ROUTER sockets, CURVE, hello, liveness, rate limits, what each topic does
+broker.py        Broker: puts main's side of the wire together (the modules below) and gives the ports
+router_sockets.py RouterSockets: the ROUTER sockets (CURVE per listener), frames in and out, the drain
+attachments.py   Attachments: who is attached, sends to peers, liveness, the coalesced `peers` list
+greeter.py       Greeter: hello and welcome; inbound.py Inbound: rate limits, then each message to its handler
+topic_routes.py  @handles and each topic's route; replies.py: answers on a peer's response channel
+*_topics.py      what each topic does, by area: peer_ (liveness), call_ (tool calls), control_ (status,
+                 servers, reload, shutdown), consent_ (rules), question_ (msgAsk), relay_ (msgMcpRelay)
+broker_ports.py  Publisher and the ports servers, consent and relayed sessions are made with
 pending.py       PendingRequests: the life of every request a window answers (one close path)
 elicitation_gate.py ElicitationGate: what becomes of every elicitation first (rules, route, screening)
 peers.py         PeerTable (who is attached, slots per role) and RateLimiter (per connection)

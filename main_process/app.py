@@ -221,9 +221,9 @@ class MainApp:
             del self.servers[name]
         assert self.broker is not None
         for name in added + changed:
-            self.servers[name] = ManagedServer(fresh.servers[name], self.broker, self.log_dir)
+            self.servers[name] = ManagedServer(fresh.servers[name], self.broker.server_ports, self.log_dir)
             self.servers[name].start()
-        self.broker.publish_servers()
+        self.broker.publisher.publish_servers()
         logger.info("reloaded %s: added %s, removed %s, changed %s", fresh.source, added, removed, changed)
         return ChannelReply(reload=ReloadReport(added=added, removed=removed, changed=changed, unchanged=unchanged))
 
@@ -236,7 +236,7 @@ class MainApp:
         logger.info("server %s: %s for this session (chosen in %s)", policy.server, verb,
                     caller.name or caller.window)
         assert self.broker is not None
-        self.broker.publish_notice("info", f"{verb} from this server for this session", policy.server)
+        self.broker.publisher.publish_notice("info", f"{verb} from this server for this session", policy.server)
 
     # ---- sign-in (main_process/oauth) --------------------------------------------------------
 
@@ -270,7 +270,7 @@ class MainApp:
 
     def _auto_open_after_grace(self) -> None:
         self._auto_open_timer = None
-        if self.broker is None or self.broker.renderers():
+        if self.broker is None or self.broker.attachments.renderers():
             logger.info("auto-open: a window attached within the grace; opening none")
             return
         if not self.broker.pending.all():
@@ -426,11 +426,11 @@ class MainApp:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, self._stop.set)
         for name, server_config in self.config.servers.items():
-            self.servers[name] = ManagedServer(server_config, broker, self.log_dir)
+            self.servers[name] = ManagedServer(server_config, broker.server_ports, self.log_dir)
         broker.start()
         if self.rules:
             await store.claim(self.connection_path)  # the CLI then changes the rules through this main
-            self.consent = Consent(broker, store.rules, await remembered_rules(store.rules, broker), self.config.rules,
+            self.consent = Consent(broker.consent_ports, store.rules, await remembered_rules(store.rules, broker.consent_ports), self.config.rules,
                                    loop, identities(self.config.servers))
             stack.push_async_callback(self.consent.close)
             broker.pending.rules = self.consent  # what a window's answer may remember
@@ -438,7 +438,7 @@ class MainApp:
         self.questions = QuestionDesk(broker.pending, broker.gate)
         await self._start_notifier(self.config)
         stack.push_async_callback(self._close_notifier)  # the one running then (reload replaces it)
-        self._relay = Relay(broker, self.servers.get, self.consent)
+        self._relay = Relay(broker.relay_ports, self.servers.get, self.consent)
         stack.push_async_callback(self._relay.close)
         host_pipes = HostPipes(Path(ipc_endpoint_beside(self.connection_path, "host-pipes.sock").removeprefix("ipc://")),
                                token, broker.host_peer, self._relay)
@@ -474,7 +474,7 @@ class MainApp:
         """Stopping starts here: peers hear `bye` (windows show main as gone now, not once its servers
         have stopped) and every open call is answered; then the parts stop in reverse order."""
         if self.broker is not None:
-            self.broker.say_goodbye()
+            self.broker.publisher.say_goodbye()
         if self._auto_open_timer is not None:
             self._auto_open_timer.cancel()
         answered = self._calls.close(STOPPING)

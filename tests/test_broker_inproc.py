@@ -237,7 +237,7 @@ def test_the_round_trip_through_the_broker() -> None:
     async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
         window = await new_peer()
         other = await new_peer()
-        asked = asyncio.ensure_future(broker.elicit(Elicitation.read("demo", FORM), RequestOptions(timeout_s=60)))
+        asked = asyncio.ensure_future(broker.server_ports.elicit(Elicitation.read("demo", FORM), RequestOptions(timeout_s=60)))
         invoke = await window.expect_topic("msgElicitationTransferInvoke")
         assert invoke["request"] == {"server": "demo", "params": FORM}
         await other.expect_topic("msgElicitationTransferInvoke")
@@ -273,8 +273,8 @@ def test_replay_in_the_welcome_and_after_it_and_a_poison_request_never_pending()
         poison = {**FORM, "requestedSchema": {"type": "object", "properties": {
             "n": {"type": "integer", "maximum": 2**70}}}}
         with pytest.raises(UndeliverableRequestError):
-            await broker.elicit(Elicitation.read("demo", poison), RequestOptions(timeout_s=60))
-        asks = [asyncio.ensure_future(broker.elicit(Elicitation.read("demo", {**FORM, "message": str(i) * 3000}),
+            await broker.server_ports.elicit(Elicitation.read("demo", poison), RequestOptions(timeout_s=60))
+        asks = [asyncio.ensure_future(broker.server_ports.elicit(Elicitation.read("demo", {**FORM, "message": str(i) * 3000}),
                                                     RequestOptions(timeout_s=60)))
                 for i in range(3)]
         await asyncio.sleep(0)  # one loop turn: the three requests open
@@ -365,9 +365,9 @@ def test_peers_lists_are_coalesced_not_sent_per_attach_to_everyone() -> None:
 def test_rules_go_to_every_window_and_list_changes_to_every_host_and_no_one_else() -> None:
     async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
         window, gateway, controller = await new_peer("renderer"), await new_peer("host"), await new_peer("controller")
-        broker.publish_rules([])
-        broker.publish_list_changed("demo", ["tools"])
-        broker.publish_notice("info", "after both", None)  # to every peer, so sent after them
+        broker.publisher.publish_rules([])
+        broker.publisher.publish_list_changed("demo", ["tools"])
+        broker.publisher.publish_notice("info", "after both", None)  # to every peer, so sent after them
         for peer, wanted in ((window, ["rules"]), (gateway, ["msgListChanged"]), (controller, [])):
             seen: list[str] = []
 

@@ -7,7 +7,7 @@ frequency, another process waking up) hits both alike.
 - raw floor: a bare ROUTER driven exactly the way main drives its own (loop.add_reader on
   ZMQ_FD, drain while EVENTS & POLLIN, NOBLOCK sends, one extra drain scheduled after a send),
   sending the bytes of a real encoded invoke and resolving a future on the real encoded result.
-- broker: `main_process.broker.Broker` with a stub host; one sample is `await broker.elicit(...)`,
+- broker: `main_process.broker.Broker` with a stub host; one sample is `await broker.server_ports.elicit(...)`,
   i.e. make channel + pending, encode and send the invoke, receive and decode the result,
   validate content, resolve, send the dismiss, return.
 """
@@ -245,7 +245,7 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
         await wait_until(lambda: raw.peer is not None, 20, "raw answerer hello")
         for kind, broker in brokers.items():
             await wait_until(lambda: bool(broker.peers()), 20, f"{kind} answerer attach")  # noqa: B023
-            first = await broker.elicit(ELICITATION, OPTIONS)
+            first = await broker.server_ports.elicit(ELICITATION, OPTIONS)
             assert first.action == "accept" and first.content == BENCH_CONTENT, first
         counts = {"raw": n, "broker": n, "audited": n_audited}
         for kind in kinds:
@@ -384,7 +384,7 @@ def run(quick: bool, only_raw: bool = False, profile_dir: Path | None = None) ->
                 passed=ratio <= 1.5 if pin is None else None,
                 absolute=f"p50 {fmt_us(brk['p50_us'])}, p99 {fmt_us(brk['p99_us'])} (raw p99 {fmt_us(raw['p99_us'])}), "
                 f"n={brk['n']}, {_cpu_text(brk)}",
-                how=f"in-process Broker + stub host, same answerer script, await broker.elicit(); "
+                how=f"in-process Broker + stub host, same answerer script, await broker.server_ports.elicit(); "
                 f"blocks alternate with the floor; {where}",
                 data={
                     **brk,
