@@ -84,7 +84,7 @@ STOPPING = error_reply(RpcCode.SERVER_ERROR, "main is stopping: the call did not
 
 
 class MainApp:
-    """The host the broker talks to: owns the servers, the audit log and the shutdown switch."""
+    """The broker's ports (BrokerPorts): owns the servers, the audit log and the shutdown switch."""
 
     def __init__(
         self,
@@ -133,7 +133,7 @@ class MainApp:
         self.notifier: Notifier | None = None  # the config's `notify` webhooks, once the broker runs
         self._calls = OpenCalls()  # peers' tool calls and MCP requests not answered yet
 
-    # ---- BrokerHost --------------------------------------------------------------------
+    # ---- BrokerPorts -------------------------------------------------------------------
 
     def server_infos(self) -> list[ServerInfo]:
         return [server.info() for server in self.servers.values()]
@@ -411,7 +411,7 @@ class MainApp:
             endpoint=ipc_endpoint_beside(self.connection_path),
             token=token,
             session=channels.new_uuid7(),
-            host=self,
+            ports=self,
             audit=store.audit,
             remote=remote,
             max_body_bytes=self.max_body_bytes,

@@ -45,15 +45,15 @@ from shared.messages import (
     WebWindowStatus,
 )
 
-__all__ = ["DRAIN_BUDGET", "PEERS_COALESCE_S", "TOPICS", "ZAP_DOMAIN", "Broker", "BrokerHost", "Listener",
+__all__ = ["DRAIN_BUDGET", "PEERS_COALESCE_S", "TOPICS", "ZAP_DOMAIN", "Broker", "BrokerPorts", "Listener",
            "ProgressTo", "ReplyTo"]
 
 # Every topic a peer sends, with its handler: every *_topics module is imported above.
 TOPICS: Final[dict[str, Route]] = routes()
 
 
-class BrokerHost(CallPorts, ControlPorts, RulePorts, QuestionPorts, RelayTopicPorts, Protocol):
-    """What the broker needs from the rest of main: what its topics act on, and three hooks. A
+class BrokerPorts(CallPorts, ControlPorts, RulePorts, QuestionPorts, RelayTopicPorts, Protocol):
+    """The ports the broker is made with (main's app): what its topics act on, and three hooks. A
     method that acts for a peer gets it as `caller`, looked up once per message by the broker."""
 
     def server_infos(self) -> list[ServerInfo]: ...
@@ -75,7 +75,7 @@ class Broker:
         token: str,
         remote: Listener | None = None,
         session: str,
-        host: BrokerHost,
+        ports: BrokerPorts,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         heartbeat_s: float = 1.0,
         peer_timeout_s: float = 5.0,
@@ -88,7 +88,7 @@ class Broker:
         loop = asyncio.get_running_loop()
         self.endpoint = endpoint
         self.session = session
-        self._host = host
+        self._ports = ports
         self._loop = loop
         self.http_gateway_status: Callable[[], HttpGatewayStatus] | None = None  # main --mcp-http
         self.rotate_http_token: Callable[[], Awaitable[None]] | None = None  # main --mcp-http
@@ -102,22 +102,22 @@ class Broker:
             self._sockets, detached=self._detached, clock=clock, heartbeat_s=heartbeat_s,
             peer_timeout_s=peer_timeout_s, peer_slots=peer_slots)
         self._audit = AuditWriter(audit, loop) if audit is not None else None
-        self.pending = PendingRequests(attachments, loop, audit=self._audit, unseen=host.no_window_attached,
+        self.pending = PendingRequests(attachments, loop, audit=self._audit, unseen=ports.no_window_attached,
                                        welcome_pending_bytes=welcome_pending_bytes,
                                        window_name=attachments.window_name, window_device=attachments.window_device,
                                        clock=clock)
         self.gate = ElicitationGate(self.pending)  # what becomes of every elicitation before it opens
-        self.publisher = Publisher(attachments, host.server_infos)
-        self.server_ports = ServerSide(attachments, host.server_infos, self.pending, self.gate)
-        self.consent_ports = ConsentSide(attachments, host.server_infos, self.pending)
+        self.publisher = Publisher(attachments, ports.server_infos)
+        self.server_ports = ServerSide(attachments, ports.server_infos, self.pending, self.gate)
+        self.consent_ports = ConsentSide(attachments, ports.server_infos, self.pending)
         self.relay_ports = RelaySide(attachments, self.publisher, self.pending, self.gate)
         self._replies = replies = Replies(attachments)
         greeter = Greeter(attachments, self.pending, token=token, session=session, max_body_bytes=max_body_bytes,
-                          server_infos=host.server_infos, clock=clock)
+                          server_infos=ports.server_infos, clock=clock)
         groups: list[object] = [
-            PeerTopics(attachments), CallTopics(host, replies),
-            ControlTopics(host, replies, status=self.status_report, rotate_http_token=lambda: self.rotate_http_token),
-            RuleTopics(host, replies), QuestionTopics(host), RelayTopics(host)]
+            PeerTopics(attachments), CallTopics(ports, replies),
+            ControlTopics(ports, replies, status=self.status_report, rotate_http_token=lambda: self.rotate_http_token),
+            RuleTopics(ports, replies), QuestionTopics(ports), RelayTopics(ports)]
         self._inbound = Inbound(attachments, greeter, self.pending, replies, routes=TOPICS, handlers=bind(TOPICS, groups),
                                 limiter=limiter or RateLimiter(), max_body_bytes=max_body_bytes, clock=clock)
 
@@ -137,7 +137,7 @@ class Broker:
 
     def _detached(self, peer: Peer) -> None:
         self.pending.withdraw_owner(peer.routing_id)
-        self._host.peer_gone(peer)
+        self._ports.peer_gone(peer)
 
     def peers(self) -> list[PeerInfo]:
         return self.attachments.infos()
@@ -149,7 +149,7 @@ class Broker:
 
     def status_report(self) -> StatusReport:
         return StatusReport(session=self.session, pid=os.getpid(), endpoint=self.endpoint,
-                            servers=self._host.server_infos(), peers=self.attachments.infos(),
+                            servers=self._ports.server_infos(), peers=self.attachments.infos(),
                             pending=self.pending.summaries(), event_loop=describe_loop(self._loop),
                             mcp_http=None if self.http_gateway_status is None else self.http_gateway_status(),
                             listeners=[] if self.listener_status is None else self.listener_status(),

@@ -55,7 +55,8 @@ class Publisher:
 
 
 class ServerSide(Publisher):
-    """What a configured server's client needs: the elicitation path and ways to tell the windows."""
+    """servers.ServerPorts: what a configured server's client needs, the elicitation path and ways to
+    tell the windows."""
 
     def __init__(self, attachments: Attachments, server_infos: Callable[[], list[ServerInfo]],
                  pending: PendingRequests, gate: ElicitationGate) -> None:
@@ -78,8 +79,8 @@ class ServerSide(Publisher):
 
 
 class ConsentSide(Publisher):
-    """What the consent layer needs: the requests it may answer, the rules and notices it publishes,
-    who an answering peer is."""
+    """consent.ConsentPorts: what the consent layer needs, the requests it may answer, the rules and
+    notices it publishes, who an answering peer is."""
 
     def __init__(self, attachments: Attachments, server_infos: Callable[[], list[ServerInfo]],
                  pending: PendingRequests) -> None:
@@ -91,7 +92,8 @@ class ConsentSide(Publisher):
 
 
 class RelaySide:
-    """What relayed sessions need: the elicitation path and their host peers' sockets."""
+    """relay.RelayBrokerPorts: what relayed sessions need, the elicitation path and their host peers'
+    sockets."""
 
     def __init__(self, attachments: Attachments, publisher: Publisher, pending: PendingRequests,
                  gate: ElicitationGate) -> None:

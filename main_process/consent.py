@@ -80,8 +80,8 @@ def _party_of(invoke: ElicitationInvoke) -> Party:
 _MAX_TIMER_S = 24 * 3600.0  # expiry timers further out are re-armed; loop timers dislike huge delays
 
 
-class ConsentHost(Protocol):
-    """What the consent layer needs from the broker."""
+class ConsentPorts(Protocol):
+    """The ports the consent layer is made with (the broker's ConsentSide)."""
 
     @property
     def pending(self) -> PendingRequests: ...
@@ -101,24 +101,24 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-async def remembered_rules(store: RuleTable, host: ConsentHost) -> list[Rule]:
+async def remembered_rules(store: RuleTable, ports: ConsentPorts) -> list[Rule]:
     """The rules the store keeps, for main's start; none (said in the log and the windows) when
     it cannot be read: main runs on, remembered rules are just not applied."""
     try:
         return await store.load(_now_ms())
     except RuleStoreError as exc:
         logger.error("%s; remembered answers and approvals will not be applied", exc)
-        host.publish_notice("error", f"{exc}; remembered answers and approvals are not applied", None)
+        ports.publish_notice("error", f"{exc}; remembered answers and approvals are not applied", None)
         return []
 
 
 class Consent:
-    def __init__(self, host: ConsentHost, store: RuleTable | None, remembered: Iterable[Rule],
+    def __init__(self, ports: ConsentPorts, store: RuleTable | None, remembered: Iterable[Rule],
                  config_rules: Iterable[Rule], loop: asyncio.AbstractEventLoop,
                  identities: Mapping[str, str] | None = None) -> None:
         """`store` keeps the changes that outlive main; `remembered` is what it held at start
         (`remembered_rules`). Made on main's running loop."""
-        self._host = host
+        self._ports = ports
         self._store = store
         self._loop = loop
         self._identities = dict(identities or {})  # server name -> server_identity of its entry now
@@ -272,7 +272,7 @@ class Consent:
                 text = (f"rule {rule.id} skipped: its answer does not fit this request ({exc}); "
                         "asking in the windows instead")
                 logger.warning("%s: %s", server, text)
-                self._host.publish_notice("warning", text, server)
+                self._ports.publish_notice("warning", text, server)
             return None
         return ElicitationResult(action="accept", content=content)
 
@@ -327,7 +327,7 @@ class Consent:
         identity = self._identities.get(server)
         if identity is None:
             logger.warning("rule not made: server %r is no longer configured", server)
-            self._host.publish_notice("warning", "not remembered: this server is no longer configured", server)
+            self._ports.publish_notice("warning", "not remembered: this server is no longer configured", server)
             return
         self._add(dataclasses.replace(rule, identity=identity))
 
@@ -420,7 +420,7 @@ class Consent:
         info = ApprovalInfo(server=server.name, tool=call.tool, arguments=call.arguments)
         params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
                   "requestedSchema": approvals.APPROVAL_SCHEMA}
-        self._host.pending.record_by_rule(
+        self._ports.pending.record_by_rule(
             Elicitation.read(server.name, params), answer, rule.id,
             RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window, kind="approval",
                            via=host_name, approval=info),
@@ -436,7 +436,7 @@ class Consent:
         server, host, reply = call.server, call.host, call.reply
         tool = call.tool
         host_name = host.name or host.window
-        pending = self._host.pending
+        pending = self._ports.pending
         channel = ""
 
         def resolve(answer: ElicitationResult) -> None:
@@ -459,7 +459,7 @@ class Consent:
                                via=host_name, approval=info),
                 resolve)
         except UndeliverableRequestError as exc:
-            self._host.publish_notice("warning", f"an approval for {server.name}/{tool} could not be shown: "
+            self._ports.publish_notice("warning", f"an approval for {server.name}/{tool} could not be shown: "
                                                  f"{exc}", server.name)
             reply(error_reply(RpcCode.INVALID_PARAMS, f"the approval request for {server.name}/{tool} "
                                                       f"could not be shown: {exc}"))
@@ -481,7 +481,7 @@ class Consent:
         replaced = self.book.add(rule)
         if self._store is not None:
             if rule.scope != "session":
-                self._write(self._store.add(rule), lambda: self._host.publish_notice(
+                self._write(self._store.add(rule), lambda: self._ports.publish_notice(
                     "error", "the rule could not be saved; it applies until main stops", rule.server))
             if replaced is not None and replaced.scope != "session":
                 self._write(self._store.remove([replaced.id]))
@@ -493,7 +493,7 @@ class Consent:
 
     def _answer_open(self, rule: Rule) -> None:
         """Answer the open requests the new rule covers."""
-        pending = self._host.pending
+        pending = self._ports.pending
         for item in pending.all():
             invoke = item.invoke
             if item.server != rule.server:
@@ -539,11 +539,11 @@ class Consent:
     # ---- helpers ----------------------------------------------------------------------
 
     def _who(self, routing_id: bytes, window: str) -> str:
-        peer = self._host.peer(routing_id)
+        peer = self._ports.peer(routing_id)
         return f"{peer.name} ({window})" if peer is not None and peer.name else window
 
     def _publish(self) -> None:
-        self._host.publish_rules(self.infos())
+        self._ports.publish_rules(self.infos())
 
 
 def _rule_decision(rule: Rule) -> ApprovalDecision:

@@ -105,8 +105,9 @@ _call_origin: contextvars.ContextVar[str | None] = contextvars.ContextVar("call_
 _call_channel: contextvars.ContextVar[str | None] = contextvars.ContextVar("call_channel", default=None)
 
 
-class ServerHost(Protocol):
-    """What a server needs from main: the broker's elicitation path and ways to tell the windows."""
+class ServerPorts(Protocol):
+    """The ports a server is made with (the broker's ServerSide): the elicitation path and ways to
+    tell the windows. ("Host" in main means an MCP host, the program that runs an agent.)"""
 
     @property
     def gate(self) -> ElicitationGate: ...  # what becomes of a request before it opens
@@ -129,7 +130,7 @@ class ServerHost(Protocol):
 
 
 class ManagedServer:
-    def __init__(self, config: ServerConfig, host: ServerHost, log_dir: Path, clock: Clock = MONOTONIC) -> None:
+    def __init__(self, config: ServerConfig, ports: ServerPorts, log_dir: Path, clock: Clock = MONOTONIC) -> None:
         self.config = config
         self._clock = clock  # restart backoff and the stable-start window run on it
         self.name = config.name
@@ -139,7 +140,7 @@ class ManagedServer:
         self.error: str | None = None
         self.instructions: str | None = None  # from the server's handshake
         self.decline_all = False  # the user chose "Decline all from this server" for this session
-        self._host = host
+        self._ports = ports
         self._recent_requests: deque[float] = deque()
         self._checked_schemas = CheckedSchemas()
         self._completions: dict[str, asyncio.Event] = {}
@@ -155,9 +156,9 @@ class ManagedServer:
         self._waiting_calls: set[asyncio.Task[None]] = set()  # calls that arrived while starting
         self.sign_in: SignIn | None = None  # OAuth for a `url` server (main_process/oauth)
         if isinstance(config, HttpServerConfig) and config.oauth.enabled:
-            self.sign_in = SignIn(config, shared_store(), requests=lambda: host.pending,
+            self.sign_in = SignIn(config, shared_store(), requests=lambda: ports.pending,
                                   on_needed=self._sign_in_needed,
-                                  publish_complete=lambda eid: host.publish_complete(self.name, eid))
+                                  publish_complete=lambda eid: ports.publish_complete(self.name, eid))
         self._cancelled_by_caller: set[asyncio.Task[None]] = set()
         self._listing_digest = ""  # of the last tools listing, to notice a change
         # Auto mode's era verdict: the config it holds for and why the handshake era is spoken instead.
@@ -239,7 +240,7 @@ class ManagedServer:
                 self._call_group = None
                 self._calls = None
                 self._ready.clear()
-                self._host.withdraw_server(self.name)
+                self._ports.withdraw_server(self.name)
             if self._stopping.is_set():
                 break
             if self._switching_era:  # not a failure: the same server, spoken to in the handshake era
@@ -355,7 +356,7 @@ class ManagedServer:
             reason = f"its {what} answer does not fit the {client.protocol_version} schema ({fault})"
             self._legacy_verdict = (self.config, reason)
             logger.warning("server %s: %s; it falls back to the handshake era (protocolMode auto)", self.name, reason)
-            self._host.publish_notice("info", f"{reason}; speaking the handshake era to it instead", self.name)
+            self._ports.publish_notice("info", f"{reason}; speaking the handshake era to it instead", self.name)
             self._switching_era = True
             self._ready.clear()  # calls from now on wait for the next connection
             if self._era_switch is not None:
@@ -445,7 +446,7 @@ class ManagedServer:
         (the names callers check) is current before host peers hear of it."""
         client = self._client
         if changed != "tools" or client is None:
-            self._host.publish_list_changed(self.name, [changed])
+            self._ports.publish_list_changed(self.name, [changed])
             return
         task = asyncio.create_task(self._relist_tools(client))
         self._waiting_calls.add(task)
@@ -463,8 +464,8 @@ class ManagedServer:
             names = [tool.name for tool in listing.tools]
             if names != self.tools:
                 self.tools = names
-                self._host.publish_servers()
-        self._host.publish_list_changed(self.name, ["tools"])
+                self._ports.publish_servers()
+        self._ports.publish_list_changed(self.name, ["tools"])
 
     async def _watch(self, client: Client, group: anyio.abc.TaskGroup) -> None:
         """End the connection when stop is asked or the server stops answering."""
@@ -492,11 +493,11 @@ class ManagedServer:
             self.listed = {tool.name: tool for tool in listing.tools}
             if names != self.tools:
                 self.tools = names
-                self._host.publish_servers()
+                self._ports.publish_servers()
             digest = listing.model_dump_json()
             if digest != self._listing_digest:  # a server that changes its tools without saying so
                 self._listing_digest = digest
-                self._host.publish_list_changed(self.name, ["tools"])
+                self._ports.publish_list_changed(self.name, ["tools"])
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         config = self.config
@@ -539,11 +540,11 @@ class ManagedServer:
         if (status, error) != (self.status, self.error):
             before = self.status
             self.status, self.error = status, error
-            self._host.publish_servers()
+            self._ports.publish_servers()
             # Ready again (after a start, restart or crash) or gone: what it offers may differ.
             if status != before and (status == "ready" or (before == "ready" and status != "restarting")
                                      or status in ("stopped", "failed")):
-                self._host.publish_list_changed(self.name, ALL_LISTS)
+                self._ports.publish_list_changed(self.name, ALL_LISTS)
 
     # ---- elicitation (steps 2 and 9) ---------------------------------------------------
 
@@ -555,13 +556,13 @@ class ManagedServer:
                 self._checked_schemas.check(params.requested_schema)
             except UnsupportedSchemaError as exc:
                 logger.warning("server %s sent an unsupported schema: %s", self.name, exc)
-                self._host.publish_notice("warning", f"refused a request with an unsupported schema: {exc}",
+                self._ports.publish_notice("warning", f"refused a request with an unsupported schema: {exc}",
                                           self.name)
                 return CallError(code=INVALID_PARAMS, message=f"unsupported requestedSchema: {exc}")
         if self.decline_all:
             return ElicitationResult(action="decline")
         if not self._within_burst():
-            self._host.publish_notice(
+            self._ports.publish_notice(
                 "warning", f"more than {self.config.burst} requests within {self.config.burst_window_s:.0f} s; "
                            "answered cancel", self.name)
             return ElicitationResult(action="cancel")
@@ -573,7 +574,7 @@ class ManagedServer:
         try:
             elicitation = Elicitation.read(self.name, wire)
         except UndeliverableRequestError as exc:
-            self._host.publish_notice("warning", f"refused a request: {exc}", self.name)
+            self._ports.publish_notice("warning", f"refused a request: {exc}", self.name)
             return ErrorData(code=INVALID_PARAMS, message=f"request not shown: {exc}")
         origin, call = _call_origin.get(), _call_channel.get()
         if origin is None and self._inflight:
@@ -584,12 +585,12 @@ class ManagedServer:
                 call = self._inflight[0][1]
         options = RequestOptions(timeout_s=self.config.elicitation_timeout_s, origin=origin,
                                  max_bytes=self.config.max_request_bytes, call=call)
-        decided = self._host.gate.decide(elicitation, self)  # main's own session: no host, the windows
+        decided = self._ports.gate.decide(elicitation, self)  # main's own session: no host, the windows
         if isinstance(decided, Refused):
             return ErrorData(code=decided.error.code, message=decided.error.message)
         if isinstance(decided, Answered):
             recorded = asyncio.get_running_loop().create_future()
-            self._host.gate.record(elicitation, decided, options, lambda: recorded.set_result(None))
+            self._ports.gate.record(elicitation, decided, options, lambda: recorded.set_result(None))
             await recorded  # a rule's answer is on disk before the server has it
             return ElicitResult(action=decided.result.action, content=decided.result.content)
         try:
@@ -602,10 +603,10 @@ class ManagedServer:
         """Put one request in front of the windows; one the windows can't be sent is refused
         (UndeliverableRequestError) and the windows get a notice saying so."""
         try:
-            return await self._host.elicit(elicitation, options, self._cancel_reason)
+            return await self._ports.elicit(elicitation, options, self._cancel_reason)
         except UndeliverableRequestError as exc:
             logger.warning("server %r sent a request that was not shown: %s", self.name, exc)
-            self._host.publish_notice("warning", f"refused a request: {exc}", self.name)
+            self._ports.publish_notice("warning", f"refused a request: {exc}", self.name)
             raise
 
     def _cancel_reason(self) -> Unanswered:
@@ -635,7 +636,7 @@ class ManagedServer:
             event = self._completions.get(elicitation_id)
             if event is not None:
                 event.set()
-            self._host.publish_complete(self.name, elicitation_id)
+            self._ports.publish_complete(self.name, elicitation_id)
 
     # ---- tool calls --------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The broker in-process over inproc:// sockets, with a fake host (jupyter_client test_session style):
+"""The broker in-process over inproc:// sockets, with fake ports (what main's app gives it; jupyter_client test_session style):
 hello and welcome, the 9 steps, replay, the limits that keep one peer from locking others out."""
 
 import asyncio
@@ -37,12 +37,12 @@ from shared.messages import (
 )
 
 TOKEN = "inproc-token"
-NOT_FAKED = ChannelReply(error=CallError(code=-32601, message="not in the test's fake host"))
+NOT_FAKED = ChannelReply(error=CallError(code=-32601, message="not in the test's fake ports"))
 FORM = {"mode": "form", "message": "Name?", "requestedSchema": {
     "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}
 
 
-class FakeHost:
+class FakePorts:
     """What main's app would be: one server, tool calls echoed back."""
 
     def __init__(self) -> None:
@@ -135,13 +135,13 @@ class Peer:
 
 
 def with_broker(test: Callable[..., Awaitable[None]], **broker_args: Any) -> None:
-    """Run `test(broker, host, new_peer)` against a started broker on an inproc endpoint."""
+    """Run `test(broker, ports, new_peer)` against a started broker on an inproc endpoint."""
 
     async def body() -> None:
         ctx = zmq.asyncio.Context.shadow(zmq.Context.instance())
         endpoint = f"inproc://broker-{uuid.uuid4()}"
-        host = FakeHost()
-        broker = Broker(endpoint=endpoint, token=TOKEN, session="session-1", host=host, **broker_args)
+        ports = FakePorts()
+        broker = Broker(endpoint=endpoint, token=TOKEN, session="session-1", ports=ports, **broker_args)
         broker.bind()
         broker.start()
         peers: list[Peer] = []
@@ -155,7 +155,7 @@ def with_broker(test: Callable[..., Awaitable[None]], **broker_args: Any) -> Non
             return peer
 
         try:
-            await test(broker, host, new_peer)
+            await test(broker, ports, new_peer)
         finally:
             for peer in peers:
                 peer.sock.close()
@@ -173,7 +173,7 @@ def test_every_topic_a_peer_sends_has_one_route_whose_handler_takes_its_rows_bod
 
 
 def test_a_topic_for_one_role_is_bad_body_from_another_and_the_sender_stays_attached() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         window, gateway = await new_peer("renderer"), await new_peer("host")
         call = {"server": "demo", "tool": "echo", "arguments": {}, "responseChannel": "c"}
         await gateway.send("msgMcpCallTool", call)  # a host calls in its relayed sessions (§14), past consent
@@ -192,7 +192,7 @@ def test_a_topic_for_one_role_is_bad_body_from_another_and_the_sender_stays_atta
 
 
 def test_hello_token_and_attachment_rules() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         stranger = await new_peer(hello=False)
         await stranger.send("msgStatus", {"responseChannel": "s1"})
         assert (await stranger.expect_topic("error"))["code"] == "not-attached"
@@ -210,7 +210,7 @@ def test_hello_token_and_attachment_rules() -> None:
 def test_liveness_on_a_settable_clock_silence_detaches_and_any_message_even_a_bad_one_counts() -> None:
     clock = SettableClock()
 
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         beating, noisy = await new_peer(name="beating"), await new_peer(name="noisy")
         quiet = await new_peer(name="quiet")
 
@@ -234,7 +234,7 @@ def test_liveness_on_a_settable_clock_silence_detaches_and_any_message_even_a_ba
 
 
 def test_the_round_trip_through_the_broker() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         window = await new_peer()
         other = await new_peer()
         asked = asyncio.ensure_future(broker.server_ports.elicit(Elicitation.read("demo", FORM), RequestOptions(timeout_s=60)))
@@ -253,7 +253,7 @@ def test_the_round_trip_through_the_broker() -> None:
 
 
 def test_a_tool_call_is_answered_on_its_channel_and_a_confusing_channel_is_refused() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         controller = await new_peer("controller")
         await controller.send("msgMcpCallTool", {"server": "demo", "tool": "echo", "arguments": {},
                                                  "responseChannel": "call-1"})
@@ -269,7 +269,7 @@ def test_a_tool_call_is_answered_on_its_channel_and_a_confusing_channel_is_refus
 
 
 def test_replay_in_the_welcome_and_after_it_and_a_poison_request_never_pending() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         poison = {**FORM, "requestedSchema": {"type": "object", "properties": {
             "n": {"type": "integer", "maximum": 2**70}}}}
         with pytest.raises(UndeliverableRequestError):
@@ -278,7 +278,7 @@ def test_replay_in_the_welcome_and_after_it_and_a_poison_request_never_pending()
                                                     RequestOptions(timeout_s=60)))
                 for i in range(3)]
         await asyncio.sleep(0)  # one loop turn: the three requests open
-        assert host.unseen == 3  # nobody attached: the auto-open hook heard of each
+        assert ports.unseen == 3  # nobody attached: the auto-open hook heard of each
         late = Peer(zmq.asyncio.Context.shadow(zmq.Context.instance()), broker.endpoint)
         topic, welcome = await late.hello()
         assert topic == "welcome"
@@ -297,7 +297,7 @@ def test_replay_in_the_welcome_and_after_it_and_a_poison_request_never_pending()
 
 
 def test_a_flooding_peer_is_rate_limited_and_the_others_are_served() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         flooder = await new_peer(name="flooder")
         window = await new_peer(name="window")
         for _ in range(200):
@@ -312,7 +312,7 @@ def test_a_flooding_peer_is_rate_limited_and_the_others_are_served() -> None:
 
 
 def test_the_peer_limit_refuses_a_hello_with_a_named_code() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         await new_peer()
         await new_peer()
         third = await new_peer(hello=False)
@@ -324,7 +324,7 @@ def test_the_peer_limit_refuses_a_hello_with_a_named_code() -> None:
 
 
 def test_hosts_and_askers_in_all_their_slots_leave_windows_and_controllers_theirs() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         for role in ("host", "host", "asker"):
             await new_peer(role=role)
         for role in ("host", "asker"):
@@ -341,7 +341,7 @@ def test_hosts_and_askers_in_all_their_slots_leave_windows_and_controllers_their
 
 
 def test_peers_lists_are_coalesced_not_sent_per_attach_to_everyone() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         first = await new_peer(name="first")
         assert [p["name"] for p in (await first.expect_topic("peers"))["peers"]] == ["first"]
         crowd = [await new_peer(name=f"crowd-{i}") for i in range(20)]
@@ -363,7 +363,7 @@ def test_peers_lists_are_coalesced_not_sent_per_attach_to_everyone() -> None:
 
 
 def test_rules_go_to_every_window_and_list_changes_to_every_host_and_no_one_else() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         window, gateway, controller = await new_peer("renderer"), await new_peer("host"), await new_peer("controller")
         broker.publisher.publish_rules([])
         broker.publisher.publish_list_changed("demo", ["tools"])

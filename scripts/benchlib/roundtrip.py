@@ -7,7 +7,7 @@ frequency, another process waking up) hits both alike.
 - raw floor: a bare ROUTER driven exactly the way main drives its own (loop.add_reader on
   ZMQ_FD, drain while EVENTS & POLLIN, NOBLOCK sends, one extra drain scheduled after a send),
   sending the bytes of a real encoded invoke and resolving a future on the real encoded result.
-- broker: `main_process.broker.Broker` with a stub host; one sample is `await broker.server_ports.elicit(...)`,
+- broker: `main_process.broker.Broker` with stub ports; one sample is `await broker.server_ports.elicit(...)`,
   i.e. make channel + pending, encode and send the invoke, receive and decode the result,
   validate content, resolve, send the dismiss, return.
 """
@@ -45,8 +45,8 @@ ELICITATION = Elicitation.read("bench", PARAMS)  # read once, as main reads a se
 OPTIONS = RequestOptions(timeout_s=TIMEOUT_S)
 
 
-class StubHost:
-    """The BrokerHost the round trip needs: no servers, no calls, no shutdown, no auto-open."""
+class StubPorts:
+    """The BrokerPorts the round trip needs: no servers, no calls, no shutdown, no auto-open."""
 
     def server_infos(self) -> list[ServerInfo]:
         return []
@@ -192,7 +192,7 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
             endpoint=f"ipc://{tmp}/{kind}.sock",
             token="bench-token",
             session=channels.new_uuid7(),
-            host=StubHost(),  # type: ignore[arg-type]
+            ports=StubPorts(),  # type: ignore[arg-type]
             **({"audit": store.audit} if kind == "audited" and store is not None else {}),
         )
         brokers[kind].bind()
@@ -384,7 +384,7 @@ def run(quick: bool, only_raw: bool = False, profile_dir: Path | None = None) ->
                 passed=ratio <= 1.5 if pin is None else None,
                 absolute=f"p50 {fmt_us(brk['p50_us'])}, p99 {fmt_us(brk['p99_us'])} (raw p99 {fmt_us(raw['p99_us'])}), "
                 f"n={brk['n']}, {_cpu_text(brk)}",
-                how=f"in-process Broker + stub host, same answerer script, await broker.server_ports.elicit(); "
+                how=f"in-process Broker + stub ports, same answerer script, await broker.server_ports.elicit(); "
                 f"blocks alternate with the floor; {where}",
                 data={
                     **brk,
