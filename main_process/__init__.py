@@ -14,6 +14,9 @@ pending.py       PendingRequests: the life of every request a window answers (on
 elicitation_gate.py ElicitationGate: what becomes of every elicitation first (rules, route, screening)
 peers.py         PeerTable (who is attached, slots per role) and RateLimiter (per connection)
 servers.py       ManagedServer: one supervised mcp.Client per configured server, its tool calls
+server_calls.py  ServerCalls: a server's tool calls and read-only requests; server_era.py ProtocolEra:
+                 its protocol era (protocolMode auto); server_elicitation.py ServerElicitation: its
+                 session's elicitations after the gate; server_faults.py: error replies, one-line errors
 config.py        the mcpServers config (Claude Desktop format) and Elicitron's own keys
 store/           the store: what outlives a request (remembered rules and approvals, the audit log)
                  behind one async interface, SQLite behind it (store/__init__.py has its map)

@@ -37,8 +37,9 @@ from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.questions import QuestionDesk
 from main_process.relay import Relay
+from main_process.server_faults import error_reply
 from main_process.server_identity import identities
-from main_process.servers import ManagedServer, error_reply
+from main_process.servers import ManagedServer
 from main_process.store.factory import default_audit_path, open_store
 from main_process.tcp_front import TcpFront, parse_tcp_listen
 from main_process.web_child import WebWindowChild

@@ -42,7 +42,9 @@ from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from main_process.rules import Party, Rule, RuleBook, question_key, schema_fields
-from main_process.servers import READY_TIMEOUT_S, ManagedServer, cancelled_reply, error_reply
+from main_process.server_era import READY_TIMEOUT_S
+from main_process.server_faults import cancelled_reply, error_reply
+from main_process.servers import ManagedServer
 from main_process.store.interface import RuleTable, run_now
 from shared.elicit_params import ElicitParams, FormParams
 from shared.errors import (
