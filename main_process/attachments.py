@@ -33,13 +33,12 @@ _HEARTBEAT_FRAMES: Final = encode(channels.HEARTBEAT, Heartbeat())
 
 
 class Attachments:
-    """The attached peers over main's sockets. `detached(peer)` is told of every peer that leaves
-    (bye, silence, unreachable, replaced), after it left the table."""
+    """The attached peers over main's sockets."""
 
-    def __init__(self, sockets: RouterSockets, *, detached: Callable[[Peer], None], clock: Clock,
-                 heartbeat_s: float, peer_timeout_s: float, peer_slots: Mapping[Role, int] = PEER_SLOTS) -> None:
+    def __init__(self, sockets: RouterSockets, *, clock: Clock, heartbeat_s: float, peer_timeout_s: float,
+                 peer_slots: Mapping[Role, int] = PEER_SLOTS) -> None:
         self._sockets = sockets
-        self._detached = detached
+        self._detached: Callable[[Peer], None] = lambda peer: None  # none can attach before start
         self._clock = clock
         self._heartbeat_s = heartbeat_s
         self._peer_timeout_s = peer_timeout_s
@@ -56,7 +55,10 @@ class Attachments:
     def __contains__(self, routing_id: bytes) -> bool:
         return routing_id in self.table
 
-    def start(self) -> None:
+    def start(self, detached: Callable[[Peer], None]) -> None:
+        """Liveness from now on; `detached(peer)` is told of every peer that leaves (bye, silence,
+        unreachable, replaced), after it left the table."""
+        self._detached = detached
         self._heartbeat = self._clock.call_later(self._heartbeat_s, self._heartbeat_tick)
 
     def close(self) -> None:

@@ -1,5 +1,10 @@
-"""The ROUTER side of the wire contract, put together: main's sockets, who is attached, what each
-topic does, and the ports the rest of main is given.
+"""The ROUTER side of the wire contract, put together: the wire (wire.py), the pending requests
+and the gate, what each topic does, and the ports the rest of main is given.
+
+Made in two steps, so that nothing is wired after it is made: `Broker(wire, ...)` makes the
+requests' side (what servers, consent and relayed sessions are given: `server_ports`,
+`relay_ports`), and `start(receivers)` starts reading, handing each message and event to what
+main made meanwhile (its servers, consent layer, questions, relayed sessions).
 
 Each job is its own module: router_sockets.py (frames in and out, the drain), attachments.py (who
 is attached, sends, liveness, the `peers` list), greeter.py (hello and welcome), inbound.py (every
@@ -10,148 +15,161 @@ and relayed sessions are given). The pending requests themselves live in `pendin
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from main_process.attachments import PEERS_COALESCE_S, Attachments
+from main_process.attachments import PEERS_COALESCE_S
 from main_process.audit_writer import AuditWriter
-from main_process.broker_ports import ConsentSide, Publisher, RelaySide, ServerSide
+from main_process.broker_ports import RelaySide, ServerSide
 from main_process.call_topics import CallPorts, CallTopics
-from main_process.clock import MONOTONIC, Clock
 from main_process.consent_topics import RulePorts, RuleTopics
-from main_process.control_topics import ControlPorts, ControlTopics
-from main_process.elicitation_gate import ElicitationGate
+from main_process.control_topics import ControlTopics, ServerControlPorts
+from main_process.elicitation_gate import ElicitationGate, Rules
 from main_process.greeter import Greeter
 from main_process.inbound import Inbound
 from main_process.peer_topics import PeerTopics
-from main_process.peers import PEER_SLOTS, Peer, RateLimiter
-from main_process.pending import WELCOME_PENDING_BYTES, PendingRequests
+from main_process.peers import Peer, RateLimiter
+from main_process.pending import WELCOME_PENDING_BYTES, PendingRequest, PendingRequests, RuleHook
 from main_process.question_topics import QuestionPorts, QuestionTopics
 from main_process.relay_topics import RelayTopicPorts, RelayTopics
 from main_process.replies import Replies
-from main_process.router_sockets import DRAIN_BUDGET, ZAP_DOMAIN, Listener, RouterSockets
+from main_process.router_sockets import DRAIN_BUDGET, ZAP_DOMAIN, Listener
 from main_process.store.interface import AuditTable
 from main_process.topic_routes import ProgressTo, ReplyTo, Route, bind, routes
-from shared.codec import DEFAULT_MAX_BODY_BYTES
+from main_process.wire import Wire
 from shared.event_loop import describe as describe_loop
 from shared.messages import (
+    ChannelReply,
     HttpGatewayStatus,
     ListenerStatus,
     NotifyStatus,
-    PeerInfo,
-    Role,
-    ServerInfo,
+    ServerPolicy,
     StatusReport,
     WebWindowStatus,
 )
 
-__all__ = ["DRAIN_BUDGET", "PEERS_COALESCE_S", "TOPICS", "ZAP_DOMAIN", "Broker", "BrokerPorts", "Listener",
-           "ProgressTo", "ReplyTo"]
+__all__ = ["DRAIN_BUDGET", "PEERS_COALESCE_S", "TOPICS", "ZAP_DOMAIN", "Broker", "ConsentRules", "Listener",
+           "ProgressTo", "Receivers", "ReplyTo", "StatusSources"]
 
 # Every topic a peer sends, with its handler: every *_topics module is imported above.
 TOPICS: Final[dict[str, Route]] = routes()
 
 
-class BrokerPorts(CallPorts, ControlPorts, RulePorts, QuestionPorts, RelayTopicPorts, Protocol):
-    """The ports the broker is made with (main's app): what its topics act on, and three hooks. A
-    method that acts for a peer gets it as `caller`, looked up once per message by the broker."""
+class ConsentRules(RuleHook, Rules, Protocol):
+    """The consent layer as the requests see it: the gate asks it first, pending tells it each answer."""
 
-    def server_infos(self) -> list[ServerInfo]: ...
 
-    def no_window_attached(self) -> None:
-        """An elicitation arrived and no renderer is attached (auto-open hook)."""
+class RelayReceiver(RelayTopicPorts, Protocol):
+    def peer_gone(self, routing_id: bytes) -> None:
+        """A peer detached (after its calls and requests were cancelled): its sessions end."""
 
-    def peer_gone(self, peer: Peer) -> None:
-        """A peer detached (after its calls and requests were cancelled)."""
+
+@dataclass(frozen=True)
+class Receivers:
+    """What the broker hands each message and event to, given at `start`: reading begins only once
+    they all exist."""
+
+    calls: CallPorts  # msgMcpCallTool, msgMcpRequest
+    servers: ServerControlPorts  # msgServerControl, msgAuth, msgSignInRedirect
+    server_policy: Callable[[ServerPolicy, Peer], None]  # msgServerPolicy
+    reload: Callable[[str | None], Awaitable[ChannelReply]]  # msgReload
+    shutdown: Callable[[], None]  # msgShutdown
+    rules: RulePorts  # msgRules, msgRevokeRules
+    questions: QuestionPorts  # msgAsk, msgWithdraw
+    relay: RelayReceiver  # msgMcpRelay, msgMcpClose, and a detached peer's sessions
+
+
+def _none_listening() -> list[ListenerStatus]:
+    return []
+
+
+def _no_notify() -> list[NotifyStatus]:
+    return []
+
+
+@dataclass(frozen=True)
+class StatusSources:
+    """What msgStatus reports of the parts main runs beside the broker, each when main runs it."""
+
+    http_gateway: Callable[[], HttpGatewayStatus] | None = None  # main --mcp-http
+    rotate_http_token: Callable[[], Awaitable[None]] | None = None  # main --mcp-http
+    listeners: Callable[[], list[ListenerStatus]] = field(default=_none_listening)  # --listen tcp://
+    notify: Callable[[], list[NotifyStatus]] = field(default=_no_notify)  # the config's `notify`
+    web_window: Callable[[], WebWindowStatus] | None = None  # main --web
 
 
 class Broker:
-    """main's side of the wire. Made on main's running loop; `bind`, then `start` to read."""
+    """The requests' side over `wire`. Made on main's running loop; `start` to read."""
 
     def __init__(
         self,
+        wire: Wire,
         *,
-        endpoint: str,
         token: str,
-        remote: Listener | None = None,
         session: str,
-        ports: BrokerPorts,
-        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        heartbeat_s: float = 1.0,
-        peer_timeout_s: float = 5.0,
         audit: AuditTable | None = None,
-        peer_slots: Mapping[Role, int] = PEER_SLOTS,
+        rules: ConsentRules | None = None,
+        opened: Callable[[PendingRequest, bool], None] | None = None,
+        unseen: Callable[[PendingRequests], None] = lambda requests: None,
+        status: StatusSources = StatusSources(),
         limiter: RateLimiter | None = None,
         welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
-        clock: Clock = MONOTONIC,
     ) -> None:
+        """`rules`: the consent layer (None: no rule answers); `opened`: told of each request that
+        opened for the windows (main's `notify` webhooks); `unseen`: told when one reached no window
+        (auto-open)."""
         loop = asyncio.get_running_loop()
-        self.endpoint = endpoint
+        self.wire = wire
+        self.endpoint = wire.endpoint
         self.session = session
-        self._ports = ports
+        self._token = token
         self._loop = loop
-        self.http_gateway_status: Callable[[], HttpGatewayStatus] | None = None  # main --mcp-http
-        self.rotate_http_token: Callable[[], Awaitable[None]] | None = None  # main --mcp-http
-        self.listener_status: Callable[[], list[ListenerStatus]] | None = None  # main --listen tcp://
-        self.notify_status: Callable[[], list[NotifyStatus]] | None = None  # the config's `notify`
-        self.web_window_status: Callable[[], WebWindowStatus] | None = None  # main --web
-        self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
-        self._sockets = RouterSockets(self.listeners, max_body_bytes=max_body_bytes, heartbeat_s=heartbeat_s,
-                                      peer_timeout_s=peer_timeout_s)
-        self.attachments = attachments = Attachments(
-            self._sockets, detached=self._detached, clock=clock, heartbeat_s=heartbeat_s,
-            peer_timeout_s=peer_timeout_s, peer_slots=peer_slots)
+        self._status = status
+        self._limiter = limiter or RateLimiter()
+        attachments = wire.attachments
         self._audit = AuditWriter(audit, loop) if audit is not None else None
-        self.pending = PendingRequests(attachments, loop, audit=self._audit, unseen=ports.no_window_attached,
+        self.pending = PendingRequests(attachments, loop, audit=self._audit, unseen=unseen,
                                        welcome_pending_bytes=welcome_pending_bytes,
                                        window_name=attachments.window_name, window_device=attachments.window_device,
-                                       clock=clock)
-        self.gate = ElicitationGate(self.pending)  # what becomes of every elicitation before it opens
-        self.publisher = Publisher(attachments, ports.server_infos)
-        self.server_ports = ServerSide(attachments, ports.server_infos, self.pending, self.gate)
-        self.consent_ports = ConsentSide(attachments, ports.server_infos, self.pending)
-        self.relay_ports = RelaySide(attachments, self.publisher, self.pending, self.gate)
-        self._replies = replies = Replies(attachments)
-        greeter = Greeter(attachments, self.pending, token=token, session=session, max_body_bytes=max_body_bytes,
-                          server_infos=ports.server_infos, clock=clock)
+                                       clock=wire.clock, rules=rules, opened=opened)
+        self.gate = ElicitationGate(self.pending, rules)  # what becomes of every elicitation before it opens
+        self.server_ports = ServerSide(attachments, wire.server_infos, self.pending, self.gate)
+        self.relay_ports = RelaySide(attachments, wire.publisher, self.pending, self.gate)
+        self._replies = Replies(attachments)
+
+    def start(self, receivers: Receivers) -> None:
+        """Read from now on: each topic to its handler group, over `receivers`."""
+        wire, replies = self.wire, self._replies
         groups: list[object] = [
-            PeerTopics(attachments), CallTopics(ports, replies),
-            ControlTopics(ports, replies, status=self.status_report, rotate_http_token=lambda: self.rotate_http_token),
-            RuleTopics(ports, replies), QuestionTopics(ports), RelayTopics(ports)]
-        self._inbound = Inbound(attachments, greeter, self.pending, replies, routes=TOPICS, handlers=bind(TOPICS, groups),
-                                limiter=limiter or RateLimiter(), max_body_bytes=max_body_bytes, clock=clock)
-
-    def bind(self) -> None:
-        self._sockets.bind()
-
-    def start(self) -> None:
-        self.attachments.start()
-        self._sockets.start(self._inbound.receive)
+            PeerTopics(wire.attachments), CallTopics(receivers.calls, replies),
+            ControlTopics(receivers.servers, replies, status=self.status_report, reload=receivers.reload,
+                          shutdown=receivers.shutdown, server_policy=receivers.server_policy,
+                          rotate_http_token=self._status.rotate_http_token),
+            RuleTopics(receivers.rules, replies), QuestionTopics(receivers.questions), RelayTopics(receivers.relay)]
+        greeter = Greeter(wire.attachments, self.pending, token=self._token, session=self.session,
+                          max_body_bytes=wire.max_body_bytes, server_infos=wire.server_infos, clock=wire.clock)
+        inbound = Inbound(wire.attachments, greeter, self.pending, replies, routes=TOPICS,
+                          handlers=bind(TOPICS, groups), limiter=self._limiter, max_body_bytes=wire.max_body_bytes,
+                          clock=wire.clock)
+        wire.attachments.start(lambda peer: self._detached(peer, receivers.relay))
+        wire.sockets.start(inbound.receive)
 
     async def close(self) -> None:
+        """Its tasks end and every queued audit row reaches the store (the wire is closed by its owner)."""
         self._replies.close()
-        self.attachments.close()
-        self._sockets.close()
         if self._audit is not None:
-            await self._audit.close()  # every queued row reaches the store
+            await self._audit.close()
 
-    def _detached(self, peer: Peer) -> None:
+    def _detached(self, peer: Peer, relay: RelayReceiver) -> None:
         self.pending.withdraw_owner(peer.routing_id)
-        self._ports.peer_gone(peer)
-
-    def peers(self) -> list[PeerInfo]:
-        return self.attachments.infos()
-
-    def host_peer(self, window: str) -> Peer | None:
-        """The attached peer with that hello window, if it is a host."""
-        peer = self.attachments.by_window(window)
-        return peer if peer is not None and peer.role == "host" else None
+        relay.peer_gone(peer.routing_id)
 
     def status_report(self) -> StatusReport:
+        status = self._status
         return StatusReport(session=self.session, pid=os.getpid(), endpoint=self.endpoint,
-                            servers=self._ports.server_infos(), peers=self.attachments.infos(),
+                            servers=self.wire.server_infos(), peers=self.wire.attachments.infos(),
                             pending=self.pending.summaries(), event_loop=describe_loop(self._loop),
-                            mcp_http=None if self.http_gateway_status is None else self.http_gateway_status(),
-                            listeners=[] if self.listener_status is None else self.listener_status(),
-                            notify=[] if self.notify_status is None else self.notify_status(),
-                            web_window=None if self.web_window_status is None else self.web_window_status())
+                            mcp_http=None if status.http_gateway is None else status.http_gateway(),
+                            listeners=status.listeners(), notify=status.notify(),
+                            web_window=None if status.web_window is None else status.web_window())

@@ -79,13 +79,8 @@ class ServerSide(Publisher):
 
 
 class ConsentSide(Publisher):
-    """consent.ConsentPorts: what the consent layer needs, the requests it may answer, the rules and
-    notices it publishes, who an answering peer is."""
-
-    def __init__(self, attachments: Attachments, server_infos: Callable[[], list[ServerInfo]],
-                 pending: PendingRequests) -> None:
-        super().__init__(attachments, server_infos)
-        self.pending = pending
+    """consent.ConsentPorts: what the consent layer needs, the rules and notices it publishes and
+    who an answering peer is (the requests it answers come with each answer)."""
 
     def peer(self, routing_id: bytes) -> Peer | None:
         return self._attachments.get(routing_id)

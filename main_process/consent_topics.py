@@ -7,7 +7,7 @@ from main_process.peers import Peer
 from main_process.replies import Replies
 from main_process.topic_routes import ReplyTo, handles
 from shared import channels
-from shared.messages import ChannelReply, RevokeRules, RulesRequest
+from shared.messages import ChannelReply, RevokeReport, RevokeRules, RulesRequest
 
 
 class RulePorts(Protocol):
@@ -16,8 +16,8 @@ class RulePorts(Protocol):
     def rules_report(self) -> ChannelReply:
         """Every rule (`ChannelReply.rules`), for msgRules."""
 
-    def revoke_rules(self, request: RevokeRules, caller: Peer) -> Awaitable[ChannelReply]:
-        """Revoke rules (`ChannelReply.revoked`), for msgRevokeRules."""
+    def revoke_rules(self, request: RevokeRules, by: str) -> Awaitable[ChannelReply]:
+        """Revoke rules (`ChannelReply.revoked`) at `by`'s request, for msgRevokeRules."""
 
 
 class RuleTopics:
@@ -31,4 +31,14 @@ class RuleTopics:
 
     @handles(channels.REVOKE_RULES)
     def _on_revoke_rules(self, peer: Peer, body: RevokeRules, reply: ReplyTo) -> None:
-        self._replies.later(reply, self._ports.revoke_rules(body, peer))  # after the store removed it
+        self._replies.later(reply, self._ports.revoke_rules(body, peer.name or peer.window))  # after the store removed it
+
+
+class NoRules:
+    """The rules topics' answers when main runs without a consent layer (`rules=False`)."""
+
+    def rules_report(self) -> ChannelReply:
+        return ChannelReply(rules=[])
+
+    async def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
+        return ChannelReply(revoked=RevokeReport(revoked=[], refused=["this main runs without rules"]))

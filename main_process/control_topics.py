@@ -28,16 +28,10 @@ from shared.messages import (
 logger = logging.getLogger(__name__)
 
 
-class ControlPorts(Protocol):
-    """What acts on main's servers and life."""
+class ServerControlPorts(Protocol):
+    """What acts on one configured server (server_desk.py)."""
 
     def control_server(self, request: ServerControl) -> Awaitable[ChannelReply]: ...
-
-    def reload(self, config: str | None = None) -> Awaitable[ChannelReply]: ...
-
-    def set_server_policy(self, policy: ServerPolicy, caller: Peer) -> None: ...
-
-    def request_shutdown(self) -> None: ...
 
     def auth(self, request: AuthRequest) -> Awaitable[ChannelReply]:
         """Extension msgAuth: a server's sign-in status, login or logout."""
@@ -47,12 +41,19 @@ class ControlPorts(Protocol):
 
 
 class ControlTopics:
-    def __init__(self, ports: ControlPorts, replies: Replies, *, status: Callable[[], StatusReport],
-                 rotate_http_token: Callable[[], Callable[[], Awaitable[None]] | None]) -> None:
-        """`rotate_http_token`: how to rotate main's MCP HTTP token (None: main serves no MCP over HTTP)."""
+    def __init__(self, ports: ServerControlPorts, replies: Replies, *, status: Callable[[], StatusReport],
+                 reload: Callable[[str | None], Awaitable[ChannelReply]], shutdown: Callable[[], None],
+                 server_policy: Callable[[ServerPolicy, Peer], None],
+                 rotate_http_token: Callable[[], Awaitable[None]] | None) -> None:
+        """`reload`: re-read the config (or the one named); `server_policy`: "Decline all" for a
+        server, or not; `rotate_http_token`: how to rotate main's
+        MCP HTTP token (None: main serves no MCP over HTTP)."""
         self._ports = ports
         self._replies = replies
         self._status = status
+        self._reload = reload
+        self._shutdown = shutdown
+        self._server_policy = server_policy
         self._rotate_http_token = rotate_http_token
 
     @handles(channels.STATUS)
@@ -65,7 +66,7 @@ class ControlTopics:
 
     @handles(channels.RELOAD)
     def _on_reload(self, peer: Peer, body: Reload, reply: ReplyTo) -> None:
-        self._replies.later(reply, self._ports.reload(body.config))
+        self._replies.later(reply, self._reload(body.config))
 
     @handles(channels.ROTATE_HTTP_TOKEN)
     def _on_rotate_http_token(self, peer: Peer, body: RotateHttpToken, reply: ReplyTo) -> None:
@@ -73,7 +74,7 @@ class ControlTopics:
 
     @handles(channels.SERVER_POLICY)
     def _on_server_policy(self, peer: Peer, body: ServerPolicy) -> None:
-        self._ports.set_server_policy(body, peer)
+        self._server_policy(body, peer)
 
     @handles(channels.AUTH)
     def _on_auth(self, peer: Peer, body: AuthRequest, reply: ReplyTo) -> None:
@@ -86,10 +87,10 @@ class ControlTopics:
     @handles(channels.SHUTDOWN)
     def _on_shutdown(self, peer: Peer, body: Shutdown) -> None:
         logger.info("shutdown requested by %r (%s)", cut(peer.name or peer.window), peer.role)
-        self._ports.request_shutdown()
+        self._shutdown()
 
     async def _rotated_http_token(self) -> ChannelReply:
-        rotate = self._rotate_http_token()
+        rotate = self._rotate_http_token
         if rotate is None:
             return ChannelReply(error=CallError(code=RpcCode.INVALID_REQUEST, message=(
                 "main does not serve MCP over HTTP; start it with `elicitron main --mcp-http [HOST:]PORT`")))

@@ -9,10 +9,12 @@ from shared.messages import Ask, Withdraw
 
 
 class QuestionPorts(Protocol):
-    def ask_question(self, request: Ask, caller: Peer, reply: ReplyTo) -> None:
+    """The question desk (questions.py); a question is owned by its asker's connection."""
+
+    def ask(self, asker_id: bytes, request: Ask, reply: ReplyTo) -> None:
         """Open the question or refuse it; `reply` gets its one answer (or error)."""
 
-    def withdraw_question(self, request: Withdraw, caller: Peer) -> None: ...
+    def withdraw(self, asker_id: bytes, request: Withdraw) -> None: ...
 
 
 class QuestionTopics:
@@ -21,8 +23,8 @@ class QuestionTopics:
 
     @handles(channels.ASK)
     def _on_ask(self, peer: Peer, body: Ask, reply: ReplyTo) -> None:
-        self._ports.ask_question(body, peer, reply)
+        self._ports.ask(peer.routing_id, body, reply)
 
     @handles(channels.WITHDRAW)
     def _on_withdraw(self, peer: Peer, body: Withdraw) -> None:
-        self._ports.withdraw_question(body, peer)
+        self._ports.withdraw(peer.routing_id, body)

@@ -64,7 +64,7 @@ from shared.messages import (
 )
 
 if TYPE_CHECKING:
-    from main_process.consent import Consent
+    from main_process.tool_approval import ToolApproval
 
 logger = logging.getLogger(__name__)
 
@@ -900,10 +900,11 @@ class Relay:
     """Every relayed session, by (peer routing id, session name)."""
 
     def __init__(self, ports: RelayBrokerPorts, servers: Callable[[str], ManagedServer | None],
-                 consent: "Consent | None") -> None:
+                 approval: "ToolApproval | None") -> None:
+        """`approval`: the consent layer's tool-call approval (None: main runs without rules)."""
         self._ports = ports
         self._servers = servers
-        self._consent = consent
+        self._approval = approval
         self._sessions: dict[tuple[bytes, str], _Open] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -1093,16 +1094,16 @@ class _Ports:
         self._to_host(raw)
 
     def needs_decision(self, session: RelaySession) -> bool:
-        consent = self._relay._consent
-        return consent is not None and consent.needs_decision(session.server)
+        approval = self._relay._approval
+        return approval is not None and approval.needs_decision(session.server)
 
     def decide_call(self, session: RelaySession, tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
                     reply: Callable[[ChannelReply], None]) -> Cancel | None:
-        consent = self._relay._consent
-        if consent is None:
+        approval = self._relay._approval
+        if approval is None:
             send_on()
             return None
-        return consent.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply)
+        return approval.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply)
 
     def decide(self, session: RelaySession, read: Read, host: HostModes) -> Decision:
         return self._relay._ports.gate.decide(read, session.server, host=host)

@@ -9,9 +9,11 @@ from shared.messages import McpClose, McpRelay
 
 
 class RelayTopicPorts(Protocol):
-    def relay(self, peer: Peer, message: McpRelay) -> None: ...
+    """The relayed sessions (relay.Relay)."""
 
-    def relay_close(self, peer: Peer, close: McpClose) -> None: ...
+    def from_peer(self, peer: Peer, body: McpRelay) -> None: ...
+
+    def close_from_peer(self, peer: Peer, body: McpClose) -> None: ...
 
 
 class RelayTopics:
@@ -20,8 +22,8 @@ class RelayTopics:
 
     @handles(channels.MCP_RELAY)
     def _on_mcp_relay(self, peer: Peer, body: McpRelay) -> None:
-        self._ports.relay(peer, body)
+        self._ports.from_peer(peer, body)
 
     @handles(channels.MCP_CLOSE)
     def _on_mcp_close(self, peer: Peer, body: McpClose) -> None:
-        self._ports.relay_close(peer, body)
+        self._ports.close_from_peer(peer, body)

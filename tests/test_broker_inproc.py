@@ -12,11 +12,12 @@ import pytest
 import zmq
 import zmq.asyncio
 
-from main_process.broker import TOPICS, Broker, ProgressTo, ReplyTo
+from main_process.broker import TOPICS, Broker, ProgressTo, Receivers, ReplyTo
 from main_process.clock import SettableClock
 from main_process.peers import PEER_SLOTS, RateLimiter
 from main_process.peers import Peer as AttachedPeer
 from main_process.pending import Elicitation, RequestOptions
+from main_process.wire import Wire
 from shared import channels
 from shared.errors import UndeliverableRequestError
 from shared.messages import (
@@ -43,7 +44,7 @@ FORM = {"mode": "form", "message": "Name?", "requestedSchema": {
 
 
 class FakePorts:
-    """What main's app would be: one server, tool calls echoed back."""
+    """What main's app would give the broker: one server, tool calls echoed back."""
 
     def __init__(self) -> None:
         self.unseen = 0
@@ -71,7 +72,7 @@ class FakePorts:
     def request_shutdown(self) -> None:
         self.shutdowns += 1
 
-    def no_window_attached(self) -> None:
+    def no_window_attached(self, requests: object) -> None:
         self.unseen += 1
 
     # The extensions these tests do not reach: an error says so should one ever be asked.
@@ -84,23 +85,27 @@ class FakePorts:
     def rules_report(self) -> ChannelReply:
         return ChannelReply(rules=[])
 
-    async def revoke_rules(self, request: RevokeRules, caller: AttachedPeer) -> ChannelReply:
+    async def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
         return NOT_FAKED
 
-    def ask_question(self, request: Ask, caller: AttachedPeer, reply: ReplyTo) -> None:
+    def ask(self, asker_id: bytes, request: Ask, reply: ReplyTo) -> None:
         reply(NOT_FAKED)
 
-    def withdraw_question(self, request: Withdraw, caller: AttachedPeer) -> None:
+    def withdraw(self, asker_id: bytes, request: Withdraw) -> None:
         pass
 
-    def relay(self, peer: AttachedPeer, message: McpRelay) -> None:
+    def from_peer(self, peer: AttachedPeer, body: McpRelay) -> None:
         pass
 
-    def relay_close(self, peer: AttachedPeer, close: McpClose) -> None:
+    def close_from_peer(self, peer: AttachedPeer, body: McpClose) -> None:
         pass
 
-    def peer_gone(self, peer: AttachedPeer) -> None:
+    def peer_gone(self, routing_id: bytes) -> None:
         pass
+
+    def receivers(self) -> Receivers:
+        return Receivers(calls=self, servers=self, server_policy=self.set_server_policy, reload=self.reload,
+                         shutdown=self.request_shutdown, rules=self, questions=self, relay=self)
 
 
 class Peer:
@@ -141,9 +146,11 @@ def with_broker(test: Callable[..., Awaitable[None]], **broker_args: Any) -> Non
         ctx = zmq.asyncio.Context.shadow(zmq.Context.instance())
         endpoint = f"inproc://broker-{uuid.uuid4()}"
         ports = FakePorts()
-        broker = Broker(endpoint=endpoint, token=TOKEN, session="session-1", ports=ports, **broker_args)
-        broker.bind()
-        broker.start()
+        wire_args = {key: broker_args.pop(key) for key in ("clock", "peer_slots") if key in broker_args}
+        wire = Wire(endpoint=endpoint, server_infos=ports.server_infos, **wire_args)
+        wire.bind()
+        broker = Broker(wire, token=TOKEN, session="session-1", unseen=ports.no_window_attached, **broker_args)
+        broker.start(ports.receivers())
         peers: list[Peer] = []
 
         async def new_peer(role: str = "renderer", name: str = "", hello: bool = True) -> Peer:
@@ -160,6 +167,7 @@ def with_broker(test: Callable[..., Awaitable[None]], **broker_args: Any) -> Non
             for peer in peers:
                 peer.sock.close()
             await broker.close()
+            wire.close()
 
     asyncio.run(body())
 
@@ -215,7 +223,7 @@ def test_liveness_on_a_settable_clock_silence_detaches_and_any_message_even_a_ba
         quiet = await new_peer(name="quiet")
 
         def attached() -> set[str]:
-            return {peer.name for peer in broker.peers()}
+            return {peer.name for peer in broker.wire.peers()}
 
         for second in range(1, 8):
             await beating.send("heartbeat", {})
@@ -365,9 +373,9 @@ def test_peers_lists_are_coalesced_not_sent_per_attach_to_everyone() -> None:
 def test_rules_go_to_every_window_and_list_changes_to_every_host_and_no_one_else() -> None:
     async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         window, gateway, controller = await new_peer("renderer"), await new_peer("host"), await new_peer("controller")
-        broker.publisher.publish_rules([])
-        broker.publisher.publish_list_changed("demo", ["tools"])
-        broker.publisher.publish_notice("info", "after both", None)  # to every peer, so sent after them
+        broker.wire.publisher.publish_rules([])
+        broker.wire.publisher.publish_list_changed("demo", ["tools"])
+        broker.wire.publisher.publish_notice("info", "after both", None)  # to every peer, so sent after them
         for peer, wanted in ((window, ["rules"]), (gateway, ["msgListChanged"]), (controller, [])):
             seen: list[str] = []
 

@@ -28,11 +28,12 @@ from kit.env import child_env, short_tmp_dir
 from kit.paths import PYTHON
 
 from benchlib.common import BENCH_CONTENT, BENCH_SCHEMA, Figure, fmt_us, now_ns, summarize_ns
-from main_process.broker import Broker
+from main_process.broker import Broker, Receivers
 from main_process.pending import Elicitation, RequestOptions
+from main_process.wire import Wire
 from shared import channels
 from shared.codec import encode
-from shared.messages import ChannelReply, ElicitationInvoke, ElicitationRequest, ElicitationResult, ServerInfo
+from shared.messages import ElicitationInvoke, ElicitationRequest, ElicitationResult, ServerInfo
 
 ANSWERER = Path(__file__).with_name("answerer.py")
 PARAMS: dict[str, Any] = {
@@ -46,28 +47,22 @@ OPTIONS = RequestOptions(timeout_s=TIMEOUT_S)
 
 
 class StubPorts:
-    """The BrokerPorts the round trip needs: no servers, no calls, no shutdown, no auto-open."""
+    """What the round trip gives the broker: no servers, no calls, no rules, no shutdown."""
 
     def server_infos(self) -> list[ServerInfo]:
         return []
 
-    def call_tool(self, request: Any, origin: str, reply: Any) -> None:
+    def unused(self, *args: Any, **kwargs: Any) -> Any:
         raise AssertionError("not used by the benchmark")
 
-    async def control_server(self, request: Any) -> ChannelReply:
-        raise AssertionError("not used by the benchmark")
-
-    async def reload(self) -> ChannelReply:
-        raise AssertionError("not used by the benchmark")
-
-    def set_server_policy(self, policy: Any, by: str) -> None:
+    def peer_gone(self, routing_id: bytes) -> None:
         pass
 
-    def request_shutdown(self) -> None:
-        pass
-
-    def no_window_attached(self) -> None:
-        pass
+    def receivers(self) -> Receivers:
+        """Every topic but the answers themselves fails loudly: the benchmark sends none."""
+        unused = self.unused
+        return Receivers(calls=self, servers=self, server_policy=unused, reload=unused,  # type: ignore[arg-type]
+                         shutdown=unused, rules=self, questions=self, relay=self)  # type: ignore[arg-type]
 
 
 def sample_invoke_frames() -> tuple[list[bytes], bytes]:
@@ -188,15 +183,16 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
             from main_process.store.factory import open_store
 
             store = open_store(None, audit_path=tmp / "audit.sqlite3")  # on /, like the user's data dir
+        stub = StubPorts()
+        wire = Wire(endpoint=f"ipc://{tmp}/{kind}.sock", server_infos=stub.server_infos)
+        wire.bind()
         brokers[kind] = Broker(
-            endpoint=f"ipc://{tmp}/{kind}.sock",
+            wire,
             token="bench-token",
             session=channels.new_uuid7(),
-            ports=StubPorts(),  # type: ignore[arg-type]
             **({"audit": store.audit} if kind == "audited" and store is not None else {}),
         )
-        brokers[kind].bind()
-        brokers[kind].start()
+        brokers[kind].start(stub.receivers())
     peers = {"raw": spawn_answerer(raw.endpoint, "-")}
     for kind, broker in brokers.items():
         peers[kind] = spawn_answerer(broker.endpoint, "bench-token")
@@ -219,7 +215,7 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
                         out.append(t1 - t0)
 
             return raw_block
-        elicit = brokers[kind].elicit
+        elicit = brokers[kind].server_ports.elicit
 
         async def broker_block(count: int, keep: bool) -> None:
             for _ in range(count):
@@ -244,7 +240,7 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
     try:
         await wait_until(lambda: raw.peer is not None, 20, "raw answerer hello")
         for kind, broker in brokers.items():
-            await wait_until(lambda: bool(broker.peers()), 20, f"{kind} answerer attach")  # noqa: B023
+            await wait_until(lambda: bool(broker.wire.peers()), 20, f"{kind} answerer attach")  # noqa: B023
             first = await broker.server_ports.elicit(ELICITATION, OPTIONS)
             assert first.action == "accept" and first.content == BENCH_CONTENT, first
         counts = {"raw": n, "broker": n, "audited": n_audited}
@@ -262,6 +258,7 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
         raw.close()
         for broker in brokers.values():
             await broker.close()
+            broker.wire.close()
         if store is not None:
             await store.close()
         for proc in peers.values():
