@@ -20,6 +20,7 @@ consent.py       Consent: rules and remembered answers; tool_approval.py ToolApp
 elicitation_gate.py ElicitationGate: what becomes of every elicitation first (rules, route, screening)
 peers.py         PeerTable (who is attached, slots per role) and RateLimiter (per connection)
 servers.py       ManagedServer: one supervised mcp.Client per configured server (the face of the next)
+server_session.py ServerSession: a server's mcp.Client connection, its watch and list changes
 server_calls.py  ServerCalls: a server's tool calls and read-only requests; server_era.py ProtocolEra:
                  its protocol era (protocolMode auto); server_elicitation.py ServerElicitation: its
                  session's elicitations after the gate; server_faults.py: error replies, one-line errors

@@ -97,7 +97,7 @@ def test_a_crash_looping_server_backs_off_doubling_then_fails_and_a_stable_run_r
             clock.advance(next(lives))  # how long this connection lived
             raise ConnectionError("boom")
 
-        server._run_connection = connection  # type: ignore[method-assign]
+        server.session.run = connection  # type: ignore[method-assign]
         server.start()
         pauses: list[float] = []
 
