@@ -108,20 +108,21 @@ class ServerCalls:
         """Start a call; `reply` gets its result or error exactly once. `call_id` (the caller's
         response channel) marks the requests it causes; `progress` gets the server's progress.
         Returns how to cancel the call at the server, or None when it already replied."""
+        server = self._server
         call = _Call(tool, arguments, origin, call_id, reply, progress)
-        if self._server.status == "failed" or self._server.stopping.is_set():
-            reply(error_reply(RpcCode.SERVER_ERROR, f"server {self._server.name!r} is {self._server.status}: {self._server.error or 'not running'}"))
+        if server.status == "failed" or server.stopping.is_set():
+            reply(error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} is {server.status}: {server.error or 'not running'}"))
             return None
-        if self._server.sign_in is not None and self._server.status == "needs-sign-in":
-            if self._server.sign_in.hold is not None:
-                reply(self._sign_in_refused(self._server.sign_in))
+        if server.sign_in is not None and server.status == "needs-sign-in":
+            if server.sign_in.hold is not None:
+                reply(self._sign_in_refused(server.sign_in))
                 return None
-            if not self._server.sign_in.in_progress:
-                self._server.sign_in.login()  # the last card expired or was cancelled: this call asks again
-        if not self._server.became_ready.is_set():  # only a starting server needs a task that waits
+            if not server.sign_in.in_progress:
+                server.sign_in.login()  # the last card expired or was cancelled: this call asks again
+        if not server.became_ready.is_set():  # only a starting server needs a task that waits
             waiting = asyncio.create_task(self._call_when_ready(call))
-            self._server.tasks.add(waiting)
-            waiting.add_done_callback(self._server.tasks.discard)
+            server.tasks.add(waiting)
+            waiting.add_done_callback(server.tasks.discard)
             waiting.add_done_callback(partial(self._answer_if_never_run, call))
             return self._canceller(waiting)
         return self._start_call(call)
@@ -139,10 +140,11 @@ class ServerCalls:
         """A call's task cancelled before its first step never ran the code that answers it (its
         caller cancelled at once, or the server stopped): answered here, or its caller would wait,
         and count it in flight, forever. (Runs before _canceller's own done callback.)"""
+        server = self._server
         if call.replied or not task.cancelled():
             return
         call.answer(cancelled_reply() if task in self._cancelled_by_caller else error_reply(
-            RpcCode.SERVER_ERROR, f"server {self._server.name!r} is {self._server.status}: the call was not started"))
+            RpcCode.SERVER_ERROR, f"server {server.name!r} is {server.status}: the call was not started"))
 
     def _was_cancelled_by_caller(self) -> bool:
         task = asyncio.current_task()
@@ -152,13 +154,15 @@ class ServerCalls:
         return False
 
     def _sign_in_refused(self, sign_in: SignIn) -> ChannelReply:
-        return error_reply(RpcCode.SERVER_ERROR, f"server {self._server.name!r} needs sign-in ({sign_in.hold}); sign in "
-                                                 f"with `elicitron auth login {self._server.name}` or Start in a window")
+        server = self._server
+        return error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} needs sign-in ({sign_in.hold}); sign in "
+                                                 f"with `elicitron auth login {server.name}` or Start in a window")
 
     async def _call_when_ready(self, call: "_Call") -> None:
-        sign_in = self._server.sign_in
-        limit = READY_TIMEOUT_S if sign_in is None else max(READY_TIMEOUT_S, self._server.config.tool_timeout_s)
-        waits = [asyncio.ensure_future(self._server.became_ready.wait())]
+        server = self._server
+        sign_in = server.sign_in
+        limit = READY_TIMEOUT_S if sign_in is None else max(READY_TIMEOUT_S, server.config.tool_timeout_s)
+        waits = [asyncio.ensure_future(server.became_ready.wait())]
         if sign_in is not None:  # a decline while this call waits fails it at once
             waits.append(asyncio.ensure_future(sign_in.held.wait()))
         try:
@@ -171,16 +175,16 @@ class ServerCalls:
         finally:
             for wait in waits:
                 wait.cancel()
-        if not self._server.became_ready.is_set():
+        if not server.became_ready.is_set():
             if sign_in is not None and sign_in.hold is not None:
                 call.answer(self._sign_in_refused(sign_in))
                 return
-            call.answer(error_reply(RpcCode.SERVER_ERROR, f"server {self._server.name!r} did not become ready within "
-                                                         f"{limit:.0f} s (status {self._server.status})"))
+            call.answer(error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} did not become ready within "
+                                                         f"{limit:.0f} s (status {server.status})"))
             return
-        client, calls = self._server.client, self._server.connection_calls
+        client, calls = server.client, server.connection_calls
         if client is None or calls is None:
-            call.answer(error_reply(RpcCode.SERVER_ERROR, f"server {self._server.name!r} is {self._server.status}"))
+            call.answer(error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} is {server.status}"))
             return
         task: asyncio.Task[None] = asyncio.current_task()  # type: ignore[assignment]
         calls.add(task)  # from here on the call ends with its connection, like any other
@@ -190,9 +194,10 @@ class ServerCalls:
             calls.discard(task)
 
     def _start_call(self, call: "_Call") -> Cancel | None:
-        client, calls = self._server.client, self._server.connection_calls
+        server = self._server
+        client, calls = server.client, server.connection_calls
         if client is None or calls is None:
-            call.answer(error_reply(RpcCode.SERVER_ERROR, f"server {self._server.name!r} is {self._server.status}"))
+            call.answer(error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} is {server.status}"))
             return None
         # A plain asyncio task, not the task group's start_soon: ~20 us less per call, and
         # _end_calls_with_connection still ends it with the connection.
@@ -203,35 +208,36 @@ class ServerCalls:
         return self._canceller(task)
 
     async def _do_call(self, client: Client, call: "_Call") -> None:
+        server = self._server
         call_origin.set(call.origin)
         call_channel.set(call.channel)
         inflight = (call.origin, call.channel)
-        self._server.inflight.append(inflight)
+        server.inflight.append(inflight)
         tool = call.tool
         report = _progress_callback(call.progress)
-        answer = error_reply(RpcCode.SERVER_ERROR, f"server {self._server.name!r} closed the connection during the call")
+        answer = error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} closed the connection during the call")
         try:
-            async with asyncio.timeout(self._server.config.tool_timeout_s):  # ~10 us cheaper than anyio's fail_after
+            async with asyncio.timeout(server.config.tool_timeout_s):  # ~10 us cheaper than anyio's fail_after
                 try:
                     result = await self._call_tool(client, call, report)
                 except Exception as exc:
-                    if not self._server.era.fall_back(client, exc, "tools/call"):
+                    if not server.era.fall_back(client, exc, "tools/call"):
                         raise
                     # The result was unreadable in 2026-07-28: the one retry, in the handshake era.
-                    client = await self._server.era.reconnected(client)
+                    client = await server.era.reconnected(client)
                     result = await self._call_tool(client, call, report)
             answer = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
         except NotReconnectedError as exc:
-            answer = error_reply(RpcCode.SERVER_ERROR, f"{self._server.name}/{tool}: {exc}")
+            answer = error_reply(RpcCode.SERVER_ERROR, f"{server.name}/{tool}: {exc}")
         except TimeoutError:
-            answer = error_reply(RpcCode.TIMEOUT, f"{self._server.name}/{tool} gave no result within "
-                                         f"{self._server.config.tool_timeout_s:.0f} s (toolTimeoutSeconds)")
+            answer = error_reply(RpcCode.TIMEOUT, f"{server.name}/{tool} gave no result within "
+                                         f"{server.config.tool_timeout_s:.0f} s (toolTimeoutSeconds)")
         except MCPError as exc:
             answer = error_reply(exc.error.code, exc.error.message)
-            sign_in = self._server.sign_in
+            sign_in = server.sign_in
             if sign_in is not None and sign_in.failure is not None and exc.error.code == RpcCode.INTERNAL_ERROR:
                 # The HTTP layer's 401/403 after a sign-in (e.g. a step-up) did not complete: say why.
-                answer = error_reply(RpcCode.SERVER_ERROR, f"{self._server.name}/{tool} needs sign-in: {sign_in.failure}")
+                answer = error_reply(RpcCode.SERVER_ERROR, f"{server.name}/{tool} needs sign-in: {sign_in.failure}")
         except asyncio.CancelledError:
             if self._was_cancelled_by_caller():
                 answer = cancelled_reply()  # the client already told the server (MCP cancellation)
@@ -242,10 +248,10 @@ class ServerCalls:
             if isinstance(inner, MCPError):  # raised inside a task group: the server's own error
                 answer = error_reply(inner.error.code, inner.error.message)
             else:
-                logger.warning("call %s/%s failed: %s", self._server.name, tool, describe(exc))
+                logger.warning("call %s/%s failed: %s", server.name, tool, describe(exc))
                 answer = error_reply(RpcCode.INTERNAL_ERROR, f"call failed: {describe(exc)}")
         finally:
-            self._server.inflight.remove(inflight)
+            server.inflight.remove(inflight)
             call.answer(answer)
 
     async def _call_tool(self, client: Client, call: "_Call", report: ProgressFnT | None) -> Any:
@@ -260,74 +266,77 @@ class ServerCalls:
     async def _present_required_urls(self, exc: MCPError, origin: str | None, call: str | None) -> bool:
         """-32042: show each required URL; True when all were accepted (and completed, or the
         server stayed silent past urlCompletionTimeoutSeconds: completion notices are optional)."""
+        server = self._server
         try:
             required = UrlElicitationRequiredError.from_error(exc.error).elicitations
         except (ValueError, ValidationError) as bad:
-            logger.warning("server %s sent a malformed -32042: %s", self._server.name, bad)
+            logger.warning("server %s sent a malformed -32042: %s", server.name, bad)
             return False
         for params in required:
             elicitation_id = params.elicitation_id
             # No id (2026-07-28 dropped it): no completion notice can name it, so the wait runs out.
-            event = asyncio.Event() if elicitation_id is None else self._server.completions.setdefault(
+            event = asyncio.Event() if elicitation_id is None else server.completions.setdefault(
                 elicitation_id, asyncio.Event())
             try:
                 wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
                 try:
                     # A URL the server's call requires: no rule answers one, and it is no
                     # elicitation of its own to screen (its call already is one request).
-                    answer = await self._server.elicitation.ask(Elicitation.read(self._server.name, wire), RequestOptions(
-                        timeout_s=self._server.config.elicitation_timeout_s, origin=origin,
-                        max_bytes=self._server.config.max_request_bytes, call=call))
+                    answer = await server.elicitation.ask(Elicitation.read(server.name, wire), RequestOptions(
+                        timeout_s=server.config.elicitation_timeout_s, origin=origin,
+                        max_bytes=server.config.max_request_bytes, call=call))
                 except UndeliverableRequestError:
                     return False
                 if answer.action != "accept":
                     return False
                 try:
-                    await asyncio.wait_for(event.wait(), self._server.config.url_completion_timeout_s)
+                    await asyncio.wait_for(event.wait(), server.config.url_completion_timeout_s)
                 except TimeoutError:
-                    logger.info("server %s sent no completion for %s; retrying anyway", self._server.name,
+                    logger.info("server %s sent no completion for %s; retrying anyway", server.name,
                                 params.elicitation_id)
             finally:
                 if elicitation_id is not None:
-                    self._server.completions.pop(elicitation_id, None)
+                    server.completions.pop(elicitation_id, None)
         return True
 
     def mcp_request(self, method: McpMethod, params: dict[str, Any], reply: ReplyTo) -> None:
         """Forward one read-only request; `reply` gets the MCP result JSON or an error, once."""
-        if self._server.status == "failed" or self._server.stopping.is_set():
-            reply(error_reply(RpcCode.SERVER_ERROR, f"server {self._server.name!r} is {self._server.status}: {self._server.error or 'not running'}"))
+        server = self._server
+        if server.status == "failed" or server.stopping.is_set():
+            reply(error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} is {server.status}: {server.error or 'not running'}"))
             return
         task = asyncio.create_task(self._do_request(method, params, reply))
-        self._server.tasks.add(task)
-        task.add_done_callback(self._server.tasks.discard)
+        server.tasks.add(task)
+        task.add_done_callback(server.tasks.discard)
 
     async def _do_request(self, method: McpMethod, params: dict[str, Any], reply: ReplyTo) -> None:
-        answer = error_reply(RpcCode.SERVER_ERROR, f"server {self._server.name!r} closed the connection during {method}")
+        server = self._server
+        answer = error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} closed the connection during {method}")
         try:
-            await asyncio.wait_for(self._server.became_ready.wait(), READY_TIMEOUT_S)
-            client = self._server.client
+            await asyncio.wait_for(server.became_ready.wait(), READY_TIMEOUT_S)
+            client = server.client
             if client is None:
-                answer = error_reply(RpcCode.SERVER_ERROR, f"server {self._server.name!r} is {self._server.status}")
+                answer = error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} is {server.status}")
                 return
-            async with asyncio.timeout(self._server.config.tool_timeout_s):
+            async with asyncio.timeout(server.config.tool_timeout_s):
                 try:
                     result = await _MCP_METHODS[method](client, params)
                 except Exception as exc:
-                    if not self._server.era.fall_back(client, exc, method):
+                    if not server.era.fall_back(client, exc, method):
                         raise
-                    client = await self._server.era.reconnected(client)  # the one retry, in the handshake era
+                    client = await server.era.reconnected(client)  # the one retry, in the handshake era
                     result = await _MCP_METHODS[method](client, params)
             answer = ChannelReply(result=result.model_dump(mode="json", by_alias=True, exclude_none=True))
         except NotReconnectedError as exc:
             answer = error_reply(RpcCode.SERVER_ERROR, f"{method}: {exc}")
         except TimeoutError:
-            answer = error_reply(RpcCode.TIMEOUT, f"{self._server.name}: {method} gave no result in time (status {self._server.status})")
+            answer = error_reply(RpcCode.TIMEOUT, f"{server.name}: {method} gave no result in time (status {server.status})")
         except MCPError as exc:
             answer = error_reply(exc.error.code, exc.error.message)
         except ValidationError as exc:
             fault = result_fault(exc)
             answer = error_reply(RpcCode.INVALID_PARAMS, f"bad params for {method}: {describe(exc)}") if fault is None \
-                else error_reply(RpcCode.INTERNAL_ERROR, f"server {self._server.name!r} answered {method} outside "
+                else error_reply(RpcCode.INTERNAL_ERROR, f"server {server.name!r} answered {method} outside "
                                                          f"the schema: {fault}")
         except (KeyError, TypeError, ValueError) as exc:
             answer = error_reply(RpcCode.INVALID_PARAMS, f"bad params for {method}: {exc}")

@@ -74,46 +74,48 @@ class ServerElicitation:
     def screen_elicitation(self, params: ElicitParams) -> ElicitationResult | CallError | None:
         """What to answer a request at once, before anyone sees it (None: ask): an error for a
         schema the windows cannot show, decline under "Decline all", cancel past the burst limit."""
+        server = self._server
         if isinstance(params, FormParams):
             try:
                 self._checked_schemas.check(params.requested_schema)
             except UnsupportedSchemaError as exc:
-                logger.warning("server %s sent an unsupported schema: %s", self._server.name, exc)
-                self._server.ports.publish_notice("warning", f"refused a request with an unsupported schema: {exc}",
-                                          self._server.name)
+                logger.warning("server %s sent an unsupported schema: %s", server.name, exc)
+                server.ports.publish_notice("warning", f"refused a request with an unsupported schema: {exc}",
+                                          server.name)
                 return CallError(code=INVALID_PARAMS, message=f"unsupported requestedSchema: {exc}")
-        if self._server.decline_all:
+        if server.decline_all:
             return ElicitationResult(action="decline")
         if not self._within_burst():
-            self._server.ports.publish_notice(
-                "warning", f"more than {self._server.config.burst} requests within {self._server.config.burst_window_s:.0f} s; "
-                           "answered cancel", self._server.name)
+            server.ports.publish_notice(
+                "warning", f"more than {server.config.burst} requests within {server.config.burst_window_s:.0f} s; "
+                           "answered cancel", server.name)
             return ElicitationResult(action="cancel")
         return None
 
     async def on_elicit(self, context: Any, params: ElicitRequestParams) -> ElicitResult | ErrorData:
+        server = self._server
         wire = params.model_dump(mode="json", by_alias=True, exclude_none=True)
         wire.setdefault("mode", "form")  # the windows' JSON names its mode
         try:
-            elicitation = Elicitation.read(self._server.name, wire)
+            elicitation = Elicitation.read(server.name, wire)
         except UndeliverableRequestError as exc:
-            self._server.ports.publish_notice("warning", f"refused a request: {exc}", self._server.name)
+            server.ports.publish_notice("warning", f"refused a request: {exc}", server.name)
             return ErrorData(code=INVALID_PARAMS, message=f"request not shown: {exc}")
         origin, call = call_origin.get(), call_channel.get()
-        if origin is None and self._server.inflight:
+        if origin is None and server.inflight:
             # Legacy-era requests arrive on the session's own task; one caller means it is theirs.
-            if len({o for o, _ in self._server.inflight}) == 1:
-                origin = self._server.inflight[0][0]
-            if len(self._server.inflight) == 1:
-                call = self._server.inflight[0][1]
-        options = RequestOptions(timeout_s=self._server.config.elicitation_timeout_s, origin=origin,
-                                 max_bytes=self._server.config.max_request_bytes, call=call)
-        decided = self._server.ports.gate.decide(elicitation, self._server)  # main's own session: no host, the windows
+            if len({o for o, _ in server.inflight}) == 1:
+                origin = server.inflight[0][0]
+            if len(server.inflight) == 1:
+                call = server.inflight[0][1]
+        options = RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=origin,
+                                 max_bytes=server.config.max_request_bytes, call=call)
+        decided = server.ports.gate.decide(elicitation, self._server)  # main's own session: no host, the windows
         if isinstance(decided, Refused):
             return ErrorData(code=decided.error.code, message=decided.error.message)
         if isinstance(decided, Answered):
             recorded = asyncio.get_running_loop().create_future()
-            self._server.ports.gate.record(elicitation, decided, options, lambda: recorded.set_result(None))
+            server.ports.gate.record(elicitation, decided, options, lambda: recorded.set_result(None))
             await recorded  # a rule's answer is on disk before the server has it
             return ElicitResult(action=decided.result.action, content=decided.result.content)
         try:
@@ -125,23 +127,26 @@ class ServerElicitation:
     async def ask(self, elicitation: Elicitation, options: RequestOptions) -> ElicitationResult:
         """Put one request in front of the windows; one the windows can't be sent is refused
         (UndeliverableRequestError) and the windows get a notice saying so."""
+        server = self._server
         try:
-            return await self._server.ports.elicit(elicitation, options, self.cancel_reason)
+            return await server.ports.elicit(elicitation, options, self.cancel_reason)
         except UndeliverableRequestError as exc:
-            logger.warning("server %r sent a request that was not shown: %s", self._server.name, exc)
-            self._server.ports.publish_notice("warning", f"refused a request: {exc}", self._server.name)
+            logger.warning("server %r sent a request that was not shown: %s", server.name, exc)
+            server.ports.publish_notice("warning", f"refused a request: {exc}", server.name)
             raise
 
     def cancel_reason(self) -> Unanswered:
-        return "server-closed" if self._server.connection_lost or self._server.stopping.is_set() else "cancelled"
+        server = self._server
+        return "server-closed" if server.connection_lost or server.stopping.is_set() else "cancelled"
 
     def _within_burst(self) -> bool:
         """Sliding-window rate limit (the spec's SHOULD): at most `burst` requests per window."""
-        now = self._server.clock.now()
+        server = self._server
+        now = server.clock.now()
         window = self._recent_requests
-        while window and now - window[0] > self._server.config.burst_window_s:
+        while window and now - window[0] > server.config.burst_window_s:
             window.popleft()
-        if len(window) >= self._server.config.burst:
+        if len(window) >= server.config.burst:
             return False
         window.append(now)
         return True

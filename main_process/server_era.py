@@ -81,11 +81,12 @@ class ProtocolEra:
 
     def protocol_mode(self) -> str:
         """The mode to connect in: the config's, or "legacy" while a verdict holds for this config."""
+        server = self._server
         verdict = self._legacy_verdict
-        if verdict is not None and differs_beyond_approval(self._server.config, verdict[0]):
+        if verdict is not None and differs_beyond_approval(server.config, verdict[0]):
             self._legacy_verdict = verdict = None
             self._modern_despite_faults = False
-        return "legacy" if verdict is not None else self._server.config.protocol_mode
+        return "legacy" if verdict is not None else server.config.protocol_mode
 
     def handshake_failed(self, mode: str, exc: Exception) -> None:
         """A handshake-era connection made on a verdict was refused by the server (it speaks only
@@ -100,8 +101,9 @@ class ProtocolEra:
     async def modern_era_sound(self, client: Client) -> bool:
         """Auto mode adopted 2026-07-28 on a leniently read `server/discover`; ask once more and
         hold the raw answer to that version's schema. False: it fails, and a verdict was made."""
+        server = self._server
         version = client.protocol_version
-        if self._server.config.protocol_mode != "auto" or version not in MODERN_PROTOCOL_VERSIONS \
+        if server.config.protocol_mode != "auto" or version not in MODERN_PROTOCOL_VERSIONS \
                 or self._modern_despite_faults:
             return True
         try:
@@ -110,25 +112,26 @@ class ProtocolEra:
         except ValidationError as exc:
             return not self.fall_back(client, exc, "server/discover")
         except (MCPError, KeyError, ValueError) as exc:  # no evidence either way: the probe already passed
-            logger.info("server %s: a second server/discover gave no verdict (%s)", self._server.name, describe(exc))
+            logger.info("server %s: a second server/discover gave no verdict (%s)", server.name, describe(exc))
         return True
 
     def fall_back(self, client: Client, exc: BaseException, what: str) -> bool:
         """True when `exc`, from `what` on `client`, is a 2026-07-28 result outside that schema in
         auto mode: this server is then spoken to in the handshake era until its config changes, the
         connection is replaced (ERA_DRAIN_S for its other calls), and the caller may send `what`
-        once more on the next connection (`_reconnected`)."""
+        once more on the next connection (`reconnected`)."""
+        server = self._server
         fault = result_fault(exc)
-        if fault is None or self._server.config.protocol_mode != "auto" or self._modern_despite_faults \
+        if fault is None or server.config.protocol_mode != "auto" or self._modern_despite_faults \
                 or client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return False
         if self._legacy_verdict is None:
             reason = f"its {what} answer does not fit the {client.protocol_version} schema ({fault})"
-            self._legacy_verdict = (self._server.config, reason)
-            logger.warning("server %s: %s; it falls back to the handshake era (protocolMode auto)", self._server.name, reason)
-            self._server.ports.publish_notice("info", f"{reason}; speaking the handshake era to it instead", self._server.name)
+            self._legacy_verdict = (server.config, reason)
+            logger.warning("server %s: %s; it falls back to the handshake era (protocolMode auto)", server.name, reason)
+            server.ports.publish_notice("info", f"{reason}; speaking the handshake era to it instead", server.name)
             self.switching_era = True
-            self._server.became_ready.clear()  # calls from now on wait for the next connection
+            server.became_ready.clear()  # calls from now on wait for the next connection
             if self._era_switch is not None:
                 self._era_switch.set()
         return True
@@ -144,19 +147,20 @@ class ProtocolEra:
 
     async def reconnected(self, old: Client) -> Client:
         """The next connection, once ready (this task leaves `old`'s calls for its calls)."""
+        server = self._server
         task: asyncio.Task[None] = asyncio.current_task()  # type: ignore[assignment]
-        if self._server.client is old and self._server.connection_calls is not None:
-            self._server.connection_calls.discard(task)  # so that `old` may end without cancelling this call
-        waits = [asyncio.ensure_future(self._server.became_ready.wait()), asyncio.ensure_future(self._server.stopping.wait())]
+        if server.client is old and server.connection_calls is not None:
+            server.connection_calls.discard(task)  # so that `old` may end without cancelling this call
+        waits = [asyncio.ensure_future(server.became_ready.wait()), asyncio.ensure_future(server.stopping.wait())]
         try:
             await asyncio.wait(waits, timeout=READY_TIMEOUT_S + ERA_DRAIN_S, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for wait in waits:
                 wait.cancel()
-        client, calls = self._server.client, self._server.connection_calls
-        if not self._server.became_ready.is_set() or client is None or calls is None or client is old:
-            raise NotReconnectedError(f"server {self._server.name!r} did not come back in the handshake era "
-                                       f"(status {self._server.status}{': ' + self._server.error if self._server.error else ''})")
+        client, calls = server.client, server.connection_calls
+        if not server.became_ready.is_set() or client is None or calls is None or client is old:
+            raise NotReconnectedError(f"server {server.name!r} did not come back in the handshake era "
+                                       f"(status {server.status}{': ' + server.error if server.error else ''})")
         calls.add(task)
         task.add_done_callback(calls.discard)
         return client

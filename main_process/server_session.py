@@ -117,13 +117,14 @@ class ServerSession:
         self._listing_digest = ""  # of the last tools listing, to notice a change
 
     async def run(self) -> None:
-        self._server.connection_lost = False
-        mode = self._server.era.protocol_mode()
-        era_switch = self._server.era.new_connection()
+        server = self._server
+        server.connection_lost = False
+        mode = server.era.protocol_mode()
+        era_switch = server.era.new_connection()
         async with AsyncExitStack() as stack:
             client = Client(
                 await self._transport(stack),
-                elicitation_callback=self._server.elicitation.on_elicit,
+                elicitation_callback=server.elicitation.on_elicit,
                 message_handler=self.on_message,
                 mode=mode,
                 client_info=Implementation(name="elicitron", version="0.1.0"),
@@ -132,33 +133,33 @@ class ServerSession:
             try:
                 await stack.enter_async_context(client)
             except Exception as exc:
-                self._server.era.handshake_failed(mode, exc)
+                server.era.handshake_failed(mode, exc)
                 raise
-            if not await self._server.era.modern_era_sound(client):
+            if not await server.era.modern_era_sound(client):
                 return  # a verdict: run() reconnects in the handshake era
             try:
                 with anyio.fail_after(READY_TIMEOUT_S):
                     listing = await client.list_tools()
             except Exception as exc:
-                if self._server.era.fall_back(client, exc, "tools/list"):
+                if server.era.fall_back(client, exc, "tools/list"):
                     return
                 raise
             async with anyio.create_task_group() as group:
                 calls: set[asyncio.Task[None]] = set()
-                self._server.client, self._server.call_group, self._server.connection_calls = client, group, calls
-                self._server.tools = [tool.name for tool in listing.tools]
-                self._server.listed = {tool.name: tool for tool in listing.tools}
+                server.client, server.call_group, server.connection_calls = client, group, calls
+                server.tools = [tool.name for tool in listing.tools]
+                server.listed = {tool.name: tool for tool in listing.tools}
                 self._listing_digest = listing.model_dump_json()
-                self._server.instructions = client.instructions
+                server.instructions = client.instructions
                 # Logged before anyone is told: a reader of the log who saw `ready` finds the line.
-                logger.info("server %s ready (protocol %s, %d tools)", self._server.name, client.protocol_version,
-                            len(self._server.tools))
-                self._server.set_status("ready", None)
-                self._server.became_ready.set()
+                logger.info("server %s ready (protocol %s, %d tools)", server.name, client.protocol_version,
+                            len(server.tools))
+                server.set_status("ready", None)
+                server.became_ready.set()
                 group.start_soon(self._watch, client, group)
                 group.start_soon(self._end_calls_with_connection, calls)
                 group.start_soon(self._listen_for_list_changes, client)
-                group.start_soon(self._server.era.replace_when_asked, era_switch, calls, group)
+                group.start_soon(server.era.replace_when_asked, era_switch, calls, group)
 
     async def _end_calls_with_connection(self, calls: set[asyncio.Task[None]]) -> None:
         """When the connection ends, so do its calls (each then replies with an error)."""
@@ -173,7 +174,8 @@ class ServerSession:
 
     async def _listen_for_list_changes(self, client: Client) -> None:
         """2026-07-28 servers announce list changes only on a `subscriptions/listen` stream; open one
-        when the server offers any (handshake-era servers send notifications, see `_on_message`)."""
+        when the server offers any (handshake-era servers send notifications, see `on_message`)."""
+        server = self._server
         capabilities = client.server_capabilities
         tools = bool(capabilities.tools and capabilities.tools.list_changed)
         prompts = bool(capabilities.prompts and capabilities.prompts.list_changed)
@@ -188,73 +190,77 @@ class ServerSession:
                     if changed is not None:
                         self.list_changed(changed)
         except (ListenNotSupportedError, SubscriptionLost, MCPError, TimeoutError, ValidationError) as exc:
-            if self._server.era.fall_back(client, exc, "subscriptions/listen"):
+            if server.era.fall_back(client, exc, "subscriptions/listen"):
                 return
             # Not fatal: the tool listing is still polled by _watch.
-            logger.info("server %s: no list-change stream (%s)", self._server.name, describe(exc))
+            logger.info("server %s: no list-change stream (%s)", server.name, describe(exc))
 
     def list_changed(self, changed: ListName) -> None:
         """The server says a list changed: tools are listed again first, so the `servers` push
         (the names callers check) is current before host peers hear of it."""
-        client = self._server.client
+        server = self._server
+        client = server.client
         if changed != "tools" or client is None:
-            self._server.ports.publish_list_changed(self._server.name, [changed])
+            server.ports.publish_list_changed(server.name, [changed])
             return
         task = asyncio.create_task(self._relist_tools(client))
-        self._server.tasks.add(task)
-        task.add_done_callback(self._server.tasks.discard)
+        server.tasks.add(task)
+        task.add_done_callback(server.tasks.discard)
 
     async def _relist_tools(self, client: Client) -> None:
+        server = self._server
         try:
             async with asyncio.timeout(WATCH_TIMEOUT_S):
                 listing = await client.list_tools()
         except (MCPError, TimeoutError, ValidationError, anyio.ClosedResourceError, anyio.BrokenResourceError) as exc:
-            if not self._server.era.fall_back(client, exc, "tools/list"):
-                logger.info("server %s: listing its tools after a change failed: %s", self._server.name, describe(exc))
+            if not server.era.fall_back(client, exc, "tools/list"):
+                logger.info("server %s: listing its tools after a change failed: %s", server.name, describe(exc))
         else:
             self._listing_digest = listing.model_dump_json()
             names = [tool.name for tool in listing.tools]
-            if names != self._server.tools:
-                self._server.tools = names
-                self._server.ports.publish_servers()
-        self._server.ports.publish_list_changed(self._server.name, ["tools"])
+            if names != server.tools:
+                server.tools = names
+                server.ports.publish_servers()
+        server.ports.publish_list_changed(server.name, ["tools"])
 
     async def _watch(self, client: Client, group: anyio.abc.TaskGroup) -> None:
         """End the connection when stop is asked or the server stops answering."""
+        server = self._server
         while True:
             with anyio.move_on_after(WATCH_INTERVAL_S):
-                await self._server.stopping.wait()
-            if self._server.stopping.is_set():
+                await server.stopping.wait()
+            if server.stopping.is_set():
                 group.cancel_scope.cancel()
                 return
-            if self._server.sign_in is not None and self._server.sign_in.in_progress:
+            if server.sign_in is not None and server.sign_in.in_progress:
                 continue  # a probe would wait behind the sign-in's lock, which is no sign of a dead server
             try:
                 with anyio.fail_after(WATCH_TIMEOUT_S):
                     listing = await client.list_tools()
             except Exception as exc:
-                if self._server.era.fall_back(client, exc, "tools/list"):
+                if server.era.fall_back(client, exc, "tools/list"):
                     return  # the connection is being replaced
-                self._server.connection_lost = True
+                server.connection_lost = True
                 raise
             except BaseException:
                 # Set before the task group cancels the calls, so their requests read server-closed.
-                self._server.connection_lost = True
+                server.connection_lost = True
                 raise
             names = [tool.name for tool in listing.tools]
-            self._server.listed = {tool.name: tool for tool in listing.tools}
-            if names != self._server.tools:
-                self._server.tools = names
-                self._server.ports.publish_servers()
+            server.listed = {tool.name: tool for tool in listing.tools}
+            if names != server.tools:
+                server.tools = names
+                server.ports.publish_servers()
             digest = listing.model_dump_json()
             if digest != self._listing_digest:  # a server that changes its tools without saying so
                 self._listing_digest = digest
-                self._server.ports.publish_list_changed(self._server.name, ["tools"])
+                server.ports.publish_list_changed(server.name, ["tools"])
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
-        config = self._server.config
+        server = self._server
+        config = server.config
         if isinstance(config, HttpServerConfig):
-            auth = self._server.sign_in.provider if self._server.sign_in is not None else None
+            auth = server.sign_in.provider if server.sign_in is not None else None
             if not config.headers and auth is None:
                 return streamable_http_client(config.url)
             http = await stack.enter_async_context(create_mcp_http_client(headers=config.headers or None, auth=auth))
@@ -262,12 +268,13 @@ class ServerSession:
         assert isinstance(config, StdioServerConfig)
         # The SDK hands stderr to the child as a file descriptor, so it must be a real file; 0600,
         # since a server's output may hold its secrets.
-        errlog: TextIO = stack.enter_context(open_private(self._server.stderr_log))
+        errlog: TextIO = stack.enter_context(open_private(server.stderr_log))
         return capped_stdio_client(config, errlog)  # the SDK's stdio_client, with a line cap
 
     async def on_message(self, message: Any) -> None:
         """Server notifications: URL-mode completion closes the waiting state everywhere; a list
         change goes to the host peers."""
+        server = self._server
         root = getattr(message, "root", message)
         changed = _LIST_NOTIFICATIONS.get(type(root))
         if changed is not None:
@@ -275,7 +282,7 @@ class ServerSession:
             return
         if isinstance(root, ElicitCompleteNotification):
             elicitation_id = root.params.elicitation_id
-            event = self._server.completions.get(elicitation_id)
+            event = server.completions.get(elicitation_id)
             if event is not None:
                 event.set()
-            self._server.ports.publish_complete(self._server.name, elicitation_id)
+            server.ports.publish_complete(server.name, elicitation_id)
