@@ -11,10 +11,9 @@
   for this session" to the host whose card it was. Rules stored before rules were bound are bound
   at load: to the program configured under their name now, or, for an answer rule of a name no
   server has, to the asker of that name (what it could only have answered since).
-- **Tool-call approval** (`call_in_relay`): a host's `tools/call` in its relayed session (the
-  `elicitron serve` gateway's, relay.py) goes through config rules, then the server's
-  `toolApproval` policy, then user rules, and otherwise becomes an approval request (`approvals`)
-  a window answers; calls from the CLI or a window's call panel never come here.
+- **Tool-call approval** (tool_approval.py, on these rules): a host's `tools/call` in its relayed
+  session goes through config rules, then the server's `toolApproval` policy, then user rules,
+  and otherwise becomes an approval request a window answers.
 - **Live and revocable.** Every change is pushed to the windows (`rules`); revoking removes a rule
   from memory before the next request is looked at (and from the store before the revoker hears
   it is done), and since every lookup happens at the moment a rule would be applied (a call
@@ -37,26 +36,20 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
 from main_process import approvals
-from main_process.broker import ReplyTo
-from main_process.peer_calls import Cancel
 from main_process.peers import Peer
-from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
+from main_process.pending import Elicitation, PendingRequest, PendingRequests
 from main_process.rules import Party, Rule, RuleBook, question_key, schema_fields
-from main_process.servers import READY_TIMEOUT_S, ManagedServer, cancelled_reply, error_reply
 from main_process.store.interface import RuleTable, run_now
 from shared.elicit_params import ElicitParams, FormParams
 from shared.errors import (
     InvalidContentError,
     ProtocolError,
-    RpcCode,
     RuleStoreError,
-    UndeliverableRequestError,
     WireCode,
 )
 from shared.messages import (
     DECISION_PROPERTY,
     ApprovalDecision,
-    ApprovalInfo,
     ChannelReply,
     ElicitationInvoke,
     ElicitationResult,
@@ -80,11 +73,9 @@ def _party_of(invoke: ElicitationInvoke) -> Party:
 _MAX_TIMER_S = 24 * 3600.0  # expiry timers further out are re-armed; loop timers dislike huge delays
 
 
-class ConsentHost(Protocol):
-    """What the consent layer needs from the broker."""
-
-    @property
-    def pending(self) -> PendingRequests: ...
+class ConsentPorts(Protocol):
+    """The ports the consent layer is made with (the wire's ConsentSide); the requests it answers come
+    with each answer (`answered`)."""
 
     def publish_rules(self, rules: list[RuleInfo]) -> None: ...
 
@@ -97,35 +88,34 @@ async def _reply_revoked(report: Awaitable[RevokeReport]) -> ChannelReply:
     return ChannelReply(revoked=await report)
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-async def remembered_rules(store: RuleTable, host: ConsentHost) -> list[Rule]:
+async def remembered_rules(store: RuleTable, ports: ConsentPorts) -> list[Rule]:
     """The rules the store keeps, for main's start; none (said in the log and the windows) when
     it cannot be read: main runs on, remembered rules are just not applied."""
     try:
-        return await store.load(_now_ms())
+        return await store.load(now_ms())
     except RuleStoreError as exc:
         logger.error("%s; remembered answers and approvals will not be applied", exc)
-        host.publish_notice("error", f"{exc}; remembered answers and approvals are not applied", None)
+        ports.publish_notice("error", f"{exc}; remembered answers and approvals are not applied", None)
         return []
 
 
 class Consent:
-    def __init__(self, host: ConsentHost, store: RuleTable | None, remembered: Iterable[Rule],
+    def __init__(self, ports: ConsentPorts, store: RuleTable | None, remembered: Iterable[Rule],
                  config_rules: Iterable[Rule], loop: asyncio.AbstractEventLoop,
                  identities: Mapping[str, str] | None = None) -> None:
         """`store` keeps the changes that outlive main; `remembered` is what it held at start
         (`remembered_rules`). Made on main's running loop."""
-        self._host = host
+        self._ports = ports
         self._store = store
         self._loop = loop
         self._identities = dict(identities or {})  # server name -> server_identity of its entry now
         self.book = RuleBook()
         self.book.set_config(config_rules)
         self._expiry: asyncio.TimerHandle | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
         self._misfits: set[tuple[str, str]] = set()  # (rule id, question key) already reported
         self._writes: set[asyncio.Task[None]] = set()  # store writes of a backend that suspended
         for rule in remembered:
@@ -138,8 +128,6 @@ class Consent:
         """Stop the timers and tasks; the store's writes in flight end first (the store is app.py's)."""
         if self._expiry is not None:
             self._expiry.cancel()
-        for task in list(self._tasks):
-            task.cancel()
         while self._writes:
             await asyncio.gather(*self._writes)
 
@@ -154,7 +142,7 @@ class Consent:
     # ---- reading and revoking ---------------------------------------------------------
 
     def infos(self) -> list[RuleInfo]:
-        now = _now_ms()
+        now = now_ms()
         return [rule.info(applies=rule.applies_to(self._identities.get(rule.server)))
                 for rule in self.book.all() if not rule.expired(now)]
 
@@ -244,11 +232,11 @@ class Consent:
         return self._answer(asker, "asker", params)
 
     def _answer(self, name: str, party: Party, params: ElicitParams) -> tuple[str, ElicitationResult] | None:
-        now = _now_ms()
+        now = now_ms()
         identity = self._identities.get(name) if party == "server" else None
         for rule in self.book.answer_candidates(name, params, party=party, identity=identity):
             if rule.expired(now):
-                self._drop_expired()
+                self.drop_expired()
                 continue
             answer = self._replay(rule, name, params)
             if answer is not None:
@@ -272,7 +260,7 @@ class Consent:
                 text = (f"rule {rule.id} skipped: its answer does not fit this request ({exc}); "
                         "asking in the windows instead")
                 logger.warning("%s: %s", server, text)
-                self._host.publish_notice("warning", text, server)
+                self._ports.publish_notice("warning", text, server)
             return None
         return ElicitationResult(action="accept", content=content)
 
@@ -290,14 +278,16 @@ class Consent:
             raise ProtocolError(WireCode.BAD_BODY, "a cancel is not remembered: remember an accept or a decline",
                                 channel)
         if remember.scope == "until":
-            if remember.until is None or remember.until <= _now_ms():
+            if remember.until is None or remember.until <= now_ms():
                 raise ProtocolError(WireCode.BAD_BODY, "remember.until must be a time in the future (epoch ms)",
                                     channel)
         elif remember.until is not None:
             raise ProtocolError(WireCode.BAD_BODY, "remember.until goes only with scope \"until\"", channel)
 
     def answered(self, pending: PendingRequest, answer: ElicitationResult, remember: Remember | None,
-                 routing_id: bytes, window: str) -> None:
+                 routing_id: bytes, window: str, requests: PendingRequests) -> None:
+        """A window's answer was taken: what it remembers becomes a rule, which also answers the
+        other `requests` it covers."""
         invoke = pending.invoke
         server = invoke.request.server
         if invoke.kind == "approval":
@@ -307,7 +297,7 @@ class Consent:
                 self._add_for_server(server, self._new_rule(
                     server, self._who(routing_id, window), "session" if session else "always", None,
                     tool=invoke.approval.tool, decision="allow", host=invoke.origin if session else None,
-                    host_name=(invoke.via or invoke.origin) if session else None))
+                    host_name=(invoke.via or invoke.origin) if session else None), requests)
             return
         if remember is None:
             return
@@ -317,156 +307,19 @@ class Consent:
             answer=answer, question=question_key(params), message=params.message,
             fields=schema_fields(params), party=_party_of(invoke))
         if rule.party == "asker":
-            self._add(rule)
+            self._add(rule, requests)
         else:
-            self._add_for_server(server, rule)
+            self._add_for_server(server, rule, requests)
 
-    def _add_for_server(self, server: str, rule: Rule) -> None:
+    def _add_for_server(self, server: str, rule: Rule, requests: PendingRequests) -> None:
         """Add a server's rule bound to its program now; none if no server of that name is configured
         any more (a request answered after its server was removed in a reload)."""
         identity = self._identities.get(server)
         if identity is None:
             logger.warning("rule not made: server %r is no longer configured", server)
-            self._host.publish_notice("warning", "not remembered: this server is no longer configured", server)
+            self._ports.publish_notice("warning", "not remembered: this server is no longer configured", server)
             return
-        self._add(dataclasses.replace(rule, identity=identity))
-
-    # ---- tool-call approval -----------------------------------------------------------
-
-    def call_in_relay(self, server: ManagedServer, tool: str, arguments: dict[str, Any], host: Peer,
-                      send_on: Callable[[], None], reply: ReplyTo) -> Cancel | None:
-        """A `tools/call` in a host's relayed session: send it on, deny it, or ask a window first.
-        `send_on` passes it to the server; `reply` instead answers the host (a denial, or why it
-        could not be decided), once. Returns how to take it back while it waits (for its server,
-        or for an approval), None once decided."""
-        return self._approve(_HostCall(server, tool, arguments, host, reply, send_on))
-
-    def needs_decision(self, server: ManagedServer) -> bool:
-        """False when every call of this server is allowed without looking (the common case)."""
-        config = server.config
-        return config.tool_approval != "allow" or bool(config.tool_approval_overrides) \
-            or self.book.has_tool_rules(server.name)
-
-    def _approve(self, call: "_HostCall") -> Cancel | None:
-        server = call.server
-        if not self.needs_decision(server):
-            call.run()
-            return None
-        if server.ready:
-            self._decide(call)
-            return call.cancel
-        task = asyncio.create_task(self._decide_when_ready(call))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(lambda done: _answer_if_cancelled_unstarted(call, done))
-        call.stage(task.cancel)
-        return call.cancel
-
-    async def _decide_when_ready(self, call: "_HostCall") -> None:
-        # The decision waits for the server: its tool list carries the annotations, and a rule
-        # revoked meanwhile must not let the call through.
-        server = call.server
-        try:
-            ready = await server.wait_ready(READY_TIMEOUT_S)
-        except asyncio.CancelledError:
-            if call.cancelled:
-                call.reply(cancelled_reply())
-                return
-            raise
-        if not ready:
-            call.reply(error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} did not become ready within "
-                                                         f"{READY_TIMEOUT_S:.0f} s (status {server.status})"))
-            return
-        self._decide(call)
-
-    def _decide(self, call: "_HostCall") -> None:
-        server, host, reply = call.server, call.host, call.reply
-        tool = call.tool
-        identity = self._identities.get(server.name)
-        rule = self.book.tool_rule(server.name, tool, host=host.window, identity=identity)
-        if rule is not None and rule.expired(_now_ms()):
-            self._drop_expired()
-            rule = self.book.tool_rule(server.name, tool, host=host.window, identity=identity)
-        if rule is not None and rule.source == "config":
-            self._by_rule(call, rule)
-            return
-        listed = server.listed.get(tool)
-
-        def annotations() -> dict[str, Any] | None:
-            if listed is None or listed.annotations is None:
-                return None
-            return listed.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-        policy = approvals.policy_for(server.config, tool, annotations)
-        if policy == "allow":
-            call.run()
-        elif policy == "deny":
-            logger.info("host %r: %s/%s denied by toolApproval", host.name, server.name, tool)
-            reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, tool, "policy"))))
-        elif rule is not None:
-            self._by_rule(call, rule)
-        else:
-            info = ApprovalInfo(server=server.name, tool=tool, arguments=call.arguments,
-                                title=listed.title if listed is not None else None,
-                                description=listed.description if listed is not None else None,
-                                annotations=annotations())
-            self._ask(call, info)
-
-    def _by_rule(self, call: "_HostCall", rule: Rule) -> None:
-        server, host, reply = call.server, call.host, call.reply
-        decision = _rule_decision(rule)
-        answer = ElicitationResult(action="accept", content={DECISION_PROPERTY: decision})
-        host_name = host.name or host.window
-        info = ApprovalInfo(server=server.name, tool=call.tool, arguments=call.arguments)
-        params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
-                  "requestedSchema": approvals.APPROVAL_SCHEMA}
-        self._host.pending.record_by_rule(
-            Elicitation.read(server.name, params), answer, rule.id,
-            RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window, kind="approval",
-                           via=host_name, approval=info),
-            batched=True)  # the decision is on disk already: the config, the store, or the allow-session row
-        if approvals.allowed(decision):
-            call.run()
-        else:
-            logger.info("host %r: %s/%s denied by rule %s", host_name, server.name, call.tool, rule.id)
-            reply(ChannelReply(result=approvals.denied_result(
-                approvals.denial_sentence(server.name, call.tool, "rule"))))
-
-    def _ask(self, call: "_HostCall", info: ApprovalInfo) -> None:
-        server, host, reply = call.server, call.host, call.reply
-        tool = call.tool
-        host_name = host.name or host.window
-        pending = self._host.pending
-        channel = ""
-
-        def resolve(answer: ElicitationResult) -> None:
-            if call.cancelled:  # the host took its call back while the card was up
-                reply(cancelled_reply())
-                return
-            decision = approvals.decision_of(answer)
-            if approvals.allowed(decision):
-                call.run()
-                return
-            why = "timeout" if pending.closed_reason(channel) == "expired" else "user"
-            reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, tool,
-                                                                                        why))))
-
-        try:
-            opened = pending.open(
-                Elicitation.read(server.name, approvals.approval_params(host_name, info)),
-                RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window,
-                               owner=host.routing_id, max_bytes=server.config.max_request_bytes, kind="approval",
-                               via=host_name, approval=info),
-                resolve)
-        except UndeliverableRequestError as exc:
-            self._host.publish_notice("warning", f"an approval for {server.name}/{tool} could not be shown: "
-                                                 f"{exc}", server.name)
-            reply(error_reply(RpcCode.INVALID_PARAMS, f"the approval request for {server.name}/{tool} "
-                                                      f"could not be shown: {exc}"))
-            return
-        channel = opened.channel
-        call.stage(lambda: pending.withdraw(opened, "cancelled"))
-        logger.info("host %r: asking to approve %s/%s (%s)", host_name, server.name, tool, channel)
+        self._add(dataclasses.replace(rule, identity=identity), requests)
 
     # ---- adding rules -----------------------------------------------------------------
 
@@ -474,26 +327,25 @@ class Consent:
         rule_id = "r-" + secrets.token_hex(4)
         while self.book.get(rule_id) is not None:
             rule_id = "r-" + secrets.token_hex(4)
-        return Rule(id=rule_id, source="user", server=server, created_at=_now_ms(), created_by=who,
+        return Rule(id=rule_id, source="user", server=server, created_at=now_ms(), created_by=who,
                     scope=scope, expires_at=until if scope == "until" else None, **what)  # type: ignore[arg-type]
 
-    def _add(self, rule: Rule) -> None:
+    def _add(self, rule: Rule, requests: PendingRequests) -> None:
         replaced = self.book.add(rule)
         if self._store is not None:
             if rule.scope != "session":
-                self._write(self._store.add(rule), lambda: self._host.publish_notice(
+                self._write(self._store.add(rule), lambda: self._ports.publish_notice(
                     "error", "the rule could not be saved; it applies until main stops", rule.server))
             if replaced is not None and replaced.scope != "session":
                 self._write(self._store.remove([replaced.id]))
         logger.info("new rule %s (%s, %s) for %s, made by %s", rule.id, rule.kind, rule.scope, rule.server,
                     rule.created_by)
         self._schedule_expiry()
-        self._answer_open(rule)
+        self._answer_open(rule, requests)
         self._publish()
 
-    def _answer_open(self, rule: Rule) -> None:
+    def _answer_open(self, rule: Rule, pending: PendingRequests) -> None:
         """Answer the open requests the new rule covers."""
-        pending = self._host.pending
         for item in pending.all():
             invoke = item.invoke
             if item.server != rule.server:
@@ -505,14 +357,18 @@ class Consent:
                     pending.close_by_rule(item, answer, rule.id)
             elif rule.kind == "tool" and invoke.kind == "approval" and invoke.approval is not None \
                     and invoke.approval.tool == rule.tool and rule.host in (None, invoke.origin):
-                decision = _rule_decision(rule)
+                decision = rule_decision(rule)
                 pending.close_by_rule(item, ElicitationResult(action="accept", content={DECISION_PROPERTY: decision}),
                                       rule.id)
 
     # ---- expiry -----------------------------------------------------------------------
 
-    def _drop_expired(self) -> None:
-        expired = self.book.expired(_now_ms())
+    def identity_of(self, server: str) -> str | None:
+        """The server_identity of the program configured under that name now (None: none is)."""
+        return self._identities.get(server)
+
+    def drop_expired(self) -> None:
+        expired = self.book.expired(now_ms())
         if not expired:
             return
         for rule in expired:
@@ -528,64 +384,25 @@ class Consent:
             self._expiry = None
         next_at = self.book.next_expiry()
         if next_at is not None:
-            delay = min(max((next_at - _now_ms()) / 1000, 0.0), _MAX_TIMER_S)
+            delay = min(max((next_at - now_ms()) / 1000, 0.0), _MAX_TIMER_S)
             self._expiry = self._loop.call_later(delay, self._on_expiry)
 
     def _on_expiry(self) -> None:
         self._expiry = None
-        self._drop_expired()
+        self.drop_expired()
         self._schedule_expiry()
 
     # ---- helpers ----------------------------------------------------------------------
 
     def _who(self, routing_id: bytes, window: str) -> str:
-        peer = self._host.peer(routing_id)
+        peer = self._ports.peer(routing_id)
         return f"{peer.name} ({window})" if peer is not None and peer.name else window
 
     def _publish(self) -> None:
-        self._host.publish_rules(self.infos())
+        self._ports.publish_rules(self.infos())
 
 
-def _rule_decision(rule: Rule) -> ApprovalDecision:
+def rule_decision(rule: Rule) -> ApprovalDecision:
     if rule.decision == "deny":
         return "deny"
     return "allow-session" if rule.scope == "session" else "allow-always"
-
-
-def _answer_if_cancelled_unstarted(call: "_HostCall", task: "asyncio.Task[None]") -> None:
-    """The host cancelled before the waiting task's first step: its own handler never ran, so
-    the call is answered here (once: a task that ran returns normally after answering)."""
-    if task.cancelled() and call.cancelled and not call.replied:
-        call.reply(cancelled_reply())
-
-
-class _HostCall:
-    """One host's call on its way through the consent layer: what sends it on, and how the host may
-    cancel it at whichever stage it is (waiting for its server, for an approval)."""
-
-    def __init__(self, server: ManagedServer, tool: str, arguments: dict[str, Any], host: Peer, reply: ReplyTo,
-                 runner: Callable[[], None]) -> None:
-        self.server, self.tool, self.arguments, self.host = server, tool, arguments, host
-        self._reply = reply
-        self.replied = False
-        self._runner = runner
-        self.cancelled = False
-        self._cancel_stage: Callable[[], object] | None = None
-
-    def reply(self, answer: ChannelReply) -> None:
-        self.replied = True
-        self._reply(answer)
-
-    def stage(self, cancel: Callable[[], object] | None) -> None:
-        """`cancel` ends the current stage; what it returns is ignored (e.g. Task.cancel's bool)."""
-        self._cancel_stage = cancel
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        if self._cancel_stage is not None:
-            self._cancel_stage()
-
-    def run(self) -> None:
-        """Sent on to the server: nothing of it is ours to take back from here on."""
-        self.stage(None)
-        self._runner()

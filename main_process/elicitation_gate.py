@@ -94,7 +94,7 @@ _BOTH = Deliver(to_host=True, to_windows=True)
 class ElicitationGate:
     def __init__(self, pending: PendingRequests, rules: Rules | None = None) -> None:
         self._pending = pending
-        self.rules = rules  # main's consent layer, once it has one (None: no rule answers)
+        self.rules = rules  # main's consent layer (None: no rule answers)
 
     def decide(self, read: Read, server: Screened | None = None, *, host: HostModes | None = None,
                asker: str | None = None) -> Decision:

@@ -10,8 +10,8 @@ Calls that arrive while main stops are answered the same way at once. No sockets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from main_process.broker import ProgressTo
 from main_process.peer_calls import Cancel, ReplyTo
+from main_process.topic_routes import ProgressTo
 from shared.messages import ChannelReply
 
 Run = Callable[[ReplyTo, ProgressTo | None], Cancel | None]

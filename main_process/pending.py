@@ -12,14 +12,14 @@ welcome built from pending requests cannot fail. Every ending goes through one c
 hand the asker its answer. Kinds of request (a server's elicitation, later a tool-call approval or
 a program's question) differ only in who asks and what `resolve` does with the answer.
 
-The broker owns the sockets and implements `Outbox`; tests drive this class with a list.
+The broker's attachments.py implements `Outbox`; tests drive this class with a list.
 
 Rules answer before any window, in the gate (elicitation_gate.py): a request a rule answers never
 opens here, it is only audited with the rule's id (`record_by_rule`); `close_by_rule` answers an
 open one when a new rule covers it. After each window's answer the consent layer (`rules`, a
-`RuleHook`, set by main when it has one) sees it (to remember it, or to keep an approval's "allow
-for this session"). `opened`,
-when main has `notify` receivers, hears of every request that opened and whether a window got it.
+`RuleHook`, given at construction when main has one) sees it (to remember it, or to keep an
+approval's "allow for this session"). `opened`, when main has `notify` receivers, hears of every
+request that opened and whether a window got it.
 """
 
 import asyncio
@@ -76,8 +76,9 @@ class RuleHook(Protocol):
         """Raise ProtocolError for a `remember` main cannot keep (before the answer is taken)."""
 
     def answered(self, pending: "PendingRequest", answer: ElicitationResult, remember: Remember | None,
-                 routing_id: bytes, window: str) -> None:
-        """A window's answer was taken (and handed to the asker)."""
+                 routing_id: bytes, window: str, requests: "PendingRequests") -> None:
+        """A window's answer was taken (and handed to the asker); a rule it makes may answer other
+        `requests`."""
 
 
 class Outbox(Protocol):
@@ -169,29 +170,32 @@ class PendingRequests:
         loop: asyncio.AbstractEventLoop,
         *,
         audit: AuditWriter | None = None,
-        unseen: Callable[[], None] = lambda: None,
+        unseen: "Callable[[PendingRequests], None]" = lambda requests: None,
         max_pending_bytes: int = MAX_PENDING_BYTES,
         welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
         window_name: Callable[[str], str | None] = lambda _window: None,
         window_device: Callable[[str], DeviceRef | None] = lambda _window: None,
         clock: Clock = MONOTONIC,
+        rules: RuleHook | None = None,
+        opened: "Callable[[PendingRequest, bool], None] | None" = None,
     ) -> None:
+        """`rules`: the consent layer (None: main runs without one). `opened`: told of each request
+        that opened for the windows, and whether a window got it (main's `notify` webhooks:
+        main_process/notify/); it must not wait."""
         self._outbox = outbox
         self._window_name = window_name  # an answering window's name, for the audit log
         self._window_device = window_device  # and the paired web device it answered for, if any
         self._loop = loop
         self._clock = clock  # expiry runs on it (tests move a SettableClock)
         self._audit = audit
-        self._unseen = unseen  # called when a request reached no window (auto-open hook)
+        self._unseen = unseen  # told when a request reached no window (auto-open hook)
         self._max_pending_bytes = max_pending_bytes
         self._welcome_pending_bytes = welcome_pending_bytes
         self._open: dict[str, PendingRequest] = {}
         self._open_bytes = 0
         self._closed: OrderedDict[str, str] = OrderedDict()
-        self.rules: RuleHook | None = None
-        # Told of each request that opened for the windows, and whether a window got it (main's
-        # `notify` webhooks: main_process/notify/); it must not wait.
-        self.opened: Callable[[PendingRequest, bool], None] | None = None
+        self.rules = rules
+        self.opened = opened
 
     # ---- opening -----------------------------------------------------------------------
 
@@ -219,7 +223,7 @@ class PendingRequests:
         # A timer rather than wait_for: no timeout context per request on the hot path.
         pending.expiry = self._clock.call_later(options.timeout_s, self._expire, pending)
         if not pending.sent_to and not record_only:
-            self._unseen()
+            self._unseen(self)
         if self.opened is not None and not record_only:
             self.opened(pending, not pending.sent_to.isdisjoint(self._outbox.renderers()))
         return pending
@@ -277,7 +281,7 @@ class PendingRequests:
         answer = ElicitationResult(action=result.action, content=content)
         self._close(pending, result.action, answer, by=window)
         if self.rules is not None:
-            self.rules.answered(pending, answer, result.remember, routing_id, window)
+            self.rules.answered(pending, answer, result.remember, routing_id, window, self)
 
     # ---- answered by a rule -------------------------------------------------------------
 

@@ -18,7 +18,6 @@ What is particular to questions is here:
 import logging
 from typing import Final
 
-from main_process.broker import ReplyTo
 from main_process.elicitation_gate import Answered, ElicitationGate
 from main_process.pending import (
     DEFAULT_MAX_REQUEST_BYTES,
@@ -27,6 +26,7 @@ from main_process.pending import (
     PendingRequests,
     RequestOptions,
 )
+from main_process.topic_routes import ReplyTo
 from shared import channels
 from shared.errors import ProtocolError, QuestionRefusedError, RpcCode, UndeliverableRequestError, WireCode
 from shared.messages import (

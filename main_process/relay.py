@@ -68,7 +68,7 @@ from shared.messages import (
 )
 
 if TYPE_CHECKING:
-    from main_process.consent import Consent
+    from main_process.tool_approval import ToolApproval
 
 logger = logging.getLogger(__name__)
 
@@ -786,8 +786,9 @@ def _elicit_result(result: dict[str, Any]) -> ElicitationResult:
     return ElicitationResult(action=action, content=content if isinstance(content, dict) else None)
 
 
-class RelayHost(Protocol):
-    """What `Relay` needs from main."""
+class RelayBrokerPorts(Protocol):
+    """The ports `Relay` is made with (the broker's RelaySide): not to be confused with an MCP
+    host, the program on the other end of a session (`HostSide`)."""
 
     @property
     def pending(self) -> PendingRequests: ...
@@ -832,8 +833,8 @@ class _BrokerSide:
 
     ends_with_peer = True
 
-    def __init__(self, host: RelayHost, routing_id: bytes, name: str, full: Callable[[bool], None]) -> None:
-        self._host = host
+    def __init__(self, ports: RelayBrokerPorts, routing_id: bytes, name: str, full: Callable[[bool], None]) -> None:
+        self._ports = ports
         self._routing_id = routing_id
         self._name = name
         self._full = full
@@ -851,8 +852,8 @@ class _BrokerSide:
         pass  # a peer's messages come on main's one socket: nothing of one peer can be left unread
 
     def _send(self, frames: list[bytes]) -> None:
-        if self._held or not self._host.send_to_peer(self._routing_id, frames, held_when_full=True):
-            if self.ended or self._host.peer_by_routing_id(self._routing_id) is None:
+        if self._held or not self._ports.send_to_peer(self._routing_id, frames, held_when_full=True):
+            if self.ended or self._ports.peer_by_routing_id(self._routing_id) is None:
                 return  # the peer is gone: its session ends with it
             self._held.append(frames)
             if self._retry is None:
@@ -864,11 +865,11 @@ class _BrokerSide:
         if self.ended:
             self._held.clear()
             return
-        while self._held and self._host.send_to_peer(self._routing_id, self._held[0], held_when_full=True):
+        while self._held and self._ports.send_to_peer(self._routing_id, self._held[0], held_when_full=True):
             del self._held[0]
         if not self._held:
             self._full(False)
-        elif self._host.peer_by_routing_id(self._routing_id) is None:
+        elif self._ports.peer_by_routing_id(self._routing_id) is None:
             self._held.clear()
         else:
             self._retry = asyncio.get_running_loop().call_later(RETRY_FULL_S, self._send_held)
@@ -902,11 +903,13 @@ class _Open:
 class Relay:
     """Every relayed session, by (peer routing id, session name)."""
 
-    def __init__(self, host: RelayHost, servers: Callable[[str], ManagedServer | None],
-                 consent: "Consent | None", server_infos: Callable[[], list[ServerInfo]] = list) -> None:
-        self._host = host
+    def __init__(self, ports: RelayBrokerPorts, servers: Callable[[str], ManagedServer | None],
+                 approval: "ToolApproval | None", server_infos: Callable[[], list[ServerInfo]] = list) -> None:
+        """`approval`: the consent layer's tool-call approval (None: main runs without rules);
+        `server_infos`: the servers as `servers` lists them (the merged sessions' members)."""
+        self._ports = ports
         self._servers = servers
-        self._consent = consent
+        self._approval = approval
         self._sessions: dict[tuple[bytes, str], _Open] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -926,7 +929,7 @@ class Relay:
         key = (peer.routing_id, body.session)
         opened = self._sessions.get(key)
         if opened is None:
-            side = _BrokerSide(self._host, peer.routing_id, body.session, lambda full: self._flow(side, full))
+            side = _BrokerSide(self._ports, peer.routing_id, body.session, lambda full: self._flow(side, full))
             opened = self._open(peer, body.session, body.server, body.message, side)
             if opened is None:
                 side.end()
@@ -956,7 +959,7 @@ class Relay:
 
     def broker_side(self, peer: Peer, session: str, full: Callable[[bool], None]) -> tuple[HostSide, Callable[[], None]]:
         """A host side over the broker for a session of `peer` (a merged one), and how to end it."""
-        side = _BrokerSide(self._host, peer.routing_id, session, full)
+        side = _BrokerSide(self._ports, peer.routing_id, session, full)
         return side, side.end
 
     def host_full(self, peer: Peer, session: str, full: bool) -> None:
@@ -1122,33 +1125,33 @@ class _Ports:
         self._to_host(raw)
 
     def needs_decision(self, session: RelaySession) -> bool:
-        consent = self._relay._consent
-        return consent is not None and consent.needs_decision(session.server)
+        approval = self._relay._approval
+        return approval is not None and approval.needs_decision(session.server)
 
     def decide_call(self, session: RelaySession, tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
                     reply: Callable[[ChannelReply], None]) -> Cancel | None:
-        consent = self._relay._consent
-        if consent is None:
+        approval = self._relay._approval
+        if approval is None:
             send_on()
             return None
-        return consent.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply)
+        return approval.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply)
 
     def decide(self, session: RelaySession, read: Read, host: HostModes) -> Decision:
-        return self._relay._host.gate.decide(read, session.server, host=host)
+        return self._relay._ports.gate.decide(read, session.server, host=host)
 
     def record(self, session: RelaySession, elicitation: Elicitation, answered: Answered,
                then: Callable[[], None]) -> None:
-        self._relay._host.gate.record(elicitation, answered, _options(session), then)
+        self._relay._ports.gate.record(elicitation, answered, _options(session), then)
 
     def ask_windows(self, session: RelaySession, elicitation: Elicitation,
                     resolve: Callable[[ElicitationResult], None]) -> PendingRequest:
-        return self._relay._host.pending.open(elicitation, _options(session), resolve)
+        return self._relay._ports.pending.open(elicitation, _options(session), resolve)
 
     def record_for_host(self, session: RelaySession, elicitation: Elicitation) -> PendingRequest | None:
         server = session.server
         peer = session.peer
         try:
-            return self._relay._host.pending.open(
+            return self._relay._ports.pending.open(
                 elicitation,
                 RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=peer.window,
                                max_bytes=server.config.max_request_bytes, via=peer.name or None,
@@ -1159,22 +1162,22 @@ class _Ports:
             return None
 
     def answered_by_host(self, session: RelaySession, pending: PendingRequest, answer: ElicitationResult) -> None:
-        self._relay._host.pending.answered_elsewhere(pending, answer, by=session.peer.window)
+        self._relay._ports.pending.answered_elsewhere(pending, answer, by=session.peer.window)
 
     def withdraw(self, pending: PendingRequest) -> None:
-        self._relay._host.pending.withdraw(pending, "cancelled")
+        self._relay._ports.pending.withdraw(pending, "cancelled")
 
     def calls_changed(self, session: RelaySession, delta: int) -> None:
         session.peer.calls = max(0, session.peer.calls + delta)
-        self._relay._host.peers_changed()
+        self._relay._ports.peers_changed()
 
     def elicitation_complete(self, session: RelaySession, elicitation_id: str) -> None:
-        self._relay._host.publish_complete(session.server.name, elicitation_id)
+        self._relay._ports.publish_complete(session.server.name, elicitation_id)
 
     def note_host(self, session: RelaySession, client_info: Any) -> None:
         info = client_info if isinstance(client_info, dict) else {}
         name = info.get("title") or info.get("name")
-        self._relay._host.name_host(session.peer, str(name)[:MAX_ID_CHARS] if name else "MCP host")
+        self._relay._ports.name_host(session.peer, str(name)[:MAX_ID_CHARS] if name else "MCP host")
 
 
 def _options(session: RelaySession) -> RequestOptions:

@@ -1,4 +1,4 @@
-"""The broker in-process over inproc:// sockets, with a fake host (jupyter_client test_session style):
+"""The broker in-process over inproc:// sockets, with fake ports (what main's app gives it; jupyter_client test_session style):
 hello and welcome, the 9 steps, replay, the limits that keep one peer from locking others out."""
 
 import asyncio
@@ -12,11 +12,12 @@ import pytest
 import zmq
 import zmq.asyncio
 
-from main_process.broker import TOPICS, Broker, ProgressTo, ReplyTo
+from main_process.broker import TOPICS, Broker, ProgressTo, Receivers, ReplyTo
 from main_process.clock import SettableClock
 from main_process.peers import PEER_SLOTS, RateLimiter
 from main_process.peers import Peer as AttachedPeer
 from main_process.pending import Elicitation, RequestOptions
+from main_process.wire import Wire
 from shared import channels
 from shared.errors import UndeliverableRequestError
 from shared.messages import (
@@ -37,13 +38,13 @@ from shared.messages import (
 )
 
 TOKEN = "inproc-token"
-NOT_FAKED = ChannelReply(error=CallError(code=-32601, message="not in the test's fake host"))
+NOT_FAKED = ChannelReply(error=CallError(code=-32601, message="not in the test's fake ports"))
 FORM = {"mode": "form", "message": "Name?", "requestedSchema": {
     "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}
 
 
-class FakeHost:
-    """What main's app would be: one server, tool calls echoed back."""
+class FakePorts:
+    """What main's app would give the broker: one server, tool calls echoed back."""
 
     def __init__(self) -> None:
         self.unseen = 0
@@ -71,7 +72,7 @@ class FakeHost:
     def request_shutdown(self) -> None:
         self.shutdowns += 1
 
-    def no_window_attached(self) -> None:
+    def no_window_attached(self, requests: object) -> None:
         self.unseen += 1
 
     # The extensions these tests do not reach: an error says so should one ever be asked.
@@ -84,23 +85,27 @@ class FakeHost:
     def rules_report(self) -> ChannelReply:
         return ChannelReply(rules=[])
 
-    async def revoke_rules(self, request: RevokeRules, caller: AttachedPeer) -> ChannelReply:
+    async def revoke_rules(self, request: RevokeRules, by: str) -> ChannelReply:
         return NOT_FAKED
 
-    def ask_question(self, request: Ask, caller: AttachedPeer, reply: ReplyTo) -> None:
+    def ask(self, asker_id: bytes, request: Ask, reply: ReplyTo) -> None:
         reply(NOT_FAKED)
 
-    def withdraw_question(self, request: Withdraw, caller: AttachedPeer) -> None:
+    def withdraw(self, asker_id: bytes, request: Withdraw) -> None:
         pass
 
-    def relay(self, peer: AttachedPeer, message: McpRelay) -> None:
+    def from_peer(self, peer: AttachedPeer, body: McpRelay) -> None:
         pass
 
-    def relay_close(self, peer: AttachedPeer, close: McpClose) -> None:
+    def close_from_peer(self, peer: AttachedPeer, body: McpClose) -> None:
         pass
 
-    def peer_gone(self, peer: AttachedPeer) -> None:
+    def peer_gone(self, routing_id: bytes) -> None:
         pass
+
+    def receivers(self) -> Receivers:
+        return Receivers(calls=self, servers=self, server_policy=self.set_server_policy, reload=self.reload,
+                         shutdown=self.request_shutdown, rules=self, questions=self, relay=self)
 
 
 class Peer:
@@ -135,15 +140,17 @@ class Peer:
 
 
 def with_broker(test: Callable[..., Awaitable[None]], **broker_args: Any) -> None:
-    """Run `test(broker, host, new_peer)` against a started broker on an inproc endpoint."""
+    """Run `test(broker, ports, new_peer)` against a started broker on an inproc endpoint."""
 
     async def body() -> None:
         ctx = zmq.asyncio.Context.shadow(zmq.Context.instance())
         endpoint = f"inproc://broker-{uuid.uuid4()}"
-        host = FakeHost()
-        broker = Broker(endpoint=endpoint, token=TOKEN, session="session-1", host=host, **broker_args)
-        broker.bind()
-        broker.start()
+        ports = FakePorts()
+        wire_args = {key: broker_args.pop(key) for key in ("clock", "peer_slots") if key in broker_args}
+        wire = Wire(endpoint=endpoint, server_infos=ports.server_infos, **wire_args)
+        wire.bind()
+        broker = Broker(wire, token=TOKEN, session="session-1", unseen=ports.no_window_attached, **broker_args)
+        broker.start(ports.receivers())
         peers: list[Peer] = []
 
         async def new_peer(role: str = "renderer", name: str = "", hello: bool = True) -> Peer:
@@ -155,11 +162,12 @@ def with_broker(test: Callable[..., Awaitable[None]], **broker_args: Any) -> Non
             return peer
 
         try:
-            await test(broker, host, new_peer)
+            await test(broker, ports, new_peer)
         finally:
             for peer in peers:
                 peer.sock.close()
             await broker.close()
+            wire.close()
 
     asyncio.run(body())
 
@@ -173,7 +181,7 @@ def test_every_topic_a_peer_sends_has_one_route_whose_handler_takes_its_rows_bod
 
 
 def test_a_topic_for_one_role_is_bad_body_from_another_and_the_sender_stays_attached() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         window, gateway = await new_peer("renderer"), await new_peer("host")
         call = {"server": "demo", "tool": "echo", "arguments": {}, "responseChannel": "c"}
         await gateway.send("msgMcpCallTool", call)  # a host calls in its relayed sessions (§14), past consent
@@ -192,7 +200,7 @@ def test_a_topic_for_one_role_is_bad_body_from_another_and_the_sender_stays_atta
 
 
 def test_hello_token_and_attachment_rules() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         stranger = await new_peer(hello=False)
         await stranger.send("msgStatus", {"responseChannel": "s1"})
         assert (await stranger.expect_topic("error"))["code"] == "not-attached"
@@ -210,12 +218,12 @@ def test_hello_token_and_attachment_rules() -> None:
 def test_liveness_on_a_settable_clock_silence_detaches_and_any_message_even_a_bad_one_counts() -> None:
     clock = SettableClock()
 
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         beating, noisy = await new_peer(name="beating"), await new_peer(name="noisy")
         quiet = await new_peer(name="quiet")
 
         def attached() -> set[str]:
-            return {peer.name for peer in broker.peers()}
+            return {peer.name for peer in broker.wire.peers()}
 
         for second in range(1, 8):
             await beating.send("heartbeat", {})
@@ -234,10 +242,10 @@ def test_liveness_on_a_settable_clock_silence_detaches_and_any_message_even_a_ba
 
 
 def test_the_round_trip_through_the_broker() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         window = await new_peer()
         other = await new_peer()
-        asked = asyncio.ensure_future(broker.elicit(Elicitation.read("demo", FORM), RequestOptions(timeout_s=60)))
+        asked = asyncio.ensure_future(broker.server_ports.elicit(Elicitation.read("demo", FORM), RequestOptions(timeout_s=60)))
         invoke = await window.expect_topic("msgElicitationTransferInvoke")
         assert invoke["request"] == {"server": "demo", "params": FORM}
         await other.expect_topic("msgElicitationTransferInvoke")
@@ -253,7 +261,7 @@ def test_the_round_trip_through_the_broker() -> None:
 
 
 def test_a_tool_call_is_answered_on_its_channel_and_a_confusing_channel_is_refused() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         controller = await new_peer("controller")
         await controller.send("msgMcpCallTool", {"server": "demo", "tool": "echo", "arguments": {},
                                                  "responseChannel": "call-1"})
@@ -269,16 +277,16 @@ def test_a_tool_call_is_answered_on_its_channel_and_a_confusing_channel_is_refus
 
 
 def test_replay_in_the_welcome_and_after_it_and_a_poison_request_never_pending() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         poison = {**FORM, "requestedSchema": {"type": "object", "properties": {
             "n": {"type": "integer", "maximum": 2**70}}}}
         with pytest.raises(UndeliverableRequestError):
-            await broker.elicit(Elicitation.read("demo", poison), RequestOptions(timeout_s=60))
-        asks = [asyncio.ensure_future(broker.elicit(Elicitation.read("demo", {**FORM, "message": str(i) * 3000}),
+            await broker.server_ports.elicit(Elicitation.read("demo", poison), RequestOptions(timeout_s=60))
+        asks = [asyncio.ensure_future(broker.server_ports.elicit(Elicitation.read("demo", {**FORM, "message": str(i) * 3000}),
                                                     RequestOptions(timeout_s=60)))
                 for i in range(3)]
         await asyncio.sleep(0)  # one loop turn: the three requests open
-        assert host.unseen == 3  # nobody attached: the auto-open hook heard of each
+        assert ports.unseen == 3  # nobody attached: the auto-open hook heard of each
         late = Peer(zmq.asyncio.Context.shadow(zmq.Context.instance()), broker.endpoint)
         topic, welcome = await late.hello()
         assert topic == "welcome"
@@ -297,7 +305,7 @@ def test_replay_in_the_welcome_and_after_it_and_a_poison_request_never_pending()
 
 
 def test_a_flooding_peer_is_rate_limited_and_the_others_are_served() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         flooder = await new_peer(name="flooder")
         window = await new_peer(name="window")
         for _ in range(200):
@@ -312,7 +320,7 @@ def test_a_flooding_peer_is_rate_limited_and_the_others_are_served() -> None:
 
 
 def test_the_peer_limit_refuses_a_hello_with_a_named_code() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         await new_peer()
         await new_peer()
         third = await new_peer(hello=False)
@@ -324,7 +332,7 @@ def test_the_peer_limit_refuses_a_hello_with_a_named_code() -> None:
 
 
 def test_hosts_and_askers_in_all_their_slots_leave_windows_and_controllers_theirs() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         for role in ("host", "host", "asker"):
             await new_peer(role=role)
         for role in ("host", "asker"):
@@ -341,7 +349,7 @@ def test_hosts_and_askers_in_all_their_slots_leave_windows_and_controllers_their
 
 
 def test_peers_lists_are_coalesced_not_sent_per_attach_to_everyone() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         first = await new_peer(name="first")
         assert [p["name"] for p in (await first.expect_topic("peers"))["peers"]] == ["first"]
         crowd = [await new_peer(name=f"crowd-{i}") for i in range(20)]
@@ -363,11 +371,11 @@ def test_peers_lists_are_coalesced_not_sent_per_attach_to_everyone() -> None:
 
 
 def test_rules_go_to_every_window_and_list_changes_to_every_host_and_no_one_else() -> None:
-    async def test(broker: Broker, host: FakeHost, new_peer: Any) -> None:
+    async def test(broker: Broker, ports: FakePorts, new_peer: Any) -> None:
         window, gateway, controller = await new_peer("renderer"), await new_peer("host"), await new_peer("controller")
-        broker.publish_rules([])
-        broker.publish_list_changed("demo", ["tools"])
-        broker.publish_notice("info", "after both", None)  # to every peer, so sent after them
+        broker.wire.publisher.publish_rules([])
+        broker.wire.publisher.publish_list_changed("demo", ["tools"])
+        broker.wire.publisher.publish_notice("info", "after both", None)  # to every peer, so sent after them
         for peer, wanted in ((window, ["rules"]), (gateway, ["msgListChanged"]), (controller, [])):
             seen: list[str] = []
 

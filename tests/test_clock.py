@@ -54,7 +54,7 @@ def test_wait_event_ends_at_the_timeout_or_when_the_event_is_set() -> None:
     asyncio.run(body())
 
 
-class _Host:
+class _Ports:
     """What a ManagedServer tells main: only the statuses matter here."""
 
     def __init__(self) -> None:
@@ -85,10 +85,10 @@ def test_a_crash_looping_server_backs_off_doubling_then_fails_and_a_stable_run_r
         tmp_path: Path) -> None:
     async def body() -> None:
         clock = SettableClock(start=0.0)
-        host = _Host()
+        ports = _Ports()
         config = StdioServerConfig(name="crasher", command="never-run")
-        server = ManagedServer(config, host, tmp_path, clock=clock)  # type: ignore[arg-type]
-        host.server = server
+        server = ManagedServer(config, ports, tmp_path, clock=clock)  # type: ignore[arg-type]
+        ports.server = server
         starts: list[float] = []
         lives = iter([0.0, 0.0, STABLE_START_S + 1, 0.0, 0.0, 0.0, 0.0, 0.0])
 
@@ -97,7 +97,7 @@ def test_a_crash_looping_server_backs_off_doubling_then_fails_and_a_stable_run_r
             clock.advance(next(lives))  # how long this connection lived
             raise ConnectionError("boom")
 
-        server._run_connection = connection  # type: ignore[method-assign]
+        server.session.run = connection  # type: ignore[method-assign]
         server.start()
         pauses: list[float] = []
 
@@ -121,7 +121,7 @@ def test_a_crash_looping_server_backs_off_doubling_then_fails_and_a_stable_run_r
         # and doubling up to the limit of failures in a row.
         assert pauses == [0.5, 1.0, 0.5, 1.0, 2.0, 4.0]
         assert len(starts) == 2 + RESTART_LIMIT  # the stable run's own end is failure 1 of the new count
-        assert "boom" in (server.error or "") and host.statuses[-1] == "failed"
+        assert "boom" in (server.error or "") and ports.statuses[-1] == "failed"
         await server.stop()
         assert status() == "stopped"
 

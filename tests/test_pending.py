@@ -197,7 +197,7 @@ def test_a_window_that_attaches_gets_what_fits_in_its_welcome_and_the_rest_after
         outbox.attached = []
         unseen: list[int] = []
         pending = PendingRequests(outbox, asyncio.get_running_loop(), welcome_pending_bytes=5000,
-                                  unseen=lambda: unseen.append(1))
+                                  unseen=lambda _requests: unseen.append(1))
         opened = [pending.open(request({**FORM, "message": f"{i}" * 2000}), MINUTE, print)
                   for i in range(4)]
         only_host = pending.open(request(), RequestOptions(timeout_s=60, record_only=True), print)

@@ -7,7 +7,7 @@ frequency, another process waking up) hits both alike.
 - raw floor: a bare ROUTER driven exactly the way main drives its own (loop.add_reader on
   ZMQ_FD, drain while EVENTS & POLLIN, NOBLOCK sends, one extra drain scheduled after a send),
   sending the bytes of a real encoded invoke and resolving a future on the real encoded result.
-- broker: `main_process.broker.Broker` with a stub host; one sample is `await broker.elicit(...)`,
+- broker: `main_process.broker.Broker` with stub ports; one sample is `await broker.server_ports.elicit(...)`,
   i.e. make channel + pending, encode and send the invoke, receive and decode the result,
   validate content, resolve, send the dismiss, return.
 """
@@ -28,11 +28,12 @@ from kit.env import child_env, short_tmp_dir
 from kit.paths import PYTHON
 
 from benchlib.common import BENCH_CONTENT, BENCH_SCHEMA, Figure, fmt_us, now_ns, summarize_ns
-from main_process.broker import Broker
+from main_process.broker import Broker, Receivers
 from main_process.pending import Elicitation, RequestOptions
+from main_process.wire import Wire
 from shared import channels
 from shared.codec import encode
-from shared.messages import ChannelReply, ElicitationInvoke, ElicitationRequest, ElicitationResult, ServerInfo
+from shared.messages import ElicitationInvoke, ElicitationRequest, ElicitationResult, ServerInfo
 
 ANSWERER = Path(__file__).with_name("answerer.py")
 PARAMS: dict[str, Any] = {
@@ -45,29 +46,23 @@ ELICITATION = Elicitation.read("bench", PARAMS)  # read once, as main reads a se
 OPTIONS = RequestOptions(timeout_s=TIMEOUT_S)
 
 
-class StubHost:
-    """The BrokerHost the round trip needs: no servers, no calls, no shutdown, no auto-open."""
+class StubPorts:
+    """What the round trip gives the broker: no servers, no calls, no rules, no shutdown."""
 
     def server_infos(self) -> list[ServerInfo]:
         return []
 
-    def call_tool(self, request: Any, origin: str, reply: Any) -> None:
+    def unused(self, *args: Any, **kwargs: Any) -> Any:
         raise AssertionError("not used by the benchmark")
 
-    async def control_server(self, request: Any) -> ChannelReply:
-        raise AssertionError("not used by the benchmark")
-
-    async def reload(self) -> ChannelReply:
-        raise AssertionError("not used by the benchmark")
-
-    def set_server_policy(self, policy: Any, by: str) -> None:
+    def peer_gone(self, routing_id: bytes) -> None:
         pass
 
-    def request_shutdown(self) -> None:
-        pass
-
-    def no_window_attached(self) -> None:
-        pass
+    def receivers(self) -> Receivers:
+        """Every topic but the answers themselves fails loudly: the benchmark sends none."""
+        unused = self.unused
+        return Receivers(calls=self, servers=self, server_policy=unused, reload=unused,  # type: ignore[arg-type]
+                         shutdown=unused, rules=self, questions=self, relay=self)  # type: ignore[arg-type]
 
 
 def sample_invoke_frames() -> tuple[list[bytes], bytes]:
@@ -188,15 +183,16 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
             from main_process.store.factory import open_store
 
             store = open_store(None, audit_path=tmp / "audit.sqlite3")  # on /, like the user's data dir
+        stub = StubPorts()
+        wire = Wire(endpoint=f"ipc://{tmp}/{kind}.sock", server_infos=stub.server_infos)
+        wire.bind()
         brokers[kind] = Broker(
-            endpoint=f"ipc://{tmp}/{kind}.sock",
+            wire,
             token="bench-token",
             session=channels.new_uuid7(),
-            host=StubHost(),  # type: ignore[arg-type]
             **({"audit": store.audit} if kind == "audited" and store is not None else {}),
         )
-        brokers[kind].bind()
-        brokers[kind].start()
+        brokers[kind].start(stub.receivers())
     peers = {"raw": spawn_answerer(raw.endpoint, "-")}
     for kind, broker in brokers.items():
         peers[kind] = spawn_answerer(broker.endpoint, "bench-token")
@@ -219,7 +215,7 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
                         out.append(t1 - t0)
 
             return raw_block
-        elicit = brokers[kind].elicit
+        elicit = brokers[kind].server_ports.elicit
 
         async def broker_block(count: int, keep: bool) -> None:
             for _ in range(count):
@@ -244,8 +240,8 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
     try:
         await wait_until(lambda: raw.peer is not None, 20, "raw answerer hello")
         for kind, broker in brokers.items():
-            await wait_until(lambda: bool(broker.peers()), 20, f"{kind} answerer attach")  # noqa: B023
-            first = await broker.elicit(ELICITATION, OPTIONS)
+            await wait_until(lambda: bool(broker.wire.peers()), 20, f"{kind} answerer attach")  # noqa: B023
+            first = await broker.server_ports.elicit(ELICITATION, OPTIONS)
             assert first.action == "accept" and first.content == BENCH_CONTENT, first
         counts = {"raw": n, "broker": n, "audited": n_audited}
         for kind in kinds:
@@ -262,6 +258,7 @@ async def _measure(n: int, blocks: int, only_raw: bool, profiler: Any, n_audited
         raw.close()
         for broker in brokers.values():
             await broker.close()
+            broker.wire.close()
         if store is not None:
             await store.close()
         for proc in peers.values():
@@ -384,7 +381,7 @@ def run(quick: bool, only_raw: bool = False, profile_dir: Path | None = None) ->
                 passed=ratio <= 1.5 if pin is None else None,
                 absolute=f"p50 {fmt_us(brk['p50_us'])}, p99 {fmt_us(brk['p99_us'])} (raw p99 {fmt_us(raw['p99_us'])}), "
                 f"n={brk['n']}, {_cpu_text(brk)}",
-                how=f"in-process Broker + stub host, same answerer script, await broker.elicit(); "
+                how=f"in-process Broker + stub ports, same answerer script, await broker.server_ports.elicit(); "
                 f"blocks alternate with the floor; {where}",
                 data={
                     **brk,

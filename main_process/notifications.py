@@ -1,0 +1,33 @@
+"""The config's `notify` webhooks as main runs them: one Notifier at a time (a reload replaces it,
+counts and all), told of every request that opened (`PendingRequests.opened`) and shown by
+msgStatus; none when the config has no receivers."""
+
+from main_process.notify.config import NotifyTarget
+from main_process.notify.notifier import Notifier
+from main_process.pending import PendingRequest, PendingRequests
+from shared.messages import NotifyStatus
+
+
+class Notifications:
+    def __init__(self) -> None:
+        self._notifier: Notifier | None = None  # the config has no receivers
+
+    async def replace(self, targets: tuple[NotifyTarget, ...], pending: PendingRequests) -> None:
+        """The config's receivers now (replacing those of the config before it)."""
+        if self._notifier is not None:
+            await self._notifier.close()
+        self._notifier = Notifier(targets, still_open=lambda channel: pending.get(channel) is not None) \
+            if targets else None
+        if self._notifier is not None:
+            self._notifier.start()
+
+    def opened(self, pending: PendingRequest, reached_window: bool) -> None:
+        if self._notifier is not None:
+            self._notifier.opened(pending, reached_window)
+
+    def statuses(self) -> list[NotifyStatus]:
+        return self._notifier.statuses() if self._notifier is not None else []
+
+    async def close(self) -> None:
+        if self._notifier is not None:
+            await self._notifier.close()
