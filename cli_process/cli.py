@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli_process.command import EXIT_FAILED, EXIT_NOT_RUNNING, EXIT_USAGE, connection_of
+from cli_process.policy_cli import add_policy_parser
 from cli_process.store_cli import add_store_arguments
 from main_process.paths import default_log_dir
 from shared.terminal_text import for_terminal, json_for_terminal
@@ -269,6 +270,8 @@ def _parser() -> argparse.ArgumentParser:
                                                    "like a window (pair it with `elicitron pair --web`)"))
     add_web_arguments(p)
     p.set_defaults(func=cmd_web)
+
+    add_policy_parser(sub)
     return parser
 
 
@@ -691,6 +694,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(_listener_line(listener))
     for notify in report.notify:
         print("\n  ".join(_notify_lines(notify)))
+    if report.policies is not None:
+        policies = report.policies
+        print(f"policies: {policies.policies} from {for_terminal(', '.join(policies.files)) or '-'}")
+        if policies.problem:
+            print(f"  not reloaded: {for_terminal(policies.problem)}")
     web = report.web_window
     if web is not None:
         why = f" ({for_terminal(web.error)})" if web.error else ""

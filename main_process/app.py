@@ -35,6 +35,7 @@ from main_process.open_calls import OpenCalls
 from main_process.paths import default_log_dir
 from main_process.peer_calls import Cancel
 from main_process.peers import Peer
+from main_process.policy.live import Policies
 from main_process.questions import QuestionDesk
 from main_process.relay import Relay
 from main_process.reload_report import reload_report
@@ -205,6 +206,7 @@ class MainApp:
         except ConfigError as exc:
             return error_reply(RpcCode.INVALID_PARAMS, str(exc))
         before, old = self.config, self.config.servers
+        policy_problem: str | None = None
         added = [n for n in fresh.servers if n not in old]
         removed = [n for n in old if n not in fresh.servers]
         changed = [n for n in fresh.servers if n in old and differs_beyond_approval(fresh.servers[n], old[n])]
@@ -216,6 +218,7 @@ class MainApp:
         self.config = fresh
         if self.consent is not None:
             self.consent.set_config_rules(fresh.rules, identities(fresh.servers))
+            policy_problem = self.consent.policies.reload(fresh.policies)  # a bad file keeps the last good set
         for name in unchanged:  # a new toolApproval takes effect without a restart
             self.servers[name].config = fresh.servers[name]
         for name in removed + changed:
@@ -227,7 +230,7 @@ class MainApp:
             self.servers[name].start()
         self.broker.publish_servers()
         logger.info("reloaded %s: added %s, removed %s, changed %s", fresh.source, added, removed, changed)
-        return ChannelReply(reload=reload_report(before, fresh))  # every change applied (reload_report.py)
+        return ChannelReply(reload=reload_report(before, fresh, policy_problem))  # every change applied (reload_report.py)
 
     def set_server_policy(self, policy: ServerPolicy, caller: Peer) -> None:
         server = self.servers.get(policy.server)
@@ -435,7 +438,8 @@ class MainApp:
         if self.rules:
             await store.claim(self.connection_path)  # the CLI then changes the rules through this main
             self.consent = Consent(broker, store.rules, await remembered_rules(store.rules, broker), self.config.rules,
-                                   loop, identities(self.config.servers))
+                                   loop, identities(self.config.servers), Policies(self.config.policies))
+            broker.policy_status = self.consent.policies.status
             stack.push_async_callback(self.consent.close)
             broker.pending.rules = self.consent  # what a window's answer may remember
             broker.gate.rules = self.consent  # what answers before a window

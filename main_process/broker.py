@@ -77,6 +77,7 @@ from shared.messages import (
     NotifyStatus,
     PeerInfo,
     PeersUpdate,
+    PolicyStatus,
     Progress,
     Reload,
     RevokeRules,
@@ -248,6 +249,7 @@ class Broker:
         self.listener_status: Callable[[], list[ListenerStatus]] | None = None  # main --listen tcp://
         self.notify_status: Callable[[], list[NotifyStatus]] | None = None  # the config's `notify`
         self.web_window_status: Callable[[], WebWindowStatus] | None = None  # main --web
+        self.policy_status: Callable[[], PolicyStatus | None] | None = None  # the config's `policies`
         self._server_watchers: list[ServerWatcher] = []
         self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
         # One ROUTER per listener (CURVE is per socket); a routing id inside the broker is the
@@ -805,7 +807,8 @@ class Broker:
                             mcp_http=None if self.http_gateway_status is None else self.http_gateway_status(),
                             listeners=[] if self.listener_status is None else self.listener_status(),
                             notify=[] if self.notify_status is None else self.notify_status(),
-                            web_window=None if self.web_window_status is None else self.web_window_status())
+                            web_window=None if self.web_window_status is None else self.web_window_status(),
+                            policies=None if self.policy_status is None else self.policy_status())
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)

@@ -12,7 +12,8 @@
   at load: to the program configured under their name now, or, for an answer rule of a name no
   server has, to the asker of that name (what it could only have answered since).
 - **Tool-call approval** (`call_in_relay`): a host's `tools/call` in its relayed session (the
-  `elicitron serve` gateway's, relay.py) goes through config rules, then the server's
+  `elicitron serve` gateway's, relay.py) goes through the config's policy files (policy/: a
+  `forbid` or `permit` decides, the audit names `policy:<id>`), then config rules, then the server's
   `toolApproval` policy, then user rules, and otherwise becomes an approval request (`approvals`)
   a window answers; calls from the CLI or a window's call panel never come here.
 - **Live and revocable.** Every change is pushed to the windows (`rules`); revoking removes a rule
@@ -41,6 +42,9 @@ from main_process.broker import ReplyTo
 from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
+from main_process.policy import hook as policy_hook
+from main_process.policy.engine import Verdict
+from main_process.policy.live import Policies
 from main_process.rules import Party, Rule, RuleBook, question_key, schema_fields
 from main_process.servers import READY_TIMEOUT_S, ManagedServer, cancelled_reply, error_reply
 from main_process.store.interface import RuleTable, run_now
@@ -115,9 +119,11 @@ async def remembered_rules(store: RuleTable, host: ConsentHost) -> list[Rule]:
 class Consent:
     def __init__(self, host: ConsentHost, store: RuleTable | None, remembered: Iterable[Rule],
                  config_rules: Iterable[Rule], loop: asyncio.AbstractEventLoop,
-                 identities: Mapping[str, str] | None = None) -> None:
+                 identities: Mapping[str, str] | None = None, policies: Policies | None = None) -> None:
         """`store` keeps the changes that outlive main; `remembered` is what it held at start
-        (`remembered_rules`). Made on main's running loop."""
+        (`remembered_rules`); `policies` the config's policy files (reloaded in place). Made on
+        main's running loop."""
+        self.policies = policies or Policies()
         self._host = host
         self._store = store
         self._loop = loop
@@ -345,7 +351,7 @@ class Consent:
         """False when every call of this server is allowed without looking (the common case)."""
         config = server.config
         return config.tool_approval != "allow" or bool(config.tool_approval_overrides) \
-            or self.book.has_tool_rules(server.name)
+            or self.book.has_tool_rules(server.name) or self.policies.active
 
     def _approve(self, call: "_HostCall") -> Cancel | None:
         server = call.server
@@ -382,6 +388,17 @@ class Consent:
     def _decide(self, call: "_HostCall") -> None:
         server, host, reply = call.server, call.host, call.reply
         tool = call.tool
+        listed = server.listed.get(tool)
+
+        def annotations() -> dict[str, Any] | None:
+            if listed is None or listed.annotations is None:
+                return None
+            return listed.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+        verdict = self.policies.host_call(host.name or host.window, server.name, tool, call.arguments, annotations())
+        if verdict is not None and verdict.policy is not None:  # policy files come first (policy/)
+            self._by_policy(call, verdict)
+            return
         identity = self._identities.get(server.name)
         rule = self.book.tool_rule(server.name, tool, host=host.window, identity=identity)
         if rule is not None and rule.expired(_now_ms()):
@@ -390,12 +407,6 @@ class Consent:
         if rule is not None and rule.source == "config":
             self._by_rule(call, rule)
             return
-        listed = server.listed.get(tool)
-
-        def annotations() -> dict[str, Any] | None:
-            if listed is None or listed.annotations is None:
-                return None
-            return listed.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
 
         policy = approvals.policy_for(server.config, tool, annotations)
         if policy == "allow":
@@ -412,25 +423,42 @@ class Consent:
                                 annotations=annotations())
             self._ask(call, info)
 
+    def _by_policy(self, call: "_HostCall", verdict: Verdict) -> None:
+        assert verdict.policy is not None
+        permitted = verdict.decision == "permit"
+        self._record(call, "allow-once" if permitted else "deny", policy_hook.audit_id(verdict.policy))
+        if permitted:
+            call.run()
+            return
+        logger.info("host %r: %s/%s denied by policy %s", call.host.name or call.host.window, call.server.name,
+                    call.tool, verdict.policy.id)
+        call.reply(ChannelReply(result=approvals.denied_result(
+            policy_hook.denial_sentence(call.server.name, call.tool, verdict.policy))))
+
     def _by_rule(self, call: "_HostCall", rule: Rule) -> None:
         server, host, reply = call.server, call.host, call.reply
         decision = _rule_decision(rule)
+        self._record(call, decision, rule.id)
+        if approvals.allowed(decision):
+            call.run()
+        else:
+            logger.info("host %r: %s/%s denied by rule %s", host.name or host.window, server.name, call.tool, rule.id)
+            reply(ChannelReply(result=approvals.denied_result(
+                approvals.denial_sentence(server.name, call.tool, "rule"))))
+
+    def _record(self, call: "_HostCall", decision: ApprovalDecision, by: str) -> None:
+        """The audit row of a call decided without a card, `by` a rule or a policy."""
+        server, host = call.server, call.host
         answer = ElicitationResult(action="accept", content={DECISION_PROPERTY: decision})
         host_name = host.name or host.window
         info = ApprovalInfo(server=server.name, tool=call.tool, arguments=call.arguments)
         params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
                   "requestedSchema": approvals.APPROVAL_SCHEMA}
         self._host.pending.record_by_rule(
-            Elicitation.read(server.name, params), answer, rule.id,
+            Elicitation.read(server.name, params), answer, by,
             RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window, kind="approval",
                            via=host_name, approval=info),
-            batched=True)  # the decision is on disk already: the config, the store, or the allow-session row
-        if approvals.allowed(decision):
-            call.run()
-        else:
-            logger.info("host %r: %s/%s denied by rule %s", host_name, server.name, call.tool, rule.id)
-            reply(ChannelReply(result=approvals.denied_result(
-                approvals.denial_sentence(server.name, call.tool, "rule"))))
+            batched=True)  # on disk already: the config, a policy file, the store, or the allow-session row
 
     def _ask(self, call: "_HostCall", info: ApprovalInfo) -> None:
         server, host, reply = call.server, call.host, call.reply
