@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from main_process.policy import schema, source
+from main_process.policy import arguments, schema, source
 from main_process.policy.errors import PolicyError
 
 Effect = Literal["permit", "forbid"]
@@ -30,6 +30,7 @@ class PolicyInfo:
     effect: Effect
     file: str
     line: int
+    column: int
     reason: str | None  # its @reason
     order: int  # in the files as configured: the first of several that decide is named
 
@@ -50,13 +51,16 @@ def load(paths: Iterable[Path]) -> LoadedPolicies:
     import cedarpy
 
     files = tuple(paths)
-    cedar_schema = cedarpy.Schema.from_str(schema.SCHEMA)
+    parsed = [(path, *_parsed(path)) for path in files]
+    declared = arguments.declared([est for _, _, _, found in parsed for _, est in found])
+    cedar_schema = cedarpy.Schema.from_str(schema.SCHEMA.replace("ARGUMENTS", declared))
     statics: dict[str, Any] = {}
     infos: dict[str, PolicyInfo] = {}
-    for path in files:
-        for info, est in _file_policies(path, cedar_schema):
+    for path, text, chunks, found in parsed:
+        _validate(path, text, chunks, cedar_schema)
+        for info, est in found:
             if info.id in infos:
-                raise PolicyError(f"{info.where}: policy id {info.id!r} is already the id of the policy at "
+                raise PolicyError(f"{info.where}:{info.column}: policy id {info.id!r} is already the id of the policy at "
                                   f"{infos[info.id].where}")
             infos[info.id] = dataclasses.replace(info, order=len(infos))
             statics[info.id] = est
@@ -66,7 +70,8 @@ def load(paths: Iterable[Path]) -> LoadedPolicies:
 
 
 
-def _file_policies(path: Path, cedar_schema: Any) -> list[tuple[PolicyInfo, dict[str, Any]]]:
+def _parsed(path: Path) -> tuple[str, list[source.Chunk], list[tuple[PolicyInfo, dict[str, Any]]]]:
+    """The file's text, its policies' places, and each policy parsed (EST JSON)."""
     import cedarpy
 
     try:
@@ -90,10 +95,16 @@ def _file_policies(path: Path, cedar_schema: Any) -> list[tuple[PolicyInfo, dict
             raise PolicyError(f"{where}: not a Cedar policy (a policy ends with `;`)")
         policy = policies[0]
         annotations = policy.get("annotations") or {}
-        line, _ = source.line_col(text, chunk.offset)
+        line, column = source.line_col(text, chunk.offset)
         info = PolicyInfo(id=annotations.get("id") or f"{path.name}:{line}", effect=policy["effect"],
-                          file=str(path), line=line, reason=annotations.get("reason"), order=0)
+                          file=str(path), line=line, column=column, reason=annotations.get("reason"), order=0)
         found.append((info, policy))
+    return text, chunks, found
+
+
+def _validate(path: Path, text: str, chunks: list[source.Chunk], cedar_schema: Any) -> None:
+    import cedarpy
+
     result = cedarpy.validate_policies(text, cedar_schema)
     for error in result.errors:
         if _INTO_ARGUMENTS.search(error.error):
@@ -102,7 +113,6 @@ def _file_policies(path: Path, cedar_schema: Any) -> list[tuple[PolicyInfo, dict
         chunk = chunks[min(index, len(chunks) - 1)] if chunks else source.Chunk("", 0)
         offset = chunk.offset + _attribute_at(chunk.text, error.error)
         raise PolicyError(f"{_where(path, text, offset)}: {_FOR_ACTION.sub('', _POLICY.sub('', error.error))}")
-    return found
 
 
 def _attribute_at(text: str, message: str) -> int:

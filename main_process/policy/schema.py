@@ -1,8 +1,8 @@
 """The Cedar schema every policy file is validated against, and the request a call becomes.
 
 A tool's arguments are whatever its inputSchema says, unknown when the files load: Cedar's schema
-has no open records, so `arguments` is declared empty and accesses into it are let through the
-validator (load.py); everything else (`context.argumnets`, `resource.nmae`) is checked.
+has no open records, so `arguments` is declared per policy set from how the policies use it
+(arguments.py); everything else (`context.argumnets`, `resource.nmae`) is checked as written.
 """
 
 import json
@@ -10,6 +10,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Final
 
+# ARGUMENTS: the record arguments.py declares for the policies being validated.
 SCHEMA: Final = """
 entity Host = { name: String };
 entity Asker = { name: String };
@@ -18,7 +19,7 @@ entity Tool in [Server] = { name: String, server: String };
 type Annotations = {
   readOnlyHint: Bool, destructiveHint: Bool, idempotentHint: Bool, openWorldHint: Bool,
 };
-type CallContext = { arguments: {}, annotations: Annotations, time: datetime };
+type CallContext = { arguments: ARGUMENTS, annotations: Annotations, time: datetime };
 action callTool appliesTo { principal: [Host], resource: [Tool], context: CallContext };
 action elicit appliesTo { principal: [Host, Asker], resource: [Server], context: CallContext };
 """
