@@ -116,15 +116,19 @@ def _validate(path: Path, text: str, chunks: list[source.Chunk], cedar_schema: A
 
 
 def _attribute_at(text: str, message: str) -> int:
-    """Where in a policy's text the attribute the message names is accessed (0: the policy's start)."""
+    """Where in a policy's text the thing the message names is (an attribute's access, an entity
+    type's name); 0, the policy's start, when it cannot be told."""
     named = _ATTRIBUTE.search(message)
-    if named is None:
-        return 0
-    last = named.group(1).split(".")[-1]
-    access = re.search(rf"(?:\.\s*|\bhas\s+){re.escape(last)}\b", text)
-    if access is None:
-        return 0
-    return access.end() - len(last)
+    if named is not None:
+        last = named.group(1).split(".")[-1]
+        access = re.search(rf"(?:\.\s*|\bhas\s+){re.escape(last)}\b", text)
+        if access is not None:
+            return access.end() - len(last)
+    for name in re.findall(r"`([^`]+)`", message):
+        found = re.search(rf"(?<![\w\"]){re.escape(name)}(?![\w\"])", text)
+        if found is not None:
+            return found.start()
+    return 0
 
 
 def _where(path: Path, text: str, offset: int) -> str:
