@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli_process.command import EXIT_FAILED, EXIT_NOT_RUNNING, EXIT_USAGE, connection_of
-from cli_process.policy_cli import add_policy_parser
+from cli_process.policy_cli import add_policy_parser, check_policies
 from cli_process.store_cli import add_store_arguments
 from main_process.paths import default_log_dir
 from shared.terminal_text import for_terminal, json_for_terminal
@@ -327,6 +327,7 @@ def cmd_main(args: argparse.Namespace) -> int:
     from shared.event_loop import loop_factory
 
     config = load_config(args.config)
+    check_policies(config)  # a bad policy file: one line and exit 2 before anything starts
     store = chosen_store(args.store, config.store)  # --store, else ELICITRON_STORE, else the config's
     new_loop = loop_factory()  # a bad ELICITRON_LOOP fails here, before anything starts
     tls = None
@@ -441,7 +442,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
         if preflight.returncode != 0:
             return preflight.returncode
     if not _main_is_running(connection):
-        load_config(args.config)  # a bad config fails here, in the foreground, with its one-line error
+        check_policies(load_config(args.config))  # a bad config (or policy file) fails here, in the foreground
         loop_factory()  # and so does a bad ELICITRON_LOOP (main's own stderr goes nowhere once it is started)
         if args.no_window:
             _start_main_in_background(connection, args.config, auto_open=not args.no_auto_open)

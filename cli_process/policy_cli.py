@@ -6,8 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cli_process.command import EXIT_USAGE
+
+if TYPE_CHECKING:
+    from main_process.config import Config
 from shared.terminal_text import for_terminal
 
 EXIT_PERMIT, EXIT_FORBID, EXIT_NO_MATCH = 0, 1, 2
@@ -29,6 +33,15 @@ def add_policy_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]"
     test.add_argument("--policy", type=Path, action="append", metavar="FILE",
                       help="this policy file instead of the config's (repeatable)")
     test.set_defaults(func=cmd_policy_test)
+
+
+def check_policies(config: "Config") -> None:
+    """The config's policy files loaded once in the foreground: PolicyError (a ConfigError, one line
+    and exit 2) before main starts, rather than a main that stops where nobody reads its stderr."""
+    if config.policies:
+        from main_process.policy.load import load
+
+        load(config.policies)
 
 
 def cmd_policy_test(args: argparse.Namespace) -> int:
