@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli_process.command import EXIT_FAILED, EXIT_NOT_RUNNING, EXIT_USAGE, connection_of
+from cli_process.policy_cli import add_policy_parser, check_policies
 from cli_process.store_cli import add_store_arguments
 from main_process.paths import default_log_dir
 from shared.terminal_text import for_terminal, json_for_terminal
@@ -269,6 +270,8 @@ def _parser() -> argparse.ArgumentParser:
                                                    "like a window (pair it with `elicitron pair --web`)"))
     add_web_arguments(p)
     p.set_defaults(func=cmd_web)
+
+    add_policy_parser(sub)
     return parser
 
 
@@ -324,6 +327,7 @@ def cmd_main(args: argparse.Namespace) -> int:
     from shared.event_loop import loop_factory
 
     config = load_config(args.config)
+    check_policies(config)  # a bad policy file: one line and exit 2 before anything starts
     store = chosen_store(args.store, config.store)  # --store, else ELICITRON_STORE, else the config's
     new_loop = loop_factory()  # a bad ELICITRON_LOOP fails here, before anything starts
     tls = None
@@ -438,7 +442,7 @@ def cmd_launch(args: argparse.Namespace) -> int:
         if preflight.returncode != 0:
             return preflight.returncode
     if not _main_is_running(connection):
-        load_config(args.config)  # a bad config fails here, in the foreground, with its one-line error
+        check_policies(load_config(args.config))  # a bad config (or policy file) fails here, in the foreground
         loop_factory()  # and so does a bad ELICITRON_LOOP (main's own stderr goes nowhere once it is started)
         if args.no_window:
             _start_main_in_background(connection, args.config, auto_open=not args.no_auto_open)
@@ -691,6 +695,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(_listener_line(listener))
     for notify in report.notify:
         print("\n  ".join(_notify_lines(notify)))
+    if report.policies is not None:
+        policies = report.policies
+        print(f"policies: {policies.policies} from {for_terminal(', '.join(policies.files)) or '-'}")
+        if policies.problem:
+            print(f"  not reloaded: {for_terminal(policies.problem)}")
     web = report.web_window
     if web is not None:
         why = f" ({for_terminal(web.error)})" if web.error else ""

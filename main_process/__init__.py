@@ -32,6 +32,8 @@ audit_writer.py  when the audit rows reach the store; audit.py: what `elicitron 
 notify/          webhooks for new requests (the config's `notify`): notifier.py (Notifier), its config
                  keys, what a notice says per format, the rate-limited retrying POSTs, the web
                  window's URL (notify/__init__.py has its map)
+policy/          the config's Cedar policy files: loaded, validated, deciding hosts' tool calls before
+                 rules and cards (policy/__init__.py has its map)
 relay.py         Relay: hosts' own relayed sessions with a server (consent decided on the way);
                  host_pipes.py: a local serve's stdin/stdout, which main then reads itself
 merge/           MergedSession: every server as one session for a host (`<server>__<name>`), sans-IO;

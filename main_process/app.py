@@ -38,6 +38,7 @@ from main_process.lock import InstanceLock
 from main_process.notifications import Notifications
 from main_process.open_calls import OpenCalls
 from main_process.paths import default_log_dir
+from main_process.policy.live import Policies
 from main_process.published_connection import PublishedConnection
 from main_process.questions import QuestionDesk
 from main_process.relay import Relay
@@ -164,7 +165,7 @@ class MainApp:
         if self.rules:
             await store.claim(self.connection_path)  # the CLI then changes the rules through this main
             consent = Consent(wire.consent_ports, store.rules, await remembered_rules(store.rules, wire.consent_ports),
-                              config.rules, loop, identities(config.servers))
+                              config.rules, loop, identities(config.servers), Policies(config.policies))
             stack.push_async_callback(consent.close)
         auto_open = AutoOpen(self.connection_path, enabled=self.auto_open_window, renderers=wire.attachments.renderers)
         broker = Broker(wire, token=token, session=channels.new_uuid7(), audit=store.audit, rules=consent,
@@ -172,7 +173,8 @@ class MainApp:
                             http_gateway=http_child.status if http_child else None,
                             rotate_http_token=_rotation(connection, http_child),
                             listeners=_listener_status(front), notify=notifications.statuses,
-                            web_window=web_child.status if web_child else None))
+                            web_window=web_child.status if web_child else None,
+                            policies=consent.policies.status if consent is not None else None))
         stack.push_async_callback(broker.close)
         stack.callback(calls.close, STOPPING)  # calls answered while the socket is open
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

@@ -43,8 +43,9 @@ def format_entries(entries: Sequence[AuditEntry]) -> str:
             "…" + entry.window[-8:] if entry.window and len(entry.window) > 9 else entry.window or "")
         if entry.device is not None:  # a web window's page: the paired device is who answered
             by = "device " + table_cell(entry.device, _WIDTHS["BY"] - 7)
-        if entry.rule_id is not None:
-            by = f"rule {entry.rule_id}"
+        if entry.rule_id is not None:  # a policy file's decision is audited as `policy:<id>` (policy/hook.py)
+            by = "policy " + entry.rule_id.removeprefix("policy:") if entry.rule_id.startswith("policy:") \
+                else f"rule {entry.rule_id}"
         machine = (table_cell(entry.machine or "?", _WIDTHS["MACHINE"]),) if machines else ()
         rows.append((
             time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(entry.created_at / 1000)),

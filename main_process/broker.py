@@ -45,6 +45,7 @@ from shared.messages import (
     ListenerStatus,
     ListName,
     NotifyStatus,
+    PolicyStatus,
     ServerInfo,
     ServerPolicy,
     StatusReport,
@@ -113,6 +114,7 @@ class StatusSources:
     listeners: Callable[[], list[ListenerStatus]] = field(default=_none_listening)  # --listen tcp://
     notify: Callable[[], list[NotifyStatus]] = field(default=_no_notify)  # the config's `notify`
     web_window: Callable[[], WebWindowStatus] | None = None  # main --web
+    policies: Callable[[], PolicyStatus | None] | None = None  # the config's `policies`
 
 
 class Broker:
@@ -189,4 +191,5 @@ class Broker:
                             pending=self.pending.summaries(), event_loop=describe_loop(self._loop),
                             mcp_http=None if status.http_gateway is None else status.http_gateway(),
                             listeners=status.listeners(), notify=status.notify(),
-                            web_window=None if status.web_window is None else status.web_window())
+                            web_window=None if status.web_window is None else status.web_window(),
+                            policies=None if status.policies is None else status.policies())

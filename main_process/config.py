@@ -15,7 +15,8 @@ windows, that host (when it can answer it, else the windows), or both with the f
 `toolApproval`, `toolApprovalOverrides` and the top-level `elicitron.rules`: see `consent_config`;
 the top-level `elicitron.notify` (webhooks for new requests): see `notify/config.py`; `elicitron.store`
 (where rules and the audit log live: store/factory.py) and `elicitron.machine` (this main's name on
-the audit rows of a shared store; default: the host name).
+the audit rows of a shared store; default: the host name); `elicitron.policies` (Cedar policy
+files, relative to the config file: main_process/policy/).
 
 Every time is at most MAX_TIMEOUT_S (7 days); a key given twice in one object is an error, not
 "the last one wins".
@@ -109,6 +110,7 @@ class Config:
     notify: tuple[NotifyTarget, ...] = ()  # {"elicitron": {"notify": {...} | [...]}} (notify/config.py)
     store: str | None = None  # {"elicitron": {"store": URL}}: the store's backend (store/factory.py); None: SQLite
     machine: str | None = None  # {"elicitron": {"machine": name}}: this main on a shared store; None: host name
+    policies: tuple[Path, ...] = ()  # {"elicitron": {"policies": [files]}}: Cedar policy files (main_process/policy/)
 
 
 def default_config_path() -> Path:
@@ -174,7 +176,16 @@ def parse_config(data: Any, source: str) -> Config:
         raise ConfigError(f"{source}: elicitron.machine must be a name (printable text, 1 to {MAX_MACHINE_CHARS} "
                           "characters)")
     return Config(servers=servers, source=source, audit_values=audit_values, auto_open_window=auto_open,
-                  rules=rules, notify=parse_notify(options.get("notify"), source), store=store, machine=machine)
+                  rules=rules, notify=parse_notify(options.get("notify"), source), store=store, machine=machine,
+                  policies=_policy_paths(options.get("policies", []), source))
+
+
+def _policy_paths(value: Any, source: str) -> tuple[Path, ...]:
+    """The policy files, relative to the config file's folder (read and checked by main_process/policy)."""
+    if not isinstance(value, list) or not all(isinstance(p, str) and p.strip() for p in value):
+        raise ConfigError(f"{source}: elicitron.policies must be a list of file paths (strings)")
+    base = Path(source).absolute().parent
+    return tuple(base / Path(p).expanduser() for p in value)
 
 
 def _parse_entry(source: str, name: str, entry: Any) -> ServerConfig:

@@ -100,6 +100,9 @@ SECTIONS: Final = (
                              "`\"postgresql://USER@HOST:PORT/DATABASE\"` (`--store` and `ELICITRON_STORE` "
                              "come first)", default="`sqlite:`"),
                 Key("machine", "this main's name on the audit rows", default="the host name"),
+                Key("policies", "Cedar policy files (paths relative to the config file) that decide hosts' "
+                                "tool calls before any rule or card: `permit` lets a call through, `forbid` "
+                                "denies it (see [Consent memory](consent.md#policy-files-cedar))", default="`[]`"),
             )),
     Section("notify", "elicitron.notify", "Webhooks: `notify`",
             "One object per receiver, or a list of them (see "

@@ -12,8 +12,9 @@
   at load: to the program configured under their name now, or, for an answer rule of a name no
   server has, to the asker of that name (what it could only have answered since).
 - **Tool-call approval** (tool_approval.py, on these rules): a host's `tools/call` in its relayed
-  session goes through config rules, then the server's `toolApproval` policy, then user rules,
-  and otherwise becomes an approval request a window answers.
+  session goes through the config's policy files (policy/, `policies` here), then config rules,
+  then the server's `toolApproval` policy, then user rules, and otherwise becomes an approval
+  request a window answers.
 - **Live and revocable.** Every change is pushed to the windows (`rules`); revoking removes a rule
   from memory before the next request is looked at (and from the store before the revoker hears
   it is done), and since every lookup happens at the moment a rule would be applied (a call
@@ -38,6 +39,7 @@ from typing import Any, Protocol
 from main_process import approvals
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequest, PendingRequests
+from main_process.policy.live import Policies
 from main_process.rules import Party, Rule, RuleBook, question_key, schema_fields
 from main_process.store.interface import RuleTable, run_now
 from shared.elicit_params import ElicitParams, FormParams
@@ -106,9 +108,11 @@ async def remembered_rules(store: RuleTable, ports: ConsentPorts) -> list[Rule]:
 class Consent:
     def __init__(self, ports: ConsentPorts, store: RuleTable | None, remembered: Iterable[Rule],
                  config_rules: Iterable[Rule], loop: asyncio.AbstractEventLoop,
-                 identities: Mapping[str, str] | None = None) -> None:
+                 identities: Mapping[str, str] | None = None, policies: Policies | None = None) -> None:
         """`store` keeps the changes that outlive main; `remembered` is what it held at start
-        (`remembered_rules`). Made on main's running loop."""
+        (`remembered_rules`); `policies` the config's policy files (reloaded in place; tool_approval.py
+        asks them first). Made on main's running loop."""
+        self.policies = policies or Policies()
         self._ports = ports
         self._store = store
         self._loop = loop

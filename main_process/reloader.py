@@ -43,6 +43,7 @@ class Reloader:
         except ConfigError as exc:
             return error_reply(RpcCode.INVALID_PARAMS, str(exc))
         before, old = self.config, self.config.servers
+        policy_problem: str | None = None
         added = [n for n in fresh.servers if n not in old]
         removed = [n for n in old if n not in fresh.servers]
         changed = [n for n in fresh.servers if n in old and differs_beyond_approval(fresh.servers[n], old[n])]
@@ -54,6 +55,7 @@ class Reloader:
         self.config = fresh
         if self._consent is not None:
             self._consent.set_config_rules(fresh.rules, identities(fresh.servers))
+            policy_problem = self._consent.policies.reload(fresh.policies)  # a bad file keeps the last good set
         for name in unchanged:  # a new toolApproval takes effect without a restart
             self._servers.set_config(name, fresh.servers[name])
         for name in removed + changed:
@@ -64,4 +66,4 @@ class Reloader:
             server.start()
         self._publisher.publish_servers()
         logger.info("reloaded %s: added %s, removed %s, changed %s", fresh.source, added, removed, changed)
-        return ChannelReply(reload=reload_report(before, fresh))  # every change applied (reload_report.py)
+        return ChannelReply(reload=reload_report(before, fresh, policy_problem))  # every change applied (reload_report.py)

@@ -1,5 +1,6 @@
 """Tool-call approval: a host's `tools/call` in its relayed session (the `elicitron serve` gateway's,
-relay.py) goes through config rules, then the server's `toolApproval` policy, then user rules
+relay.py) goes through the config's policy files (policy/: a `forbid` or `permit` decides, the audit
+names `policy:<id>`), then config rules, then the server's `toolApproval` policy, then user rules
 (consent.py keeps them all), and otherwise becomes an approval request (`approvals`) a window
 answers; calls from the CLI or a window's call panel never come here.
 
@@ -17,6 +18,8 @@ from main_process.consent import Consent, now_ms, rule_decision
 from main_process.peer_calls import Cancel
 from main_process.peers import Peer
 from main_process.pending import Elicitation, PendingRequests, RequestOptions
+from main_process.policy import hook as policy_hook
+from main_process.policy.engine import Verdict
 from main_process.rules import Rule
 from main_process.server_era import READY_TIMEOUT_S
 from main_process.server_faults import cancelled_reply, error_reply
@@ -57,7 +60,7 @@ class ToolApproval:
         """False when every call of this server is allowed without looking (the common case)."""
         config = server.config
         return config.tool_approval != "allow" or bool(config.tool_approval_overrides) \
-            or self._consent.book.has_tool_rules(server.name)
+            or self._consent.book.has_tool_rules(server.name) or self._consent.policies.active
 
     def _approve(self, call: "_HostCall") -> Cancel | None:
         server = call.server
@@ -94,6 +97,18 @@ class ToolApproval:
     def _decide(self, call: "_HostCall") -> None:
         server, host, reply = call.server, call.host, call.reply
         tool = call.tool
+        listed = server.listed.get(tool)
+
+        def annotations() -> dict[str, Any] | None:
+            if listed is None or listed.annotations is None:
+                return None
+            return listed.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+        verdict = self._consent.policies.host_call(host.name or host.window, server.name, tool, call.arguments,
+                                                   annotations())
+        if verdict is not None and verdict.policy is not None:  # policy files come first (policy/)
+            self._by_policy(call, verdict)
+            return
         identity = self._consent.identity_of(server.name)
         rule = self._consent.book.tool_rule(server.name, tool, host=host.window, identity=identity)
         if rule is not None and rule.expired(now_ms()):
@@ -102,13 +117,6 @@ class ToolApproval:
         if rule is not None and rule.source == "config":
             self._by_rule(call, rule)
             return
-        listed = server.listed.get(tool)
-
-        def annotations() -> dict[str, Any] | None:
-            if listed is None or listed.annotations is None:
-                return None
-            return listed.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
-
         policy = approvals.policy_for(server.config, tool, annotations)
         if policy == "allow":
             call.run()
@@ -124,25 +132,43 @@ class ToolApproval:
                                 annotations=annotations())
             self._ask(call, info)
 
+    def _by_policy(self, call: "_HostCall", verdict: Verdict) -> None:
+        policy = verdict.policy
+        assert policy is not None  # _decide checked it
+        permitted = verdict.decision == "permit"
+        self._record(call, "allow-once" if permitted else "deny", policy_hook.audit_id(policy))
+        if permitted:
+            call.run()
+            return
+        logger.info("host %r: %s/%s denied by policy %s", call.host.name or call.host.window, call.server.name,
+                    call.tool, policy.id)
+        call.reply(ChannelReply(result=approvals.denied_result(
+            policy_hook.denial_sentence(call.server.name, call.tool, policy))))
+
     def _by_rule(self, call: "_HostCall", rule: Rule) -> None:
-        server, host, reply = call.server, call.host, call.reply
         decision = rule_decision(rule)
+        self._record(call, decision, rule.id)
+        if approvals.allowed(decision):
+            call.run()
+        else:
+            logger.info("host %r: %s/%s denied by rule %s", call.host.name or call.host.window, call.server.name,
+                        call.tool, rule.id)
+            call.reply(ChannelReply(result=approvals.denied_result(
+                approvals.denial_sentence(call.server.name, call.tool, "rule"))))
+
+    def _record(self, call: "_HostCall", decision: str, by: str) -> None:
+        """The audit row of a call decided without a card, `by` a rule or a policy."""
+        server, host = call.server, call.host
         answer = ElicitationResult(action="accept", content={DECISION_PROPERTY: decision})
         host_name = host.name or host.window
         info = ApprovalInfo(server=server.name, tool=call.tool, arguments=call.arguments)
         params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
                   "requestedSchema": approvals.APPROVAL_SCHEMA}
         self._pending.record_by_rule(
-            Elicitation.read(server.name, params), answer, rule.id,
+            Elicitation.read(server.name, params), answer, by,
             RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window, kind="approval",
                            via=host_name, approval=info),
-            batched=True)  # the decision is on disk already: the config, the store, or the allow-session row
-        if approvals.allowed(decision):
-            call.run()
-        else:
-            logger.info("host %r: %s/%s denied by rule %s", host_name, server.name, call.tool, rule.id)
-            reply(ChannelReply(result=approvals.denied_result(
-                approvals.denial_sentence(server.name, call.tool, "rule"))))
+            batched=True)  # on disk already: the config, a policy file, the store, or the allow-session row
 
     def _ask(self, call: "_HostCall", info: ApprovalInfo) -> None:
         server, host, reply = call.server, call.host, call.reply

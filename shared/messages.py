@@ -406,6 +406,15 @@ class NotifyStatus(Body):
     last_sent_at: int | None = None
 
 
+class PolicyStatus(Body):
+    """Extension: the config's policy files (`elicitron.policies`) in force, how many policies they
+    hold, and why the last reload could not replace them (None: it did)."""
+
+    files: list[str]
+    policies: int
+    problem: str | None = None
+
+
 class StatusReport(Body):
     session: str
     pid: int
@@ -418,6 +427,7 @@ class StatusReport(Body):
     listeners: list[ListenerStatus] = []  # extension: main's own listeners (tcp+CURVE), refusals counted
     notify: list[NotifyStatus] = []  # extension: the config's webhook receivers
     web_window: WebWindowStatus | None = None  # extension: only with `main --web`
+    policies: PolicyStatus | None = None  # extension: only with the config's `elicitron.policies`
 
 
 class ServerControlReport(Body):
