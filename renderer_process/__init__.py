@@ -4,8 +4,17 @@ bridge.py        MainBridge: the window's peer of main, what main says as Qt sig
 qt_peer.py       QtPeer: shared/peer.py's core on the Qt loop (the DEALER, its notifier, ticks, hello)
 connection_status.py  connecting / connected / reconnecting, main missing, an unusable file (no Qt)
 bridge_messages.py    which signal tells each push; the local answers to what was not sent (no Qt)
-main_window.py   MainWindow: servers, tool calls, results, notices, one elicitation card at a time
-                 (which one, the queue and the other windows' requests: shared/window_core.py)
+main_window.py   MainWindow: the thin face composing the parts below, the bridge's slots, its signals
+window_layout.py where the window's parts sit (the lines across the top, the panels)
+card_area.py     CardArea: one elicitation card at a time, "N more waiting", the other windows' requests
+                 (which is which: shared/window_core.py), rendered; what goes beyond them as signals
+connection_banner.py  main gone / contact lost / a connection file to fix: its words (no Qt) and banner
+browser_wait.py  "Waiting for the browser": URL requests accepted here, until their page reports done
+sign_in_finish.py     on a remote window, the open "paste the browser's address" sign-in dialogs
+request_notifier.py   a desktop notification for new requests while the user is not looking
+keep_in_tray.py  Window ▸ "Keep running in the tray when closed", saved in the settings
+decline_policy.py     the servers declined for this main session ("Decline all", "Ask again")
+main_requests.py tool calls, server control, reload, tools/list pages: sent, replies in the log
 card.py          ElicitationCard: the modal dialog for one request (form, URL consent, notice), built
                  with what it offers (Offers: decline all, remember, a yes/no confirm)
 form_body.py     the fields of a form card and whether the answer validates

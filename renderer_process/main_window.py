@@ -7,8 +7,7 @@ that wires it to a MainBridge.
 
 Which request shows as the one modal card, which wait in the queue ("N more waiting") and which
 are listed under "waiting in another window" (with "Answer here") is shared/window_core.py's
-WindowCore, the same core a browser page's peer uses: the window feeds it main's pushes and the
-user's answers and renders the effects it returns (`_render`).
+WindowCore, the same core a browser page's peer uses, rendered by card_area.py's CardArea.
 
 While no window of this program is active (another program has the focus, or the window was
 closed into the tray), a new request is announced with a desktop notification naming the server
@@ -16,82 +15,42 @@ and its question; clicking it brings the window and the card forward. The title 
 icon show how many requests wait here. When main is gone (stopped: its connection file is
 removed, or main said it is stopping) a banner says so and what to do, and nothing offers to act
 on its servers; a connection file this window cannot use (e.g. not 0600) is a banner with the fix.
+
+The window is a thin face composing parts with one job each: CardArea (the cards), BrowserWait,
+SignInFinishes, RequestNotifier, KeepInTray, DeclinePolicy, MainRequests (our requests to main
+and the results log) and the ConnectionBanner; it relays their signals as its own.
 """
 
-import json
 import logging
-from dataclasses import dataclass
-from functools import partial
-from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent
-from PySide6.QtWidgets import (
-    QApplication,
-    QFrame,
-    QGroupBox,
-    QHBoxLayout,
-    QLabel,
-    QMainWindow,
-    QPlainTextEdit,
-    QPushButton,
-    QSplitter,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QPlainTextEdit, QWidget
 
 from renderer_process.bridge import MainBridge
+from renderer_process.browser_wait import BrowserWait
 from renderer_process.call_panel import CallPanel
 from renderer_process.card import URL, UrlOpener, open_in_browser
-from renderer_process.connection_status import CONNECTED
-from renderer_process.consent_cards import Card, card_for, remember_choice
-from renderer_process.elsewhere import ElsewhereList
+from renderer_process.card_area import STATUS_MS, CardArea, refusal_text
+from renderer_process.connection_banner import ConnectionBanner, Reachability
+from renderer_process.consent_cards import Card
+from renderer_process.decline_policy import DeclinePolicy
 from renderer_process.hosts import HostsLabel
 from renderer_process.icon import app_icon
-from renderer_process.long_text import preview
+from renderer_process.keep_in_tray import KeepInTray
+from renderer_process.main_requests import MainRequests
 from renderer_process.remembered_panel import RememberedPanel
-from renderer_process.reply_format import format_admin_reply, format_reply
+from renderer_process.request_notifier import RequestNotifier
 from renderer_process.result_view import ResultView
 from renderer_process.servers_panel import ServersPanel
-from renderer_process.sign_in_card import SignInFinishDialog, is_sign_in
+from renderer_process.sign_in_card import is_sign_in
+from renderer_process.sign_in_finish import SignInFinishes
 from renderer_process.tray import Tray, TrayFactory, system_tray
 from renderer_process.web_devices_dialog import WebDevicesDialog
+from renderer_process.window_layout import lay_out
 from shared import channels, messages
-from shared.command_name import elicitron_command
-from shared.window_core import (
-    AnswerRefused,
-    Arrived,
-    Effect,
-    ElsewhereChanged,
-    SendAnswer,
-    Show,
-    WindowCore,
-    Withdraw,
-)
 
 logger = logging.getLogger(__name__)
-
-STATUS_MS = 8000
-BRIEF_MS = 4000  # "cancelled by the server": worth a glance, not a long stay
-KEEP_IN_TRAY_KEY = "window/keepInTray"
-_MAX_TOOLS = 10_000  # a server paging forever stops here
-MAIN_GONE_TEXT = (
-    "main is not running: it was stopped (elicitron stop), or has not been started. Its servers "
-    "are stopped too, and no request can reach this window. To start it again, run "
-    "`{command} launch --no-window`; this window reconnects by itself."
-)
-MAIN_LOST_TEXT = "Lost contact with main; reconnecting… Nothing can be sent to it until it answers."
-FILE_PROBLEM_TEXT = "This window cannot use its connection file: {problem}. It tries again every second."
-
-
-@dataclass(frozen=True)
-class _Request:
-    """What one of our own requests to main was, to log its reply."""
-
-    label: str
-    admin: bool  # server control or reload (else a tool call)
-    tools_of: str = ""  # a tools/list of this server (pages gathered in `pages`)
-    pages: tuple[dict[str, Any], ...] = ()
 
 
 class MainWindow(QMainWindow):
@@ -115,31 +74,16 @@ class MainWindow(QMainWindow):
         tray_factory: TrayFactory = system_tray,
     ) -> None:
         super().__init__(parent)
-        self._core = WindowCore(window_id)  # the cards: shown, queued, waiting in another window
         self._name = name
-        self._opener = opener
-        self._settings = settings  # None: options last as long as the window
-        self._notified: set[str] = set()  # channels a notification was shown for
-        self._main_missing = False
-        self._connected = False
-        self._file_problem = ""  # why the connection file cannot be used, if it cannot
-        self._card: Card | None = None  # the card of the core's shown request
-        self._requests: dict[str, _Request] = {}  # response channel -> what we asked
-        self._declining: set[str] = set()  # servers the user declines for this main session
-        self._browser_waits: dict[tuple[str, str], messages.ElicitationInvoke] = {}
+        self._reach = Reachability()
         self.remote = False  # attached over tcp: sign-ins finish by pasting the browser's address
-        self._sign_in_finish: dict[str, SignInFinishDialog] = {}  # elicitationId -> open dialog
-        self._sign_in_pastes: dict[str, SignInFinishDialog] = {}  # response channel -> its dialog
 
         self.setWindowIcon(app_icon())
         self.resize(900, 640)
 
-        self.queue_label = QLabel(self)
-        self.queue_label.setObjectName("queue")
-        self.queue_label.setStyleSheet("font-weight: bold;")
-        self.queue_label.hide()
-        self.elsewhere = ElsewhereList(self)
-        self.browser_wait = _BrowserWait(self)
+        self.cards = CardArea(window_id, self, opener)  # the card, the queue, the other windows'
+        self.queue_label, self.elsewhere = self.cards.queue_label, self.cards.elsewhere
+        self.browser_wait = BrowserWait(self)
         self.servers_panel = ServersPanel(self)
         self.call_panel = CallPanel(self)
         self.remembered_panel = RememberedPanel(self)
@@ -148,31 +92,56 @@ class MainWindow(QMainWindow):
         self.results.setReadOnly(True)
         self.results.setAccessibleName("Log")
         self.result_view = ResultView(self)
-        self.banner = _Banner(self)
-        self.keep_in_tray = QAction("Keep running in the tray when closed", self)
-        self.keep_in_tray.setObjectName("keep_in_tray")
-        self.keep_in_tray.setCheckable(True)
+        self.banner = ConnectionBanner(self)
+        self.keep_in_tray = KeepInTray(settings, self)
         self.tray = Tray(tray_factory(self), self.keep_in_tray, self)
-        self._load_options()
+        self.keep_in_tray.load(self.tray.available)
         self.state_label = QLabel(self)
         self.state_label.setObjectName("state")
         self.statusBar().addPermanentWidget(self.state_label)
         self.hosts_label = HostsLabel(self)
         self.statusBar().addPermanentWidget(self.hosts_label)
-        self._build_layout()
+        self.requests = MainRequests(self.results, self.result_view, self.call_panel)
+        self.declining = DeclinePolicy(self.servers_panel)
+        self.sign_ins = SignInFinishes(self)
+        self.notifier = RequestNotifier(self.tray, self)
+        menu = self.menuBar().addMenu("&Window")
+        menu.addAction(self.keep_in_tray)
+        web_devices = menu.addAction("Web devices…")
+        web_devices.setObjectName("web_devices_action")
+        web_devices.triggered.connect(self.show_web_devices)
+        lay_out(self, [self.banner, self.queue_label, self.elsewhere, self.browser_wait], self.servers_panel,
+                self.remembered_panel, self.call_panel, self.result_view, self.results)
+        self._wire()
+        self.on_state_changed("connecting")
+        self._refresh_waiting(0)
 
-        self.call_panel.call_requested.connect(self._on_call_requested)
-        self.servers_panel.control_requested.connect(self._on_control_requested)
-        self.servers_panel.reload_requested.connect(self._on_reload_requested)
-        self.servers_panel.policy_requested.connect(self._on_policy_requested)
-        self.elsewhere.answer_here.connect(lambda channel: self._render(self._core.answer_here(channel)))
-        self.browser_wait.clear_button.clicked.connect(self._stop_waiting_for_browser)
-        self.call_panel.tools_wanted.connect(self._request_tools)
-        self.keep_in_tray.toggled.connect(self._save_options)
+    def _wire(self) -> None:
+        """The parts' signals: to each other, to the status bar, and out as this window's own."""
+        show_status = self.statusBar().showMessage
+        self.cards.answer_ready.connect(self.answer_ready)
+        self.cards.answer_remembered.connect(self.answer_remembered)
+        self.cards.accepted.connect(self._on_accepted)
+        self.cards.arrived.connect(self.notifier.announce)
+        self.cards.decline_all_requested.connect(self.declining.decline_all)
+        self.cards.answer_not_taken.connect(self.browser_wait.forget)
+        self.cards.status.connect(show_status)
+        self.cards.waiting_changed.connect(self._refresh_waiting)
+        self.call_panel.call_requested.connect(self.requests.call)
+        self.call_panel.tools_wanted.connect(self.requests.request_tools)
+        self.servers_panel.control_requested.connect(self.requests.control)
+        self.servers_panel.reload_requested.connect(self.requests.reload)
+        self.servers_panel.policy_requested.connect(self.declining.set)
+        self.declining.policy_requested.connect(self.policy_requested)
+        self.declining.status.connect(lambda text: show_status(text, STATUS_MS))
+        self.sign_ins.redirect_requested.connect(self.requests.sign_in_redirect)
+        self.requests.call_requested.connect(self.call_requested)
+        self.requests.control_requested.connect(self.control_requested)
+        self.requests.reload_requested.connect(self.reload_requested)
+        self.requests.sign_in_redirect_requested.connect(self.sign_in_redirect_requested)
+        self.requests.mcp_requested.connect(self.mcp_requested)
         self.tray.show_requested.connect(self.bring_forward)
         self.tray.quit_requested.connect(QApplication.quit)
-        self.on_state_changed("connecting")
-        self._refresh_waiting()
 
     def show_web_devices(self) -> WebDevicesDialog:
         """Window ▸ Web devices…: the paired browsers, Revoke, Pair (with the link's QR code)."""
@@ -181,42 +150,9 @@ class MainWindow(QMainWindow):
         dialog.show()
         return dialog
 
-    def _build_layout(self) -> None:
-        menu = self.menuBar().addMenu("&Window")
-        menu.addAction(self.keep_in_tray)
-        web_devices = menu.addAction("Web devices…")
-        web_devices.setObjectName("web_devices_action")
-        web_devices.triggered.connect(self.show_web_devices)
-        servers_box = QSplitter(Qt.Orientation.Vertical, self)
-        servers_box.addWidget(_boxed("Servers", self.servers_panel))
-        servers_box.addWidget(_boxed("Remembered", self.remembered_panel))
-        right = QSplitter(Qt.Orientation.Vertical, self)
-        right.addWidget(_boxed("Call a tool", self.call_panel))
-        results = QSplitter(Qt.Orientation.Vertical, self)
-        results.addWidget(self.result_view)
-        results.addWidget(self.results)
-        results.setStretchFactor(0, 3)  # the last result first; the log of everything below it
-        results.setStretchFactor(1, 1)
-        results.setSizes([300, 100])
-        right.addWidget(_boxed("Results", results))
-        right.setStretchFactor(0, 3)
-        right.setStretchFactor(1, 2)
-        splitter = QSplitter(Qt.Orientation.Horizontal, self)
-        splitter.addWidget(servers_box)
-        splitter.addWidget(right)
-        splitter.setStretchFactor(1, 1)
-        central = QWidget(self)
-        layout = QVBoxLayout(central)
-        layout.addWidget(self.banner)
-        layout.addWidget(self.queue_label)
-        layout.addWidget(self.elsewhere)
-        layout.addWidget(self.browser_wait)
-        layout.addWidget(splitter, 1)
-        self.setCentralWidget(central)
-
     def attach(self, bridge: MainBridge) -> None:
         """Wire this window to a bridge, both ways."""
-        self._core.window = bridge.window_id
+        self.cards.set_window_id(bridge.window_id)
         bridge.state_changed.connect(self.on_state_changed)
         bridge.main_missing.connect(self.on_main_missing)
         bridge.connection_problem.connect(self.on_connection_problem)
@@ -254,63 +190,49 @@ class MainWindow(QMainWindow):
     # ---- accessors for tests and other engineers -------------------------------------------
 
     def current_card(self) -> Card | None:
-        return self._card
+        return self.cards.current_card()
 
     def queued_count(self) -> int:
-        return len(self._core.queued)
+        return self.cards.queued_count()
+
+    def waiting_count(self) -> int:
+        """Requests waiting for an answer in this window: the card on screen and the queue."""
+        return self.cards.waiting_count()
 
     # ---- slots fed by the bridge ----------------------------------------------------------
 
     def on_state_changed(self, state: str) -> None:
         self.state_label.setText(state)
-        self._connected = state == CONNECTED
+        self._reach.set_state(state)
         self._show_reachability()
 
     def on_main_missing(self, missing: bool) -> None:
         """main's connection file is gone (main stopped cleanly) or is back."""
-        if missing and not self._main_missing:
-            # A cleanly stopped main cancelled its requests: nothing here can be answered any more.
-            dropped = self._core.waiting_count
-            self._render(self._core.cleared("main stopped: its requests are gone"))
-            if dropped:
-                logger.info("main stopped; dropped %d request(s) it held", dropped)
-        self._main_missing = missing
+        if missing and not self._reach.main_missing:
+            self.cards.main_stopped()
+        self._reach.main_missing = missing
         self._show_reachability()
 
     def on_connection_problem(self, problem: str) -> None:
         """The connection file is there but cannot be used (`problem` says why and how to fix it)."""
-        self._file_problem = problem
+        self._reach.file_problem = problem
         self._show_reachability()
 
     def _show_reachability(self) -> None:
-        if self._connected:
-            self.banner.say("")
-        elif self._file_problem:
-            self.banner.say(FILE_PROBLEM_TEXT.format(problem=self._file_problem.rstrip(".")))
-        elif self._main_missing:
-            self.banner.say(MAIN_GONE_TEXT.format(command=elicitron_command()))
-        elif self._core.session:  # we were attached once: contact was lost
-            self.banner.say(MAIN_LOST_TEXT)
-        else:
-            self.banner.say("")  # still connecting for the first time: the status bar says so
-        self.servers_panel.set_reachable(self._connected, "main not running" if self._main_missing else "")
-        self.call_panel.set_connected(self._connected)
+        reach = self._reach
+        self.banner.say(reach.banner_text(attached_once=bool(self.cards.session)))
+        self.servers_panel.set_reachable(reach.connected, reach.why_not)
+        self.call_panel.set_connected(reach.connected)
 
     def on_welcomed(self, welcome: messages.Welcome) -> None:
-        if welcome.session != self._core.session:  # a (re)started main: its own policies
-            self._declining.clear()
-            self.servers_panel.set_declining(self._declining)
-            self._browser_waits.clear()
-            self.browser_wait.set_waits([])
-        self._connected = True
-        self._main_missing = False
+        if welcome.session != self.cards.session:  # a (re)started main: its own policies
+            self.declining.reset()
+            self.browser_wait.clear()
+        self._reach.welcomed()
         self._show_reachability()
         self.on_servers_changed(welcome.servers)
-        self._render(self._core.welcomed(welcome))  # the replay: what main no longer holds goes
-        self._notified &= self._core.open_channels()
-        # main sends `peers` right after `welcome`: let it land before a card takes the screen,
-        # so a request that another window is already showing is not put in front of the user.
-        QTimer.singleShot(0, self, lambda: self._render(self._core.settle()))
+        self.cards.welcomed(welcome)
+        self.notifier.keep_only(self.cards.open_channels())
 
     def on_servers_changed(self, servers: list[messages.ServerInfo]) -> None:
         self.servers_panel.set_servers(servers)
@@ -318,29 +240,24 @@ class MainWindow(QMainWindow):
 
     def on_peers_changed(self, peers: list[messages.PeerInfo]) -> None:
         self.hosts_label.set_peers(peers)
-        self._render(self._core.peers(peers))
+        self.cards.peers(peers)
 
     def on_invoked(self, invoke: messages.ElicitationInvoke) -> None:
-        self._render(self._core.invoked(invoke))
+        self.cards.invoked(invoke)
 
     def on_dismissed(self, dismiss: messages.ElicitationDismiss) -> None:
-        self._render(self._core.dismissed(dismiss))
+        self.cards.dismissed(dismiss)
 
     def on_completed(self, complete: messages.ElicitationComplete) -> None:
         """URL mode finished: close the matching URL card or "waiting for the browser" entry."""
-        key = (complete.server, complete.elicitation_id)
-        finish = self._sign_in_finish.pop(complete.elicitation_id, None)
-        if finish is not None:
-            finish.accept()
-        card = self._card
-        if card is not None and card.kind == URL and (card.server, card.elicitation_id) == key:
-            self._drop_current(f"{complete.server}: the linked page reported it is done", STATUS_MS)
-            self._render(self._core.give_back(card.invoke.response_channel))
-        elif self._browser_waits.pop(key, None) is not None:
-            self.browser_wait.set_waits(list(self._browser_waits.values()))
-            self.statusBar().showMessage(f"{complete.server}: the linked page reported it is done", STATUS_MS)
+        done = f"{complete.server}: the linked page reported it is done"
+        self.sign_ins.completed(complete.elicitation_id)
+        if self.cards.completed(complete.server, complete.elicitation_id, done):
+            return
+        if self.browser_wait.complete(complete.server, complete.elicitation_id):
+            self.statusBar().showMessage(done, STATUS_MS)
         else:
-            logger.debug("completion of %s/%s matches nothing here", *key)
+            logger.debug("completion of %s/%s matches nothing here", complete.server, complete.elicitation_id)
 
     def on_noticed(self, notice: messages.Notice) -> None:
         text = f"[{notice.level}] " + (f"{notice.server}: " if notice.server else "") + notice.message
@@ -348,153 +265,34 @@ class MainWindow(QMainWindow):
         self.results.appendPlainText(text)
 
     def on_replied(self, channel: str, reply: messages.ChannelReply) -> None:
-        finish = self._sign_in_pastes.pop(channel, None)
-        if finish is not None and reply.error is not None:
-            finish.show_problem(reply.error.message)
-        request = self._requests.pop(channel, None)
-        if request is None:
-            logger.debug("reply on %s is not for a request of this window", channel)
-            return
-        if request.tools_of:
-            self._on_tools_page(request, reply)
-            return
-        text = format_admin_reply(reply) if request.admin else format_reply(reply)
-        self.results.appendPlainText(f"{request.label}: {text}")
-        if not request.admin:
-            self.result_view.show_reply(request.label, reply)
+        self.sign_ins.on_reply(channel, reply)
+        self.requests.on_replied(channel, reply)
 
     def on_refused(self, notice: messages.ErrorNotice) -> None:
         if notice.topic == channels.MCP_REQUEST:  # e.g. a main without the extension
-            self._tools_unavailable(f"main refused it: {notice.message}")
+            self.requests.tools_unavailable(f"main refused it: {notice.message}")
             return
-        effects = self._core.refused(notice)  # an answer of ours: asked again, or just refused
-        if effects:
-            self._render(effects)
-            return
-        self._show_refusal(notice.topic, notice.message)
+        if not self.cards.refused(notice):  # not an answer of ours (asked again, or just refused)
+            self.statusBar().showMessage(refusal_text(notice.topic, notice.message), STATUS_MS)
 
-    def _show_refusal(self, topic: str | None, message: str) -> None:
-        self.statusBar().showMessage(f"main refused {topic or 'a message'}: {message}", STATUS_MS)
+    # ---- what the parts report ------------------------------------------------------------------
 
-    # ---- cards: what the core says ------------------------------------------------------------
-
-    def _render(self, effects: list[Effect]) -> None:
-        for effect in effects:
-            match effect:
-                case Show(invoke):
-                    self._open_card(invoke)
-                case Withdraw(invoke, why, brief) if self._card is not None \
-                        and self._card.invoke.response_channel == invoke.response_channel:
-                    self._drop_current(why, BRIEF_MS if brief else STATUS_MS)
-                case SendAnswer(invoke, action, content, None):
-                    self.answer_ready.emit(invoke.response_channel, action, content)
-                case SendAnswer(invoke, action, content, remember):
-                    self.answer_remembered.emit(invoke.response_channel, action, content, remember)
-                case AnswerRefused(invoke, message, True):
-                    self.statusBar().showMessage(
-                        f"{invoke.request.server}: answer not taken ({message}); please answer again", STATUS_MS)
-                    self._forget_browser_wait(invoke)
-                case AnswerRefused(invoke, message, False):
-                    self._show_refusal(invoke.response_channel, message)
-                case Arrived(invokes):
-                    self._announce(list(invokes))
-                case ElsewhereChanged(items):
-                    self.elsewhere.set_items(list(items))
-                case _:
-                    pass  # Closed, NotOpen: a card here is gone once answered
-        self._update_queue_text()
-
-    def _open_card(self, invoke: messages.ElicitationInvoke) -> None:
-        card = card_for(invoke, self, opener=self._opener)
-        card.answered.connect(partial(self._on_card_answered, card))
-        card.decline_all_requested.connect(self._decline_all)
-        self._card = card
-        if self.isVisible():
-            card.open()  # window-modal, non-blocking: the bridge keeps running
-        # else the window is in the tray: the card waits for the notification to be clicked
-        logger.info("showing card %s from %s", invoke.response_channel, invoke.request.server)
-
-    def _on_card_answered(self, card: Card, action: messages.Action, content: Any) -> None:
-        if card is not self._card:
-            return
-        self._card = None
-        card.deleteLater()
-        if action == "accept" and card.kind == URL and card.elicitation_id is not None \
+    def _on_accepted(self, card: Card) -> None:
+        """A link opened here is waited for; a remote sign-in is finished by pasting its address."""
+        if card.kind == URL and card.elicitation_id is not None \
                 and card.invoke.kind != "question":  # a program's link gets no completion notice
-            self._browser_waits[(card.server, card.elicitation_id)] = card.invoke
-            self.browser_wait.set_waits(list(self._browser_waits.values()))
-        if action == "accept" and self.remote and is_sign_in(card.invoke):
-            self._open_sign_in_finish(card.invoke)
-        self._render(self._core.answer(card.invoke.response_channel, action, content, remember_choice(card, action)))
+            self.browser_wait.add(card.server, card.elicitation_id, card.invoke)
+        if self.remote and is_sign_in(card.invoke):
+            self.sign_ins.open(card.invoke)
 
-    def _open_sign_in_finish(self, invoke: messages.ElicitationInvoke) -> None:
-        dialog = SignInFinishDialog(invoke, self)
-        self._sign_in_finish[dialog.elicitation_id] = dialog
-        dialog.pasted.connect(self._on_sign_in_pasted)
-        dialog.rejected.connect(lambda: self._sign_in_finish.pop(dialog.elicitation_id, None))
-        dialog.open()
-
-    def _on_sign_in_pasted(self, server: str, elicitation_id: str, url: str) -> None:
-        dialog = self._sign_in_finish.get(elicitation_id)
-        channel = "sign-in-" + channels.new_uuid7()
-        if dialog is not None:
-            self._sign_in_pastes[channel] = dialog
-        self._requests[channel] = _Request(f"sign-in to {server}", admin=True)
-        self.sign_in_redirect_requested.emit(channel, server, elicitation_id, url)
-
-    def _drop_current(self, status: str, status_ms: int) -> None:
-        card = self._card
-        if card is None:
-            return
-        self._card = None
-        card.close_silently()
-        card.deleteLater()
-        self.statusBar().showMessage(status, status_ms)
-
-    def _update_queue_text(self) -> None:
-        text = self._core.summary()
-        self.queue_label.setText(text)
-        self.queue_label.setVisible(bool(text))
-        if self._card is not None:
-            self._card.set_waiting_text(text)
-        self._refresh_waiting()
-
-    # ---- waiting count, notifications, tray ------------------------------------------------------
-
-    def waiting_count(self) -> int:
-        """Requests waiting for an answer in this window: the card on screen and the queue."""
-        return self._core.waiting_count
-
-    def _refresh_waiting(self) -> None:
-        count = self.waiting_count()
+    def _refresh_waiting(self, count: int) -> None:
         title = f"Elicitron — {self._name}" if self._name else "Elicitron"
         if count:
             title += f" ({count} waiting)"
         self.setWindowTitle(title)
         self.tray.set_waiting(count)
 
-    def _user_is_here(self) -> bool:
-        # Any active window of ours (this one, its card) means the user sees the request already.
-        return QApplication.activeWindow() is not None
-
-    def _announce(self, invokes: list[messages.ElicitationInvoke]) -> None:
-        """Notify about requests not yet announced, when the user is not looking at us."""
-        new = [item for item in invokes if item.response_channel not in self._notified]
-        if not new or self._user_is_here():
-            return
-        self._notified.update(item.response_channel for item in new)
-        first = new[0]
-        if len(new) == 1:
-            what = "you to open a link" if first.request.params.get("mode") == URL else "for input"
-            title = f"{first.request.server} asks {what}"
-            message = preview(str(first.request.params.get("message", "")))[0] or "A request is waiting."
-        else:
-            servers = sorted({item.request.server for item in new})
-            title = f"{len(new)} requests waiting"
-            message = "From " + ", ".join(servers)
-        if not self.tray.notify(title, message):
-            QApplication.alert(self)  # no tray: at least ask the desktop for attention
-        logger.info("notified: %s", title)
+    # ---- showing and closing --------------------------------------------------------------------
 
     def bring_forward(self) -> None:
         """Show the window (also out of the tray) and put the card, if any, in front."""
@@ -502,173 +300,15 @@ class MainWindow(QMainWindow):
             self.showNormal()
         self.raise_()
         self.activateWindow()
-        card = self._card
-        if card is not None:
-            card.open()
-            card.raise_()
-            card.activateWindow()
-
-    def _load_options(self) -> None:
-        keep = self._settings.value(KEEP_IN_TRAY_KEY, False, bool) if self._settings is not None else False
-        self.keep_in_tray.setChecked(bool(keep) and self.tray.available)
-        self.keep_in_tray.setEnabled(self.tray.available)
-        if not self.tray.available:
-            self.keep_in_tray.setToolTip("This desktop has no system tray")
-
-    def _save_options(self) -> None:
-        if self._settings is not None:
-            self._settings.setValue(KEEP_IN_TRAY_KEY, self.keep_in_tray.isChecked())
-            self._settings.sync()
-
-    # ---- tools/list for the argument form -----------------------------------------------------
-
-    def _request_tools(
-        self, server: str, cursor: str | None = None, pages: tuple[dict[str, Any], ...] = ()
-    ) -> None:
-        channel = "tools-" + channels.new_uuid7()
-        self._requests[channel] = _Request(f"tools of {server}", admin=True, tools_of=server, pages=pages)
-        self.mcp_requested.emit(channel, server, "tools/list", {"cursor": cursor} if cursor else {})
-
-    def _on_tools_page(self, request: _Request, reply: messages.ChannelReply) -> None:
-        server = request.tools_of
-        if reply.error is not None or not isinstance(reply.result, dict):
-            message = reply.error.message if reply.error is not None else "empty reply"
-            self.call_panel.set_tools_failed(server, message)
-            return
-        tools = reply.result.get("tools")
-        page = tuple(t for t in tools if isinstance(t, dict)) if isinstance(tools, list) else ()
-        pages = request.pages + page
-        cursor = reply.result.get("nextCursor")
-        if isinstance(cursor, str) and cursor and len(pages) < _MAX_TOOLS:
-            self._request_tools(server, cursor, pages)
-            return
-        self.call_panel.set_tools(server, list(pages))
-
-    def _tools_unavailable(self, message: str) -> None:
-        for channel, request in list(self._requests.items()):
-            if request.tools_of:
-                del self._requests[channel]
-                self.call_panel.set_tools_failed(request.tools_of, message)
-
-    # ---- URL mode: waiting for the browser ------------------------------------------------------
-
-    def _forget_browser_wait(self, invoke: messages.ElicitationInvoke) -> None:
-        for key, item in list(self._browser_waits.items()):
-            if item.response_channel == invoke.response_channel:
-                del self._browser_waits[key]
-        self.browser_wait.set_waits(list(self._browser_waits.values()))
-
-    def _stop_waiting_for_browser(self) -> None:
-        self._browser_waits.clear()
-        self.browser_wait.set_waits([])
-
-    # ---- decline all from a server ------------------------------------------------------------
-
-    def _decline_all(self, server: str) -> None:
-        self._declining.add(server)
-        self.servers_panel.set_declining(self._declining)
-        self.policy_requested.emit(server, True)
-        # main confirms with a notice, which the results log shows.
-        self.statusBar().showMessage(f"{server}: declining all its requests for this session", STATUS_MS)
-
-    def _on_policy_requested(self, server: str, decline_all: bool) -> None:
-        if decline_all:
-            self._decline_all(server)
-            return
-        self._declining.discard(server)
-        self.servers_panel.set_declining(self._declining)
-        self.policy_requested.emit(server, False)
-        self.statusBar().showMessage(f"{server}: its requests are shown again", STATUS_MS)
-
-    # ---- tool calls, server control, reload ---------------------------------------------------
-
-    def _on_call_requested(self, server: str, tool: str, arguments: dict[str, Any]) -> None:
-        channel = "call-" + channels.new_uuid7()
-        self._requests[channel] = _Request(f"{server}/{tool}", admin=False)
-        self.results.appendPlainText(f"→ {server}/{tool} {json.dumps(arguments, ensure_ascii=False)}")
-        self.call_requested.emit(channel, server, tool, arguments)
-
-    def _on_control_requested(self, server: str, action: str) -> None:
-        channel = "control-" + channels.new_uuid7()
-        self._requests[channel] = _Request(f"{action} {server}", admin=True)
-        self.results.appendPlainText(f"→ {action} {server}")
-        self.control_requested.emit(channel, server, action)
-
-    def _on_reload_requested(self) -> None:
-        channel = "reload-" + channels.new_uuid7()
-        self._requests[channel] = _Request("reload config", admin=True)
-        self.results.appendPlainText("→ reload config")
-        self.reload_requested.emit(channel)
-
-    # ---- closing --------------------------------------------------------------------------------
+        self.cards.bring_forward()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.keep_in_tray.isChecked() and self.tray.available:
             # Stays attached in the tray: requests are announced and the card waits for a click.
             event.ignore()
-            if self._card is not None:
-                self._card.hide()
+            self.cards.hide_card()
             self.hide()
             return
         # Closing the window is not an answer: requests stay pending for other windows.
-        if self._card is not None:
-            card, self._card = self._card, None
-            card.close_silently()
+        self.cards.close_card()
         super().closeEvent(event)
-
-
-class _BrowserWait(QFrame):
-    """ "Waiting for the browser": URL requests accepted here whose page has not reported done."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("url_waiting")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.label = QLabel(self)
-        self.label.setObjectName("url_waiting_text")
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
-        self.label.setWordWrap(True)
-        self.clear_button = QPushButton("Stop waiting", self)
-        self.clear_button.setObjectName("url_waiting_clear")
-        layout = QHBoxLayout(self)
-        layout.addWidget(self.label, 1)
-        layout.addWidget(self.clear_button)
-        self.hide()
-
-    def set_waits(self, items: list[messages.ElicitationInvoke]) -> None:
-        lines = [
-            f"Waiting for the browser: {item.request.server} — "
-            f"{preview(str(item.request.params.get('message', '')), 1, 200)[0]}"
-            for item in items
-        ]
-        self.label.setText("\n".join(lines))
-        self.setVisible(bool(items))
-
-
-def _boxed(title: str, widget: QWidget) -> QGroupBox:
-    box = QGroupBox(title)
-    layout = QVBoxLayout(box)
-    layout.addWidget(widget)
-    return box
-
-
-class _Banner(QFrame):
-    """A line across the top of the window: main is gone (and what to do), or contact was lost."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("main_banner")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.label = QLabel(self)
-        self.label.setObjectName("main_banner_text")
-        self.label.setTextFormat(Qt.TextFormat.PlainText)
-        self.label.setWordWrap(True)
-        self.label.setStyleSheet("font-weight: bold;")
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)  # the fix, to copy
-        layout = QHBoxLayout(self)
-        layout.addWidget(self.label, 1)
-        self.hide()
-
-    def say(self, text: str) -> None:
-        self.label.setText(text)
-        self.setVisible(bool(text))

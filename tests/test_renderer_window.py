@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 from pytestqt.qtbot import QtBot
 
-from renderer_process import main_window
+from renderer_process import card_area
 from renderer_process.card import ElicitationCard
 from renderer_process.main_window import MainWindow
 from shared import messages
@@ -396,7 +396,7 @@ def test_a_new_window_does_not_pop_up_a_request_another_window_is_showing(
 def test_cancelled_by_the_server_is_shown_only_briefly(
     qtbot: QtBot, window: MainWindow, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(main_window, "BRIEF_MS", 150)  # a few seconds in real life
+    monkeypatch.setattr(card_area, "BRIEF_MS", 150)  # a few seconds in real life
     window.on_invoked(invoke("c-1", 1))
     window.on_dismissed(messages.ElicitationDismiss(response_channel="c-1", reason="cancelled"))
     assert window.statusBar().currentMessage() == "demo: cancelled by the server"
