@@ -12,7 +12,7 @@ import pytest
 from kit.main import RunningMain
 from kit.paths import ROOT
 from PySide6.QtCore import Qt, QUrl
-from PySide6.QtWidgets import QComboBox, QLineEdit, QPlainTextEdit, QPushButton, QScrollArea, QWidget
+from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QPlainTextEdit, QPushButton, QScrollArea, QWidget
 from pytestqt.qtbot import QtBot
 
 from renderer_process.bridge import MainBridge
@@ -127,7 +127,12 @@ def test_the_real_card_shows_all_thirteen_fields_with_their_defaults(
         for key in FIELDS:
             assert field(card, key).isVisibleTo(card), key
         accept = child(card, QPushButton, "accept")
-        assert not accept.isEnabled(), "name is required and has no default"
+        # name is required and has no default: marked, and pressing Accept says so and sends nothing
+        qtbot.mouseClick(accept, Qt.MouseButton.LeftButton)
+        problems = child(card, QLabel, "problems")
+        qtbot.waitUntil(lambda: problems.text().startswith("To accept: ") and "is required" in problems.text(),
+                        timeout=5_000)
+        assert card.isVisible() and not accept.isEnabled()
         name = field(card, "name")
         assert isinstance(name, QLineEdit)
         qtbot.keyClicks(name, "Grace")
