@@ -371,7 +371,7 @@ def cmd_pair(args: argparse.Namespace) -> int:
         return _pair_web(args)
     import msgspec
 
-    from main_process.curve_keys import CurveKeys
+    from main_process.wire.curve_keys import CurveKeys
     from shared.connection_file import ConnectionInfo, read_connection_file
 
     local = read_connection_file(connection_of(args))
@@ -736,7 +736,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _print_name_clashes(servers: "list[ServerInfo]") -> None:
     """The tools hosts of every server at once (`serve`, /mcp) cannot call: two servers' tools
-    with one `<server>__<tool>` name are left out there (main_process/merge/)."""
+    with one `<server>__<tool>` name are left out there (main_process/relay/merge/)."""
     from shared.merged_names import clash_notice, name_clashes
 
     clashes = name_clashes({server.name: server.tools for server in servers})

@@ -21,7 +21,7 @@ import msgspec
 
 from cli_process.command import EXIT_FAILED, EXIT_USAGE, connection_of
 from cli_process.store_cli import store_of
-from main_process.rules import CONFIG_ID_PREFIX
+from main_process.consent.rules import CONFIG_ID_PREFIX
 from main_process.store.factory import default_audit_path, is_postgres, open_store
 from main_process.store.interface import RuleTable
 from main_process.store.owner import Owner, StoreLock, hold_or_owner

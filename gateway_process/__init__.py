@@ -9,7 +9,7 @@ shared/PROTOCOL.md alone.
 cli.py           the `serve` arguments (cli_process adds them) and `python -m gateway_process`
 relay_stdio.py   one host over stdio until it closes our stdin: `serve --server NAME` relays one
                  server's session, `serve` the session with every server that main merges
-                 (main_process/merge/: `<server>__<name>`); both on host pipes with a local main
+                 (main_process/relay/merge/: `<server>__<name>`); both on host pipes with a local main
 relayed.py       RelayedSession: a pump (shared/relay_pump.py) over a host peer's link to main
 handover.py      serve's side of host pipes: a local main holds the host's stdio, serve takes it back
 http_app.py      streamable HTTP for main's --mcp-http: bearer token, Origin/Host checks,

@@ -16,7 +16,7 @@ from gateway_process.link import MainLink
 from gateway_process.link_events import LinkEvents
 from shared.messages import MainBody
 
-PEER_SESSIONS = 32  # main_process/relay.py MAX_SESSIONS_PER_PEER: relayed sessions main opens per peer
+PEER_SESSIONS = 32  # main_process/relay/relay.py MAX_SESSIONS_PER_PEER: relayed sessions main opens per peer
 
 
 class _SharedPeer:

@@ -2,7 +2,7 @@
 (and `/mcp`: each host's session with every server at once, merged by main, names `<server>__<name>`).
 
 The host speaks streamable HTTP here as it would to the server; main opens the host's own
-connection to the server and relays every message (main_process/relay.py), so protocol version,
+connection to the server and relays every message (main_process/relay/relay.py), so protocol version,
 capabilities, serverInfo, errors and every feature are the server's. This module only moves
 messages between HTTP and the relay:
 

@@ -5,7 +5,7 @@ No MCP SDK here (serve starts in the time Python and pyzmq take): lines from fd 
 they are (`msgMcpRelay`), main's come back out on fd 1, one per line. main starts this host's own
 connection to the server, so the host negotiates protocol, capabilities and features with the
 server itself, exactly as with its direct entry; main decides only consent on the way
-(main_process/relay.py). What serve itself adds is in `RelayPump`: nothing is lost or left
+(main_process/relay/relay.py). What serve itself adds is in `RelayPump`: nothing is lost or left
 waiting when main is not running yet (it is started, as `elicitron launch` would), goes away, or the
 server's process ends.
 

@@ -21,12 +21,10 @@ import zmq.asyncio
 from zmq.auth.asyncio import AsyncioAuthenticator
 
 from main_process.auto_open import AutoOpen
-from main_process.broker import ZAP_DOMAIN, Broker, Listener, Receivers, StatusSources
 from main_process.config import Config
-from main_process.consent import Consent, remembered_rules
-from main_process.consent_topics import NoRules
-from main_process.curve_keys import AllowListProvider, CurveKeys
-from main_process.host_pipes import HostPipes
+from main_process.consent.consent import Consent, remembered_rules
+from main_process.consent.questions import QuestionDesk
+from main_process.consent.tool_approval import ToolApproval
 from main_process.http_gateway import (
     HttpGatewayChild,
     check_listen,
@@ -36,22 +34,24 @@ from main_process.http_gateway import (
 )
 from main_process.lock import InstanceLock
 from main_process.notifications import Notifications
-from main_process.open_calls import OpenCalls
 from main_process.paths import default_log_dir
 from main_process.policy.live import Policies
 from main_process.published_connection import PublishedConnection
-from main_process.questions import QuestionDesk
-from main_process.relay import Relay
-from main_process.reloader import Reloader
-from main_process.server_desk import ServerDesk, ServerPolicies
-from main_process.server_faults import error_reply
-from main_process.server_identity import identities
-from main_process.servers import ManagedServer
+from main_process.relay.host_pipes import HostPipes
+from main_process.relay.relay import Relay
+from main_process.servers.reloader import Reloader
+from main_process.servers.server_desk import ServerDesk, ServerPolicies
+from main_process.servers.server_faults import error_reply
+from main_process.servers.server_identity import identities
+from main_process.servers.servers import ManagedServer
 from main_process.store.factory import default_audit_path, open_store
-from main_process.tcp_front import TcpFront, parse_tcp_listen
-from main_process.tool_approval import ToolApproval
 from main_process.web_child import WebWindowChild
-from main_process.wire import Wire
+from main_process.wire.broker import ZAP_DOMAIN, Broker, Listener, Receivers, StatusSources
+from main_process.wire.consent_topics import NoRules
+from main_process.wire.curve_keys import AllowListProvider, CurveKeys
+from main_process.wire.open_calls import OpenCalls
+from main_process.wire.tcp_front import TcpFront, parse_tcp_listen
+from main_process.wire.wire import Wire
 from shared import PROTOCOL_VERSION, channels, locator
 from shared.codec import DEFAULT_MAX_BODY_BYTES
 from shared.connection_file import ConnectionInfo, ensure_private_dir, ipc_endpoint_beside

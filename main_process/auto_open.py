@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from main_process.pending import PendingRequests
+from main_process.consent.pending import PendingRequests
 
 logger = logging.getLogger(__name__)
 

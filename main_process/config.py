@@ -34,11 +34,11 @@ import platformdirs
 
 from main_process.config_keys import names
 from main_process.config_values import seconds, whole
-from main_process.consent_config import ToolPolicy, parse_rules, parse_tool_approval
+from main_process.consent.consent_config import ToolPolicy, parse_rules, parse_tool_approval
+from main_process.consent.pending import DEFAULT_MAX_REQUEST_BYTES
+from main_process.consent.rules import Rule
 from main_process.notify.config import NotifyTarget, parse_notify
 from main_process.oauth.settings import OAuthSettings, parse_oauth
-from main_process.pending import DEFAULT_MAX_REQUEST_BYTES
-from main_process.rules import Rule
 from main_process.store.factory import check_store_url
 from shared.errors import ConfigError
 

@@ -2,9 +2,9 @@
 counts and all), told of every request that opened (`PendingRequests.opened`) and shown by
 msgStatus; none when the config has no receivers."""
 
+from main_process.consent.pending import PendingRequest, PendingRequests
 from main_process.notify.config import NotifyTarget
 from main_process.notify.notifier import Notifier
-from main_process.pending import PendingRequest, PendingRequests
 from shared.messages import NotifyStatus
 
 

@@ -2,7 +2,7 @@
 reply); and the one-time result channels.
 
 What derives from TABLE: the codec's decoders (shared/codec.py), main's dispatch, role checks,
-reserved response-channel names and who a broadcast reaches (main_process/broker.py), the topics of
+reserved response-channel names and who a broadcast reaches (main_process/wire/broker.py), the topics of
 the peers' requests (shared/peer_requests.py); tests/test_protocol_doc.py holds PROTOCOL.md's §5 and
 §6 tables to it. A new topic is its name and row here, its body in messages.py, and its handler
 (main's `@handles` method, for a topic peers send).

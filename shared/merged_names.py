@@ -3,7 +3,7 @@
 All servers at once (`elicitron serve`): every tool and prompt is `<server>__<name>` (the double
 underscore MetaMCP and Claude Code use), every resource's `name` likewise; resource URIs stay as the
 server wrote them (a host reads them back verbatim), and a read goes to the server that listed the
-URI or whose template matches it (main_process/merge/ applies these rules). One server alone (`elicitron serve --server NAME`): its own names,
+URI or whose template matches it (main_process/relay/merge/ applies these rules). One server alone (`elicitron serve --server NAME`): its own names,
 unchanged, a drop-in replacement for the host's direct entry for that server.
 """
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from main_process import audit_writer
-from main_process.audit_writer import AuditWriter
+from main_process.consent import audit_writer
+from main_process.consent.audit_writer import AuditWriter
 from main_process.store.records import Decided, OutcomeRecord
 from main_process.store.sqlite import SqliteAudit
 from main_process.store.sqlite_audit import SqliteAuditLog

@@ -12,12 +12,12 @@ import pytest
 import zmq
 import zmq.asyncio
 
-from main_process.broker import TOPICS, Broker, ProgressTo, Receivers, ReplyTo
 from main_process.clock import SettableClock
-from main_process.peers import PEER_SLOTS, RateLimiter
-from main_process.peers import Peer as AttachedPeer
-from main_process.pending import Elicitation, RequestOptions
-from main_process.wire import Wire
+from main_process.consent.pending import Elicitation, RequestOptions
+from main_process.wire.broker import TOPICS, Broker, ProgressTo, Receivers, ReplyTo
+from main_process.wire.peers import PEER_SLOTS, RateLimiter
+from main_process.wire.peers import Peer as AttachedPeer
+from main_process.wire.wire import Wire
 from shared import channels
 from shared.errors import UndeliverableRequestError
 from shared.messages import (

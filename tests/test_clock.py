@@ -11,7 +11,7 @@ import pytest
 
 from main_process.clock import SettableClock, wait_event
 from main_process.config import StdioServerConfig
-from main_process.servers import RESTART_LIMIT, STABLE_START_S, ManagedServer
+from main_process.servers.servers import RESTART_LIMIT, STABLE_START_S, ManagedServer
 
 
 def test_timers_run_in_deadline_order_each_at_its_own_time_and_cancelled_ones_never() -> None:

@@ -306,7 +306,7 @@ def test_rules_stored_before_binding_bind_to_the_program_configured_now_and_aske
     from consent_kit import launch
     from kit.env import short_tmp_dir
 
-    from main_process.rules import question_key
+    from main_process.consent.rules import question_key
     from shared.elicit_params import read_params
 
     key = question_key(read_params({"mode": "form", "message": QUESTION, "requestedSchema": SCHEMA}))

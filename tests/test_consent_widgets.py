@@ -22,7 +22,7 @@ HOST = "0190a000-0000-7000-8000-0000000000ff"
 
 def approval(arguments: dict[str, Any], annotations: dict[str, Any] | None = None,
              channel: str = "c-approval") -> messages.ElicitationInvoke:
-    from main_process.approvals import approval_params  # what main sends, exactly
+    from main_process.consent.approvals import approval_params  # what main sends, exactly
 
     info = messages.ApprovalInfo(server="files", tool="write_file", arguments=arguments, title="Write a file",
                                  description="Writes text to a path.", annotations=annotations)

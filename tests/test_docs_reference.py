@@ -178,7 +178,7 @@ def test_the_config_table_names_exactly_the_keys_the_parser_reads(kind: Kind) ->
 
 
 def test_the_strict_parsers_key_sets_match_the_table() -> None:
-    from main_process import consent_config
+    from main_process.consent import consent_config
     from main_process.notify import config as notify_config
     from main_process.oauth import settings
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from main_process.elicitation_gate import (
+from main_process.consent.elicitation_gate import (
     Answered,
     Deliver,
     ElicitationGate,
@@ -17,7 +17,7 @@ from main_process.elicitation_gate import (
     decide,
     route,
 )
-from main_process.pending import Elicitation, PendingRequests, RequestOptions
+from main_process.consent.pending import Elicitation, PendingRequests, RequestOptions
 from shared.elicit_params import ElicitParams
 from shared.errors import UndeliverableRequestError
 from shared.messages import CallError, ElicitationResult

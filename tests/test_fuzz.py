@@ -489,7 +489,7 @@ def test_a_frame_over_the_hard_cap_drops_only_that_connection(shared_main: Runni
 
 def test_a_topic_cannot_forge_lines_in_mains_log(shared_main: RunningMain) -> None:
     peer = shared_main.peer(name="injector")
-    peer.send_raw([b"x\n2099-01-01 00:00:00,000 INFO main_process.broker: FORGED attached renderer", b"\x80"])
+    peer.send_raw([b"x\n2099-01-01 00:00:00,000 INFO main_process.wire.broker: FORGED attached renderer", b"\x80"])
     assert peer.expect_error()["code"] == "unknown-topic"
     text = shared_main.stderr.text()  # main logged the refusal before it answered
     assert not [line for line in text.splitlines() if line.startswith("2099-")]

@@ -1,5 +1,5 @@
 """The merged handshake: the host's `initialize` goes to every server and the merged answer is one
-the SDK takes (main_process/merge/, run by main); serve relays without loading `mcp` (it starts in
+the SDK takes (main_process/relay/merge/, run by main); serve relays without loading `mcp` (it starts in
 the time Python and pyzmq take)."""
 
 import json
@@ -12,8 +12,8 @@ import mcp_types as types
 import pytest
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
-from main_process.merge import MergedSession
-from main_process.merge.versions import HANDSHAKE_VERSIONS, server_info
+from main_process.relay.merge import MergedSession
+from main_process.relay.merge.versions import HANDSHAKE_VERSIONS, server_info
 from shared.merged_names import Exposure
 from shared.messages import ServerInfo
 

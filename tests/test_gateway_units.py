@@ -17,8 +17,8 @@ from gateway_process.http_logs import MAX_CHARS, RepeatFilter
 from gateway_process.http_sessions import EVICT_IDLE_S, OWN_IDLE_S, SessionBudget
 from main_process.config import parse_config
 from main_process.http_gateway import check_exposure, check_listen, forget_old_token_file, new_token
-from main_process.peer_calls import PeerCalls
-from main_process.peers import Peer
+from main_process.wire.peer_calls import PeerCalls
+from main_process.wire.peers import Peer
 from renderer_process.hosts import hosts_text, via_text
 from shared import messages
 from shared.errors import ConfigError

@@ -1,4 +1,4 @@
-"""MergedSession (main_process/merge/) in process: one host, fake relayed sessions for the
+"""MergedSession (main_process/relay/merge/) in process: one host, fake relayed sessions for the
 servers, a fake clock. Plain values in, plain values out; no sockets, no processes."""
 
 import json
@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 
-from main_process.merge import HANDSHAKE_TIMEOUT_S, LISTEN_ACK_TIMEOUT_S, REQUEST_TIMEOUT_S, MergedSession
+from main_process.relay.merge import (
+    HANDSHAKE_TIMEOUT_S,
+    LISTEN_ACK_TIMEOUT_S,
+    REQUEST_TIMEOUT_S,
+    MergedSession,
+)
 from shared.messages import ServerInfo
 
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -1,6 +1,6 @@
 """Every server at once through Elicitron (`elicitron serve` without --server, and `/mcp` over
 HTTP), with mcp's own `Client` as the host in both eras: the host's own sessions with the
-conformance server and the demo server, merged (main_process/merge/). What the old all-servers
+conformance server and the demo server, merged (main_process/relay/merge/). What the old all-servers
 gateway could not pass on is what this checks: logging, sampling, roots, elicitation to the host,
 completions, resource subscriptions and `subscriptions/listen`, prompts, progress, capabilities."""
 

@@ -1,4 +1,4 @@
-"""main's merged sessions (main_process/merged_relay.py) in process: a host's session with every
+"""main's merged sessions (main_process/relay/merged_relay.py) in process: a host's session with every
 server at once, each server an ordinary relayed session of main's relay (here a fake that records
 what reaches each server's session and lets the test answer as the server). Plain values in and
 out; no sockets, no processes, a fake clock."""
@@ -9,8 +9,8 @@ from typing import Any
 
 from test_merge import Clock
 
-from main_process.merged_relay import MEMBER_SEPARATOR, HostSide, MergedRelays
-from main_process.peers import Peer
+from main_process.relay.merged_relay import MEMBER_SEPARATOR, HostSide, MergedRelays
+from main_process.wire.peers import Peer
 from shared.messages import EVERY_SERVER, McpClose, McpRelay, ServerInfo
 from shared.relay_pump import REPLAY_PREFIX
 

@@ -15,12 +15,12 @@ from kit.receiver import WebhookReceiver
 
 from main_process.clock import SettableClock
 from main_process.config import parse_config
+from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from main_process.notify.config import NotifyTarget, parse_notify, redact
 from main_process.notify.link import running_web_url
 from main_process.notify.notifier import Notifier
 from main_process.notify.payload import notice_for, render
 from main_process.notify.sender import WebhookSender
-from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from shared.errors import ConfigError
 from shared.messages import ApprovalInfo, AskerInfo, ElicitationResult, NotifyStatus
 

@@ -16,9 +16,9 @@ from mcp.client.auth import OAuthFlowError
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken, ProtectedResourceMetadata
 
 from main_process.config import HttpServerConfig, parse_config
+from main_process.consent.pending import PendingRequests
 from main_process.oauth.provider import SDK_FLOW_LOGGER, QuietFlowErrors, check_pkce
 from main_process.oauth.token_store import FileBackend, TokenStore
-from main_process.pending import PendingRequests
 from shared.errors import ConfigError, InvalidContentError, SignInError, SignInRefusedError
 from shared.messages import SignInInfo
 

@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from main_process.audit_writer import AuditWriter
 from main_process.clock import SettableClock
-from main_process.pending import Elicitation, PendingRequests, RequestOptions
+from main_process.consent.audit_writer import AuditWriter
+from main_process.consent.pending import Elicitation, PendingRequests, RequestOptions
 from main_process.store.factory import open_store
 from shared import channels
 from shared.errors import ProtocolError, UndeliverableRequestError, WireCode

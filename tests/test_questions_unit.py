@@ -5,9 +5,9 @@ import asyncio
 from collections.abc import Iterable
 
 from main_process.clock import SettableClock
-from main_process.elicitation_gate import ElicitationGate
-from main_process.pending import Elicitation, PendingRequests
-from main_process.questions import MAX_OPEN_PER_ASKER, QuestionDesk
+from main_process.consent.elicitation_gate import ElicitationGate
+from main_process.consent.pending import Elicitation, PendingRequests
+from main_process.consent.questions import MAX_OPEN_PER_ASKER, QuestionDesk
 from shared import channels
 from shared.codec import decode_from_main
 from shared.elicit_params import ElicitParams

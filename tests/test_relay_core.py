@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from main_process.elicitation_gate import Answered, Decision, HostModes, Read, decide
-from main_process.peer_calls import Cancel
-from main_process.peers import Peer
-from main_process.pending import Elicitation, PendingRequest
-from main_process.relay import RelaySession
-from main_process.servers import ManagedServer
+from main_process.consent.elicitation_gate import Answered, Decision, HostModes, Read, decide
+from main_process.consent.pending import Elicitation, PendingRequest
+from main_process.relay.relay import RelaySession
+from main_process.servers.servers import ManagedServer
+from main_process.wire.peer_calls import Cancel
+from main_process.wire.peers import Peer
 from shared.elicit_params import ElicitParams
 from shared.messages import ChannelReply, ElicitationResult
 from shared.relay_pump import RelayPump

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from main_process.approvals import decision_of, policy_for
 from main_process.config import StdioServerConfig, parse_config
-from main_process.rules import Rule, RuleBook, question_key
+from main_process.consent.approvals import decision_of, policy_for
+from main_process.consent.rules import Rule, RuleBook, question_key
 from main_process.store.records import AuditEntry
 from main_process.store.sqlite_rules import SqliteRuleStore
 from shared import tool_hints
@@ -288,7 +288,7 @@ def test_a_store_that_cannot_be_written_says_so_and_does_not_raise(tmp_path: Pat
 def test_rows_decided_by_a_rule_are_written_with_the_next_batch(tmp_path: Path, record_values: bool) -> None:
     import asyncio
 
-    from main_process.audit_writer import AuditWriter
+    from main_process.consent.audit_writer import AuditWriter
     from main_process.store.factory import open_store
     from shared import channels
     from shared.messages import ApprovalInfo, ElicitationInvoke, ElicitationRequest, RequestKind

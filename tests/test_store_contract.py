@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from main_process.config import parse_config
-from main_process.rules import Rule
+from main_process.consent.rules import Rule
 from main_process.store.factory import check_store_url, open_store
 from main_process.store.interface import Store
 from main_process.store.records import Decided, OutcomeRecord

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from main_process.tcp_front import FrontLimits, TcpFront, parse_tcp_listen
-from main_process.zmtp_handshake import GREETING_BYTES, ServerHandshake
+from main_process.wire.tcp_front import FrontLimits, TcpFront, parse_tcp_listen
+from main_process.wire.zmtp_handshake import GREETING_BYTES, ServerHandshake
 from shared.descriptors import DescriptorBudget, open_count, raise_soft_limit
 from shared.errors import ConfigError
 

@@ -1,4 +1,4 @@
-"""HttpUpstream (main_process/upstream_http.py): a relayed session's own streamable-HTTP connection.
+"""HttpUpstream (main_process/relay/upstream_http.py): a relayed session's own streamable-HTTP connection.
 
 In-process (asyncio, no main) against real servers over HTTP: the demo server and the conformance
 server, in both eras, messages as raw bytes; an httpx Auth that only records lets the tests see
@@ -24,8 +24,8 @@ from kit.paths import PYTHON, ROOT, TESTS
 from kit.procs import end_process
 
 from main_process.config import HttpServerConfig
-from main_process.upstream import UpstreamError
-from main_process.upstream_http import HttpUpstream, _where
+from main_process.relay.upstream import UpstreamError
+from main_process.relay.upstream_http import HttpUpstream, _where
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"

@@ -14,11 +14,11 @@ import urllib.parse
 from collections.abc import Callable
 
 from main_process.clock import MONOTONIC, Clock
+from main_process.consent.pending import PendingRequest
 from main_process.notify.config import NotifyTarget
 from main_process.notify.link import running_web_url
 from main_process.notify.payload import notice_for
 from main_process.notify.sender import WebhookSender
-from main_process.pending import PendingRequest
 from shared.addresses import is_loopback
 from shared.messages import NotifyStatus
 

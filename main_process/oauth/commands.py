@@ -2,8 +2,8 @@
 
 import logging
 
-from main_process.server_faults import error_reply
-from main_process.servers import ManagedServer
+from main_process.servers.server_faults import error_reply
+from main_process.servers.servers import ManagedServer
 from shared.errors import RpcCode, TokenStoreError
 from shared.messages import AuthAction, ChannelReply, SignInRedirect
 

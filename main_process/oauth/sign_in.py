@@ -29,12 +29,12 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull
 from pydantic import AnyUrl
 
 from main_process.config import HttpServerConfig
+from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from main_process.log_limiter import RateLimitedLog
 from main_process.oauth.hosts import allowed_origins, needs_allowing, origin, registration_form
 from main_process.oauth.loopback import ListenerCounts, RedirectListener
 from main_process.oauth.provider import PORTLESS_REDIRECT, ElicitronOAuthProvider
 from main_process.oauth.token_store import ServerTokens, TokenStore
-from main_process.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from shared import channels
 from shared.errors import (
     SignInDeclinedError,

@@ -46,7 +46,7 @@ from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from main_process.rules import Rule
+from main_process.consent.rules import Rule
 from main_process.store.records import AuditEntry, Decided, OutcomeRecord, StoredQuestion
 from shared.messages import ElicitationInvoke, ElicitationResult
 from shared.web_devices import PairedDevice

@@ -13,7 +13,7 @@ from typing import Final
 import msgspec
 import psycopg
 
-from main_process.rules import Rule
+from main_process.consent.rules import Rule
 from main_process.store.postgres_connect import Database
 from main_process.store.rows import rule_from_row, rule_row
 from shared.errors import RuleStoreError, StoreUnavailableError

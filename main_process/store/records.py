@@ -1,6 +1,6 @@
 """What the store holds, as typed records: every backend takes and gives these, never rows.
 
-Remembered rules and approvals are `main_process.rules.Rule` (the record main decides with); the
+Remembered rules and approvals are `main_process.consent.rules.Rule` (the record main decides with); the
 audit log's are here. Paired devices are `shared.web_devices.PairedDevice` (the web window and
 the CLI read them too); an open question of `elicitron ask` as a store would keep it is
 `StoredQuestion` (interface.py says why no backend keeps those yet).

@@ -1,4 +1,4 @@
-"""Records as rows and back, for every backend's SQL: a rule (`main_process.rules.Rule`) and an
+"""Records as rows and back, for every backend's SQL: a rule (`main_process.consent.rules.Rule`) and an
 audit row (records.py) as the same columns in SQLite and PostgreSQL, JSON values as JSON text.
 
 The SQLite backend's columns and order are those of every release before the store interface;
@@ -11,7 +11,7 @@ from typing import Any, Final
 
 import msgspec
 
-from main_process.rules import Rule
+from main_process.consent.rules import Rule
 from main_process.store.records import AuditEntry
 from shared.elicit_params import mode_of
 from shared.messages import ElicitationInvoke, ElicitationResult

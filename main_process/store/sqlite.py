@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from main_process.rules import Rule
+from main_process.consent.rules import Rule
 from main_process.store import status_file
 from main_process.store.owner import StoreLock
 from main_process.store.records import AuditEntry, Decided, OutcomeRecord

@@ -26,8 +26,8 @@ from typing import Any, Final, Self
 
 import msgspec
 
+from main_process.consent.rules import Rule
 from main_process.private_files import open_private_sqlite
-from main_process.rules import Rule
 from main_process.store.rows import RULE_COLUMNS, rule_from_row, rule_row
 from shared.errors import RuleStoreError
 

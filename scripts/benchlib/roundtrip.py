@@ -7,7 +7,7 @@ frequency, another process waking up) hits both alike.
 - raw floor: a bare ROUTER driven exactly the way main drives its own (loop.add_reader on
   ZMQ_FD, drain while EVENTS & POLLIN, NOBLOCK sends, one extra drain scheduled after a send),
   sending the bytes of a real encoded invoke and resolving a future on the real encoded result.
-- broker: `main_process.broker.Broker` with stub ports; one sample is `await broker.server_ports.elicit(...)`,
+- broker: `main_process.wire.broker.Broker` with stub ports; one sample is `await broker.server_ports.elicit(...)`,
   i.e. make channel + pending, encode and send the invoke, receive and decode the result,
   validate content, resolve, send the dismiss, return.
 """
@@ -28,9 +28,9 @@ from kit.env import child_env, short_tmp_dir
 from kit.paths import PYTHON
 
 from benchlib.common import BENCH_CONTENT, BENCH_SCHEMA, Figure, fmt_us, now_ns, summarize_ns
-from main_process.broker import Broker, Receivers
-from main_process.pending import Elicitation, RequestOptions
-from main_process.wire import Wire
+from main_process.consent.pending import Elicitation, RequestOptions
+from main_process.wire.broker import Broker, Receivers
+from main_process.wire.wire import Wire
 from shared import channels
 from shared.codec import encode
 from shared.messages import ElicitationInvoke, ElicitationRequest, ElicitationResult, ServerInfo

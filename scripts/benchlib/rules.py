@@ -199,15 +199,15 @@ def best_quarter(values: list[float]) -> float:
 
 async def _hook_alone(n: int) -> tuple[float, float]:
     """µs per auto-allowed call and per rule-answered elicitation, the consent layer's code alone."""
-    from main_process.audit_writer import AuditWriter
     from main_process.config import StdioServerConfig
-    from main_process.consent import Consent
-    from main_process.elicitation_gate import Answered, ElicitationGate
-    from main_process.peers import Peer
-    from main_process.pending import Elicitation, PendingRequests, RequestOptions
-    from main_process.rules import Rule, question_key
-    from main_process.server_identity import server_identity
+    from main_process.consent.audit_writer import AuditWriter
+    from main_process.consent.consent import Consent
+    from main_process.consent.elicitation_gate import Answered, ElicitationGate
+    from main_process.consent.pending import Elicitation, PendingRequests, RequestOptions
+    from main_process.consent.rules import Rule, question_key
+    from main_process.servers.server_identity import server_identity
     from main_process.store.factory import open_store
+    from main_process.wire.peers import Peer
     from shared.messages import ElicitationResult
 
     class NoWindows:

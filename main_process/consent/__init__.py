@@ -1,0 +1,13 @@
+"""Consent: what the person is asked and what they answered. Every request a window answers, the
+rules and remembered answers that answer before any window, hosts' tool calls, and the audit rows.
+
+pending.py           PendingRequests: the life of every request a window answers (one close path)
+elicitation_gate.py  ElicitationGate: what becomes of every elicitation first (rules, route, screening)
+questions.py         QuestionDesk: programs' msgAsk, checked, perhaps answered by a rule, then opened
+consent.py           Consent: rules and remembered answers before any window
+rules.py             rules and what they match (pure); consent_config.py: their config keys, parsed strictly
+approvals.py         tool-call approval: which calls are asked, the request, what a denial says
+tool_approval.py     ToolApproval: a host's tools/call in its relayed session: policy files (policy/),
+                     config rules, toolApproval, user rules, then a card
+audit_writer.py      when the audit rows reach the store
+"""

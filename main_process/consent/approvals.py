@@ -1,0 +1,106 @@
+"""Tool-call approval: which host calls are asked, what the request looks like, what a denial says.
+
+An approval travels as a plain form-mode invoke, so any v1 window can answer it: its schema has
+one required enum property `decision` (`allow-once`, `allow-session`, `allow-always`, `deny`), and
+its message says who wants to call what, with the arguments. The invoke's extension fields
+(`kind: "approval"`, `via`, `approval: {server, tool, arguments, title, description, annotations}`)
+let Elicitron's own window draw an approval card instead. Any answer other than an accepted
+`allow-*` (deny, decline, cancel, expiry, the host going away) means the call is not made.
+"""
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any, Final
+
+from main_process.config import ServerConfig
+from main_process.consent.consent_config import ToolPolicy
+from main_process.consent.rules import Glob
+from shared import tool_hints
+from shared.messages import (
+    APPROVAL_DECISIONS,
+    DECISION_PROPERTY,
+    ApprovalDecision,
+    ApprovalInfo,
+    ElicitationResult,
+)
+
+_ARGUMENTS_IN_MESSAGE: Final = 600  # characters of JSON arguments a v1 window shows in the message
+_DECISION_TITLES: Final = ("Allow once", "Allow for this session", "Always allow", "Deny")
+
+APPROVAL_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        DECISION_PROPERTY: {
+            "type": "string",
+            "title": "Decision",
+            "enum": list(APPROVAL_DECISIONS),
+            "enumNames": list(_DECISION_TITLES),
+        },
+    },
+    "required": [DECISION_PROPERTY],
+}
+
+
+def policy_for(config: ServerConfig, tool: str, annotations: Callable[[], dict[str, Any] | None]) -> ToolPolicy:
+    """"allow", "ask" or "deny" for a host's call of `tool` (overrides first, then toolApproval;
+    "ask-destructive" resolved with the tool's annotations, which are read only then)."""
+    policy: str = config.tool_approval
+    for pattern, override in config.tool_approval_overrides:
+        if _glob(pattern).matches(tool):
+            policy = override
+            break
+    if policy == "ask-destructive":
+        return "ask" if tool_hints.warrants_asking(annotations()) else "allow"
+    return policy  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=1024)
+def _glob(pattern: str) -> Glob:
+    return Glob(pattern)
+
+
+def approval_params(host: str, info: ApprovalInfo) -> dict[str, Any]:
+    """The form-mode `ElicitRequestParams` of an approval (what a v1 window shows)."""
+    arguments = json.dumps(info.arguments, ensure_ascii=False, sort_keys=True, default=str)
+    if len(arguments) > _ARGUMENTS_IN_MESSAGE:
+        arguments = arguments[:_ARGUMENTS_IN_MESSAGE - 1] + "…"
+    what = f"{info.server}/{info.tool}" + (f" ({info.title})" if info.title else "")
+    return {
+        "mode": "form",
+        "message": f"{host} wants to call {what} with {arguments}. Allow it?",
+        "requestedSchema": APPROVAL_SCHEMA,
+    }
+
+
+def decision_of(answer: ElicitationResult) -> ApprovalDecision:
+    """What an answer to an approval decides: anything but an accepted allow-* denies."""
+    if answer.action == "accept" and answer.content is not None:
+        decision = answer.content.get(DECISION_PROPERTY)
+        if decision in APPROVAL_DECISIONS:
+            return decision  # type: ignore[no-any-return]
+    return "deny"
+
+
+def allowed(decision: ApprovalDecision) -> bool:
+    return decision != "deny"
+
+
+def denied_result(sentence: str) -> dict[str, Any]:
+    """The CallToolResult a host gets for a call that was not made: a tool error the model can read
+    and act on, not a protocol error."""
+    return {"content": [{"type": "text", "text": sentence}], "isError": True}
+
+
+def denial_sentence(server: str, tool: str, why: str) -> str:
+    sentences = {
+        "user": "The user denied this call in Elicitron",
+        "timeout": "Nobody answered the approval request in Elicitron in time",
+        "policy": "The user's Elicitron configuration does not allow this tool (toolApproval \"deny\")",
+        "rule": "A rule in the user's Elicitron configuration denies this call",
+        "undeliverable": "The approval request could not be shown to the user",
+    }
+    advice = ("Do not retry it; continue without it, or ask the user to allow it in Elicitron."
+              if why in ("user", "policy", "rule") else
+              "The call was not made; you may ask the user to approve it and try again.")
+    return f"{sentences.get(why, sentences['user'])}: {server}/{tool} was not called. {advice}"

@@ -1,0 +1,425 @@
+"""The life of every request a window must answer, from open to closed. No sockets in here.
+
+    open ──► delivered ──► answered      (a window's accept / decline / cancel)
+                      ├──► expired       (nobody answered in time; the asker gets cancel)
+                      ├──► cancelled     (the asker withdrew it, or went away)
+                      └──► server-closed (the server's connection ended)
+
+A request is encoded and size-checked *before* it opens (`open` raises
+UndeliverableRequestError), so nothing that cannot reach a window ever waits as pending, and a
+welcome built from pending requests cannot fail. Every ending goes through one close path
+(`_close`): dismiss it in every window it was sent to, commit its outcome to the audit log, then
+hand the asker its answer. Kinds of request (a server's elicitation, later a tool-call approval or
+a program's question) differ only in who asks and what `resolve` does with the answer.
+
+The broker's attachments.py implements `Outbox`; tests drive this class with a list.
+
+Rules answer before any window, in the gate (elicitation_gate.py): a request a rule answers never
+opens here, it is only audited with the rule's id (`record_by_rule`); `close_by_rule` answers an
+open one when a new rule covers it. After each window's answer the consent layer (`rules`, a
+`RuleHook`, given at construction when main has one) sees it (to remember it, or to keep an
+approval's "allow for this session"). `opened`, when main has `notify` receivers, hears of every
+request that opened and whether a window got it.
+"""
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol
+
+from main_process.clock import MONOTONIC, Clock, Timer
+from main_process.consent.audit_writer import AuditWriter
+from main_process.oauth.hosts import allowance
+from main_process.store.records import OutcomeRecord
+from shared import channels
+from shared.codec import decode_peer_body, encode, encode_request
+from shared.elicit_params import ElicitParams, FormParams, read_params
+from shared.errors import InvalidContentError, ProtocolError, UndeliverableRequestError, WireCode
+from shared.messages import (
+    DECISION_PROPERTY,
+    SIGN_IN_ALLOW_PROPERTY,
+    ApprovalInfo,
+    AskerInfo,
+    DeviceRef,
+    DismissReason,
+    ElicitationDismiss,
+    ElicitationInvoke,
+    ElicitationRequest,
+    ElicitationResult,
+    PendingSummary,
+    Remember,
+    RequestKind,
+    SignInInfo,
+)
+from shared.schema import validate_content
+
+logger = logging.getLogger(__name__)
+
+Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed"]
+Unanswered = Literal["expired", "cancelled", "server-closed"]
+Resolve = Callable[[ElicitationResult], None]
+
+DEFAULT_MAX_REQUEST_BYTES: Final = 2 << 20  # one encoded invoke; config key maxRequestBytes
+MAX_PENDING_BYTES: Final = 256 << 20  # all open requests together; past it new ones are refused
+WELCOME_PENDING_BYTES: Final = 8 << 20  # invokes carried inside one welcome; the rest follow it
+_REMEMBERED_CLOSED_CHANNELS: Final = 50_000
+_SUMMARY_MESSAGE_CHARS: Final = 200
+
+
+class RuleHook(Protocol):
+    """What the lifecycle needs from the consent layer (main_process/consent/consent.py)."""
+
+    def check_remember(self, pending: "PendingRequest", result: ElicitationResult) -> None:
+        """Raise ProtocolError for a `remember` main cannot keep (before the answer is taken)."""
+
+    def answered(self, pending: "PendingRequest", answer: ElicitationResult, remember: Remember | None,
+                 routing_id: bytes, window: str, requests: "PendingRequests") -> None:
+        """A window's answer was taken (and handed to the asker); a rule it makes may answer other
+        `requests`."""
+
+
+class Outbox(Protocol):
+    """What the lifecycle needs from whoever owns the sockets."""
+
+    def renderers(self) -> list[bytes]:
+        """Routing ids of the attached renderer windows."""
+
+    def send(self, routing_ids: Iterable[bytes], frames: list[bytes]) -> list[bytes]:
+        """Send `frames` to each attached id among `routing_ids`; the ids it reached."""
+
+
+@dataclass(frozen=True, slots=True)
+class Elicitation:
+    """One request as main holds it: its params read once, where it entered main (a server, a relayed
+    session, a program's question, main's own approval and sign-in cards), beside their JSON as
+    the windows get it, unchanged."""
+
+    request: ElicitationRequest  # {server, params JSON}
+    params: ElicitParams
+
+    @classmethod
+    def read(cls, server: str, params: dict[str, Any]) -> "Elicitation":
+        """Raises UndeliverableRequestError for params that are neither a form nor a URL request."""
+        return cls(ElicitationRequest(server=server, params=params), read_params(params))
+
+    @property
+    def server(self) -> str:
+        return self.request.server
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOptions:
+    """Everything about one request but the request itself: how long it waits, who may see it, and
+    the invoke's optional extension fields. Made once by whoever opens the request (a server's
+    elicitation, a relay, an approval, a question, a sign-in) and read as is by every layer below."""
+
+    timeout_s: float
+    origin: str | None = None  # the window of the peer whose call caused it
+    max_bytes: int = DEFAULT_MAX_REQUEST_BYTES  # the encoded invoke's limit (maxRequestBytes)
+    owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
+    kind: RequestKind | None = None
+    via: str | None = None  # the host whose relayed session it came from (or whose call an approval is), by name
+    asker: AskerInfo | None = None
+    approval: ApprovalInfo | None = None
+    sign_in: SignInInfo | None = None
+    call: str | None = None  # the response channel of the call that caused it
+    record_only: bool = False  # sent to no window, only kept and audited (a host answers it itself)
+
+
+def _invoke(elicitation: Elicitation, options: RequestOptions) -> ElicitationInvoke:
+    now_ms = time.time_ns() // 1_000_000
+    return ElicitationInvoke(request=elicitation.request, response_channel=channels.new_result_channel(),
+                             created_at=now_ms, expires_at=now_ms + int(options.timeout_s * 1000), origin=options.origin,
+                             kind=options.kind, via=options.via, asker=options.asker, approval=options.approval,
+                             sign_in=options.sign_in, call=options.call)
+
+
+@dataclass(eq=False)
+class PendingRequest:
+    invoke: ElicitationInvoke
+    params: ElicitParams  # the invoke's params, typed
+    frames: list[bytes]  # the invoke, encoded once when it opened
+    resolve: Resolve  # hands the asker its answer; called once, by `_close`
+    owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
+    sent_to: set[bytes] = field(default_factory=set)  # routing ids the invoke reached
+    expiry: Timer | None = None
+    for_windows: bool = True  # windows get it, also those that attach later (False: a host answers it)
+
+    @property
+    def channel(self) -> str:
+        return self.invoke.response_channel
+
+    @property
+    def server(self) -> str:
+        return self.invoke.request.server
+
+    @property
+    def size(self) -> int:
+        return len(self.frames[1])
+
+
+class PendingRequests:
+    """Unresolved requests in arrival order, and why recently closed channels closed."""
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        audit: AuditWriter | None = None,
+        unseen: "Callable[[PendingRequests], None]" = lambda requests: None,
+        max_pending_bytes: int = MAX_PENDING_BYTES,
+        welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
+        window_name: Callable[[str], str | None] = lambda _window: None,
+        window_device: Callable[[str], DeviceRef | None] = lambda _window: None,
+        clock: Clock = MONOTONIC,
+        rules: RuleHook | None = None,
+        opened: "Callable[[PendingRequest, bool], None] | None" = None,
+    ) -> None:
+        """`rules`: the consent layer (None: main runs without one). `opened`: told of each request
+        that opened for the windows, and whether a window got it (main's `notify` webhooks:
+        main_process/notify/); it must not wait."""
+        self._outbox = outbox
+        self._window_name = window_name  # an answering window's name, for the audit log
+        self._window_device = window_device  # and the paired web device it answered for, if any
+        self._loop = loop
+        self._clock = clock  # expiry runs on it (tests move a SettableClock)
+        self._audit = audit
+        self._unseen = unseen  # told when a request reached no window (auto-open hook)
+        self._max_pending_bytes = max_pending_bytes
+        self._welcome_pending_bytes = welcome_pending_bytes
+        self._open: dict[str, PendingRequest] = {}
+        self._open_bytes = 0
+        self._closed: OrderedDict[str, str] = OrderedDict()
+        self.rules = rules
+        self.opened = opened
+
+    # ---- opening -----------------------------------------------------------------------
+
+    def open(self, elicitation: Elicitation, options: RequestOptions, resolve: Resolve) -> PendingRequest:
+        """Register a request and send it to every window (none when `options.record_only`);
+        `resolve` gets its one answer.
+
+        Raises UndeliverableRequestError, before anything is registered or sent, when the request
+        cannot be encoded, is over `options.max_bytes`, or would take open requests past their budget."""
+        invoke = _invoke(elicitation, options)
+        frames = encode_request(channels.INVOKE, invoke, options.max_bytes)
+        if self._open_bytes + len(frames[1]) > self._max_pending_bytes:
+            raise UndeliverableRequestError(f"{len(self._open)} requests already wait "
+                                            f"({self._open_bytes:,} bytes); try again once some are answered")
+        pending = PendingRequest(invoke=invoke, params=elicitation.params, frames=frames, resolve=resolve,
+                                 owner=options.owner, for_windows=not options.record_only)
+        self._open[pending.channel] = pending
+        self._open_bytes += pending.size
+        record_only = options.record_only
+        targets = [] if record_only else self._outbox.renderers()
+        if targets:
+            pending.sent_to.update(self._outbox.send(targets, frames))
+        if self._audit is not None:
+            self._audit.request(invoke)  # written while the windows show it
+        # A timer rather than wait_for: no timeout context per request on the hot path.
+        pending.expiry = self._clock.call_later(options.timeout_s, self._expire, pending)
+        if not pending.sent_to and not record_only:
+            self._unseen(self)
+        if self.opened is not None and not record_only:
+            self.opened(pending, not pending.sent_to.isdisjoint(self._outbox.renderers()))
+        return pending
+
+    async def ask(self, elicitation: Elicitation, options: RequestOptions,
+                  cancel_reason: Callable[[], Unanswered] = lambda: "cancelled") -> ElicitationResult:
+        """Open a request and wait for its answer (a server's elicitation callback does this,
+        once the gate let it through).
+
+        When the caller is cancelled, the request closes with `cancel_reason()`: whether the
+        server withdrew it or its connection went away."""
+        answer: asyncio.Future[ElicitationResult] = self._loop.create_future()
+
+        def resolve(result: ElicitationResult) -> None:
+            if not answer.done():
+                answer.set_result(result)
+
+        pending = self.open(elicitation, options, resolve)
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            self.withdraw(pending, cancel_reason())
+            raise
+
+    # ---- answering ---------------------------------------------------------------------
+
+    def answer(self, routing_id: bytes, window: str, channel: str, raw_body: bytes) -> None:
+        """A window's result on a one-time channel. Raises ProtocolError to refuse it; a refused
+        result leaves its request pending. The body is decoded only for a live channel from one
+        of its recipients."""
+        pending = self._open.get(channel)
+        if pending is None:
+            closed = self._closed.get(channel)
+            if closed is None:
+                raise ProtocolError(WireCode.UNKNOWN_CHANNEL, "no such request", channel)
+            raise ProtocolError(WireCode.ALREADY_ANSWERED, f"request is {closed}", channel)
+        if routing_id not in pending.sent_to:
+            raise ProtocolError(WireCode.NOT_RECIPIENT, "this request was not sent to you", channel)
+        result = decode_peer_body(channel, raw_body)
+        assert isinstance(result, ElicitationResult)
+        content = None
+        if result.action == "accept" and isinstance(pending.params, FormParams):
+            content = result.content or {}
+            try:
+                validate_content(pending.params.requested_schema, content)
+            except InvalidContentError as exc:
+                raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
+        elif result.action == "accept" and pending.invoke.kind == "sign-in":
+            try:  # the other hosts the user allowed on the card (main_process/oauth/hosts.py)
+                content = allowance(result.content)
+            except InvalidContentError as exc:
+                raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
+        if result.remember is not None and self.rules is not None:
+            self.rules.check_remember(pending, result)
+        answer = ElicitationResult(action=result.action, content=content)
+        self._close(pending, result.action, answer, by=window)
+        if self.rules is not None:
+            self.rules.answered(pending, answer, result.remember, routing_id, window, self)
+
+    # ---- answered by a rule -------------------------------------------------------------
+
+    def close_by_rule(self, pending: PendingRequest, answer: ElicitationResult, rule_id: str) -> None:
+        """A new rule answers a request that is already open: dismissed everywhere, audited with
+        the rule's id, its asker answered."""
+        if self._open.get(pending.channel) is pending:
+            self._close(pending, answer.action, answer, by=None, rule_id=rule_id)
+
+    def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
+                       options: RequestOptions, then: Callable[[], None] = lambda: None, *,
+                       batched: bool = False) -> None:
+        """Audit a request a rule answered before it opened: one row, request and outcome committed
+        together, then `then` hands the answer on (`batched`: with the next batch of rows, within
+        20 ms, for decisions that are on disk already as the rule; `then` at once). Nothing is sent
+        to any window."""
+        if self._audit is None:
+            then()
+            return
+        invoke = _invoke(elicitation, options)
+        if batched:
+            self._audit.decided(invoke, answer.action, content=answer.content, rule_id=rule_id,
+                                decision=_decision(invoke, answer))
+            then()
+            return
+        self._audit.request(invoke)
+        self._audit.outcome(OutcomeRecord(invoke.response_channel, answer.action, content=answer.content,
+                                          rule_id=rule_id, decision=_decision(invoke, answer)),
+                            then=lambda _written: then())
+
+    def answered_elsewhere(self, pending: PendingRequest, answer: ElicitationResult, by: str) -> None:
+        """Answered outside the windows, by `by` (a host in a relayed session that got the server's
+        own request): dismissed everywhere as answered by it, audited, its asker resolved."""
+        if self._open.get(pending.channel) is pending:
+            self._close(pending, answer.action, answer, by=by)
+
+    # ---- withdrawing -------------------------------------------------------------------
+
+    def withdraw(self, pending: PendingRequest, reason: Unanswered) -> None:
+        """Close a request nobody answered; its asker gets `cancel` (if it still listens)."""
+        if self._open.get(pending.channel) is pending:
+            self._close(pending, reason, ElicitationResult(action="cancel"), by=None)
+
+    def withdraw_server(self, server: str) -> None:
+        """A server's connection ended: its open requests can never be answered."""
+        for pending in [p for p in self._open.values() if p.server == server and p.owner is None]:
+            self.withdraw(pending, "server-closed")
+
+    def withdraw_owner(self, owner: bytes) -> None:
+        """A peer that asked went away: everything it left pending is withdrawn."""
+        for pending in [p for p in self._open.values() if p.owner == owner]:
+            self.withdraw(pending, "cancelled")
+
+    def _expire(self, pending: PendingRequest) -> None:
+        if self._open.get(pending.channel) is pending:
+            logger.info("request %s from %r expired", pending.channel, pending.server)
+            self._close(pending, "expired", ElicitationResult(action="cancel"), by=None)
+
+    # ---- the one close path -------------------------------------------------------------
+
+    def _close(self, pending: PendingRequest, outcome: Outcome, answer: ElicitationResult, by: str | None,
+               rule_id: str | None = None) -> None:
+        del self._open[pending.channel]
+        self._open_bytes -= pending.size
+        answered = by is not None or rule_id is not None
+        self._closed[pending.channel] = "answered" if answered else outcome
+        if len(self._closed) > _REMEMBERED_CLOSED_CHANNELS:
+            self._closed.popitem(last=False)
+        if pending.expiry is not None:
+            pending.expiry.cancel()
+        reason: DismissReason = "answered" if answered else outcome  # type: ignore[assignment]
+        dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel, reason=reason, by=by,
+                                                              rule=rule_id))
+        self._outbox.send(pending.sent_to, dismiss)  # the windows first: they are not waiting on the disk
+        if self._audit is None:
+            pending.resolve(answer)
+            return
+        # Committed before the asker hears the answer: a SIGKILL of main loses no decided outcome.
+        self._audit.outcome(OutcomeRecord(pending.channel, outcome, window=by, content=answer.content, rule_id=rule_id,
+                                          decision=_decision(pending.invoke, answer),
+                                          window_name=self._window_name(by) if by is not None else None,
+                                          device=self._window_device(by) if by is not None else None),
+                            then=lambda _written: pending.resolve(answer))
+
+    # ---- delivery to a window that attaches ---------------------------------------------
+
+    def deliver_on_attach(self, routing_id: bytes) -> tuple[list[bytes], list[PendingRequest], list[str]]:
+        """What a newly welcomed window gets: the encoded invoke bodies that fit in its welcome,
+        the requests to send right after it, and every open channel (oldest first). All of them
+        count as sent to the window from here on."""
+        in_welcome: list[bytes] = []
+        after: list[PendingRequest] = []
+        budget = self._welcome_pending_bytes
+        for pending in self._open.values():
+            if not pending.for_windows:
+                continue
+            pending.sent_to.add(routing_id)
+            if not after and pending.size <= budget:
+                in_welcome.append(pending.frames[1])
+                budget -= pending.size
+            else:
+                after.append(pending)  # keep the order: once one follows, all later ones follow
+        return in_welcome, after, [channel for channel, p in self._open.items() if p.for_windows]
+
+    # ---- reading -----------------------------------------------------------------------
+
+    def get(self, channel: str) -> PendingRequest | None:
+        return self._open.get(channel)
+
+    def closed_reason(self, channel: str) -> str | None:
+        return self._closed.get(channel)
+
+    def all(self) -> list[PendingRequest]:
+        """Every open request, oldest first (dicts keep insertion order)."""
+        return list(self._open.values())
+
+    def summaries(self) -> list[PendingSummary]:
+        return [
+            PendingSummary(
+                response_channel=p.channel, server=p.server, mode=p.params.mode,
+                message=p.params.message[:_SUMMARY_MESSAGE_CHARS],
+                created_at=p.invoke.created_at, expires_at=p.invoke.expires_at, origin=p.invoke.origin,
+                sent_to=len(p.sent_to),
+            )
+            for p in self._open.values()
+        ]
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+
+def _decision(invoke: ElicitationInvoke, answer: ElicitationResult) -> str | None:
+    """An approval's decision for the audit log (anything but an accepted allow-* is a deny); for a
+    sign-in, the other hosts the user allowed ("allow-hosts <origin> ..")."""
+    if invoke.kind == "sign-in":
+        allowed = answer.content.get(SIGN_IN_ALLOW_PROPERTY) if answer.content else None
+        return f"allow-hosts {' '.join(allowed)}" if allowed else None
+    if invoke.kind != "approval":
+        return None
+    decision = answer.content.get(DECISION_PROPERTY) if answer.action == "accept" and answer.content else None
+    return decision if isinstance(decision, str) and decision.startswith("allow-") else "deny"

@@ -1,0 +1,246 @@
+"""Tool-call approval: a host's `tools/call` in its relayed session (the `elicitron serve` gateway's,
+relay.py) goes through the config's policy files (policy/: a `forbid` or `permit` decides, the audit
+names `policy:<id>`), then config rules, then the server's `toolApproval` policy, then user rules
+(consent.py keeps them all), and otherwise becomes an approval request (`approvals`) a window
+answers; calls from the CLI or a window's call panel never come here.
+
+A call waiting for its server to start is decided once it is ready, so a rule revoked meanwhile
+never lets it through. The host may take its call back at whichever stage it is.
+"""
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from main_process.consent import approvals
+from main_process.consent.consent import Consent, now_ms, rule_decision
+from main_process.consent.pending import Elicitation, PendingRequests, RequestOptions
+from main_process.consent.rules import Rule
+from main_process.policy import hook as policy_hook
+from main_process.policy.engine import Verdict
+from main_process.servers.server_era import READY_TIMEOUT_S
+from main_process.servers.server_faults import cancelled_reply, error_reply
+from main_process.servers.servers import ManagedServer
+from main_process.wire.peer_calls import Cancel
+from main_process.wire.peers import Peer
+from main_process.wire.topic_routes import ReplyTo
+from shared.errors import RpcCode, UndeliverableRequestError
+from shared.messages import DECISION_PROPERTY, ApprovalInfo, ChannelReply, ElicitationResult
+
+logger = logging.getLogger(__name__)
+
+
+class _Notices(Protocol):
+    def publish_notice(self, level: str, message: str, server: str | None) -> None: ...
+
+
+class ToolApproval:
+    """Decides each host's tool call with the consent layer's rules; approval cards open in `pending`."""
+
+    def __init__(self, consent: Consent, pending: PendingRequests, notices: _Notices) -> None:
+        self._consent = consent
+        self._pending = pending
+        self._notices = notices
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+    def call_in_relay(self, server: ManagedServer, tool: str, arguments: dict[str, Any], host: Peer,
+                      send_on: Callable[[], None], reply: ReplyTo) -> Cancel | None:
+        """A `tools/call` in a host's relayed session: send it on, deny it, or ask a window first.
+        `send_on` passes it to the server; `reply` instead answers the host (a denial, or why it
+        could not be decided), once. Returns how to take it back while it waits (for its server,
+        or for an approval), None once decided."""
+        return self._approve(_HostCall(server, tool, arguments, host, reply, send_on))
+
+    def needs_decision(self, server: ManagedServer) -> bool:
+        """False when every call of this server is allowed without looking (the common case)."""
+        config = server.config
+        return config.tool_approval != "allow" or bool(config.tool_approval_overrides) \
+            or self._consent.book.has_tool_rules(server.name) or self._consent.policies.active
+
+    def _approve(self, call: "_HostCall") -> Cancel | None:
+        server = call.server
+        if not self.needs_decision(server):
+            call.run()
+            return None
+        if server.ready:
+            self._decide(call)
+            return call.cancel
+        task = asyncio.create_task(self._decide_when_ready(call))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda done: _answer_if_cancelled_unstarted(call, done))
+        call.stage(task.cancel)
+        return call.cancel
+
+    async def _decide_when_ready(self, call: "_HostCall") -> None:
+        # The decision waits for the server: its tool list carries the annotations, and a rule
+        # revoked meanwhile must not let the call through.
+        server = call.server
+        try:
+            ready = await server.wait_ready(READY_TIMEOUT_S)
+        except asyncio.CancelledError:
+            if call.cancelled:
+                call.reply(cancelled_reply())
+                return
+            raise
+        if not ready:
+            call.reply(error_reply(RpcCode.SERVER_ERROR, f"server {server.name!r} did not become ready within "
+                                                         f"{READY_TIMEOUT_S:.0f} s (status {server.status})"))
+            return
+        self._decide(call)
+
+    def _decide(self, call: "_HostCall") -> None:
+        server, host, reply = call.server, call.host, call.reply
+        tool = call.tool
+        listed = server.listed.get(tool)
+
+        def annotations() -> dict[str, Any] | None:
+            if listed is None or listed.annotations is None:
+                return None
+            return listed.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+        verdict = self._consent.policies.host_call(host.name or host.window, server.name, tool, call.arguments,
+                                                   annotations())
+        if verdict is not None and verdict.policy is not None:  # policy files come first (policy/)
+            self._by_policy(call, verdict)
+            return
+        identity = self._consent.identity_of(server.name)
+        rule = self._consent.book.tool_rule(server.name, tool, host=host.window, identity=identity)
+        if rule is not None and rule.expired(now_ms()):
+            self._consent.drop_expired()
+            rule = self._consent.book.tool_rule(server.name, tool, host=host.window, identity=identity)
+        if rule is not None and rule.source == "config":
+            self._by_rule(call, rule)
+            return
+        policy = approvals.policy_for(server.config, tool, annotations)
+        if policy == "allow":
+            call.run()
+        elif policy == "deny":
+            logger.info("host %r: %s/%s denied by toolApproval", host.name, server.name, tool)
+            reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, tool, "policy"))))
+        elif rule is not None:
+            self._by_rule(call, rule)
+        else:
+            info = ApprovalInfo(server=server.name, tool=tool, arguments=call.arguments,
+                                title=listed.title if listed is not None else None,
+                                description=listed.description if listed is not None else None,
+                                annotations=annotations())
+            self._ask(call, info)
+
+    def _by_policy(self, call: "_HostCall", verdict: Verdict) -> None:
+        policy = verdict.policy
+        assert policy is not None  # _decide checked it
+        permitted = verdict.decision == "permit"
+        self._record(call, "allow-once" if permitted else "deny", policy_hook.audit_id(policy))
+        if permitted:
+            call.run()
+            return
+        logger.info("host %r: %s/%s denied by policy %s", call.host.name or call.host.window, call.server.name,
+                    call.tool, policy.id)
+        call.reply(ChannelReply(result=approvals.denied_result(
+            policy_hook.denial_sentence(call.server.name, call.tool, policy))))
+
+    def _by_rule(self, call: "_HostCall", rule: Rule) -> None:
+        decision = rule_decision(rule)
+        self._record(call, decision, rule.id)
+        if approvals.allowed(decision):
+            call.run()
+        else:
+            logger.info("host %r: %s/%s denied by rule %s", call.host.name or call.host.window, call.server.name,
+                        call.tool, rule.id)
+            call.reply(ChannelReply(result=approvals.denied_result(
+                approvals.denial_sentence(call.server.name, call.tool, "rule"))))
+
+    def _record(self, call: "_HostCall", decision: str, by: str) -> None:
+        """The audit row of a call decided without a card, `by` a rule or a policy."""
+        server, host = call.server, call.host
+        answer = ElicitationResult(action="accept", content={DECISION_PROPERTY: decision})
+        host_name = host.name or host.window
+        info = ApprovalInfo(server=server.name, tool=call.tool, arguments=call.arguments)
+        params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
+                  "requestedSchema": approvals.APPROVAL_SCHEMA}
+        self._pending.record_by_rule(
+            Elicitation.read(server.name, params), answer, by,
+            RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window, kind="approval",
+                           via=host_name, approval=info),
+            batched=True)  # on disk already: the config, a policy file, the store, or the allow-session row
+
+    def _ask(self, call: "_HostCall", info: ApprovalInfo) -> None:
+        server, host, reply = call.server, call.host, call.reply
+        tool = call.tool
+        host_name = host.name or host.window
+        pending = self._pending
+        channel = ""
+
+        def resolve(answer: ElicitationResult) -> None:
+            if call.cancelled:  # the host took its call back while the card was up
+                reply(cancelled_reply())
+                return
+            decision = approvals.decision_of(answer)
+            if approvals.allowed(decision):
+                call.run()
+                return
+            why = "timeout" if pending.closed_reason(channel) == "expired" else "user"
+            reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, tool,
+                                                                                        why))))
+
+        try:
+            opened = pending.open(
+                Elicitation.read(server.name, approvals.approval_params(host_name, info)),
+                RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window,
+                               owner=host.routing_id, max_bytes=server.config.max_request_bytes, kind="approval",
+                               via=host_name, approval=info),
+                resolve)
+        except UndeliverableRequestError as exc:
+            self._notices.publish_notice("warning", f"an approval for {server.name}/{tool} could not be shown: "
+                                                 f"{exc}", server.name)
+            reply(error_reply(RpcCode.INVALID_PARAMS, f"the approval request for {server.name}/{tool} "
+                                                      f"could not be shown: {exc}"))
+            return
+        channel = opened.channel
+        call.stage(lambda: pending.withdraw(opened, "cancelled"))
+        logger.info("host %r: asking to approve %s/%s (%s)", host_name, server.name, tool, channel)
+
+
+def _answer_if_cancelled_unstarted(call: "_HostCall", task: "asyncio.Task[None]") -> None:
+    """The host cancelled before the waiting task's first step: its own handler never ran, so
+    the call is answered here (once: a task that ran returns normally after answering)."""
+    if task.cancelled() and call.cancelled and not call.replied:
+        call.reply(cancelled_reply())
+
+
+class _HostCall:
+    """One host's call on its way through the consent layer: what sends it on, and how the host may
+    cancel it at whichever stage it is (waiting for its server, for an approval)."""
+
+    def __init__(self, server: ManagedServer, tool: str, arguments: dict[str, Any], host: Peer, reply: ReplyTo,
+                 runner: Callable[[], None]) -> None:
+        self.server, self.tool, self.arguments, self.host = server, tool, arguments, host
+        self._reply = reply
+        self.replied = False
+        self._runner = runner
+        self.cancelled = False
+        self._cancel_stage: Callable[[], object] | None = None
+
+    def reply(self, answer: ChannelReply) -> None:
+        self.replied = True
+        self._reply(answer)
+
+    def stage(self, cancel: Callable[[], object] | None) -> None:
+        """`cancel` ends the current stage; what it returns is ignored (e.g. Task.cancel's bool)."""
+        self._cancel_stage = cancel
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self._cancel_stage is not None:
+            self._cancel_stage()
+
+    def run(self) -> None:
+        """Sent on to the server: nothing of it is ours to take back from here on."""
+        self.stage(None)
+        self._runner()

@@ -1,0 +1,1187 @@
+"""Relayed MCP sessions: a host's own session with one server, through main (extension msgMcpRelay).
+
+A host peer (a gateway) opens a session by naming a server in its first `msgMcpRelay`; main starts
+that host's own connection to the server (`upstream.py`: the server's command, as the host itself
+would have started it) and from then on passes every JSON-RPC message both ways as the bytes it is:
+sampling, roots, logging, completions, subscriptions, progress, cancellation, tasks, either era's
+methods, and methods Elicitron has never heard of. The host and the server negotiate the protocol
+between themselves, so what the host sees is what it would see direct. Only consent is decided:
+
+- the host's `initialize`: the server is told the client answers elicitation in form and URL mode
+  (the windows answer what the host cannot), so it offers what it would offer such a client;
+- a `tools/call` goes on once the consent layer allows it (rules, `toolApproval`, an approval card);
+  a denial is answered to the host as the denied tool result. While it waits the host may cancel it;
+- a server's `elicitation/create` is decided by the gate (elicitation_gate.py): a rule may answer
+  it at once; else it goes where the server's `elicitationRoute` says: to the windows (main answers
+  the server; the host never sees it), to the host (its answer goes to the server as it sent it;
+  the audit records it), or to both, first answer winning (a window's answer cancels the host's
+  copy with `notifications/cancelled`). A host that did not declare the request's mode never gets
+  it: the windows answer.
+
+    opening ──► open ──► closed     (the host closed it, went away, or the server's process ended)
+
+One class per session, owning no sockets (`RelaySession`); `Relay` keeps them per peer, starts and
+stops their server connections, and ties them to the consent layer, the lifecycle and the session's
+host side: the broker (`msgMcpRelay` to the peer) or the host's own pipes, which a local `serve`
+handed main (host_pipes.py). A session opened with server EVERY_SERVER is the host's session with
+every server at once: `merged` (merged_relay.py) runs it, one session here per server.
+"""
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import count
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+import msgspec
+
+from main_process.config import HttpServerConfig
+from main_process.consent.elicitation_gate import (
+    Answered,
+    Decision,
+    Deliver,
+    ElicitationGate,
+    HostModes,
+    Read,
+    Refused,
+)
+from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
+from main_process.relay.merged_relay import MergedRelays
+from main_process.relay.upstream import StdioUpstream, UpstreamError
+from main_process.relay.upstream_http import HttpUpstream
+from main_process.servers.servers import ManagedServer
+from main_process.wire.peer_calls import Cancel
+from main_process.wire.peers import Peer
+from shared import channels, jsonrpc
+from shared.codec import encode
+from shared.errors import RpcCode, UndeliverableRequestError
+from shared.messages import (
+    EVERY_SERVER,
+    MAX_ID_CHARS,
+    CallError,
+    ChannelReply,
+    ElicitationResult,
+    McpClose,
+    McpRelay,
+    ServerInfo,
+)
+
+if TYPE_CHECKING:
+    from main_process.consent.tool_approval import ToolApproval
+
+logger = logging.getLogger(__name__)
+
+MAX_SESSIONS: Final = 128  # server connections for hosts, all peers together (each is a process, ~3 descriptors)
+MAX_SESSIONS_PER_PEER: Final = 32  # a host through `serve` holds one per configured server
+_ELICITATION_CAPABILITY: Final[dict[str, dict[str, Any]]] = {"form": {}, "url": {}}
+_CANCELLED_REASON: Final = "answered in Elicitron"
+_PROTOCOL_KEY: Final = "io.modelcontextprotocol/protocolVersion"  # in a 2026-07-28 request's _meta
+_PROTOCOL_KEY_BYTES: Final = _PROTOCOL_KEY.encode()
+_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
+_CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
+_INPUT_REQUIRED: Final = b"input_required"
+_MAX_CONTINUATIONS: Final = 1000
+RETRY_FULL_S: Final = 0.02  # a peer's full queue is tried again this often (ZeroMQ says nothing when it drains)
+Headers = dict[str, str] | None
+
+
+class RelayPorts(Protocol):
+    """What a session needs from main."""
+
+    def to_host(self, session: "RelaySession", raw: bytes) -> None: ...
+
+    def needs_decision(self, session: "RelaySession") -> bool:
+        """False when every tools/call of this server goes on without a look (no rule, no policy)."""
+
+    def decide_call(self, session: "RelaySession", tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
+                    reply: Callable[[ChannelReply], None]) -> Cancel | None:
+        """The consent layer's decision on a tools/call; None when it was decided at once."""
+
+    def decide(self, session: "RelaySession", read: Read, host: HostModes) -> Decision:
+        """The gate's decision on one of the server's elicitations (rules, route, screening)."""
+
+    def record(self, session: "RelaySession", elicitation: Elicitation, answered: Answered,
+               then: Callable[[], None]) -> None:
+        """An answer the gate gave, audited if a rule's; then `then`."""
+
+    def ask_windows(self, session: "RelaySession", elicitation: Elicitation,
+                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest:
+        """Open a request in the windows. Raises UndeliverableRequestError when it cannot be shown."""
+
+    def record_for_host(self, session: "RelaySession", elicitation: Elicitation) -> PendingRequest | None:
+        """A request the host itself answers: audited, shown to no window."""
+
+    def answered_by_host(self, session: "RelaySession", pending: PendingRequest, answer: ElicitationResult) -> None:
+        ...
+
+    def withdraw(self, pending: PendingRequest) -> None: ...
+
+    def calls_changed(self, session: "RelaySession", delta: int) -> None: ...
+
+    def elicitation_complete(self, session: "RelaySession", elicitation_id: str) -> None: ...
+
+    def note_host(self, session: "RelaySession", client_info: Any) -> None:
+        """The host said who it is (`clientInfo`)."""
+
+
+@dataclass(eq=False)
+class _HostAsked:
+    """A server request the host has (elicitationRoute "host" or "first")."""
+
+    pending: PendingRequest | None  # the audit row; under "first" also the windows' copy
+    first: bool
+
+
+@dataclass(eq=False)
+class _Modern:
+    """A 2026-07-28 request on its way: what it asked and what the host declared with it."""
+
+    method: str
+    given: dict[str, Any] | bytes  # its params, or the request as sent on (read only if asked: rarely)
+    host_form: bool
+    host_url: bool
+    headers: "Headers" = None  # the host's HTTP routing headers, which a retry carries too
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Raises msgspec.DecodeError when the request is not strict JSON (checked before any of
+        it is passed on)."""
+        if isinstance(self.given, bytes):
+            params = jsonrpc.strict_object(self.given).get("params")
+            self.given = params if isinstance(params, dict) else {}
+        return self.given
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """A 2026-07-28 envelope's `_meta` as the server gets it, and what the host declared in it."""
+
+    meta: msgspec.Raw  # with elicitation declared in both modes
+    client_info: Any
+    form: bool
+    url: bool
+
+
+@dataclass(eq=False)
+class _Round:
+    """A 2026-07-28 request the server answered with `input_required`: the input requests the
+    windows answer (the host answers the others when it retries), until the request goes on."""
+
+    request_id: jsonrpc.Id
+    request: _Modern
+    state: Any  # the server's requestState (None: it gave none)
+    windows: dict[str, PendingRequest | None] = field(default_factory=dict)  # key -> open card (None: ruled)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> the windows' answer
+    host_keys: set[str] = field(default_factory=set)
+    host_audit: dict[str, PendingRequest] = field(default_factory=dict)  # "host"/"first" keys' audit rows
+    retry: tuple[jsonrpc.Id, dict[str, Any], "Headers"] | None = None  # the host's retry, held for the windows
+    building: bool = True  # a rule may answer while the round is being set up: go on only after
+    cancelled: bool = False  # the host cancelled the request main holds for the windows
+
+    @property
+    def complete(self) -> bool:
+        return all(key in self.answers for key in self.windows)
+
+
+@dataclass(eq=False)
+class RelaySession:
+    """One host's session with one server: the consent decisions on its way, no I/O."""
+
+    peer: Peer
+    name: str  # the peer's name for the session
+    server: ManagedServer
+    ports: RelayPorts
+    to_server: Callable[[bytes, Headers], None] = lambda raw, headers: None
+    host_form: bool = False  # what the host declared in its `initialize`
+    host_url: bool = False
+    _held: dict[jsonrpc.Id, Cancel | None] = field(default_factory=dict)  # tools/call awaiting consent
+    _calls: set[jsonrpc.Id] = field(default_factory=set)  # tools/call at the server
+    _windows: dict[jsonrpc.Id, PendingRequest] = field(default_factory=dict)  # server requests in the windows
+    _host_asked: dict[jsonrpc.Id, _HostAsked] = field(default_factory=dict)
+    _answered_first: set[jsonrpc.Id] = field(default_factory=set)  # ... which a window answered first
+    _modern: dict[jsonrpc.Id, _Modern] = field(default_factory=dict)  # 2026-07-28 requests at the server
+    _rounds: dict[str, _Round] = field(default_factory=dict)  # by the requestState the host got
+    _round_tokens: "count[int]" = field(default_factory=count)
+    _continuations: dict[str, None] = field(default_factory=dict)  # requestStates the host got (bounded)
+    _modern_host: tuple[Any, bool, bool] | None = None  # the last clientInfo and modes of an envelope
+    _last_meta: tuple[bytes, _Declared] | None = None  # a host sends the same `_meta` every time
+    unreadable: int = 0  # messages refused as not strict JSON-RPC (for the log's limit)
+    closed: bool = False
+
+    # ---- host -> server ----------------------------------------------------------------
+
+    def from_host(self, raw: bytes, headers: Headers = None) -> None:
+        """`headers`: the host's HTTP routing headers for this message (for a server over HTTP)."""
+        if raw[:1] != b"{" and jsonrpc.is_batch(raw):  # (an object, the usual case, is never one)
+            items = jsonrpc.split_batch(raw)
+            if items is None:
+                self._host_unreadable(raw)
+                return
+            if any(self._decides(jsonrpc.peek(item)) for item in items):
+                for item in items:  # consent is decided per call; the server gets them one by one
+                    self._from_host_one(item, None)
+                return
+            self.to_server(raw, None)
+            return
+        self._from_host_one(raw, headers)
+
+    @staticmethod
+    def _decides(envelope: jsonrpc.Envelope) -> bool:
+        return envelope.method in ("initialize", "tools/call") or envelope.kind == "response" \
+            or envelope.kind == "request" or not jsonrpc.readable(envelope)
+
+    def _from_host_one(self, raw: bytes, headers: Headers) -> None:
+        envelope = jsonrpc.peek(raw)
+        if not jsonrpc.readable(envelope):
+            self._host_unreadable(raw)
+            return
+        try:
+            self._from_host_read(envelope, raw, headers)
+        except (msgspec.DecodeError, RecursionError) as exc:  # a value `peek` skipped is not strict JSON
+            request_id = envelope.id
+            if isinstance(request_id, (int, str)):
+                self._modern.pop(request_id, None)
+                self._held.pop(request_id, None)
+            self._host_unreadable(raw, f"Parse error: not strict JSON ({exc})")
+
+    def _host_unreadable(self, raw: bytes, why: str | None = None) -> None:
+        """Never passed on: the server's parser may read what we could not (a NaN, a float id)
+        and run a call no one decided. A request gets its error; anything else is dropped."""
+        request_id, is_request, code, default_why = jsonrpc.unreadable_error(raw)
+        if why is not None:
+            code = jsonrpc.PARSE_ERROR
+        _log_unreadable(self, "host", why or default_why)
+        if is_request or request_id is None:
+            self.ports.to_host(self, jsonrpc.error_response(request_id, code, f"{why or default_why}; not sent to the server"))
+
+    def _from_host_read(self, envelope: jsonrpc.Envelope, raw: bytes, headers: Headers) -> None:
+        method = envelope.method
+        request_id = envelope.id
+        # Every message of a session comes this way, so its kind is read here, not in Envelope.kind.
+        if isinstance(method, str) and request_id is not msgspec.UNSET:  # a request
+            assert isinstance(request_id, (int, str))
+            modern: _Modern | None = None
+            if _PROTOCOL_KEY_BYTES in raw:  # cheap first look; decided on the params below
+                raw, modern = self._modern_request(raw, method, headers)
+                if modern is not None:
+                    if self._rounds and self._resume(request_id, modern):
+                        return
+                    self._modern[request_id] = modern
+            if method == "tools/call":
+                self._call(envelope, request_id, raw, modern, headers)
+                return
+            if method == "initialize":
+                raw = self._initialize(raw)
+            self.to_server(raw, headers)
+            return
+        kind = envelope.kind
+        if kind == "response":
+            if not self._host_answered(envelope, raw):
+                return
+        elif kind == "notification" and method == "tools/call":  # (an SDK's reading of a call with a float id)
+            _log_unreadable(self, "host", "a tools/call without an id is not a call; dropped")
+            return
+        elif kind == "notification" and envelope.method == "notifications/cancelled":
+            request_id = envelope.params_dict().get("requestId")
+            if isinstance(request_id, (int, str)) and request_id in self._held:
+                cancel = self._held.pop(request_id)  # the server never saw it
+                self._modern.pop(request_id, None)
+                if cancel is not None:
+                    cancel()
+                return
+            if isinstance(request_id, (int, str)):
+                self._cancel_round(request_id)
+                self._call_cancelled(request_id)
+        self.to_server(raw, headers)
+
+    def _initialize(self, raw: bytes) -> bytes:
+        """Note what the host can answer; tell the server its client answers elicitation."""
+        message = jsonrpc.strict_object(raw)  # raises for what is not strict JSON: never passed on
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return raw
+        self.host_form, self.host_url = _declare_elicitation(params, "capabilities")
+        self.ports.note_host(self, params.get("clientInfo"))
+        return jsonrpc.encode(message)
+
+    def _modern_request(self, raw: bytes, method: str, headers: Headers) -> tuple[bytes, _Modern | None]:
+        """A 2026-07-28 request (its envelope names the protocol): the capabilities the server sees
+        include elicitation, as for `initialize`; what the host declared is kept for its answer.
+
+        Only the levels down to `_meta` are read and written again; the rest (the arguments, say)
+        goes on as the host wrote it, and a `_meta` seen last time is not read again."""
+        try:
+            message = _RAW_OBJECT.decode(raw)
+            params = _RAW_OBJECT.decode(message["params"])
+            meta = bytes(params["_meta"])
+        except (KeyError, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return raw, None
+        last = self._last_meta
+        if last is not None and last[0] == meta:
+            declared = last[1]
+        else:
+            found = _declared(meta)
+            if found is None:
+                return raw, None
+            declared = found
+            self._last_meta = (meta, declared)
+        host = (declared.client_info, declared.form, declared.url)
+        if host != self._modern_host:
+            self._modern_host = host
+            self.ports.note_host(self, declared.client_info)
+        params["_meta"] = declared.meta
+        message["params"] = msgspec.Raw(jsonrpc.encode(params))
+        raw = jsonrpc.encode(message)
+        return raw, _Modern(method, raw, declared.form, declared.url, headers)
+
+    def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None,
+              headers: Headers) -> None:
+        if not self.ports.needs_decision(self):  # the common case: nothing to decide, nothing to read
+            self._send_on_call(request_id, raw, headers)
+            return
+        params = modern.params if modern is not None else envelope.params_dict()
+        tool = params.get("name")
+        arguments = params.get("arguments")
+        state = params.get("requestState")
+        if isinstance(state, str) and state in self._continuations:
+            # The retry of a call that was decided already (it continues after an input round).
+            self._send_on_call(request_id, raw, headers)
+            return
+        if not isinstance(tool, str) or not isinstance(arguments, (dict, type(None))):
+            # Not passed on: a laxer server could read a tool out of what we cannot decide on.
+            self._modern.pop(request_id, None)
+            self.ports.to_host(self, jsonrpc.error_response(
+                request_id, RpcCode.INVALID_PARAMS,
+                "Invalid params: tools/call needs a string `name` and an object `arguments`; not sent to the server"))
+            return
+
+        def send_on() -> None:
+            if request_id in self._held:  # not taken back meanwhile
+                del self._held[request_id]
+                self._send_on_call(request_id, raw, headers)
+
+        def reply(answer: ChannelReply) -> None:
+            if request_id not in self._held:
+                return  # the host cancelled it: it expects no answer
+            del self._held[request_id]
+            self._modern.pop(request_id, None)
+            if answer.result is not None:
+                result = answer.result if modern is None else {**answer.result, "resultType": "complete"}
+                self.ports.to_host(self, jsonrpc.response(request_id, result))
+            else:
+                error = answer.error or CallError(code=RpcCode.INTERNAL_ERROR, message="no answer")
+                self.ports.to_host(self, jsonrpc.error_response(request_id, error.code, error.message))
+
+        self._held[request_id] = None
+        cancel = self.ports.decide_call(self, tool, arguments or {}, send_on, reply)
+        if request_id in self._held:
+            self._held[request_id] = cancel
+
+    def _send_on_call(self, request_id: jsonrpc.Id, raw: bytes, headers: Headers) -> None:
+        if self.closed:
+            return
+        self.to_server(raw, headers)
+        if request_id not in self._calls:  # after it left: the count is for `peers`, not on the call's path
+            self._calls.add(request_id)
+            self.ports.calls_changed(self, +1)
+
+    def _host_answered(self, envelope: jsonrpc.Envelope, raw: bytes) -> bool:
+        """The host's response to a server request: True to pass it to the server."""
+        request_id = envelope.id
+        if not isinstance(request_id, (int, str)):
+            return True
+        if request_id in self._answered_first:
+            self._answered_first.discard(request_id)
+            return False  # a window answered first; the server has its answer already
+        asked = self._host_asked.pop(request_id, None)
+        if asked is not None and asked.pending is not None:
+            self.ports.answered_by_host(self, asked.pending, _elicit_result(envelope.result_dict()))
+        return True
+
+    # ---- server -> host ----------------------------------------------------------------
+
+    def from_server(self, raw: bytes) -> None:
+        if self.closed:
+            return
+        envelope = jsonrpc.peek(raw)
+        if not jsonrpc.readable(envelope):
+            self._server_unreadable(raw)
+            return
+        try:
+            self._from_server_read(envelope, raw)
+        except (msgspec.DecodeError, RecursionError) as exc:  # a value `peek` skipped is not strict JSON
+            self._server_unreadable(raw, f"Parse error: not strict JSON ({exc})")
+
+    def _server_unreadable(self, raw: bytes, why: str | None = None) -> None:
+        """Never passed on (an elicitation the host was not to see, say): a request of the server
+        gets its error; an answer to the host's request becomes an error for that request."""
+        request_id, is_request, code, default_why = jsonrpc.unreadable_error(raw)
+        why = why or default_why
+        _log_unreadable(self, "server", why)
+        if is_request:
+            self.to_server(jsonrpc.error_response(request_id, code, f"{why}; not passed on by Elicitron"), None)
+            return
+        if request_id is None:
+            return
+        if request_id in self._calls:
+            self._calls.discard(request_id)
+            self.ports.calls_changed(self, -1)
+        self._modern.pop(request_id, None)
+        self.ports.to_host(self, jsonrpc.error_response(
+            request_id, RpcCode.INTERNAL_ERROR, f"the server's answer could not be read ({why}); not passed on"))
+
+    def _from_server_read(self, envelope: jsonrpc.Envelope, raw: bytes) -> None:
+        # Every message of the server comes this way, so a response is told here, not in Envelope.kind.
+        if not isinstance(envelope.method, str) and (envelope.result is not msgspec.UNSET
+                                                     or envelope.error is not msgspec.UNSET):
+            request_id = envelope.id
+            if isinstance(request_id, (int, str)):
+                ended = request_id in self._calls
+                if ended:
+                    self._calls.discard(request_id)
+                modern = self._modern.pop(request_id, None)
+                if modern is not None and _INPUT_REQUIRED in raw:
+                    result = envelope.result_dict()
+                    if result.get("resultType") == "input_required":
+                        if self._input_round(request_id, modern, result):
+                            if ended:
+                                self.ports.calls_changed(self, -1)
+                            return
+                        self._continues(result.get("requestState"))
+                self.ports.to_host(self, raw)
+                if ended:  # after the answer left: the count is for `peers`, not on the host's path
+                    self.ports.calls_changed(self, -1)
+                return
+        kind = envelope.kind
+        if kind == "request" and envelope.method == "elicitation/create":
+            self._elicit(envelope, raw)
+            return
+        elif kind == "notification" and envelope.method == "notifications/cancelled":
+            if not self._server_cancelled(envelope):
+                return
+        elif kind == "notification" and envelope.method == "notifications/elicitation/complete":
+            elicitation_id = envelope.params_dict().get("elicitationId")
+            if isinstance(elicitation_id, str):
+                self.ports.elicitation_complete(self, elicitation_id)
+        self.ports.to_host(self, raw)
+
+    def _read(self, params: dict[str, Any]) -> Elicitation | UndeliverableRequestError:
+        """The server's elicitation params read once, as they enter main (`mode` set), or why not."""
+        try:
+            return Elicitation.read(self.server.name, params)
+        except UndeliverableRequestError as exc:
+            return exc
+
+    def _elicit(self, envelope: jsonrpc.Envelope, raw: bytes) -> None:
+        request_id = envelope.id
+        assert isinstance(request_id, (int, str))
+        params = envelope.params_dict()
+        params.setdefault("mode", "form")
+        read = self._read(params)
+        decided = self.ports.decide(self, read, HostModes(self.host_form, self.host_url))
+        if isinstance(decided, Refused):
+            self.to_server(jsonrpc.error_response(request_id, decided.error.code, decided.error.message), None)
+            return
+        if isinstance(decided, Answered):
+            assert isinstance(read, Elicitation)
+            self.ports.record(self, read, decided, lambda: self._windows_answered(request_id, decided.result))
+            return
+        if not decided.to_windows:
+            recorded = self.ports.record_for_host(self, read) if isinstance(read, Elicitation) else None
+            self._host_asked[request_id] = _HostAsked(recorded, first=False)
+            self.ports.to_host(self, raw)
+            return
+        assert isinstance(read, Elicitation)  # (refused otherwise)
+        try:
+            pending = self.ports.ask_windows(self, read, lambda answer: self._windows_answered(request_id, answer))
+        except UndeliverableRequestError as exc:
+            self.to_server(jsonrpc.error_response(request_id, RpcCode.INVALID_PARAMS, f"request not shown: {exc}"),
+                           None)
+            return
+        self._windows[request_id] = pending
+        if decided.to_host:
+            self._host_asked[request_id] = _HostAsked(pending, first=True)
+            self.ports.to_host(self, raw)
+
+    def _server_cancelled(self, envelope: jsonrpc.Envelope) -> bool:
+        """The server withdrew one of its requests (its tool call was cancelled): its card goes too.
+        False: only the windows had it, so the host is not told."""
+        request_id = envelope.params_dict().get("requestId")
+        if not isinstance(request_id, (int, str)):
+            return True
+        pending = self._windows.pop(request_id, None)
+        if pending is not None:
+            self.ports.withdraw(pending)
+        asked = self._host_asked.pop(request_id, None)
+        if asked is not None and asked.pending is not None and asked.pending is not pending:
+            self.ports.withdraw(asked.pending)  # the audit row of a request the host had
+        return pending is None or asked is not None
+
+    def _windows_answered(self, request_id: jsonrpc.Id, answer: ElicitationResult) -> None:
+        self._windows.pop(request_id, None)
+        if self.closed:
+            return
+        self.to_server(jsonrpc.response(request_id, _result_json(answer)), None)
+        if self._host_asked.pop(request_id, None) is not None:
+            self._answered_first.add(request_id)
+            self.ports.to_host(self, jsonrpc.notification("notifications/cancelled", {
+                "requestId": request_id, "reason": _CANCELLED_REASON}))
+
+    # ---- 2026-07-28: input rounds ------------------------------------------------------
+
+    def _input_round(self, request_id: jsonrpc.Id, modern: _Modern, result: dict[str, Any]) -> bool:
+        """The server needs input to go on: the windows answer the elicitations routed to them;
+        the rest goes to the host, keyed as the server keyed it. False: nothing here is ours (the
+        result goes to the host as it is)."""
+        requests = result.get("inputRequests")
+        if not isinstance(requests, dict):
+            return False
+        round_ = _Round(request_id, modern, result.get("requestState"))
+        for key, request in requests.items():
+            params = request.get("params") if isinstance(request, dict) else None
+            if not isinstance(request, dict) or request.get("method") != "elicitation/create" \
+                    or not isinstance(params, dict):
+                round_.host_keys.add(key)
+                continue
+            read = self._read({"mode": "form", **params})
+            decided = self.ports.decide(self, read, HostModes(modern.host_form, modern.host_url))
+            if isinstance(decided, Deliver) and decided.to_host:
+                round_.host_keys.add(key)
+            if isinstance(decided, Deliver) and not decided.to_windows:
+                recorded = self.ports.record_for_host(self, read) if isinstance(read, Elicitation) else None
+                if recorded is not None:
+                    round_.host_audit[key] = recorded
+                continue
+            self._ask_for_round(round_, key, read, decided)
+        round_.building = False
+        if not round_.windows and not round_.host_audit:
+            return False
+        if not round_.host_keys:
+            self._rounds[f"main-{next(self._round_tokens)}"] = round_
+            if modern.method == "tools/call" and request_id not in self._calls:  # the host still waits on it
+                self._calls.add(request_id)
+                self.ports.calls_changed(self, +1)
+            if round_.complete:
+                self._retry_ourselves(round_)
+            return True
+        token = round_.state if isinstance(round_.state, str) else f"elicitron-{self.name}-{next(self._round_tokens)}"
+        self._rounds[token] = round_
+        self._continues(token)
+        to_host_result = {**result, "inputRequests": {key: requests[key] for key in round_.host_keys},
+                          "requestState": token}
+        self.ports.to_host(self, jsonrpc.response(request_id, to_host_result))
+        return True
+
+    def _continues(self, state: Any) -> None:
+        """The host got this requestState: its retry continues a call already decided."""
+        if isinstance(state, str):
+            self._continuations[state] = None
+            if len(self._continuations) > _MAX_CONTINUATIONS:
+                self._continuations.pop(next(iter(self._continuations)))
+
+    def _ask_for_round(self, round_: _Round, key: str, read: Read, decided: Decision) -> None:
+        if isinstance(decided, Refused):  # as one the windows cannot be sent
+            round_.windows[key] = None
+            round_.answers[key] = {"action": "cancel"}
+            return
+
+        def resolve(answer: ElicitationResult) -> None:
+            round_.answers[key] = _result_json(answer)
+            round_.windows[key] = None
+            if not self.closed and not round_.building and not round_.cancelled and round_.complete:
+                self._round_complete(round_)
+
+        round_.windows[key] = None
+        assert isinstance(read, Elicitation)  # (refused otherwise)
+        if isinstance(decided, Answered):  # a rule's (audited first) or the screening's
+            self.ports.record(self, read, decided, lambda: resolve(decided.result))
+            return
+        try:
+            pending = self.ports.ask_windows(self, read, resolve)
+        except UndeliverableRequestError:
+            round_.answers[key] = {"action": "cancel"}
+            return
+        round_.windows[key] = pending
+        if decided.to_host:
+            round_.host_audit[key] = pending
+
+    def _round_complete(self, round_: _Round) -> None:
+        if not round_.host_keys:
+            self._retry_ourselves(round_)
+        elif round_.retry is not None:
+            request_id, params, headers = round_.retry
+            round_.retry = None
+            self._forget(round_)
+            self._send_retry(round_, request_id, params, headers)
+
+    def _cancel_round(self, request_id: jsonrpc.Id) -> None:
+        """The host cancelled a request main holds while the windows answer its round: the cards go."""
+        for token, round_ in list(self._rounds.items()):
+            if round_.request_id == request_id and not round_.host_keys:
+                del self._rounds[token]
+                round_.cancelled = True
+                for pending in [*(p for p in round_.windows.values() if p is not None), *round_.host_audit.values()]:
+                    self.ports.withdraw(pending)
+                self._modern.pop(request_id, None)
+                if request_id in self._calls:
+                    self._calls.discard(request_id)
+                    self.ports.calls_changed(self, -1)
+
+    def _call_cancelled(self, request_id: jsonrpc.Id) -> None:
+        """The host cancelled a call at the server: it is no longer in flight. The server never
+        answers it (MCP: no response to a cancelled request), so its answer cannot end the count;
+        one that comes anyway still reaches the host, which ignores it."""
+        if request_id in self._calls:
+            self._calls.discard(request_id)
+            self._modern.pop(request_id, None)
+            self.ports.calls_changed(self, -1)
+
+    def _forget(self, round_: _Round) -> None:
+        for token, known in list(self._rounds.items()):
+            if known is round_:
+                del self._rounds[token]
+
+    def _retry_ourselves(self, round_: _Round) -> None:
+        """Every input was the windows': main sends the request again itself, with their answers
+        (and the server's requestState), under the host's own id; the host waits on that id."""
+        self._forget(round_)
+        params = {**round_.request.params, "inputResponses": dict(round_.answers)}
+        if round_.state is not None:
+            params["requestState"] = round_.state
+        else:
+            params.pop("requestState", None)
+        self._forward_modern(round_.request_id, round_.request, params, round_.request.headers)
+
+    def _resume(self, request_id: jsonrpc.Id, modern: _Modern) -> bool:
+        """The host's retry of a request with a round here: the windows' answers join its own
+        (held until they are all in). False: not a round of ours."""
+        if not self._rounds:
+            return False  # the common case: no round open, and the params need not be read
+        token = modern.params.get("requestState")
+        round_ = self._rounds.get(token) if isinstance(token, str) else None
+        if round_ is None:
+            return False
+        responses = modern.params.get("inputResponses")
+        host_answers = responses if isinstance(responses, dict) else {}
+        for key, pending in round_.host_audit.items():
+            answer = host_answers.get(key)
+            if isinstance(answer, dict) and key not in round_.answers:
+                self.ports.answered_by_host(self, pending, _elicit_result(answer))
+                round_.answers[key] = answer  # the host was first (elicitationRoute "first")
+        params = dict(modern.params)
+        if round_.complete:
+            self._forget(round_)
+            self._send_retry(round_, request_id, params, modern.headers)
+        else:
+            round_.retry = (request_id, params, modern.headers)  # the windows' answers are still to come
+        return True
+
+    def _send_retry(self, round_: _Round, request_id: jsonrpc.Id, params: dict[str, Any], headers: Headers) -> None:
+        responses = params.get("inputResponses")
+        merged = {**(responses if isinstance(responses, dict) else {}), **round_.answers}
+        params = {**params, "inputResponses": merged}
+        if round_.state is None:
+            params.pop("requestState", None)
+        else:
+            params["requestState"] = round_.state
+        self._forward_modern(request_id, _Modern(round_.request.method, params, round_.request.host_form,
+                                                 round_.request.host_url), params, headers)
+
+    def _forward_modern(self, request_id: jsonrpc.Id, modern: _Modern, params: dict[str, Any],
+                        headers: Headers) -> None:
+        if self.closed:
+            return
+        self._modern[request_id] = _Modern(modern.method, params, modern.host_form, modern.host_url, headers)
+        if modern.method == "tools/call" and request_id not in self._calls:
+            self._calls.add(request_id)
+            self.ports.calls_changed(self, +1)
+        self.to_server(jsonrpc.request(request_id, modern.method, params), headers)
+
+    # ---- the end ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """The session ended: what waits on it is withdrawn; the host's held calls are dropped."""
+        if self.closed:
+            return
+        self.closed = True
+        for cancel in self._held.values():
+            if cancel is not None:
+                cancel()
+        self._held.clear()
+        open_cards = [*self._windows.values(), *(a.pending for a in self._host_asked.values() if a.pending)]
+        for round_ in self._rounds.values():
+            open_cards += [p for p in round_.windows.values() if p is not None]
+            open_cards += list(round_.host_audit.values())
+        for pending in open_cards:
+            self.ports.withdraw(pending)
+        self._windows.clear()
+        self._host_asked.clear()
+        self._rounds.clear()
+        self._modern.clear()
+        if self._calls:
+            self.ports.calls_changed(self, -len(self._calls))
+            self._calls.clear()
+
+
+_RAW_OBJECT: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])  # one level of an object, values unread
+
+
+_UNREADABLE_LOGGED: Final = 20  # per session and side: a peer that sends nothing else must not flood the log
+
+
+def _log_unreadable(session: "RelaySession", side: str, why: str) -> None:
+    session.unreadable += 1
+    if session.unreadable <= _UNREADABLE_LOGGED:
+        logger.warning("%s's session %s with %s: refused a message from the %s that is not strict JSON-RPC: %s%s",
+                       session.peer.name, session.name, session.server.name, side, why,
+                       " (no more such lines for this session)" if session.unreadable == _UNREADABLE_LOGGED else "")
+
+
+def _declared(meta: bytes) -> _Declared | None:
+    """A 2026-07-28 `_meta` with elicitation declared; None when it names no protocol."""
+    decoded = _decode_object(meta)
+    if decoded is None or _PROTOCOL_KEY not in decoded:
+        return None
+    form, url = _declare_elicitation(decoded, _CAPABILITIES_KEY)
+    return _Declared(msgspec.Raw(jsonrpc.encode(decoded)), decoded.get(_CLIENT_INFO_KEY), form, url)
+
+
+def _decode_object(raw: bytes) -> dict[str, Any] | None:
+    try:
+        message = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _declare_elicitation(holder: dict[str, Any], key: str) -> tuple[bool, bool]:
+    """Make the capabilities at `holder[key]` declare elicitation in both modes; returns the
+    (form, url) the host itself declared there."""
+    capabilities = holder.get(key)
+    if not isinstance(capabilities, dict):
+        capabilities = holder[key] = {}
+    declared = capabilities.get("elicitation")
+    if isinstance(declared, dict):
+        capabilities["elicitation"] = {**declared, **_ELICITATION_CAPABILITY}
+        # An empty object is form mode (the 2025-06-18 shape).
+        return "form" in declared or not declared, "url" in declared
+    capabilities["elicitation"] = dict(_ELICITATION_CAPABILITY)
+    return False, False
+
+
+def _result_json(result: ElicitationResult) -> dict[str, Any]:
+    answer: dict[str, Any] = {"action": result.action}
+    if result.action == "accept" and result.content is not None:
+        answer["content"] = result.content
+    return answer
+
+
+def _elicit_result(result: dict[str, Any]) -> ElicitationResult:
+    """A host's answer to an elicitation, for the audit (anything else counts as cancel)."""
+    action = result.get("action")
+    if action not in ("accept", "decline", "cancel"):
+        return ElicitationResult(action="cancel")
+    content = result.get("content")
+    return ElicitationResult(action=action, content=content if isinstance(content, dict) else None)
+
+
+class RelayBrokerPorts(Protocol):
+    """The ports `Relay` is made with (the broker's RelaySide): not to be confused with an MCP
+    host, the program on the other end of a session (`HostSide`)."""
+
+    @property
+    def pending(self) -> PendingRequests: ...
+
+    @property
+    def gate(self) -> ElicitationGate: ...
+
+    def send_to_peer(self, routing_id: bytes, frames: list[bytes], *, held_when_full: bool = False) -> bool: ...
+
+    def peer_by_routing_id(self, routing_id: bytes) -> Peer | None: ...
+
+    def peers_changed(self) -> None: ...
+
+    def publish_complete(self, server: str, elicitation_id: str) -> None: ...
+
+    def name_host(self, peer: Peer, name: str) -> None: ...
+
+
+class HostSide(Protocol):
+    """Where one session's messages for its host go."""
+
+    ends_with_peer: bool  # the session ends when its peer goes away (else when its pipes close)
+
+    def message(self, raw: bytes) -> None: ...
+
+    def closed(self, why: str) -> None:
+        """main ended the session (the server's process ended, main stops, it was refused)."""
+
+    def hold_input(self, held: bool) -> None:
+        """The server reads slower than the host writes: read nothing more of the host (True) until
+        it catches up (False). A host side that cannot hold its input ignores it (the server's
+        connection ends past upstream.TO_SERVER_MAX_BYTES)."""
+
+
+class _BrokerSide:
+    """A peer's session over the broker: `msgMcpRelay` and `msgMcpClose`.
+
+    Backpressure: when the peer's ZeroMQ queue is full (it reads slower than the server writes),
+    the messages are held here, in order, the server's output is paused (`full`), and they are sent
+    again every RETRY_FULL_S until the queue takes them all; then the server is read again. What is
+    held is at most what the server's last read brought."""
+
+    ends_with_peer = True
+
+    def __init__(self, ports: RelayBrokerPorts, routing_id: bytes, name: str, full: Callable[[bool], None]) -> None:
+        self._ports = ports
+        self._routing_id = routing_id
+        self._name = name
+        self._full = full
+        self._held: list[list[bytes]] = []
+        self._retry: asyncio.TimerHandle | None = None
+        self.ended = False
+
+    def message(self, raw: bytes) -> None:
+        self._send(encode(channels.MCP_RELAY, McpRelay(session=self._name, message=raw)))
+
+    def closed(self, why: str) -> None:
+        self._send(encode(channels.MCP_CLOSE, McpClose(session=self._name, reason=why)))
+
+    def hold_input(self, held: bool) -> None:
+        pass  # a peer's messages come on main's one socket: nothing of one peer can be left unread
+
+    def _send(self, frames: list[bytes]) -> None:
+        if self._held or not self._ports.send_to_peer(self._routing_id, frames, held_when_full=True):
+            if self.ended or self._ports.peer_by_routing_id(self._routing_id) is None:
+                return  # the peer is gone: its session ends with it
+            self._held.append(frames)
+            if self._retry is None:
+                self._full(True)
+                self._retry = asyncio.get_running_loop().call_later(RETRY_FULL_S, self._send_held)
+
+    def _send_held(self) -> None:
+        self._retry = None
+        if self.ended:
+            self._held.clear()
+            return
+        while self._held and self._ports.send_to_peer(self._routing_id, self._held[0], held_when_full=True):
+            del self._held[0]
+        if not self._held:
+            self._full(False)
+        elif self._ports.peer_by_routing_id(self._routing_id) is None:
+            self._held.clear()
+        else:
+            self._retry = asyncio.get_running_loop().call_later(RETRY_FULL_S, self._send_held)
+
+    def end(self) -> None:
+        self.ended = True
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        self._held.clear()
+
+
+@dataclass(eq=False)
+class _Open:
+    session: RelaySession
+    host: HostSide
+    upstream: StdioUpstream | HttpUpstream | None = None
+    backlog: list[tuple[bytes, Headers]] = field(default_factory=list)  # from the host while the server starts
+    starting: asyncio.Task[None] | None = None
+    host_full: bool = False  # the host reads slower than the server writes: the server's output waits
+
+    def flow(self, full: bool) -> None:
+        self.host_full = full
+        if self.upstream is not None:
+            if full:
+                self.upstream.pause_reading()
+            else:
+                self.upstream.resume_reading()
+
+
+class Relay:
+    """Every relayed session, by (peer routing id, session name)."""
+
+    def __init__(self, ports: RelayBrokerPorts, servers: Callable[[str], ManagedServer | None],
+                 approval: "ToolApproval | None", server_infos: Callable[[], list[ServerInfo]] = list) -> None:
+        """`approval`: the consent layer's tool-call approval (None: main runs without rules);
+        `server_infos`: the servers as `servers` lists them (the merged sessions' members)."""
+        self._ports = ports
+        self._servers = servers
+        self._approval = approval
+        self._sessions: dict[tuple[bytes, str], _Open] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+        # every server at once (`server` EVERY_SERVER): merged in main, one session here per server
+        self.merged = MergedRelays(self, server_infos)
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    # ---- from the broker -------------------------------------------------------------
+
+    def from_peer(self, peer: Peer, body: McpRelay) -> None:
+        if body.server == EVERY_SERVER:
+            self.merged.from_peer(peer, body)
+            return
+
+        key = (peer.routing_id, body.session)
+        opened = self._sessions.get(key)
+        if opened is None:
+            side = _BrokerSide(self._ports, peer.routing_id, body.session, lambda full: self._flow(side, full))
+            opened = self._open(peer, body.session, body.server, body.message, side)
+            if opened is None:
+                side.end()
+                return
+        if opened.upstream is None:
+            opened.backlog.append((body.message, body.headers))
+        else:
+            opened.session.from_host(body.message, body.headers)
+
+    def from_pipes(self, peer: Peer, session: str, server: str, raw: bytes, host: HostSide,
+                   headers: Headers = None) -> None:
+        """One message from a host whose pipes main holds (host_pipes.py), or of a merged session
+        for one of its servers (merged_relay.py: `headers`, an HTTP host's)."""
+        if server == EVERY_SERVER:
+            self.merged.from_pipes(peer, session, raw, host)
+            return
+
+        opened = self._sessions.get((peer.routing_id, session))
+        if opened is None:
+            opened = self._open(peer, session, server, raw, host)
+            if opened is None:
+                return
+        if opened.upstream is None:
+            opened.backlog.append((raw, headers))
+        else:
+            opened.session.from_host(raw, headers)
+
+    def broker_side(self, peer: Peer, session: str, full: Callable[[bool], None]) -> tuple[HostSide, Callable[[], None]]:
+        """A host side over the broker for a session of `peer` (a merged one), and how to end it."""
+        side = _BrokerSide(self._ports, peer.routing_id, session, full)
+        return side, side.end
+
+    def host_full(self, peer: Peer, session: str, full: bool) -> None:
+        """A host whose pipes main holds reads slower than its server writes (True), or caught up."""
+        opened = self._sessions.get((peer.routing_id, session))
+        if opened is not None:
+            opened.flow(full)
+        else:
+            self.merged.host_full(peer, session, full)
+
+    def _flow(self, host: HostSide, full: bool) -> None:
+        for opened in self._sessions.values():
+            if opened.host is host:
+                opened.flow(full)
+                return
+
+    def end_pipes(self, peer: Peer, session: str, why: str) -> None:
+        """The host's pipes closed, or serve went away."""
+        opened = self._sessions.get((peer.routing_id, session))
+        if opened is not None:
+            self._end(opened, why, tell_host=False)
+        else:
+            self.merged.end(peer, session, why)
+
+    def close_from_peer(self, peer: Peer, body: McpClose) -> None:
+        opened = self._sessions.get((peer.routing_id, body.session))
+        if opened is not None:
+            self._end(opened, "the host closed it", tell_host=False)
+        else:
+            self.merged.close_from_peer(peer, body)
+
+    def peer_gone(self, routing_id: bytes) -> None:
+        self.merged.peer_gone(routing_id)
+        for key, opened in list(self._sessions.items()):
+            if key[0] == routing_id and opened.host.ends_with_peer:
+                self._end(opened, "the host went away", tell_host=False)
+
+    async def close(self) -> None:
+        self.merged.close("main is stopping")
+        for opened in list(self._sessions.values()):
+            self._end(opened, "main is stopping", tell_host=True)
+        if self._closing:
+            await asyncio.wait(set(self._closing), timeout=10)
+
+    # ---- opening ---------------------------------------------------------------------
+
+    def _open(self, peer: Peer, name: str, server_name: str | None, first: bytes, host: HostSide) -> _Open | None:
+        problem = self._refusal(peer, server_name)
+        if problem is not None:
+            code, why = problem
+            envelope = jsonrpc.peek(first)
+            if envelope.kind == "request":
+                host.message(jsonrpc.error_response(envelope.id, code, why))  # type: ignore[arg-type]
+            host.closed(why)
+            logger.info("refused a relayed session of %r to %r: %s", peer.name, server_name, why)
+            return None
+        server = self._servers(server_name or "")
+        assert server is not None
+        session = RelaySession(peer=peer, name=name, server=server, ports=_Ports(self, host))
+        opened = _Open(session, host)
+        self._sessions[(peer.routing_id, name)] = opened
+        opened.starting = asyncio.ensure_future(self._start(opened))
+        return opened
+
+    def _refusal(self, peer: Peer, server_name: str | None) -> tuple[int, str] | None:
+        if server_name is None:
+            return RpcCode.SERVER_ERROR, "this session is not open (its first message must name the server)"
+        server = self._servers(server_name)
+        if server is None:
+            return RpcCode.INVALID_PARAMS, f"no server named {server_name!r} is configured in Elicitron"
+        if peer.role != "host":
+            return RpcCode.INVALID_REQUEST, "relayed sessions are for peers with role \"host\""
+        if server.status == "stopped" and not server.running:
+            return RpcCode.SERVER_ERROR, (f"server {server.name!r} is stopped in Elicitron; start it with "
+                                          f"`elicitron server start {server.name}`")
+        if len(self._sessions) >= MAX_SESSIONS:
+            return RpcCode.SERVER_ERROR, f"Elicitron already relays {MAX_SESSIONS} host sessions; close some first"
+        if sum(1 for key in self._sessions if key[0] == peer.routing_id) >= MAX_SESSIONS_PER_PEER:
+            return RpcCode.SERVER_ERROR, f"this host already has {MAX_SESSIONS_PER_PEER} sessions open through Elicitron"
+        return None
+
+    async def _start(self, opened: _Open) -> None:
+        session = opened.session
+        server = session.server
+        config = server.config
+        events = _Events(self, opened)
+        upstream: StdioUpstream | HttpUpstream
+        try:
+            if isinstance(config, HttpServerConfig):
+                upstream = await HttpUpstream.start(
+                    config, events, auth=server.sign_in.provider if server.sign_in else None)
+            else:
+                upstream = await StdioUpstream.start(config, server.stderr_log, events)
+        except UpstreamError as exc:
+            for raw, _ in opened.backlog:
+                envelope = jsonrpc.peek(raw)
+                if envelope.kind == "request":
+                    opened.host.message(jsonrpc.error_response(envelope.id, RpcCode.SERVER_ERROR, str(exc)))  # type: ignore[arg-type]
+            self._end(opened, str(exc), tell_host=True)
+            return
+        if session.closed:
+            self._closing_task(upstream.close())
+            return
+        opened.upstream = upstream
+        session.to_server = upstream.send
+        if opened.host_full:
+            upstream.pause_reading()
+        logger.info("relaying %r's session %r with %s (%s)", session.peer.name, session.name, server.name,
+                    upstream.url if isinstance(upstream, HttpUpstream) else f"pid {upstream.pid}")
+        backlog, opened.backlog = opened.backlog, []
+        for raw, headers in backlog:
+            session.from_host(raw, headers)
+
+    # ---- closing ---------------------------------------------------------------------
+
+    def _end(self, opened: _Open, why: str, *, tell_host: bool) -> None:
+        session = opened.session
+        key = (session.peer.routing_id, session.name)
+        if self._sessions.get(key) is not opened:
+            return
+        del self._sessions[key]
+        session.close()
+        if isinstance(opened.host, _BrokerSide):
+            opened.host.end()
+        if opened.upstream is not None:
+            self._closing_task(opened.upstream.close())
+        elif opened.starting is not None and not opened.starting.done():
+            pass  # _start sees `closed` and stops what it started
+        if tell_host:
+            opened.host.closed(why)
+        logger.info("relayed session %r of %r with %s ended: %s", session.name, session.peer.name,
+                    session.server.name, why)
+
+    def _closing_task(self, task: "asyncio.Task[None]") -> None:
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+
+class _Events:
+    """One session's server connection, as seen from the relay."""
+
+    def __init__(self, relay: Relay, opened: _Open) -> None:
+        self._relay = relay
+        self._opened = opened
+        # Every message of the server: straight to its session (which drops it once closed).
+        self.on_message: Callable[[bytes], None] = opened.session.from_server
+
+    def on_closed(self, why: str) -> None:
+        self._relay._end(self._opened, f"server {self._opened.session.server.name!r}: {why}", tell_host=True)
+
+    def on_server_full(self, full: bool) -> None:
+        self._opened.host.hold_input(full)
+
+
+class _Ports:
+    """RelayPorts over main: the session's host side, the consent layer, the lifecycle."""
+
+    def __init__(self, relay: Relay, host: HostSide) -> None:
+        self._relay = relay
+        self._to_host = host.message  # every server message takes this path
+
+    def to_host(self, session: RelaySession, raw: bytes) -> None:
+        self._to_host(raw)
+
+    def needs_decision(self, session: RelaySession) -> bool:
+        approval = self._relay._approval
+        return approval is not None and approval.needs_decision(session.server)
+
+    def decide_call(self, session: RelaySession, tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
+                    reply: Callable[[ChannelReply], None]) -> Cancel | None:
+        approval = self._relay._approval
+        if approval is None:
+            send_on()
+            return None
+        return approval.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply)
+
+    def decide(self, session: RelaySession, read: Read, host: HostModes) -> Decision:
+        return self._relay._ports.gate.decide(read, session.server, host=host)
+
+    def record(self, session: RelaySession, elicitation: Elicitation, answered: Answered,
+               then: Callable[[], None]) -> None:
+        self._relay._ports.gate.record(elicitation, answered, _options(session), then)
+
+    def ask_windows(self, session: RelaySession, elicitation: Elicitation,
+                    resolve: Callable[[ElicitationResult], None]) -> PendingRequest:
+        return self._relay._ports.pending.open(elicitation, _options(session), resolve)
+
+    def record_for_host(self, session: RelaySession, elicitation: Elicitation) -> PendingRequest | None:
+        server = session.server
+        peer = session.peer
+        try:
+            return self._relay._ports.pending.open(
+                elicitation,
+                RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=peer.window,
+                               max_bytes=server.config.max_request_bytes, via=peer.name or None,
+                               record_only=True),
+                lambda _answer: None)
+        except UndeliverableRequestError as exc:
+            logger.info("%s: a request for host %r is not audited: %s", server.name, peer.name, exc)
+            return None
+
+    def answered_by_host(self, session: RelaySession, pending: PendingRequest, answer: ElicitationResult) -> None:
+        self._relay._ports.pending.answered_elsewhere(pending, answer, by=session.peer.window)
+
+    def withdraw(self, pending: PendingRequest) -> None:
+        self._relay._ports.pending.withdraw(pending, "cancelled")
+
+    def calls_changed(self, session: RelaySession, delta: int) -> None:
+        session.peer.calls = max(0, session.peer.calls + delta)
+        self._relay._ports.peers_changed()
+
+    def elicitation_complete(self, session: RelaySession, elicitation_id: str) -> None:
+        self._relay._ports.publish_complete(session.server.name, elicitation_id)
+
+    def note_host(self, session: RelaySession, client_info: Any) -> None:
+        info = client_info if isinstance(client_info, dict) else {}
+        name = info.get("title") or info.get("name")
+        self._relay._ports.name_host(session.peer, str(name)[:MAX_ID_CHARS] if name else "MCP host")
+
+
+def _options(session: RelaySession) -> RequestOptions:
+    """A relayed session's request for the windows: its host's window as origin, its name as `via`."""
+    server, peer = session.server, session.peer
+    return RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=peer.window,
+                          max_bytes=server.config.max_request_bytes, via=peer.name or None)
