@@ -17,6 +17,17 @@ def to_json(entries: Sequence[AuditEntry]) -> bytes:
     return msgspec.json.encode(list(entries))
 
 
+HOST_GONE_TEXT: Final = "host stopped waiting"  # outcome "host-gone": the host cancelled its call, or left
+
+
+def _outcome_text(entry: AuditEntry) -> str:
+    """What became of it; an approval's decision, unless the host stopped waiting first (then
+    nobody decided: the stored "deny" only says the call was not made)."""
+    if entry.outcome == "host-gone":
+        return HOST_GONE_TEXT
+    return entry.decision or entry.status
+
+
 _WIDTHS: Final = {"SERVER": 20, "ASKED": 40, "BY": 40, "MESSAGE": 60, "MACHINE": 20}
 
 
@@ -52,7 +63,7 @@ def format_entries(entries: Sequence[AuditEntry]) -> str:
             *machine,
             table_cell(entry.server or "?", _WIDTHS["SERVER"]),
             entry.mode or "?",
-            entry.decision or entry.status,
+            _outcome_text(entry),
             by,
             table_cell(asked or "", _WIDTHS["ASKED"]),
             table_cell(entry.message, _WIDTHS["MESSAGE"]),

@@ -4,7 +4,7 @@ MCP payloads inside (`params`, `content`, `result`) stay MCP's own JSON shape, h
 dicts, so this package never depends on `mcp`.
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -14,6 +14,9 @@ ShortText = Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)]
 Action = Literal["accept", "decline", "cancel"]
 ServerStatus = Literal["starting", "ready", "restarting", "failed", "stopped", "needs-sign-in"]
 DismissReason = Literal["answered", "cancelled", "expired", "server-closed"]
+HOST_GONE: Final = "host-gone"
+"""A dismiss's extension `cause` (with reason "cancelled"): the MCP host whose call it was for stopped
+waiting (cancelled the call, or its session ended). Not a new reason: v1 windows know only four."""
 Role = Literal["renderer", "controller", "host", "asker"]
 """renderer: a window (gets requests, answers them); controller: the CLI; host: an `elicitron serve`
 gateway speaking for an MCP host; asker: a program asking a question (`elicitron ask`)."""
@@ -277,12 +280,15 @@ class Welcome(Body):
 
 
 class ElicitationDismiss(Body):
-    """Extension `rule`: the id of the rule that answered (reason "answered", no `by`)."""
+    """Extension `rule`: the id of the rule that answered (reason "answered", no `by`). Extension
+    `cause`: why it was cancelled, when main knows more than v1's reasons say (HOST_GONE); any text,
+    so a window that does not know a cause still takes the dismiss."""
 
     response_channel: str
     reason: DismissReason
     by: str | None = None
     rule: str | None = None
+    cause: str | None = None
 
 
 class ElicitationComplete(Body):

@@ -40,6 +40,7 @@ from typing import Any
 from shared.card_queue import CardQueue
 from shared.errors import WireCode
 from shared.messages import (
+    HOST_GONE,
     Action,
     ElicitationDismiss,
     ElicitationInvoke,
@@ -133,6 +134,12 @@ class ElsewhereChanged:
     """The "waiting in another window" list is now `items`, oldest first."""
 
     items: tuple[Elsewhere, ...]
+
+
+def host_gone_text(invoke: ElicitationInvoke) -> str:
+    """What a card whose MCP host stopped waiting (a dismiss with cause HOST_GONE) becomes, in the
+    Qt window's status line and in place of the page's card: who left, and whose request went."""
+    return f"{invoke.via or 'the host'} stopped waiting: {invoke.request.server} request withdrawn"
 
 
 def elsewhere_text(item: Elsewhere) -> str:
@@ -323,6 +330,8 @@ class WindowCore:
         self._queue.remove(channel)
         shown = self._shown.pop(channel, None)
         if shown is not None:
+            if dismiss is not None and dismiss.cause == HOST_GONE:  # the user should learn who left
+                return [Withdraw(shown, host_gone_text(shown), False, dismiss)]
             brief = dismiss is not None and dismiss.reason == "cancelled"
             why = f"{shown.request.server}: {reason}" if per_server else reason
             return [Withdraw(shown, why, brief, dismiss)]

@@ -135,10 +135,10 @@ def test_ask_destructive_asks_for_destructive_tools_and_not_for_read_only_ones(
     host.call("demo", "book_table", {})  # says nothing: MCP's defaults make it destructive
     invoke = invoke_of(window)
     assert invoke["approval"]["tool"] == "book_table" and "annotations" not in invoke["approval"]
-    host.close()  # the host goes away: its approval is withdrawn everywhere
+    host.close()  # the host goes away: its approval is withdrawn everywhere, saying the host went
     dismiss = window.expect(lambda t, b: t == "msgElicitationTransferDismiss"
                             and b["responseChannel"] == invoke["responseChannel"])[1]
-    assert dismiss["reason"] == "cancelled"
+    assert (dismiss["reason"], dismiss.get("cause")) == ("cancelled", "host-gone")
 
 
 def test_calls_typed_by_the_user_are_never_asked_and_config_rules_decide_hosts_calls(

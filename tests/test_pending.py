@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from main_process.audit import format_entries
 from main_process.clock import SettableClock
 from main_process.consent.audit_writer import AuditWriter
 from main_process.consent.pending import Elicitation, PendingRequests, RequestOptions
@@ -167,6 +168,31 @@ def test_a_server_closing_and_an_owner_leaving_withdraw_only_their_own() -> None
         assert pending.closed_reason(from_server.channel) == "server-closed"
         assert pending.closed_reason(asked.channel) == "cancelled"
         assert pending.all() == [other]
+
+    run(body)
+
+
+def test_a_host_that_stopped_waiting_is_a_cancel_with_its_cause_and_an_audit_row_saying_so(tmp_path: Path) -> None:
+    async def body() -> None:
+        loop = asyncio.get_running_loop()
+        store = open_store(None, audit_path=tmp_path / "audit.sqlite3")
+        outbox = Outbox()
+        pending = PendingRequests(outbox, loop, audit=AuditWriter(store.audit, loop))
+        answered: asyncio.Future[ElicitationResult] = loop.create_future()
+        host = b"\x00host"
+        card = pending.open(request(), RequestOptions(timeout_s=60, owner=host, via="Claude", kind="approval"),
+                            answered.set_result)
+        pending.withdraw_owner(host, "host-gone")
+        dismissals = outbox.topics(channels.DISMISS)
+        # A v1 window reads a plain "cancelled"; the extension `cause` says the host stopped waiting.
+        assert [body for _, body in dismissals] == [{"responseChannel": card.channel, "reason": "cancelled",
+                                                     "cause": "host-gone"}] * 2
+        # The asker hears once the outcome is committed.
+        assert await asyncio.wait_for(answered, 5) == ElicitationResult(action="cancel")
+        assert pending.closed_reason(card.channel) == "host-gone"
+        entries = await store.audit.entries()
+        assert entries[0].outcome == "host-gone" and "host stopped waiting" in format_entries(entries)
+        await store.close()
 
     run(body)
 

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from main_process.consent.elicitation_gate import Answered, Decision, HostModes, Read, decide
-from main_process.consent.pending import Elicitation, PendingRequest
+from main_process.consent.pending import Elicitation, PendingRequest, Unanswered
 from main_process.relay.relay import RelaySession
 from main_process.servers.servers import ManagedServer
 from main_process.wire.peer_calls import Cancel
 from main_process.wire.peers import Peer
+from shared import jsonrpc
 from shared.elicit_params import ElicitParams
 from shared.messages import ChannelReply, ElicitationResult
 from shared.relay_pump import RelayPump
@@ -55,7 +56,7 @@ class _Card:
     params: dict[str, Any]
     resolve: Callable[[ElicitationResult], None]
     for_host: bool = False
-    withdrawn: bool = False
+    withdrawn: str | None = None  # why it was withdrawn
     answered_by_host: ElicitationResult | None = None
 
 
@@ -109,8 +110,8 @@ class Ports:
     def answered_by_host(self, session: RelaySession, pending: PendingRequest, answer: ElicitationResult) -> None:
         cast(_Card, pending).answered_by_host = answer
 
-    def withdraw(self, pending: PendingRequest) -> None:
-        cast(_Card, pending).withdrawn = True
+    def withdraw(self, pending: PendingRequest, reason: Unanswered) -> None:
+        cast(_Card, pending).withdrawn = reason
 
     def calls_changed(self, session: RelaySession, delta: int) -> None:
         self.calls += delta
@@ -369,9 +370,38 @@ def test_closing_withdraws_every_open_card_and_the_calls_in_flight() -> None:
     relay.from_server(req(1, "elicitation/create", FORM))
     assert ports.calls == 1
     relay.close()
-    assert ports.cards[0].withdrawn and ports.calls == 0
+    assert ports.cards[0].withdrawn == "host-gone" and ports.calls == 0
     ports.cards[0].resolve(ElicitationResult(action="accept", content={"name": "x"}))  # too late: nothing sent
     assert ports.host == []
+
+
+def test_a_session_whose_server_ended_closes_its_cards_as_server_closed() -> None:
+    relay, ports, _ = session("windows")
+    relay.from_server(req(1, "elicitation/create", FORM))
+    relay.close("server-closed")
+    assert ports.cards[0].withdrawn == "server-closed"
+
+
+def test_the_host_cancelling_its_only_call_closes_that_calls_card_as_host_gone() -> None:
+    relay, ports, sent = session("windows")
+    relay.from_host(req(1, "tools/call", {"name": "t", "arguments": {}}))
+    relay.from_server(req(7, "elicitation/create", FORM))
+    cancel = jsonrpc.notification("notifications/cancelled", {"requestId": 1, "reason": "timeout"})
+    relay.from_host(cancel)
+    assert ports.cards[0].withdrawn == "host-gone" and sent[-1] == cancel and ports.calls == 0
+    relay.from_server(jsonrpc.notification("notifications/cancelled", {"requestId": 7}))
+    assert ports.host == []  # the host never saw the server's request, nor hears of its cancel
+
+
+def test_with_two_calls_in_flight_a_cancel_leaves_the_cards_to_the_server() -> None:
+    relay, ports, _ = session("windows")
+    relay.from_host(req(1, "tools/call", {"name": "t", "arguments": {}}))
+    relay.from_host(req(2, "tools/call", {"name": "t", "arguments": {}}))
+    relay.from_server(req(7, "elicitation/create", FORM))
+    relay.from_host(jsonrpc.notification("notifications/cancelled", {"requestId": 1}))
+    assert ports.cards[0].withdrawn is None  # whose it is cannot be told: the server's cancel closes it
+    relay.from_server(jsonrpc.notification("notifications/cancelled", {"requestId": 7}))
+    assert ports.cards[0].withdrawn == "cancelled"
 
 
 # ---- the gateway's pump ------------------------------------------------------------------------

@@ -160,6 +160,25 @@ def test_a_dismiss_withdraws_the_shown_card_saying_why_and_the_next_takes_its_pl
     assert core.waiting_count == 0
 
 
+def test_a_card_whose_host_stopped_waiting_says_who_left_instead_of_vanishing() -> None:
+    core = WindowCore(ME)
+    card = messages.ElicitationInvoke(request=invoke("c-1", 1).request, response_channel="c-1", created_at=1,
+                                      expires_at=None, origin=None, via="Claude Code")
+    core.invoked(card)
+    core.invoked(invoke("c-2", 2))
+    body = messages.ElicitationDismiss(response_channel="c-1", reason="cancelled", cause=messages.HOST_GONE)
+    effects = core.dismissed(body)
+    assert effects[0] == Withdraw(card, "Claude Code stopped waiting: demo request withdrawn", False, body)
+    assert shows(effects) == ["c-2"]
+    unnamed = core.dismissed(messages.ElicitationDismiss(response_channel="c-2", reason="cancelled",
+                                                         cause=messages.HOST_GONE))
+    assert unnamed[0].why == "the host stopped waiting: demo request withdrawn"  # type: ignore[union-attr]
+    unknown = WindowCore(ME)  # a cause this window does not know: a plain "cancelled"
+    unknown.invoked(invoke("c-3", 3))
+    assert unknown.dismissed(messages.ElicitationDismiss(response_channel="c-3", reason="cancelled",
+                                                         cause="moon-phase"))[0].why == "demo: cancelled by the server"  # type: ignore[union-attr]
+
+
 def test_a_dismiss_removes_a_queued_or_listed_request_and_closes_an_answered_one() -> None:
     core = WindowCore(ME)
     core.peers(peers((LEFT, "left", "renderer")))

@@ -50,6 +50,7 @@ from shared import channels, window_core
 from shared import peer_requests as requests
 from shared.errors import PageMessageError
 from shared.messages import (
+    HOST_GONE,
     MAX_ID_CHARS,
     CallError,
     ChannelReply,
@@ -268,6 +269,11 @@ class PagePeer:
             match effect:
                 case Show(invoke):
                     self.say({"type": "invoke", "card": card_of(invoke)})
+                case Withdraw(invoke, why, _, dismiss) if dismiss is not None and dismiss.cause == HOST_GONE:
+                    # The page shows the core's line in place of the card for a few seconds.
+                    self._peer.core.forget(invoke.response_channel)
+                    self.say({"type": "dismiss", "channel": invoke.response_channel, "reason": dismiss.reason,
+                              "mine": False, "note": why})
                 case Withdraw(invoke, _, _, dismiss) | Closed(invoke, dismiss):
                     self._peer.core.forget(invoke.response_channel)
                     self.say({"type": "dismiss", "channel": invoke.response_channel,

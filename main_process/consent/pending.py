@@ -3,6 +3,7 @@
     open ──► delivered ──► answered      (a window's accept / decline / cancel)
                       ├──► expired       (nobody answered in time; the asker gets cancel)
                       ├──► cancelled     (the asker withdrew it, or went away)
+                      ├──► host-gone     (the MCP host whose call it is for stopped waiting)
                       └──► server-closed (the server's connection ended)
 
 A request is encoded and size-checked *before* it opens (`open` raises
@@ -40,6 +41,7 @@ from shared.elicit_params import ElicitParams, FormParams, read_params
 from shared.errors import InvalidContentError, ProtocolError, UndeliverableRequestError, WireCode
 from shared.messages import (
     DECISION_PROPERTY,
+    HOST_GONE,
     SIGN_IN_ALLOW_PROPERTY,
     ApprovalInfo,
     AskerInfo,
@@ -58,8 +60,8 @@ from shared.schema import validate_content
 
 logger = logging.getLogger(__name__)
 
-Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed"]
-Unanswered = Literal["expired", "cancelled", "server-closed"]
+Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed", "host-gone"]
+Unanswered = Literal["expired", "cancelled", "server-closed", "host-gone"]
 Resolve = Callable[[ElicitationResult], None]
 
 DEFAULT_MAX_REQUEST_BYTES: Final = 2 << 20  # one encoded invoke; config key maxRequestBytes
@@ -330,10 +332,11 @@ class PendingRequests:
         for pending in [p for p in self._open.values() if p.server == server and p.owner is None]:
             self.withdraw(pending, "server-closed")
 
-    def withdraw_owner(self, owner: bytes) -> None:
-        """A peer that asked went away: everything it left pending is withdrawn."""
+    def withdraw_owner(self, owner: bytes, reason: Unanswered = "cancelled") -> None:
+        """A peer that asked went away: everything it left pending is withdrawn (`reason`
+        "host-gone" for an MCP host's)."""
         for pending in [p for p in self._open.values() if p.owner == owner]:
-            self.withdraw(pending, "cancelled")
+            self.withdraw(pending, reason)
 
     def _expire(self, pending: PendingRequest) -> None:
         if self._open.get(pending.channel) is pending:
@@ -352,9 +355,11 @@ class PendingRequests:
             self._closed.popitem(last=False)
         if pending.expiry is not None:
             pending.expiry.cancel()
-        reason: DismissReason = "answered" if answered else outcome  # type: ignore[assignment]
+        # A host that stopped waiting is "cancelled" to a v1 window; the extension `cause` says more.
+        host_gone = outcome == HOST_GONE
+        reason: DismissReason = "answered" if answered else "cancelled" if host_gone else outcome  # type: ignore[assignment]
         dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel, reason=reason, by=by,
-                                                              rule=rule_id))
+                                                              rule=rule_id, cause=HOST_GONE if host_gone else None))
         self._outbox.send(pending.sent_to, dismiss)  # the windows first: they are not waiting on the disk
         if self._audit is None:
             pending.resolve(answer)

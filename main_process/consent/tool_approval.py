@@ -203,7 +203,7 @@ class ToolApproval:
                                                       f"could not be shown: {exc}"))
             return
         channel = opened.channel
-        call.stage(lambda: pending.withdraw(opened, "cancelled"))
+        call.stage(lambda: pending.withdraw(opened, "host-gone"))  # the host cancelled its call, or left
         logger.info("host %r: asking to approve %s/%s (%s)", host_name, server.name, tool, channel)
 
 

@@ -46,7 +46,13 @@ from main_process.consent.elicitation_gate import (
     Read,
     Refused,
 )
-from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
+from main_process.consent.pending import (
+    Elicitation,
+    PendingRequest,
+    PendingRequests,
+    RequestOptions,
+    Unanswered,
+)
 from main_process.relay.merged_relay import MergedRelays
 from main_process.relay.upstream import StdioUpstream, UpstreamError
 from main_process.relay.upstream_http import HttpUpstream
@@ -82,6 +88,7 @@ _CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 _CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
 _INPUT_REQUIRED: Final = b"input_required"
 _MAX_CONTINUATIONS: Final = 1000
+_MAX_WITHDRAWN: Final = 1000  # server requests withdrawn for a host that stopped waiting, whose cancel may follow
 RETRY_FULL_S: Final = 0.02  # a peer's full queue is tried again this often (ZeroMQ says nothing when it drains)
 Headers = dict[str, str] | None
 
@@ -115,7 +122,9 @@ class RelayPorts(Protocol):
     def answered_by_host(self, session: "RelaySession", pending: PendingRequest, answer: ElicitationResult) -> None:
         ...
 
-    def withdraw(self, pending: PendingRequest) -> None: ...
+    def withdraw(self, pending: PendingRequest, reason: Unanswered) -> None:
+        """Close a card nobody answered: the server withdrew it ("cancelled"), the host stopped
+        waiting ("host-gone"), or the server's connection ended ("server-closed")."""
 
     def calls_changed(self, session: "RelaySession", delta: int) -> None: ...
 
@@ -204,6 +213,7 @@ class RelaySession:
     _rounds: dict[str, _Round] = field(default_factory=dict)  # by the requestState the host got
     _round_tokens: "count[int]" = field(default_factory=count)
     _continuations: dict[str, None] = field(default_factory=dict)  # requestStates the host got (bounded)
+    _withdrawn: dict[jsonrpc.Id, None] = field(default_factory=dict)  # cards closed as host-gone (bounded)
     _modern_host: tuple[Any, bool, bool] | None = None  # the last clientInfo and modes of an envelope
     _last_meta: tuple[bytes, _Declared] | None = None  # a host sends the same `_meta` every time
     unreadable: int = 0  # messages refused as not strict JSON-RPC (for the log's limit)
@@ -292,7 +302,10 @@ class RelaySession:
                 return
             if isinstance(request_id, (int, str)):
                 self._cancel_round(request_id)
-                self._call_cancelled(request_id)
+                if self._call_cancelled(request_id):
+                    self.to_server(raw, headers)  # the server stops the call before its cards are answered
+                    self._host_stopped_waiting()
+                    return
         self.to_server(raw, headers)
 
     def _initialize(self, raw: bytes) -> bytes:
@@ -510,12 +523,15 @@ class RelaySession:
         request_id = envelope.params_dict().get("requestId")
         if not isinstance(request_id, (int, str)):
             return True
+        if request_id in self._withdrawn:
+            del self._withdrawn[request_id]
+            return False  # its card went when the host stopped waiting; the host never saw it
         pending = self._windows.pop(request_id, None)
         if pending is not None:
-            self.ports.withdraw(pending)
+            self.ports.withdraw(pending, "cancelled")
         asked = self._host_asked.pop(request_id, None)
         if asked is not None and asked.pending is not None and asked.pending is not pending:
-            self.ports.withdraw(asked.pending)  # the audit row of a request the host had
+            self.ports.withdraw(asked.pending, "cancelled")  # the audit row of a request the host had
         return pending is None or asked is not None
 
     def _windows_answered(self, request_id: jsonrpc.Id, answer: ElicitationResult) -> None:
@@ -622,20 +638,36 @@ class RelaySession:
                 del self._rounds[token]
                 round_.cancelled = True
                 for pending in [*(p for p in round_.windows.values() if p is not None), *round_.host_audit.values()]:
-                    self.ports.withdraw(pending)
+                    self.ports.withdraw(pending, "host-gone")
                 self._modern.pop(request_id, None)
                 if request_id in self._calls:
                     self._calls.discard(request_id)
                     self.ports.calls_changed(self, -1)
 
-    def _call_cancelled(self, request_id: jsonrpc.Id) -> None:
+    def _call_cancelled(self, request_id: jsonrpc.Id) -> bool:
         """The host cancelled a call at the server: it is no longer in flight. The server never
         answers it (MCP: no response to a cancelled request), so its answer cannot end the count;
-        one that comes anyway still reaches the host, which ignores it."""
-        if request_id in self._calls:
-            self._calls.discard(request_id)
-            self._modern.pop(request_id, None)
-            self.ports.calls_changed(self, -1)
+        one that comes anyway still reaches the host, which ignores it. True when it was the only
+        call in flight: the server's open requests in the windows were then that call's."""
+        if request_id not in self._calls:
+            return False
+        only = len(self._calls) == 1
+        self._calls.discard(request_id)
+        self._modern.pop(request_id, None)
+        self.ports.calls_changed(self, -1)
+        return only
+
+    def _host_stopped_waiting(self) -> None:
+        """The host cancelled the call the windows' cards are for: they close saying so rather
+        than wait for the server (which may never withdraw them). The server's own cancel of one
+        later is then not passed to the host, which never saw it."""
+        for request_id, pending in list(self._windows.items()):
+            if request_id in self._host_asked:
+                continue  # the host has it too ("first"): its own answer or the server's cancel ends it
+            self._withdrawn[request_id] = None
+            if len(self._withdrawn) > _MAX_WITHDRAWN:
+                self._withdrawn.pop(next(iter(self._withdrawn)))
+            self.ports.withdraw(pending, "host-gone")
 
     def _forget(self, round_: _Round) -> None:
         for token, known in list(self._rounds.items()):
@@ -700,8 +732,9 @@ class RelaySession:
 
     # ---- the end ---------------------------------------------------------------------
 
-    def close(self) -> None:
-        """The session ended: what waits on it is withdrawn; the host's held calls are dropped."""
+    def close(self, reason: Unanswered = "host-gone") -> None:
+        """The session ended: what waits on it is withdrawn (`reason`: the host left, or the server
+        did: "server-closed"); the host's held calls are dropped."""
         if self.closed:
             return
         self.closed = True
@@ -714,7 +747,7 @@ class RelaySession:
             open_cards += [p for p in round_.windows.values() if p is not None]
             open_cards += list(round_.host_audit.values())
         for pending in open_cards:
-            self.ports.withdraw(pending)
+            self.ports.withdraw(pending, reason)
         self._windows.clear()
         self._host_asked.clear()
         self._rounds.clear()
@@ -912,6 +945,7 @@ class Relay:
         self._approval = approval
         self._sessions: dict[tuple[bytes, str], _Open] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self._stopping = False  # main is stopping: nobody left, the open cards are just cancelled
 
         # every server at once (`server` EVERY_SERVER): merged in main, one session here per server
         self.merged = MergedRelays(self, server_infos)
@@ -998,6 +1032,7 @@ class Relay:
                 self._end(opened, "the host went away", tell_host=False)
 
     async def close(self) -> None:
+        self._stopping = True
         self.merged.close("main is stopping")
         for opened in list(self._sessions.values()):
             self._end(opened, "main is stopping", tell_host=True)
@@ -1058,7 +1093,7 @@ class Relay:
                 envelope = jsonrpc.peek(raw)
                 if envelope.kind == "request":
                     opened.host.message(jsonrpc.error_response(envelope.id, RpcCode.SERVER_ERROR, str(exc)))  # type: ignore[arg-type]
-            self._end(opened, str(exc), tell_host=True)
+            self._end(opened, str(exc), tell_host=True, cards="server-closed")
             return
         if session.closed:
             self._closing_task(upstream.close())
@@ -1075,13 +1110,14 @@ class Relay:
 
     # ---- closing ---------------------------------------------------------------------
 
-    def _end(self, opened: _Open, why: str, *, tell_host: bool) -> None:
+    def _end(self, opened: _Open, why: str, *, tell_host: bool, cards: Unanswered = "host-gone") -> None:
+        """`cards`: how the session's open cards close (by default its host stopped waiting)."""
         session = opened.session
         key = (session.peer.routing_id, session.name)
         if self._sessions.get(key) is not opened:
             return
         del self._sessions[key]
-        session.close()
+        session.close("cancelled" if self._stopping else cards)
         if isinstance(opened.host, _BrokerSide):
             opened.host.end()
         if opened.upstream is not None:
@@ -1108,7 +1144,8 @@ class _Events:
         self.on_message: Callable[[bytes], None] = opened.session.from_server
 
     def on_closed(self, why: str) -> None:
-        self._relay._end(self._opened, f"server {self._opened.session.server.name!r}: {why}", tell_host=True)
+        self._relay._end(self._opened, f"server {self._opened.session.server.name!r}: {why}", tell_host=True,
+                         cards="server-closed")
 
     def on_server_full(self, full: bool) -> None:
         self._opened.host.hold_input(full)
@@ -1164,8 +1201,8 @@ class _Ports:
     def answered_by_host(self, session: RelaySession, pending: PendingRequest, answer: ElicitationResult) -> None:
         self._relay._ports.pending.answered_elsewhere(pending, answer, by=session.peer.window)
 
-    def withdraw(self, pending: PendingRequest) -> None:
-        self._relay._ports.pending.withdraw(pending, "cancelled")
+    def withdraw(self, pending: PendingRequest, reason: Unanswered) -> None:
+        self._relay._ports.pending.withdraw(pending, reason)
 
     def calls_changed(self, session: RelaySession, delta: int) -> None:
         session.peer.calls = max(0, session.peer.calls + delta)

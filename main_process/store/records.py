@@ -13,7 +13,7 @@ import msgspec
 
 from shared.messages import AskerInfo, DeviceRef, ElicitationInvoke
 
-Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed"]
+Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed", "host-gone"]
 OUTCOMES: Final[frozenset[str]] = frozenset(get_args(Outcome))
 PENDING: Final = "pending"  # the key `counts()` uses for rows without an outcome yet
 

@@ -181,7 +181,7 @@ class Broker:
             await self._audit.close()
 
     def _detached(self, peer: Peer, relay: RelayReceiver) -> None:
-        self.pending.withdraw_owner(peer.routing_id)
+        self.pending.withdraw_owner(peer.routing_id, "host-gone" if peer.role == "host" else "cancelled")
         relay.peer_gone(peer.routing_id)
 
     def status_report(self) -> StatusReport:

@@ -240,6 +240,19 @@ function removeCard(channel) {
 
 function clearCards() { [...cards.keys()].forEach(removeCard); }
 
+const NOTE_MS = 8000;  // as long as the Qt window's status line
+
+// The card's host stopped waiting: the window core's line ("<host> stopped waiting: <server>
+// request withdrawn") stands where the card was for a few seconds, so it does not just vanish.
+function withdrawCard(channel, note) {
+  const entry = cards.get(channel);
+  if (!entry) return;
+  const gone = el("article", {class: "card gone", role: "status"}, el("p", {text: note}));
+  entry.element.replaceWith(gone);
+  removeCard(channel);
+  setTimeout(() => gone.remove(), NOTE_MS);
+}
+
 function onMessage(message) {
   switch (message.type) {
     case "hello": stream = message.stream; setStatus(`Paired as ${message.device}; connecting to main…`); break;
@@ -250,7 +263,7 @@ function onMessage(message) {
       setStatus("Connected to main.");
       break;
     case "invoke": addCard(message.card); notifyNew(message.card); break;
-    case "dismiss": removeCard(message.channel); break;
+    case "dismiss": if (message.note) withdrawCard(message.channel, message.note); else removeCard(message.channel); break;
     case "elsewhere": showElsewhere(message.items, answerHere); break;
     case "refused": refused(message.channel, message.message); break;
     case "detached": clearCards(); clearElsewhere(); remembered.clear(); setStatus(`Not connected to main (${message.why}); trying again…`); break;

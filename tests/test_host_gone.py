@@ -1,0 +1,114 @@
+"""A card whose host stopped waiting says so (issue 37, friction 11): mcp's own `Client` as the host,
+through a real `elicitron serve --server demo`, calls a tool that elicits; a contract window sees
+the card; the host cancels its call, or ends its session; the window's dismiss says the host went
+(v1 reason "cancelled", extension cause "host-gone") and `elicitron audit` reads "host stopped waiting".
+"""
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from gateway_kit import Host, HostLoop, open_beside, serve_params
+from kit.demo import demo_stdio_entry
+from kit.env import short_tmp_dir
+from kit.main import RunningMain, start_main, write_config
+from kit.peer import WirePeer
+
+pytestmark = pytest.mark.slow  # a real main, gateway and host
+
+WAIT_S = 20.0
+
+
+@pytest.fixture(scope="module")
+def main(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMain]:
+    runtime = short_tmp_dir()
+    running = start_main(write_config(tmp_path_factory.mktemp("gone") / "mcp.json", {"demo": demo_stdio_entry()}),
+                         runtime)
+    try:
+        running.wait_server_ready("demo")
+        yield running
+    finally:
+        running.stop()
+        subprocess.run(["rm", "-rf", str(runtime)], check=False)
+
+
+@pytest.fixture(scope="module")
+def hosts() -> Iterator[HostLoop]:
+    loop = HostLoop()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture
+def window(main: RunningMain) -> Iterator[WirePeer]:
+    peer = main.peer("wire-window")
+    yield peer
+    peer.close()
+
+
+def card_of(window: WirePeer, restaurant: str) -> dict[str, Any]:
+    _, invoke = window.expect(lambda t, b: t == "msgElicitationTransferInvoke"
+                              and b["request"]["params"]["message"] == f"Book a table at {restaurant}?", WAIT_S)
+    return dict(invoke)
+
+
+def dismiss_of(window: WirePeer, invoke: dict[str, Any]) -> dict[str, Any]:
+    _, dismiss = window.expect(lambda t, b: t == "msgElicitationTransferDismiss"
+                               and b["responseChannel"] == invoke["responseChannel"], WAIT_S)
+    return dict(dismiss)
+
+
+def audit_row(main: RunningMain, channel: str) -> tuple[dict[str, Any], str]:
+    """The row of `channel` once its outcome is on disk (committed right after the dismiss went
+    out), and the table `elicitron audit` prints."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        rows = json.loads(main.cli_plain("audit", "--json", "--server", "demo").stdout)
+        row = next((r for r in rows if r["channel"] == channel), None)
+        if row is not None and row["outcome"] is not None:
+            return row, main.cli_plain("audit", "--server", "demo").stdout
+        assert time.monotonic() < deadline, f"no outcome for {channel} in the audit log: {row}"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_host_that_cancels_its_call_closes_the_card_saying_it_stopped_waiting(
+    main: RunningMain, hosts: HostLoop, window: WirePeer, mode: str
+) -> None:
+    host = open_beside(Host(hosts, serve_params(main.connection, "--server", "demo"), f"Impatient-{mode}",
+                            mode=mode), main)
+    try:
+        asking = host.start(lambda c: c.call_tool("book_table", {"restaurant": f"gone-{mode}"}))
+        invoke = card_of(window, f"gone-{mode}")
+        assert invoke["via"] == f"Impatient-{mode}"
+        asking.cancel()  # the host gives up on its call (its Client sends notifications/cancelled)
+        dismiss = dismiss_of(window, invoke)
+        assert (dismiss["reason"], dismiss.get("cause")) == ("cancelled", "host-gone")
+        row, table = audit_row(main, invoke["responseChannel"])
+        assert row["outcome"] == "host-gone" and row["via"] == f"Impatient-{mode}"
+        line = next(line for line in table.splitlines() if f"gone-{mode}" in line)
+        assert "host stopped waiting" in line
+    finally:
+        host.close()
+
+
+def test_a_host_whose_session_ends_closes_the_card_saying_it_stopped_waiting(
+    main: RunningMain, hosts: HostLoop, window: WirePeer
+) -> None:
+    host = open_beside(Host(hosts, serve_params(main.connection, "--server", "demo"), "Leaver"), main)
+    closed = False
+    try:
+        host.start(lambda c: c.call_tool("book_table", {"restaurant": "left"}))
+        invoke = card_of(window, "left")
+        host.close()  # the host's session ends while the card is up (serve exits with it)
+        closed = True
+        dismiss = dismiss_of(window, invoke)
+        assert (dismiss["reason"], dismiss.get("cause")) == ("cancelled", "host-gone")
+        row, table = audit_row(main, invoke["responseChannel"])
+        assert row["outcome"] == "host-gone"
+        assert "host stopped waiting" in next(line for line in table.splitlines() if "left" in line)
+    finally:
+        if not closed:
+            host.close()
