@@ -210,9 +210,10 @@ def _parser() -> argparse.ArgumentParser:
                         f"{SERVER_SETTLE_S:.0f}; 0: do not wait)")
     p.set_defaults(func=cmd_server)
 
-    p = sub.add_parser("audit", help="the audit log: every elicitation and its outcome")
+    p = with_connection(sub.add_parser("audit", help="the audit log: every elicitation and its outcome (from the "
+                                                     "running main's store; with no main, this machine's)"))
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--limit", type=int, default=50, help="the newest N rows (1 to 10000; default 50)")
     p.add_argument("--server", help="only this server")
     add_store_arguments(p, config=True)
     p.set_defaults(func=cmd_audit)
@@ -308,6 +309,12 @@ def _ask_command(argv: list[str]) -> tuple[list[str], str | None] | None:
 
 
 # ---- commands --------------------------------------------------------------------------
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from cli_process.audit_cli import cmd_audit as from_main_or_store  # the store: only for this command
+
+    return from_main_or_store(args)
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
@@ -636,15 +643,6 @@ def cmd_server(args: argparse.Namespace) -> int:
     error = for_terminal(server.error or "no reason given", lines=True).replace("\n", "\n    ")
     print(f"elicitron: {name}: {done}, but it is {for_terminal(server.status)}: {error}", file=sys.stderr)
     return EXIT_FAILED
-
-
-def cmd_audit(args: argparse.Namespace) -> int:
-    from cli_process.store_cli import read_audit
-    from main_process.audit import format_entries, to_json
-
-    entries = read_audit(args)  # the store --store, ELICITRON_STORE or the config names
-    print(json_for_terminal(to_json(entries).decode()) if args.json else format_entries(entries))
-    return 0
 
 
 def cmd_window(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ from typing import Any, Self
 
 from shared import channels, messages, peer
 from shared import peer_requests as requests
-from shared.errors import MainUnreachableError
+from shared.errors import AuditLogError, MainUnreachableError
 from shared.peer_blocking import BlockingPeer
 
 
@@ -102,6 +102,13 @@ class Controller:
                      timeout_s: float = 5.0) -> messages.RevokeReport:
         request = requests.revoke_rules(ids, revoke_all, server=server, asker=asker)
         return _given(self._request(request, timeout_s).revoked, "revoke report")
+
+    def audit(self, limit: int, server: str | None, timeout_s: float = 30.0) -> list[messages.AuditEntry]:
+        """Extension msgAudit: the newest rows of main's store (a shared one may be slow to read)."""
+        reply = self._request(requests.audit(limit, server), timeout_s)
+        if reply.error is not None:  # main runs, but keeps no log or cannot read its store: not "main is gone"
+            raise AuditLogError(f"main could not read its audit log: {reply.error.message}")
+        return _given(reply.audit, "audit rows")
 
     def shutdown(self) -> None:
         self._send(channels.SHUTDOWN, messages.Shutdown())

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import msgspec
 
-from cli_process.command import EXIT_FAILED, EXIT_USAGE, connection_of
+from cli_process.command import EXIT_FAILED, EXIT_USAGE, connection_of, main_may_run
 from cli_process.store_cli import store_of
 from main_process.consent.rules import CONFIG_ID_PREFIX
 from main_process.store.factory import default_audit_path, is_postgres, open_store
@@ -27,7 +27,6 @@ from main_process.store.interface import RuleTable
 from main_process.store.owner import Owner, StoreLock, hold_or_owner
 from main_process.store.sqlite_rules import path_beside
 from main_process.store.url import redact
-from shared.connection_file import main_is_gone, read_connection_file
 from shared.errors import ConnectionFileError, MainUnreachableError
 from shared.messages import RevokeReport, RuleInfo
 from shared.rule_text import describe, scope_text, when, who
@@ -51,7 +50,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return EXIT_USAGE
     connection = connection_of(args)
-    if _main_may_run(connection):  # then only main may change the store: it holds the rules in memory
+    if main_may_run(connection):  # then only main may change the store: it holds the rules in memory
         return _through_main(connection, args)
     url, _machine = store_of(args)
     if is_postgres(url):
@@ -138,15 +137,6 @@ async def _change_rules(store: RuleTable, store_path: Path | str, args: argparse
         print(f"elicitron: main is not running: removed from the rule store {store_path}; the next main "
               "starts without them", file=sys.stderr)
     return _print_revoked(RevokeReport(revoked=targets, refused=refused), args.json)
-
-
-def _main_may_run(connection: Path) -> bool:
-    """False only when no main can be running for this connection file (none, or its pid is gone)."""
-
-    if not connection.exists():
-        return False
-    info = read_connection_file(connection)  # a file we cannot trust is an error, not "no main"
-    return not main_is_gone(info)
 
 
 def _print_rules(rules: list[RuleInfo], as_json: bool, note: str | None) -> int:

@@ -17,6 +17,7 @@ from typing import Final, Literal, get_args
 
 from shared.messages import (
     Ask,
+    AuditRequest,
     AuthRequest,
     Body,
     Bye,
@@ -78,6 +79,7 @@ CANCEL_CALL = "msgCancelCall"  # extension
 MCP_RELAY = "msgMcpRelay"
 MCP_CLOSE = "msgMcpClose"
 ROTATE_HTTP_TOKEN = "msgRotateHttpToken"  # extension (issue 24): a new --mcp-http bearer token
+AUDIT = "msgAudit"  # extension (issue 37): `elicitron audit` reads main's store, whichever it is
 
 # main -> peer
 WELCOME = "welcome"
@@ -100,6 +102,8 @@ HOSTS: Final[frozenset[Role]] = frozenset({"host"})
 # the direct calls and reads are for the other roles (a window's call panel, the CLI).
 CALLERS: Final[frozenset[Role]] = EVERY_ROLE - HOSTS
 RENDERERS: Final[frozenset[Role]] = frozenset({"renderer"})
+# The audit log may hold answered values (auditValues): for the CLI, not for windows or programs.
+CONTROLLERS: Final[frozenset[Role]] = frozenset({"controller"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +151,7 @@ TABLE: Final[tuple[Topic, ...]] = (
     _to_main(SIGN_IN_REDIRECT, SignInRedirect, reply=True),
     _to_main(RULES, RulesRequest, reply=True),
     _to_main(REVOKE_RULES, RevokeRules, reply=True),
+    _to_main(AUDIT, AuditRequest, roles=CONTROLLERS, reply=True),
     _to_main(ASK, Ask, reply=True),
     _to_main(WITHDRAW, Withdraw),  # the answer comes on the msgAsk's channel
     _to_main(CANCEL_CALL, CancelCall),

@@ -571,6 +571,54 @@ class QuestionAnswer(Body):
     content: dict[str, Any] | None = None
 
 
+# ---- extension: the audit log through main (msgAudit; `elicitron audit`) ---------------------
+
+MAX_AUDIT_ROWS = 10_000  # one answer's rows: main reads them on its loop, and a peer takes 64 MiB at most
+
+
+class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One elicitation as the audit log holds it (camelCase in JSON, like the wire contract), in
+    `ChannelReply.audit` too. Not a Body: its nulls are kept, so `elicitron audit --json` prints the
+    same whether it read the store or asked main."""
+
+    channel: str
+    server: str
+    mode: str
+    message: str
+    fields: list[str] | None  # form mode: requested property names
+    url: str | None  # url mode
+    origin: str | None
+    created_at: int
+    expires_at: int | None
+    outcome: str | None  # None while pending
+    window: str | None  # the window that answered (its id)
+    decided_at: int | None
+    content: dict[str, Any] | None  # only when recorded with record_values=True
+    kind: str | None = None  # None: a server's elicitation; else "approval", "question", "sign-in"
+    via: str | None = None  # the MCP host whose call led to it
+    tool: str | None = None  # approvals: the tool asked about
+    arguments: dict[str, Any] | None = None  # approvals, only with record_values=True
+    rule_id: str | None = None  # answered by this rule rather than by a window
+    decision: str | None = None  # approvals: allow-once | allow-session | allow-always | deny
+    window_name: str | None = None  # the answering window's name when it answered
+    device: str | None = None  # a web window answered: the paired device's name then
+    device_id: str | None = None  # and its id, as `elicitron devices` lists it
+    machine: str | None = None  # the main that asked (a shared store: PostgreSQL); None in SQLite
+
+    @property
+    def status(self) -> str:
+        return self.outcome or "pending"  # main_process.store.records.PENDING
+
+
+class AuditRequest(Body):
+    """Extension `msgAudit` (controllers): the newest `limit` rows of main's audit log (only
+    `server`'s), answered on `responseChannel` with `ChannelReply.audit`, newest first."""
+
+    response_channel: ShortText
+    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_AUDIT_ROWS)] = 50
+    server: str | None = None
+
+
 class ChannelReply(Body):
     """Body sent on a peer-chosen response channel: exactly one field is set. `result` is MCP's
     own JSON (a CallToolResult, or the result of a msgMcpRequest); the others are Elicitron's."""
@@ -584,6 +632,7 @@ class ChannelReply(Body):
     rules: list[RuleInfo] | None = None  # msgRules
     revoked: RevokeReport | None = None  # msgRevokeRules
     answer: QuestionAnswer | None = None  # extension msgAsk
+    audit: list[AuditEntry] | None = None  # extension msgAudit
 
 
 # ---- extension: a caller's calls (cancel, progress); host peers' list changes ------------------
@@ -653,7 +702,7 @@ class McpClose(Body):
 PeerBody = (
     Hello | Heartbeat | Bye | ElicitationResult | CallTool | StatusRequest | Shutdown | ServerControl | Reload
     | ServerPolicy | McpRequest | AuthRequest | SignInRedirect | RulesRequest | RevokeRules | Ask | Withdraw
-    | CancelCall | McpRelay | McpClose | RotateHttpToken
+    | CancelCall | McpRelay | McpClose | RotateHttpToken | AuditRequest
 )
 MainBody = (
     Welcome

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from shared import channels
 from shared.messages import (
     Action,
+    AuditRequest,
     AuthAction,
     AuthRequest,
     Body,
@@ -105,6 +106,12 @@ def revoke_rules(ids: list[str], revoke_all: bool = False, channel: str | None =
     channel = _fresh("revoke", channel)
     body = RevokeRules(response_channel=channel, ids=ids, revoke_all=revoke_all, server=server, asker=asker)
     return Request(body, channel, "the revoke")
+
+
+def audit(limit: int, server: str | None = None, channel: str | None = None) -> Request:
+    """Extension `msgAudit` (controllers): answered with the newest `limit` rows of main's audit log."""
+    channel = _fresh("audit", channel)
+    return Request(AuditRequest(response_channel=channel, limit=limit, server=server), channel, "the audit request")
 
 
 def status(channel: str | None = None) -> Request:

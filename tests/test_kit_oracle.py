@@ -87,3 +87,8 @@ def test_a_topic_main_no_longer_takes_is_unknown_and_a_cancel_naming_no_call_is_
     assert cancel is not None and cancel.silent and not cancel.codes
     misnamed = expect("msgCancelCall", {"responseChannel": "heartbeat"})
     assert misnamed is not None and misnamed.silent and misnamed.codes == {"bad-body"}
+
+
+def test_a_controller_topic_from_a_window_is_bad_body_even_with_a_valid_body() -> None:
+    answer = expect("msgAudit", VALID_BODIES["msgAudit"])
+    assert answer is not None and answer.codes == {"bad-body"} and answer.topic == "msgAudit"

@@ -82,6 +82,8 @@ PEER_MESSAGES: list[tuple[str, m.Body]] = [
     (channels.RULES, m.RulesRequest(response_channel="rules-1")),
     (channels.REVOKE_RULES, m.RevokeRules(response_channel="revoke-1", ids=["r-0a1b2c3d"])),
     (channels.REVOKE_RULES, m.RevokeRules(response_channel="revoke-2", revoke_all=True, server="demo")),
+    (channels.AUDIT, m.AuditRequest(response_channel="audit-1")),
+    (channels.AUDIT, m.AuditRequest(response_channel="audit-2", limit=10_000, server="demo")),
     (channels.HELLO, m.Hello(protocol=1, token="ab" * 16, window=WINDOW, name="deploy.sh", role="asker")),
     (channels.ASK, m.Ask(response_channel="ask-1", params=PARAMS, timeout_seconds=900.0,
                          asker=m.AskerInfo(name="deploy.sh", pid=4242, machine="build-7"))),
@@ -175,6 +177,9 @@ MAIN_MESSAGES: list[tuple[str, m.Body]] = [
                                                       content={"guests": 2}))),
     ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="cancel", outcome="expired"))),
     ("ask-1", m.ChannelReply(answer=m.QuestionAnswer(action="cancel", outcome="withdrawn"))),
+    ("audit-1", m.ChannelReply(audit=[m.AuditEntry(  # nulls stay: --json prints them from main as from a file
+        channel=RESULT_CHANNEL, server="demo", mode="form", message="Book?", fields=["guests"], url=None,
+        origin=None, created_at=1, expires_at=None, outcome=None, window=None, decided_at=None, content=None)])),
     (channels.INVOKE, m.ElicitationInvoke(
         request=m.ElicitationRequest(server="deploy.sh", params=PARAMS), response_channel=RESULT_CHANNEL,
         created_at=1, expires_at=2, origin=None, kind="question",

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from main_process.store.interface import AuditTable, run_now
-from main_process.store.records import Decided, OutcomeRecord
+from main_process.store.records import AuditEntry, Decided, OutcomeRecord
 from shared.messages import ElicitationInvoke
 
 logger = logging.getLogger(__name__)
@@ -91,6 +91,15 @@ class AuditWriter:
     async def _rows(self, invokes: list[ElicitationInvoke], decided: list[Decided]) -> None:
         await self.audit.record_requests(invokes, decided)
         self._committed()
+
+    async def entries(self, limit: int, server: str | None) -> list[AuditEntry]:
+        """The newest rows, queued ones written first: `elicitron audit` through main (msgAudit)
+        shows a request the moment a window has it, not 20 ms later. May raise: a store that
+        cannot be read (PostgreSQL down) is the reader's error, not main's."""
+        self.flush()
+        if self._writes:
+            await asyncio.gather(*list(self._writes))  # those running now; later ones are newer than asked
+        return await self.audit.entries(limit=limit, server=server)
 
     async def close(self) -> None:
         """Write what is queued and wait for every write and a running checkpoint; the store stays open."""

@@ -1,7 +1,7 @@
 """What the store holds, as typed records: every backend takes and gives these, never rows.
 
 Remembered rules and approvals are `main_process.consent.rules.Rule` (the record main decides with); the
-audit log's are here. Paired devices are `shared.web_devices.PairedDevice` (the web window and
+audit log's are here (`AuditEntry` itself is in shared.messages: main sends rows to `elicitron audit`). Paired devices are `shared.web_devices.PairedDevice` (the web window and
 the CLI read them too); an open question of `elicitron ask` as a store would keep it is
 `StoredQuestion` (interface.py says why no backend keeps those yet).
 """
@@ -9,45 +9,14 @@ the CLI read them too); an open question of `elicitron ask` as a store would kee
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-import msgspec
+from shared.messages import AskerInfo, AuditEntry, DeviceRef, ElicitationInvoke
 
-from shared.messages import AskerInfo, DeviceRef, ElicitationInvoke
+# AuditEntry is defined with the wire bodies (main sends rows to `elicitron audit`), and is one of these.
+__all__ = ["OUTCOMES", "PENDING", "AuditEntry", "Decided", "Outcome", "OutcomeRecord", "StoredQuestion"]
 
 Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed", "host-gone"]
 OUTCOMES: Final[frozenset[str]] = frozenset(get_args(Outcome))
-PENDING: Final = "pending"  # the key `counts()` uses for rows without an outcome yet
-
-
-class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """One elicitation as the audit log holds it (camelCase in JSON, like the wire contract)."""
-
-    channel: str
-    server: str
-    mode: str
-    message: str
-    fields: list[str] | None  # form mode: requested property names
-    url: str | None  # url mode
-    origin: str | None
-    created_at: int
-    expires_at: int | None
-    outcome: str | None  # None while pending
-    window: str | None  # the window that answered (its id)
-    decided_at: int | None
-    content: dict[str, Any] | None  # only when recorded with record_values=True
-    kind: str | None = None  # None: a server's elicitation; else "approval", "question", "sign-in"
-    via: str | None = None  # the MCP host whose call led to it
-    tool: str | None = None  # approvals: the tool asked about
-    arguments: dict[str, Any] | None = None  # approvals, only with record_values=True
-    rule_id: str | None = None  # answered by this rule rather than by a window
-    decision: str | None = None  # approvals: allow-once | allow-session | allow-always | deny
-    window_name: str | None = None  # the answering window's name when it answered
-    device: str | None = None  # a web window answered: the paired device's name then
-    device_id: str | None = None  # and its id, as `elicitron devices` lists it
-    machine: str | None = None  # the main that asked (a shared store: PostgreSQL); None in SQLite
-
-    @property
-    def status(self) -> str:
-        return self.outcome or PENDING
+PENDING: Final = "pending"  # AuditEntry.status and the key `counts()` use for rows without an outcome yet
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from main_process.consent.elicitation_gate import ElicitationGate, Rules
 from main_process.consent.pending import WELCOME_PENDING_BYTES, PendingRequest, PendingRequests, RuleHook
 from main_process.store.interface import AuditTable
 from main_process.wire.attachments import PEERS_COALESCE_S
+from main_process.wire.audit_topics import AuditTopics
 from main_process.wire.broker_ports import RelaySide, ServerSide, ServerWatcher
 from main_process.wire.call_topics import CallPorts, CallTopics
 from main_process.wire.consent_topics import RulePorts, RuleTopics
@@ -164,7 +165,8 @@ class Broker:
             ControlTopics(receivers.servers, replies, status=self.status_report, reload=receivers.reload,
                           shutdown=receivers.shutdown, server_policy=receivers.server_policy,
                           rotate_http_token=self._status.rotate_http_token),
-            RuleTopics(receivers.rules, replies), QuestionTopics(receivers.questions), RelayTopics(receivers.relay)]
+            RuleTopics(receivers.rules, replies), QuestionTopics(receivers.questions), RelayTopics(receivers.relay),
+            AuditTopics(self._audit, replies)]
         greeter = Greeter(wire.attachments, self.pending, token=self._token, session=self.session,
                           max_body_bytes=wire.max_body_bytes, server_infos=wire.server_infos, clock=wire.clock)
         inbound = Inbound(wire.attachments, greeter, self.pending, replies, routes=TOPICS,

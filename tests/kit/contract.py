@@ -31,6 +31,7 @@ WITHDRAW = "msgWithdraw"
 CANCEL_CALL = "msgCancelCall"
 MCP_RELAY = "msgMcpRelay"
 MCP_CLOSE = "msgMcpClose"
+AUDIT = "msgAudit"  # from `controller` only
 
 # main -> peer
 WELCOME = "welcome"
@@ -52,7 +53,9 @@ ACTING_TOPICS = (BYE, SHUTDOWN, SERVER_CONTROL, RELOAD, SERVER_POLICY, CALL_TOOL
 # Topics whose valid bodies get a fixed answer from a window (role "renderer", as the fuzzing peer is):
 # a msgCancelCall naming none of the sender's calls in flight is ignored.
 FIXED_ANSWER_TOPICS = (CANCEL_CALL,)
-PEER_TOPICS = (HELLO, HEARTBEAT, *ACTING_TOPICS, *FIXED_ANSWER_TOPICS)
+# Topics section 5 takes from controllers only: from a window (as the fuzzing peer is), bad-body whatever the body.
+CONTROLLER_TOPICS = (AUDIT,)
+PEER_TOPICS = (HELLO, HEARTBEAT, *ACTING_TOPICS, *FIXED_ANSWER_TOPICS, *CONTROLLER_TOPICS)
 # What main may send a welcomed peer besides errors while nothing is being elicited.
 BACKGROUND_TOPICS = frozenset({HEARTBEAT, PEERS, SERVERS, NOTICE})
 
@@ -139,6 +142,12 @@ class RevokeRules(msgspec.Struct, rename="camel"):
     asker: str | None = None
 
 
+class Audit(msgspec.Struct, rename="camel"):
+    response_channel: str
+    limit: int = 50
+    server: str | None = None
+
+
 class Asker(msgspec.Struct):
     name: str
     pid: int | None = None
@@ -168,7 +177,7 @@ SHAPES: dict[str, type] = {
     STATUS: Replying, RELOAD: Replying, SERVER_CONTROL: ServerControl, SERVER_POLICY: ServerPolicy,
     ROTATE_HTTP_TOKEN: Replying, AUTH: Auth, SIGN_IN_REDIRECT: SignInRedirect, RULES: Replying,
     REVOKE_RULES: RevokeRules, ASK: Ask, WITHDRAW: Replying, CANCEL_CALL: Replying,
-    MCP_RELAY: McpRelay, MCP_CLOSE: McpClose,
+    MCP_RELAY: McpRelay, MCP_CLOSE: McpClose, AUDIT: Audit,
 }
 
 

@@ -39,6 +39,7 @@ VALID_BODIES: dict[str, Any] = {
     contract.CANCEL_CALL: {"responseChannel": "r"},
     contract.MCP_RELAY: {"session": "s", "message": b'{"jsonrpc": "2.0", "method": "ping", "id": 1}', "server": "demo"},
     contract.MCP_CLOSE: {"session": "s"},
+    contract.AUDIT: {"responseChannel": "r", "limit": 5},
     "result": {"action": "accept", "content": {"name": "Eve", "party_size": 2}},
 }
 _VALID_RAW = {name: wire.encode(body) for name, body in VALID_BODIES.items()}

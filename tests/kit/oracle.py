@@ -119,6 +119,8 @@ def expectation(frames: Sequence[bytes], *, attached: bool, answered: frozenset[
     if is_result:
         code = "already-answered" if topic in answered else "unknown-channel"
         return Expect(frozenset({code}) | deep, topic, kind=kind)
+    if topic in contract.CONTROLLER_TOPICS:  # the oracle's peer is a window: refused whatever the body
+        return Expect(frozenset({"bad-body"}), topic, kind=kind)
     if topic == contract.CANCEL_CALL:  # names none of the sender's calls in flight: ignored
         bad_name = frozenset() if contract.is_good_channel(decoded.response_channel) else frozenset({"bad-body"})
         return Expect(deep | bad_name, topic, silent=True, kind=kind)
