@@ -451,7 +451,7 @@ def test_the_cli_pages_table_lists_what_exists_and_every_subcommand() -> None:
     other_main = re.search(r"Other `main` options: (.*?)\n\n", section, re.DOTALL)
     assert other_main is not None
     listed["main"].update(re.findall(r"`(--[a-z][a-z-]*)", other_main.group(1)))  # `--option ...`
-    takes_connection = ("Every command but `audit`, `devices`, `config import` and `policy test` (they need no "
+    takes_connection = ("Every command but `devices`, `config import` and `policy test` (they need no "
                         "main) takes `--connection FILE`") in section.replace("\n", " ")
     assert takes_connection
     for command, options in sorted(listed.items()):
@@ -459,7 +459,7 @@ def test_the_cli_pages_table_lists_what_exists_and_every_subcommand() -> None:
         assert done.returncode == 0, (command, done.stderr)
         missing = sorted(option for option in options if option not in done.stdout)
         assert missing == [], f"`elicitron {command} --help` has no {missing}"
-        if command and command not in ("audit", "ask", "devices", "config import", "policy test"):
+        if command and command not in ("ask", "devices", "config import", "policy test"):
             assert "--connection" in done.stdout, command
     ask = elicitron("ask", "--help")
     assert "--connection" in ask.stdout
