@@ -253,10 +253,12 @@ def test_asking_loads_neither_mcp_nor_qt_nor_mains_internals(main: RunningMain, 
                 if line.startswith("import time:")}
     assert {"asker_process.cli", "asker_process.client", "zmq"} <= imported
     assert not {m for m in imported if m.split(".")[0] in ("mcp", "mcp_types", "PySide6", "pydantic")}
-    # the CLI only dispatches (its exit codes and connection file in command.py, the --store
-    # argument in store_cli.py): nothing of main is loaded but where its log goes by default.
+    # the CLI only dispatches (its exit codes and connection file in command.py, the arguments of
+    # --store and `policy` in store_cli.py and policy_cli.py): nothing of main is loaded but where
+    # its log goes by default.
     assert {m for m in imported if m.startswith("cli_process")} <= {
-        "cli_process", "cli_process.__main__", "cli_process.cli", "cli_process.command", "cli_process.store_cli"}
+        "cli_process", "cli_process.__main__", "cli_process.cli", "cli_process.command", "cli_process.store_cli",
+        "cli_process.policy_cli"}
     assert {m for m in imported if m.startswith("main_process")} <= {"main_process", "main_process.paths"}
 
 
