@@ -90,15 +90,8 @@ class BearerProxy:
     async def _requests(self, reader: asyncio.StreamReader, up: asyncio.StreamWriter) -> None:
         """Each request: its head with our header added (any Authorization of the client's dropped),
         then its body as framed by Content-Length or chunked encoding."""
-        while True:
-            try:
-                head = await reader.readuntil(b"\r\n\r\n")
-            except asyncio.IncompleteReadError:
-                up.write_eof()
-                return
-            lines = head[:-2].split(b"\r\n")
-            kept = [line for line in lines[1:] if line and not line.lower().startswith(b"authorization:")]
-            fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in kept)}
+        while (request := await _request_head(reader)) is not None:
+            lines, kept, fields = request
             up.write(b"\r\n".join([lines[0], *kept]) + b"\r\n" + self.header + b"\r\n")
             if fields.get(b"transfer-encoding", b"").lower() == b"chunked":
                 while True:
@@ -114,6 +107,7 @@ class BearerProxy:
             elif (length := int(fields.get(b"content-length", b"0"))) > 0:
                 up.write(await reader.readexactly(length))
             await up.drain()
+        up.write_eof()
 
     async def _copy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -124,6 +118,18 @@ class BearerProxy:
         except OSError:
             pass
 
+
+
+async def _request_head(reader: asyncio.StreamReader) -> tuple[list[bytes], list[bytes], dict[bytes, bytes]] | None:
+    """The next request's head: its lines, the header lines kept (any Authorization of the
+    client's dropped) and those headers by lower-cased name; None once the client is done."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return None
+    lines = head[:-2].split(b"\r\n")
+    kept = [line for line in lines[1:] if line and not line.lower().startswith(b"authorization:")]
+    return lines, kept, {k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in kept)}
 
 
 _NAMED = ("tools/call", "prompts/get")
@@ -141,15 +147,8 @@ class NamesProxy(BearerProxy):
     # ---- the suite's requests ------------------------------------------------------------------
 
     async def _requests(self, reader: asyncio.StreamReader, up: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                head = await reader.readuntil(b"\r\n\r\n")
-            except asyncio.IncompleteReadError:
-                up.write_eof()
-                return
-            lines = head[:-2].split(b"\r\n")
-            kept = [line for line in lines[1:] if line and not line.lower().startswith(b"authorization:")]
-            fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(b":") for line in kept)}
+        while (request := await _request_head(reader)) is not None:
+            lines, kept, fields = request
             body = await _read_body(reader, fields)
             body = self._outgoing(body) if body else body
             kept = [self._header(line) for line in kept
@@ -158,6 +157,7 @@ class NamesProxy(BearerProxy):
                 kept.append(b"Content-Length: %d" % len(body))
             up.write(b"\r\n".join([lines[0], *kept]) + b"\r\n" + self.header + b"\r\n" + body)
             await up.drain()
+        up.write_eof()
 
     def _header(self, line: bytes) -> bytes:
         name, _, value = line.partition(b":")

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 import pytest
 from kit.env import child_env
 from kit.paths import PYTHON, ROOT
-from web_kit import WebWindow, chromium_missing, demo_web_window, kept_attached
+from kit.peer import kept_attached
+from web_kit import WebWindow, chromium_missing, demo_web_window
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser

@@ -14,6 +14,7 @@ ZeroMQ cannot carry a message of zero frames; a single empty frame is the neares
 so "frame counts 0..5" is covered as 1..5 frames with empty frames among them.
 """
 
+import contextlib
 import json
 import os
 import random
@@ -22,7 +23,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,7 @@ from kit.env import short_tmp_dir
 from kit.frames import FrameGen, deep_body
 from kit.main import RunningMain, start_main, write_config
 from kit.oracle import Expect, expectation, is_rate_limited
-from kit.peer import WirePeer
+from kit.peer import WirePeer, kept_attached
 
 BOOKING_VALUES = {"name": "Zoë \"after\" the barrage 🍽", "party_size": 12, "outdoor": True, "budget": 0.1,
                   "cuisine": "japanese"}
@@ -101,26 +101,11 @@ class Barrage:
     codes_seen: dict[str, int] = field(default_factory=dict)
     _sockets: threading.Lock = field(default_factory=threading.Lock)
 
-    @contextmanager
-    def attached_between_fires(self) -> Iterator[None]:
+    def attached_between_fires(self) -> contextlib.AbstractContextManager[None]:
         """The welcomed fuzzer and the kept-alive peers heartbeat from a thread while the test makes
         its next batch (hypothesis can take longer than main's 5 s of silence on a loaded machine, and
         main then rightly dropped the fuzzer); `fire` holds the sockets meanwhile."""
-        done = threading.Event()
-
-        def beat() -> None:
-            while not done.wait(0.25):
-                with self._sockets:
-                    for peer in (self.welcomed, *self.keep_alive):
-                        peer.heartbeat_if_due()
-
-        thread = threading.Thread(target=beat, name="barrage heartbeats", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            done.set()
-            thread.join()
+        return kept_attached(self.welcomed, *self.keep_alive, sockets=self._sockets)
 
     def fire(self, shots: list[Shot], timeout_s: float = 15.0) -> None:
         with self._sockets:

@@ -75,15 +75,20 @@ def test_main_holds_the_hosts_pipes_and_the_host_closing_its_stdin_ends_serve_an
         assert answer["result"]["serverInfo"]["name"] == "gateway-probe"  # the server's own, as direct
         host_stdin = os.readlink(f"/proc/{proc.pid}/fd/0")
         assert host_stdin in _pipes_of(probe_main.pid)  # main reads the host's stdin itself
-        assert proc.stdin is not None
-        proc.stdin.close()
-        assert proc.wait(timeout=30) == 0
-        probe_main.wait_status(lambda status: set(descendants(probe_main.pid)) <= before,
-                               "the session's server process to be stopped")
-        assert host_stdin not in _pipes_of(probe_main.pid)
+        _host_closes_stdin(proc, probe_main, host_stdin, before)
     finally:
         end_process(proc)
 
+
+
+def _host_closes_stdin(proc: subprocess.Popen[bytes], main: RunningMain, host_stdin: str, before: set[int]) -> None:
+    """The host closes serve's stdin: serve exits 0, the session's server processes stop and main
+    lets go of the host's pipes."""
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    main.wait_status(lambda status: set(descendants(main.pid)) <= before, "the session's server process to be stopped")
+    assert host_stdin not in _pipes_of(main.pid)
 
 
 def test_serve_without_server_hands_main_its_pipes_and_main_merges_every_server(probe_main: RunningMain) -> None:
@@ -99,12 +104,7 @@ def test_serve_without_server_hands_main_its_pipes_and_main_merges_every_server(
         added = _ask(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                             "params": {"name": "probe__add", "arguments": {"a": 2, "b": 3}}})
         assert added["result"]["structuredContent"] == {"sum": 5}
-        assert proc.stdin is not None
-        proc.stdin.close()
-        assert proc.wait(timeout=30) == 0
-        probe_main.wait_status(lambda status: set(descendants(probe_main.pid)) <= before,
-                               "the session's server process to be stopped")
-        assert host_stdin not in _pipes_of(probe_main.pid)
+        _host_closes_stdin(proc, probe_main, host_stdin, before)
     finally:
         end_process(proc)
 

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from kit.env import child_env, short_tmp_dir
 from kit.paths import ROOT
+from kit.peer import kept_attached
 from oauth_kit import oauth_config, oauth_servers, server_status, start_oauth_main
-from web_kit import WebWindow, chromium_missing, demo_web_window, kept_attached, pair, web_window
+from web_kit import WebWindow, chromium_missing, demo_web_window, pair, web_window
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page

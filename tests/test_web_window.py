@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 from kit.main import start_main
-from web_kit import WebWindow, chromium_missing, demo_web_window, kept_attached, pair, web_window
+from kit.peer import kept_attached
+from web_kit import WebWindow, chromium_missing, demo_web_window, pair, web_window
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page

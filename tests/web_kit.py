@@ -4,7 +4,6 @@ download: the system executable, or the tests that need it are skipped with the 
 
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -15,7 +14,6 @@ from kit.demo import demo_stdio_entry
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.paths import PYTHON, ROOT
-from kit.peer import HEARTBEAT_AFTER_S, WirePeer
 from kit.procs import terminate
 
 if TYPE_CHECKING:
@@ -120,23 +118,3 @@ def chromium() -> "Iterator[Browser]":
             yield browser
         finally:
             browser.close()
-
-
-@contextmanager
-def kept_attached(peer: WirePeer) -> Iterator[None]:
-    """A wire peer heartbeats from a thread while the test drives the browser (Playwright's waits
-    heartbeat nobody, and main lets a peer silent for 5 s go); the test leaves the peer alone
-    until the block ends."""
-    done = threading.Event()
-
-    def beat() -> None:
-        while not done.wait(HEARTBEAT_AFTER_S / 2):
-            peer.heartbeat_if_due()
-
-    thread = threading.Thread(target=beat, name=f"heartbeat {peer.name}", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        done.set()
-        thread.join()

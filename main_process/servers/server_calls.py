@@ -20,10 +20,9 @@ from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 from mcp_types import URL_ELICITATION_REQUIRED
 from pydantic import ValidationError
 
-from main_process.config import ServerConfig
 from main_process.consent.pending import Elicitation, RequestOptions
 from main_process.oauth.sign_in import SignIn
-from main_process.servers.server_era import READY_TIMEOUT_S, ProtocolEra
+from main_process.servers.server_era import READY_TIMEOUT_S, ConnectedServer, ProtocolEra
 from main_process.servers.server_faults import (
     NotReconnectedError,
     cancelled_reply,
@@ -35,7 +34,7 @@ from main_process.servers.server_faults import (
 from main_process.wire.peer_calls import Cancel
 from main_process.wire.topic_routes import ProgressTo, ReplyTo
 from shared.errors import RpcCode, UndeliverableRequestError
-from shared.messages import ChannelReply, ElicitationResult, McpMethod, ServerStatus
+from shared.messages import ChannelReply, ElicitationResult, McpMethod
 
 logger = logging.getLogger(__name__)
 
@@ -49,32 +48,8 @@ class _Asks(Protocol):
     async def ask(self, elicitation: Elicitation, options: RequestOptions) -> ElicitationResult: ...
 
 
-class _Server(Protocol):
+class _Server(ConnectedServer, Protocol):
     """What the calls read of their server (servers.ManagedServer)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def config(self) -> ServerConfig: ...
-
-    @property
-    def status(self) -> ServerStatus: ...
-
-    @property
-    def error(self) -> str | None: ...
-
-    @property
-    def stopping(self) -> asyncio.Event: ...
-
-    @property
-    def became_ready(self) -> asyncio.Event: ...
-
-    @property
-    def client(self) -> Client | None: ...
-
-    @property
-    def connection_calls(self) -> set[asyncio.Task[None]] | None: ...
 
     @property
     def sign_in(self) -> SignIn | None: ...

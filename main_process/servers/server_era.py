@@ -32,8 +32,9 @@ class _Notices(Protocol):
     def publish_notice(self, level: str, message: str, server: str | None) -> None: ...
 
 
-class _Server(Protocol):
-    """What the era reads and changes of its server (servers.ManagedServer)."""
+class ConnectedServer(Protocol):
+    """What a server's parts (this era, server_calls.py) read of its connection and state
+    (servers.ManagedServer, which imports them: hence a Protocol)."""
 
     @property
     def name(self) -> str: ...
@@ -58,6 +59,10 @@ class _Server(Protocol):
 
     @property
     def connection_calls(self) -> set[asyncio.Task[None]] | None: ...
+
+
+class _Server(ConnectedServer, Protocol):
+    """What the era reads and changes of its server."""
 
     @property
     def ports(self) -> _Notices: ...

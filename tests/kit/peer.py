@@ -9,9 +9,11 @@ shows that a third-party peer built from the contract works. Two ways to read:
   in one loop (and then calls `heartbeat_if_due()` itself).
 """
 
+import contextlib
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import zmq
@@ -202,3 +204,27 @@ class WirePeer:
             except zmq.ZMQError:
                 pass  # never connected (e.g. refused by CURVE): nothing to say bye to
         self.sock.close(linger=100 if bye else 0)
+
+
+@contextlib.contextmanager
+def kept_attached(*peers: "WirePeer", sockets: "threading.Lock | None" = None) -> Iterator[None]:
+    """The peers heartbeat from a thread while the test does something long that reads none of
+    them (a browser's steps, hypothesis making its next batch): main lets a peer silent for 5 s go.
+    The test leaves them alone until the block ends, or holds `sockets` while it uses them (a ZeroMQ
+    socket is one thread's at a time)."""
+    done = threading.Event()
+    lock = sockets or threading.Lock()
+
+    def beat() -> None:
+        while not done.wait(HEARTBEAT_AFTER_S / 2):
+            with lock:
+                for peer in peers:
+                    peer.heartbeat_if_due()
+
+    thread = threading.Thread(target=beat, name=f"heartbeat {', '.join(peer.name for peer in peers)}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
