@@ -22,9 +22,12 @@ MIN_CONNECTIONS: Final = 16  # whatever the limit: a few browsers and their stre
 MAX_PER_SOURCE: Final = 64  # from one non-loopback address (a reverse proxy in front is loopback)
 HEAD_TIMEOUT_S: Final = 5.0  # new, or idle between two requests (uvicorn's own keep-alive is 5 s too)
 BODY_TIMEOUT_S: Final = 30.0  # an answer is at most 1 MB (app.py)
-# Connections waiting in the kernel, all accepted at once before the guard sees one: the reserve
-# (at least 64, a quarter of a 1,024 limit) holds them, and the pages' own descriptors.
-BACKLOG: Final = 128
+# Connections waiting in the kernel are all accepted in one turn of the loop (asyncio accepts up to
+# the backlog at a time), and each over the cap evicts an idle one whose descriptor is only freed on
+# the next turn: one turn holds up to twice the backlog beyond the cap. The reserve (a quarter of a
+# 1,024 limit: 256) holds that and the pages' own descriptors. With 128, a burst of 1,200 idle
+# connections filled it exactly and accept hit EMFILE, and asyncio then stops accepting for 1 s.
+BACKLOG: Final = 64
 
 
 def connection_guard(tls: tuple[Path, Path] | None) -> ConnectionGuard:
