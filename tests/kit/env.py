@@ -26,14 +26,15 @@ def default_home() -> Path:
 
 
 def child_env(home: Path | None = None, **extra: str) -> dict[str, str]:
-    """The environment of a child: the project importable, output unbuffered, and its config,
-    data (audit log), state (logs) and runtime dirs under `home` (default: `default_home()`), so
-    nothing of the user's own is read or written. `home` on the same filesystem as a user's data
+    """The environment of a child: the project importable, output unbuffered, and its HOME and its
+    config, data (audit log), state (logs) and runtime dirs under `home` (default: `default_home()`),
+    so nothing of the user's own is read or written: not even the locator in ~/.local/state, through
+    which a command with no --connection would otherwise reach a main the user runs on this machine. `home` on the same filesystem as a user's data
     dir (both under /) keeps the audit log's fsyncs as costly as they are for a user."""
     home = home if home is not None else default_home()
     runtime = home / "run"
     runtime.mkdir(mode=0o700, parents=True, exist_ok=True)  # Qt warns about a missing runtime dir
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1",
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1",
            "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
            "XDG_STATE_HOME": str(home / "state"), "XDG_RUNTIME_DIR": str(runtime), **extra}
     env.pop("ELICITRON_CONNECTION", None)  # a child never finds the user's own main
