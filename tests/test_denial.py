@@ -3,12 +3,15 @@ the reason a person types cleaned and capped (shared/denial_reason.py), and a ca
 who answered and their reason through the pending lifecycle into the audit."""
 
 import asyncio
+import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from kit.paths import ROOT
 
 from main_process.audit import format_entries
 from main_process.consent import approvals
@@ -65,6 +68,15 @@ def test_a_rule_or_the_config_denies_until_changed(denial: Denial, said: str, re
     assert said in text and "files/write_file was not called. Do not retry it" in text
     assert (result["_meta"][DENIAL_KEY]["retry"], result["_meta"][DENIAL_KEY]["id"]) == (retry, denial.id)
     assert result["_meta"][SEP_2643_KEY] == {"reason": "insufficient_authorization", "remediation": "unavailable"}
+
+
+def test_the_docs_example_is_what_a_host_gets_for_a_forbid() -> None:
+    """docs/consent.md's "Denials the agent can act on" shows this result as it is."""
+    text = (ROOT / "docs" / "consent.md").read_text(encoding="utf-8").split("## Denials the agent can act on")[1]
+    shown = json.loads(re.findall(r"```json\n(.*?)```", text, re.DOTALL)[0])
+    context = shown["_meta"][SEP_2643_KEY]["authorizationContextId"]
+    assert shown == Denial("files", "read_file", "policy", id="no-etc", reason="nothing under /etc, for any host",
+                           context=context).result()
 
 
 def test_nobody_answering_in_time_may_be_asked_again() -> None:
