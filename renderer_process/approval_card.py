@@ -5,8 +5,9 @@ It is drawn for an invoke with `kind: "approval"` and an `approval` block; the r
 plain form with one enum property `decision`, and this card answers exactly that form (accept with
 `{decision}`), so main cannot tell it from any v1 window's answer. What it shows: which host, which
 server and tool, the tool's title and description, its annotations as plain warnings, and the
-arguments one per row with long values folded. Esc or closing means cancel, which main takes as a
-deny. Same contract as ElicitationCard towards the window: `answered(action, content)` exactly
+arguments one per row with long values folded, and an optional "Reason (sent to the agent)" that
+goes with a deny (`reason_for`: the result's `reason`, to the model whose call it was). Esc or
+closing means cancel, which main takes as a deny. Same contract as ElicitationCard towards the window: `answered(action, content)` exactly
 once, `close_silently()`, `set_waiting_text()`.
 """
 
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -31,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from renderer_process.long_text import LongText, full_text_box, preview
 from shared import messages, tool_hints
+from shared.denial_reason import REASON_MAX_CHARS, clean_reason
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +159,16 @@ class ApprovalCard(QDialog):
         layout.addWidget(QLabel("Arguments:", self))
         layout.addWidget(scroll, 1)
 
+        reason_row = QHBoxLayout()
+        reason_row.addWidget(QLabel("Reason (sent to the agent):", self))
+        self.reason = QLineEdit(self)
+        self.reason.setObjectName("deny_reason")
+        self.reason.setMaxLength(REASON_MAX_CHARS)
+        self.reason.setPlaceholderText("optional, if you deny")
+        self.reason.setToolTip(f"Goes to {host} with the denial, so its agent can act on it; Allow sends nothing")
+        reason_row.addWidget(self.reason, 1)
+        layout.addLayout(reason_row)
+
         self.waiting = QLabel(self)
         self.waiting.setObjectName("waiting")
         self.waiting.hide()
@@ -180,6 +193,11 @@ class ApprovalCard(QDialog):
     @property
     def elicitation_id(self) -> str | None:
         return None
+
+    def reason_for(self, action: str, content: object) -> str | None:
+        """The reason typed, with a deny (Deny, or Esc); an allow sends none."""
+        allowed = action == "accept" and isinstance(content, dict) and content.get(messages.DECISION_PROPERTY) != "deny"
+        return None if allowed else clean_reason(self.reason.text())
 
     def set_waiting_text(self, text: str) -> None:
         self.waiting.setText(text)

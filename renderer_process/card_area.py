@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
 from renderer_process.card import URL, UrlOpener
-from renderer_process.consent_cards import Card, card_for, remember_choice
+from renderer_process.consent_cards import Card, card_for, reason_given, remember_choice
 from renderer_process.elsewhere import ElsewhereList
 from shared import messages
 from shared.window_core import (
@@ -43,6 +43,7 @@ def refusal_text(topic: str | None, message: str) -> str:
 class CardArea(QObject):
     answer_ready = Signal(str, str, object)  # response channel, action, content or None
     answer_remembered = Signal(str, str, object, object)  # ... and what to remember (messages.Remember)
+    answer_explained = Signal(str, str, object, str)  # ... an approval denied, and the reason typed on it
     accepted = Signal(object)  # the Card just accepted, before its answer goes
     arrived = Signal(object)  # list[ElicitationInvoke]: new here, for a notification
     decline_all_requested = Signal(str)  # server
@@ -156,6 +157,8 @@ class CardArea(QObject):
                 case Withdraw(invoke, why, brief) if self._card is not None \
                         and self._card.invoke.response_channel == invoke.response_channel:
                     self._drop_current(why, BRIEF_MS if brief else STATUS_MS)
+                case SendAnswer(invoke, action, content, _, str(reason)):  # an approval: never remembered
+                    self.answer_explained.emit(invoke.response_channel, action, content, reason)
                 case SendAnswer(invoke, action, content, None):
                     self.answer_ready.emit(invoke.response_channel, action, content)
                 case SendAnswer(invoke, action, content, remember):
@@ -191,7 +194,8 @@ class CardArea(QObject):
         card.deleteLater()
         if action == "accept":
             self.accepted.emit(card)
-        self._render(self._core.answer(card.invoke.response_channel, action, content, remember_choice(card, action)))
+        self._render(self._core.answer(card.invoke.response_channel, action, content, remember_choice(card, action),
+                                       reason_given(card, action, content)))
 
     def _drop_current(self, status: str, status_ms: int) -> None:
         card = self._card

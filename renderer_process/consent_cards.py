@@ -1,4 +1,5 @@
-"""Which card a request gets, and what the user chose to remember with their answer.
+"""Which card a request gets, what the user chose to remember with their answer, and the reason
+they gave for denying an approval.
 
 The window's one hook into the consent layer's cards: an approval (`kind: "approval"` with an
 `approval` block) gets an ApprovalCard; every other request its ElicitationCard, built to offer
@@ -24,3 +25,8 @@ def card_for(invoke: messages.ElicitationInvoke, parent: QWidget | None = None, 
 def remember_choice(card: Card, action: str) -> messages.Remember | None:
     """None for an approval: it offers no "Remember my answer"."""
     return card.remember_choice(action) if isinstance(card, ElicitationCard) else None
+
+
+def reason_given(card: Card, action: str, content: object) -> str | None:
+    """An approval's deny: the reason typed on it (None when none); only an approval asks for one."""
+    return card.reason_for(action, content) if isinstance(card, ApprovalCard) else None

@@ -56,6 +56,7 @@ logger = logging.getLogger(__name__)
 class MainWindow(QMainWindow):
     answer_ready = Signal(str, str, object)  # response channel, action, content or None
     answer_remembered = Signal(str, str, object, object)  # ... and what to remember (messages.Remember)
+    answer_explained = Signal(str, str, object, str)  # ... an approval denied, with the reason typed on it
     call_requested = Signal(str, str, str, object)  # response channel, server, tool, arguments
     control_requested = Signal(str, str, str)  # response channel, server, "start" | "stop" | "restart"
     reload_requested = Signal(str)  # response channel
@@ -121,6 +122,7 @@ class MainWindow(QMainWindow):
         show_status = self.statusBar().showMessage
         self.cards.answer_ready.connect(self.answer_ready)
         self.cards.answer_remembered.connect(self.answer_remembered)
+        self.cards.answer_explained.connect(self.answer_explained)
         self.cards.accepted.connect(self._on_accepted)
         self.cards.arrived.connect(self.notifier.announce)
         self.cards.decline_all_requested.connect(self.declining.decline_all)
@@ -167,6 +169,8 @@ class MainWindow(QMainWindow):
         bridge.refused.connect(self.on_refused)
         self.answer_ready.connect(bridge.send_result)
         self.answer_remembered.connect(bridge.send_result)
+        self.answer_explained.connect(lambda channel, action, content, reason:
+                                      bridge.send_result(channel, action, content, reason=reason))
         bridge.rules_changed.connect(self.remembered_panel.set_rules)
         bridge.replied.connect(self.remembered_panel.on_reply)
         bridge.welcomed.connect(lambda _welcome: bridge.request_rules())

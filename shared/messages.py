@@ -8,6 +8,8 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
+from shared.denial_reason import REASON_MAX_CHARS
+
 MAX_ID_CHARS = 200  # window ids, names, tokens and response channels: enough for any uuid or label
 ShortText = Annotated[str, msgspec.Meta(max_length=MAX_ID_CHARS)]
 
@@ -75,11 +77,14 @@ class Remember(Body):
 
 class ElicitationResult(Body):
     """Body of `msgElicitationTransferResult-<uuid7>`. `remember` is an extension (form-mode
-    accept or decline only); a v1 window never sends it."""
+    accept or decline only); a v1 window never sends it. `reason` too (optional, at most
+    REASON_MAX_CHARS): why the person denied an approval, for the agent whose call it was (main
+    keeps it only on an approval's deny, cleaned by shared.denial_reason)."""
 
     action: Action
     content: dict[str, Any] | None = None
     remember: Remember | None = None
+    reason: Annotated[str, msgspec.Meta(max_length=REASON_MAX_CHARS)] | None = None
 
 
 class CallTool(Body):
@@ -604,6 +609,7 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     device: str | None = None  # a web window answered: the paired device's name then
     device_id: str | None = None  # and its id, as `elicitron devices` lists it
     machine: str | None = None  # the main that asked (a shared store: PostgreSQL); None in SQLite
+    reason: str | None = None  # a denied call: the reason the person typed, or the forbidding policy's
 
     @property
     def status(self) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from shared import channels
+from shared.denial_reason import clean_reason
 from shared.messages import (
     Action,
     AuditRequest,
@@ -136,10 +137,11 @@ def auth(server: str, action: AuthAction, channel: str | None = None) -> Request
 
 
 def result(action: Action, content: dict[str, Any] | None,
-           remember: Remember | None = None) -> ElicitationResult:
-    """The answer to one elicitation, sent on its one-time channel: content goes only with accept."""
+           remember: Remember | None = None, reason: str | None = None) -> ElicitationResult:
+    """The answer to one elicitation, sent on its one-time channel: content goes only with accept;
+    `reason`, why the person denied an approval, cleaned and capped (shared/denial_reason.py)."""
     kept = content if action == "accept" else None
-    return ElicitationResult(action=action, content=kept, remember=remember)
+    return ElicitationResult(action=action, content=kept, remember=remember, reason=clean_reason(reason))
 
 
 class Answer:

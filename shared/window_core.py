@@ -87,6 +87,7 @@ class SendAnswer:
     action: Action
     content: dict[str, Any] | None
     remember: Remember | None
+    reason: str | None = None  # an approval denied: why, for the agent (shared/denial_reason.py)
 
 
 @dataclass(frozen=True)
@@ -268,12 +269,12 @@ class WindowCore:
     # ---- what the user does -------------------------------------------------------------------
 
     def answer(self, channel: str, action: Action, content: dict[str, Any] | None = None,
-               remember: Remember | None = None) -> list[Effect]:
+               remember: Remember | None = None, reason: str | None = None) -> list[Effect]:
         invoke = self._shown.pop(channel, None)
         if invoke is None:
             return [NotOpen(channel)]
         self._sent[channel] = invoke
-        return [SendAnswer(invoke, action, content, remember), *self._after()]
+        return [SendAnswer(invoke, action, content, remember, reason), *self._after()]
 
     def answer_here(self, channel: str) -> list[Effect]:
         """Make a request waiting in another window this window's (it comes in queue order)."""

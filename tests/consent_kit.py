@@ -40,7 +40,7 @@ class ConsentMain(RunningMain):
         return self.home / "data" / "elicitron" / "rules.sqlite3"
 
     def audit(self) -> list[dict[str, Any]]:
-        done = self.cli_plain("audit", "--json", "--limit", "1000")
+        done = self.cli("audit", "--json", "--limit", "1000")  # this main's: never one the locator names
         assert done.returncode == 0, done.stderr
         rows: list[dict[str, Any]] = json.loads(done.stdout)
         return rows

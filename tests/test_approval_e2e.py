@@ -62,20 +62,30 @@ def test_a_v1_window_answers_an_approval_by_decision_alone_and_deny_is_a_tool_er
     assert text_of(host.result(call)) == "hello"
 
     denied = host.call("demo", "echo", {"text": "again"})  # allow-once is not remembered
-    decide(window, invoke_of(window), "deny")
+    asked = invoke_of(window)
+    decide(window, asked, "deny")
     result = host.result(denied)
     assert result["isError"] is True
-    assert text_of(result).startswith("The user denied this call in Elicitron: demo/echo was not called.")
+    assert text_of(result).startswith('The user denied this call in Elicitron (in the window "v1 window"): '
+                                      "demo/echo was not called.")
+    assert result["_meta"] == {  # SEP-2643's envelope, and who denied it (no reason: a v1 window gives none)
+        "io.modelcontextprotocol/authorization": {"reason": "insufficient_authorization", "remediation": "available",
+                                                  "authorizationContextId": asked["responseChannel"]},
+        "elicitron/denial": {"deniedBy": "person", "window": "v1 window", "retry": "maybe", "server": "demo",
+                             "tool": "echo"}}
 
     declined = host.call("demo", "echo", {"text": "declined"})  # a v1 window's Decline denies too
-    window.answer(invoke_of(window), "decline")
-    assert host.result(declined)["isError"] is True
+    window.send(invoke_of(window)["responseChannel"], {"action": "decline", "reason": "not\nnow\x1b"})
+    result = host.result(declined)  # the optional `reason` reaches the agent, one line of plain text
+    assert result["isError"] is True and 'The user\'s reason: "not now".' in text_of(result)
+    assert result["_meta"]["elicitron/denial"]["reason"] == "not now"
 
     rows = [r for r in main.audit() if r["kind"] == "approval"]
     assert sorted((r["decision"], r["via"], r["tool"], r["window"]) for r in rows) == [
         ("allow-once", "Claude Desktop", "echo", window.window), ("deny", "Claude Desktop", "echo", window.window),
         ("deny", "Claude Desktop", "echo", window.window)]
     assert all(r["arguments"] is None for r in rows), "arguments only with auditValues"
+    assert [r["reason"] for r in rows if r["reason"]] == ["not now"]  # the person's reason is kept
     assert main.rules() == []
 
 
@@ -157,11 +167,17 @@ def test_calls_typed_by_the_user_are_never_asked_and_config_rules_decide_hosts_c
     host = WireHost(main)
     assert text_of(host.result(host.call("demo", "echo", {"text": "by config"}))) == "by config"
     denied = host.result(host.call("demo", "cancel_booking", {}))
-    assert denied["isError"] is True and "rule in the user's Elicitron configuration" in text_of(denied)
+    assert denied["isError"] is True and "rule in the user's Elicitron configuration (config-1)" in text_of(denied)
+    by_rule = denied["_meta"]["elicitron/denial"]
+    assert (by_rule["deniedBy"], by_rule["id"], by_rule["retry"]) == ("config", "config-1", "until-config-changed")
+    assert denied["_meta"]["io.modelcontextprotocol/authorization"]["remediation"] == "unavailable"
     policy = host.result(host.call("demo", "ask", {"message": "x", "schema": {"type": "object"}}))
     assert policy["isError"] is True and "toolApproval" in text_of(policy)
+    assert policy["_meta"]["elicitron/denial"]["id"] == "toolApproval"
     audited = main.audit_until(lambda rows: {"config-1", "config-2"} <= {r["ruleId"] for r in rows})
     rows = {r["ruleId"]: r for r in audited if r["ruleId"]}
+    context = denied["_meta"]["io.modelcontextprotocol/authorization"]["authorizationContextId"]
+    assert rows["config-1"]["channel"] == context  # the denial names its audit row
     assert (rows["config-1"]["decision"], rows["config-2"]["decision"]) == ("deny", "allow-always")
     assert not [t for t, _ in window.received if t == "msgElicitationTransferInvoke"], "nothing was asked"
 
@@ -174,6 +190,8 @@ def test_an_unanswered_approval_expires_as_a_deny(consent_mains: ConsentMains) -
     invoke_of(window)
     result = host.result(call)
     assert result["isError"] is True and text_of(result).startswith("Nobody answered the approval request")
+    assert (result["_meta"]["elicitron/denial"]["deniedBy"], result["_meta"]["elicitron/denial"]["retry"]) == (
+        "nobody", "yes")
     assert window.expect_topic("msgElicitationTransferDismiss")["reason"] == "expired"
 
     # A new toolApproval applies on reload without restarting the server.

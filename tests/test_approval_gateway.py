@@ -1,5 +1,6 @@
 """Tool-call approval for a real MCP host: mcp's own `Client` on `elicitron serve`, a real window
-(pytest-qt, offscreen) answering the approval card, a real main and the demo server."""
+(pytest-qt, offscreen) answering the approval card (a deny with the reason typed on it), a real main
+and the demo server."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,7 +10,7 @@ import pytest
 from consent_kit import ConsentMain, ConsentMains, demo, started_mains
 from gateway_kit import Host, HostLoop, serve_params, text_of
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtWidgets import QLineEdit, QPushButton
 from pytestqt.qtbot import QtBot
 
 from renderer_process.approval_card import ApprovalCard
@@ -63,9 +64,19 @@ def test_a_hosts_call_through_the_gateway_waits_for_allow_and_deny_is_a_tool_err
         assert result.is_error is not True and text_of(result) == "let me through"
 
         denied = host.start(lambda c: c.call_tool("echo", {"text": "not this"}))
-        click(qtbot, approval_card(qtbot, window), "deny")
+        card = approval_card(qtbot, window)
+        reason = card.findChild(QLineEdit, "deny_reason")
+        assert reason is not None
+        qtbot.keyClicks(reason, "use the staging server")  # typed on the card, it reaches the agent
+        click(qtbot, card, "deny")
         result = denied.result(30)
-        assert result.is_error is True and "denied" in text_of(result).lower()
+        assert result.is_error is True
+        assert text_of(result).startswith('The user denied this call in Elicitron (in the window "approver"): '
+                                          'demo/echo was not called. The user\'s reason: "use the staging server".')
+        assert result.meta is not None and result.meta["elicitron/denial"] == {
+            "deniedBy": "person", "window": "approver", "reason": "use the staging server", "retry": "maybe",
+            "server": "demo", "tool": "echo"}
+        assert result.meta["io.modelcontextprotocol/authorization"]["remediation"] == "available"
     finally:
         host.close()
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import QDate, Qt
-from PySide6.QtWidgets import QComboBox, QDateEdit, QLabel, QListWidget, QPushButton, QToolButton
+from PySide6.QtWidgets import QComboBox, QDateEdit, QLabel, QLineEdit, QListWidget, QPushButton, QToolButton
 from pytestqt.qtbot import QtBot
 
 from renderer_process.approval_card import FOLD_CHARS, ApprovalCard, fold
@@ -15,6 +15,7 @@ from renderer_process.main_window import MainWindow
 from renderer_process.remember import end_of_day_ms
 from renderer_process.remembered_panel import RememberedPanel
 from shared import messages
+from shared.denial_reason import REASON_MAX_CHARS
 
 ME = "0190a000-0000-7000-8000-00000000000a"
 HOST = "0190a000-0000-7000-8000-0000000000ff"
@@ -100,6 +101,29 @@ def test_the_window_draws_approvals_as_approval_cards_and_answers_the_decision(
     with qtbot.waitSignal(window.answer_ready) as answered:
         qtbot.mouseClick(find(card, QPushButton, "deny"), Qt.MouseButton.LeftButton)
     assert answered.args == ["c-approval", "accept", {"decision": "deny"}]
+
+
+def test_a_reason_typed_on_an_approval_goes_with_a_deny_only_capped_and_on_one_line(
+        qtbot: QtBot, window: MainWindow) -> None:
+    window.on_invoked(approval({"path": "/etc/hosts"}, channel="c-denied"))
+    card = window.current_card()
+    assert isinstance(card, ApprovalCard)
+    reason = find(card, QLineEdit, "deny_reason")
+    assert reason.maxLength() == REASON_MAX_CHARS and reason.isVisibleTo(card)
+    qtbot.keyClicks(reason, "x" * (REASON_MAX_CHARS + 20))  # the field takes no more than the wire does
+    assert len(reason.text()) == REASON_MAX_CHARS
+    reason.setText("not\tthat file,\u202e please")  # pasted: one line of plain text reaches main
+    with qtbot.waitSignal(window.answer_explained) as answered:
+        qtbot.mouseClick(find(card, QPushButton, "deny"), Qt.MouseButton.LeftButton)
+    assert answered.args == ["c-denied", "accept", {"decision": "deny"}, "not that file, please"]
+
+    window.on_invoked(approval({"path": "/tmp/x"}, channel="c-allowed"))  # typed, then allowed: nothing sent
+    allowed = window.current_card()
+    assert isinstance(allowed, ApprovalCard)
+    find(allowed, QLineEdit, "deny_reason").setText("never mind")
+    with qtbot.waitSignal(window.answer_ready) as plain:
+        qtbot.mouseClick(find(allowed, QPushButton, "approve_once"), Qt.MouseButton.LeftButton)
+    assert plain.args == ["c-allowed", "accept", {"decision": "allow-once"}]
 
 
 def test_a_form_card_offers_remember_my_answer_and_the_window_sends_the_choice(

@@ -138,9 +138,10 @@ class _Audited(PendingRequests):
 
     def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
                        options: RequestOptions, then: Callable[[], None] = lambda: None, *,
-                       batched: bool = False) -> None:
+                       batched: bool = False, reason: str | None = None) -> str:
         self.recorded.append((answer.action, rule_id))
         then()
+        return "c"
 
 
 def test_a_rules_answer_is_audited_with_its_id_before_it_is_handed_on_and_the_screenings_at_once() -> None:

@@ -1,6 +1,7 @@
 """Policy files across real processes: main with the demo server and a Cedar file that forbids one
-tool and permits another, a host (mcp's `Client` through `elicitron serve --server demo`), the audit
-and a reload with a bad file."""
+tool and permits another, a host (mcp's `Client` through `elicitron serve --server demo`), the
+structured denial it gets (SEP-2643's envelope and Elicitron's own in `_meta`), the audit and a
+reload with a bad file."""
 
 import json
 import shutil
@@ -31,7 +32,8 @@ def main(tmp_path: Path) -> Iterator[ConsentMain]:
     (tmp_path / "team.cedar").write_text(POLICIES)
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"demo": demo(toolApproval="ask")},
-                                  "elicitron": {"policies": ["team.cedar"]}}))
+                                  "elicitron": {"policies": ["team.cedar"],
+                                                "rules": [{"server": "demo", "tool": "hang", "decision": "deny"}]}}))
     runtime = short_tmp_dir()
     running = launch(config, runtime, tmp_path, ["demo"])
     yield running
@@ -51,7 +53,18 @@ def test_a_forbid_names_its_policy_a_permit_needs_no_card_and_the_audit_says_whi
         assert text_of(forbidden).startswith("Policy 'no-cancels' in the user's Elicitron configuration forbids this "
                                              "call: bookings are cancelled by a person. demo/cancel_booking was not "
                                              "called.")
-        assert main.status()["pending"] == []  # neither call ever became a card
+        assert forbidden.meta is not None
+        assert forbidden.meta["elicitron/denial"] == {
+            "deniedBy": "policy", "id": "no-cancels", "reason": "bookings are cancelled by a person", "retry": "no",
+            "server": "demo", "tool": "cancel_booking"}
+        envelope = forbidden.meta["io.modelcontextprotocol/authorization"]
+        assert (envelope["reason"], envelope["remediation"]) == ("insufficient_authorization", "unavailable")
+
+        by_rule = host.call("hang", {})  # no policy matches: the config rule denies it, by its id
+        assert by_rule.is_error is True and "(config-1)" in text_of(by_rule) and by_rule.meta is not None
+        assert by_rule.meta["elicitron/denial"]["id"] == "config-1"
+        assert by_rule.meta["elicitron/denial"]["retry"] == "until-config-changed"
+        assert main.status()["pending"] == []  # no call ever became a card
 
         (tmp_path / "team.cedar").write_text(POLICIES.replace("resource == Tool::", "resource == Tol::", 1))
         reload = main.cli("reload")
@@ -65,8 +78,10 @@ def test_a_forbid_names_its_policy_a_permit_needs_no_card_and_the_audit_says_whi
     finally:
         host.close()
 
-    rows = main.audit_until(lambda rows: sum(1 for r in rows if r.get("tool")) >= 3)
+    rows = main.audit_until(lambda rows: sum(1 for r in rows if r.get("tool")) >= 4)
     by_tool = {(row["tool"], row["ruleId"]) for row in rows if row.get("tool")}
-    assert by_tool == {("echo", "policy:hello-echo"), ("cancel_booking", "policy:no-cancels")}
-    table = main.cli_plain("audit").stdout
+    assert by_tool == {("echo", "policy:hello-echo"), ("cancel_booking", "policy:no-cancels"), ("hang", "config-1")}
+    denied = next(row for row in rows if row["channel"] == envelope["authorizationContextId"])
+    assert (denied["ruleId"], denied["reason"]) == ("policy:no-cancels", "bookings are cancelled by a person")
+    table = main.cli("audit").stdout
     assert "policy no-cancels" in table and "policy hello-echo" in table

@@ -9,6 +9,7 @@ import pytest
 
 from cli_process import cli
 from cli_process.command import EXIT_FAILED, EXIT_USAGE
+from shared.denial_reason import REASON_MAX_CHARS
 from shared.errors import ConfigError, DeviceError, PageMessageError, PairingError, WebWindowNotRunningError
 from shared.messages import (
     ApprovalInfo,
@@ -211,6 +212,7 @@ def test_an_approval_card_offers_the_qt_cards_four_decisions() -> None:
     assert [decision for decision, _ in card["approval"]["buttons"]] == [
         "allow-once", "allow-session", "allow-always", "deny"]
     assert card["approval"]["arguments"] == [["id", "7"], ["why", "<b>x</b>"]]
+    assert card["approval"]["reasonMaxChars"] == REASON_MAX_CHARS  # the reason field's cap, as the wire's
 
 
 YES_NO = {"type": "object", "properties": {"answer": {"type": "boolean"}}, "required": ["answer"]}
@@ -285,7 +287,7 @@ def test_a_remembered_row_reads_as_in_the_qt_panel_and_only_user_rules_are_revoc
 # ---- what a page sends ---------------------------------------------------------------------------
 
 
-def test_a_page_sends_a_remembered_answer_a_revoke_and_a_sign_in_address() -> None:
+def test_a_page_sends_a_remembered_answer_a_denys_reason_a_revoke_and_a_sign_in_address() -> None:
     answer = read_page_message(b'{"type": "answer", "channel": "c", "action": "accept", "content": {},'
                                b' "remember": {"scope": "until", "until": 1700000000000}}')
     assert isinstance(answer, PageAnswer) and answer.remember is not None
@@ -295,10 +297,14 @@ def test_a_page_sends_a_remembered_answer_a_revoke_and_a_sign_in_address() -> No
     pasted = read_page_message(b'{"type": "sign-in-redirect", "server": "remote", "elicitationId": "e",'
                                b' "url": "http://127.0.0.1:1/callback?code=x"}')
     assert isinstance(pasted, PageSignInRedirect) and pasted.elicitation_id == "e"
+    denied = read_page_message(b'{"type": "answer", "channel": "c", "action": "accept", "content": {"decision": "deny"},'
+                               b' "reason": "use staging"}')
+    assert isinstance(denied, PageAnswer) and denied.reason == "use staging"
     policy = read_page_message(b'{"type": "server-policy", "server": "demo", "declineAll": true}')
     assert isinstance(policy, PageServerPolicy) and (policy.server, policy.decline_all) == ("demo", True)
     for bad in (b'{"type": "answer", "channel": "c", "action": "accept", "remember": {"scope": "forever"}}',
                 b'{"type": "revoke", "ids": "r-1"}',
+                b'{"type": "answer", "channel": "c", "action": "decline", "reason": "' + b"x" * (REASON_MAX_CHARS + 1) + b'"}',
                 b'{"type": "sign-in-redirect", "server": "s", "elicitationId": "e", "url": "' + b"x" * 17_000 + b'"}'):
         with pytest.raises(PageMessageError):
             read_page_message(bad)

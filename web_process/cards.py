@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from shared.denial_reason import REASON_MAX_CHARS
 from shared.errors import UnsupportedSchemaError
 from shared.messages import APPROVAL_DECISIONS, SIGN_IN_ALLOW_PROPERTY, ElicitationInvoke, SignInInfo
 from shared.question_card import is_question, who_asks, yes_no_property
@@ -70,7 +71,7 @@ def card_of(invoke: ElicitationInvoke, now: int | None = None) -> Card:
         card.update(kind="approval", approval={
             "server": info.server, "tool": info.tool, "title": info.title, "description": info.description,
             "arguments": [[str(key), value_text(value)] for key, value in info.arguments.items()],
-            "buttons": [list(button) for button in APPROVAL_BUTTONS]})
+            "buttons": [list(button) for button in APPROVAL_BUTTONS], "reasonMaxChars": REASON_MAX_CHARS})
         return card
     if params.get("mode") == "url" and invoke.kind == "sign-in" and invoke.sign_in is not None:
         link, sign_in = link_of(str(params.get("url", ""))), invoke.sign_in

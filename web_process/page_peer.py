@@ -30,7 +30,7 @@ What goes to the page is plain JSON (`say`, never blocking: the app's sender dra
 
 and what comes back, checked by `read_page_message`:
 
-    {"type": "answer", "channel", "action", "content"?, "remember"?}   -> msgElicitationTransferResult-*
+    {"type": "answer", "channel", "action", "content"?, "remember"?, "reason"?}   -> msgElicitationTransferResult-*
     {"type": "answer-here", "channel"}     a request waiting in another window becomes this page's card
     {"type": "revoke", "ids": [id...], "all": bool}                   -> msgRevokeRules
     {"type": "sign-in-redirect", "server", "elicitationId", "url"}    -> msgSignInRedirect (a browser
@@ -48,6 +48,7 @@ import msgspec
 
 from shared import channels, window_core
 from shared import peer_requests as requests
+from shared.denial_reason import REASON_MAX_CHARS
 from shared.errors import PageMessageError
 from shared.messages import (
     HOST_GONE,
@@ -113,6 +114,7 @@ class PageAnswer(msgspec.Struct, tag_field="type", tag="answer"):
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, Any] | None = None
     remember: Remember | None = None
+    reason: Annotated[str, msgspec.Meta(max_length=REASON_MAX_CHARS)] | None = None  # an approval's deny
 
 
 class PageRevoke(msgspec.Struct, tag_field="type", tag="revoke", rename={"revoke_all": "all"}):
@@ -222,7 +224,7 @@ class PagePeer:
             self._render([NotOpen(message.channel)])
             return
         remember = message.remember if message.action in ("accept", "decline") else None
-        self._render(self.cards.answer(message.channel, message.action, message.content, remember))
+        self._render(self.cards.answer(message.channel, message.action, message.content, remember, message.reason))
 
     def answer_refused(self, channel: str, notice: ErrorNotice) -> None:
         """main refused our answer on `channel`: asked again when it is still open."""
@@ -279,8 +281,8 @@ class PagePeer:
                     self.say({"type": "dismiss", "channel": invoke.response_channel,
                               "reason": dismiss.reason if dismiss is not None else "gone",
                               "mine": dismiss is not None and dismiss.by == self.window})
-                case SendAnswer(invoke, action, content, remember):
-                    self._send_answer(invoke.response_channel, result(action, content, remember))
+                case SendAnswer(invoke, action, content, remember, reason):
+                    self._send_answer(invoke.response_channel, result(action, content, remember, reason))
                 case NotOpen(channel, why):
                     self.say({"type": "refused", "channel": channel, "message": why})
                 case AnswerRefused(invoke, message, _):

@@ -1,4 +1,5 @@
-"""Tool-call approval: which host calls are asked, what the request looks like, what a denial says.
+"""Tool-call approval: which host calls are asked and what the request looks like (what a denial
+says: denial.py).
 
 An approval travels as a plain form-mode invoke, so any v1 window can answer it: its schema has
 one required enum property `decision` (`allow-once`, `allow-session`, `allow-always`, `deny`), and
@@ -84,23 +85,3 @@ def decision_of(answer: ElicitationResult) -> ApprovalDecision:
 
 def allowed(decision: ApprovalDecision) -> bool:
     return decision != "deny"
-
-
-def denied_result(sentence: str) -> dict[str, Any]:
-    """The CallToolResult a host gets for a call that was not made: a tool error the model can read
-    and act on, not a protocol error."""
-    return {"content": [{"type": "text", "text": sentence}], "isError": True}
-
-
-def denial_sentence(server: str, tool: str, why: str) -> str:
-    sentences = {
-        "user": "The user denied this call in Elicitron",
-        "timeout": "Nobody answered the approval request in Elicitron in time",
-        "policy": "The user's Elicitron configuration does not allow this tool (toolApproval \"deny\")",
-        "rule": "A rule in the user's Elicitron configuration denies this call",
-        "undeliverable": "The approval request could not be shown to the user",
-    }
-    advice = ("Do not retry it; continue without it, or ask the user to allow it in Elicitron."
-              if why in ("user", "policy", "rule") else
-              "The call was not made; you may ask the user to approve it and try again.")
-    return f"{sentences.get(why, sentences['user'])}: {server}/{tool} was not called. {advice}"

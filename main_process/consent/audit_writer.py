@@ -56,9 +56,10 @@ class AuditWriter:
         self._schedule_flush()
 
     def decided(self, invoke: ElicitationInvoke, outcome: str, *, content: dict[str, Any] | None = None,
-                rule_id: str | None = None, decision: str | None = None) -> None:
+                rule_id: str | None = None, decision: str | None = None, reason: str | None = None) -> None:
         """Write the full row of a request decided as it was made within REQUEST_ROW_DELAY_S."""
-        self._decided.append(Decided(invoke, outcome, time.time_ns() // 1_000_000, content, rule_id, decision))
+        self._decided.append(Decided(invoke, outcome, time.time_ns() // 1_000_000, content, rule_id, decision,
+                                     reason))
         self._schedule_flush()
 
     def _schedule_flush(self) -> None:

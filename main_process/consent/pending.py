@@ -37,6 +37,7 @@ from main_process.oauth.hosts import allowance
 from main_process.store.records import OutcomeRecord
 from shared import channels
 from shared.codec import decode_peer_body, encode, encode_request
+from shared.denial_reason import clean_reason
 from shared.elicit_params import ElicitParams, FormParams, read_params
 from shared.errors import InvalidContentError, ProtocolError, UndeliverableRequestError, WireCode
 from shared.messages import (
@@ -139,6 +140,16 @@ def _invoke(elicitation: Elicitation, options: RequestOptions) -> ElicitationInv
                              sign_in=options.sign_in, call=options.call)
 
 
+@dataclass(frozen=True, slots=True)
+class Answerer:
+    """The window that answered a request, as the audit names it: its id, its name then, and the
+    paired web device a web window's page answered for."""
+
+    window: str
+    name: str | None
+    device: DeviceRef | None
+
+
 @dataclass(eq=False)
 class PendingRequest:
     invoke: ElicitationInvoke
@@ -149,6 +160,7 @@ class PendingRequest:
     sent_to: set[bytes] = field(default_factory=set)  # routing ids the invoke reached
     expiry: Timer | None = None
     for_windows: bool = True  # windows get it, also those that attach later (False: a host answers it)
+    answered_by: Answerer | None = None  # set as it closes with a window's (or a host's) answer
 
     @property
     def channel(self) -> str:
@@ -281,6 +293,8 @@ class PendingRequests:
         if result.remember is not None and self.rules is not None:
             self.rules.check_remember(pending, result)
         answer = ElicitationResult(action=result.action, content=content)
+        if result.reason is not None and _decision(pending.invoke, answer) == "deny":  # for the agent (approvals)
+            answer = ElicitationResult(action=result.action, content=content, reason=clean_reason(result.reason))
         self._close(pending, result.action, answer, by=window)
         if self.rules is not None:
             self.rules.answered(pending, answer, result.remember, routing_id, window, self)
@@ -295,24 +309,24 @@ class PendingRequests:
 
     def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
                        options: RequestOptions, then: Callable[[], None] = lambda: None, *,
-                       batched: bool = False) -> None:
+                       batched: bool = False, reason: str | None = None) -> str:
         """Audit a request a rule answered before it opened: one row, request and outcome committed
         together, then `then` hands the answer on (`batched`: with the next batch of rows, within
         20 ms, for decisions that are on disk already as the rule; `then` at once). Nothing is sent
-        to any window."""
+        to any window. `reason`: why a call was denied (a policy's). Returns the row's channel."""
+        invoke = _invoke(elicitation, options)
         if self._audit is None:
             then()
-            return
-        invoke = _invoke(elicitation, options)
-        if batched:
+        elif batched:
             self._audit.decided(invoke, answer.action, content=answer.content, rule_id=rule_id,
-                                decision=_decision(invoke, answer))
+                                decision=_decision(invoke, answer), reason=reason)
             then()
-            return
-        self._audit.request(invoke)
-        self._audit.outcome(OutcomeRecord(invoke.response_channel, answer.action, content=answer.content,
-                                          rule_id=rule_id, decision=_decision(invoke, answer)),
-                            then=lambda _written: then())
+        else:
+            self._audit.request(invoke)
+            self._audit.outcome(OutcomeRecord(invoke.response_channel, answer.action, content=answer.content,
+                                              rule_id=rule_id, decision=_decision(invoke, answer), reason=reason),
+                                then=lambda _written: then())
+        return invoke.response_channel
 
     def answered_elsewhere(self, pending: PendingRequest, answer: ElicitationResult, by: str) -> None:
         """Answered outside the windows, by `by` (a host in a relayed session that got the server's
@@ -361,14 +375,17 @@ class PendingRequests:
         dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel, reason=reason, by=by,
                                                               rule=rule_id, cause=HOST_GONE if host_gone else None))
         self._outbox.send(pending.sent_to, dismiss)  # the windows first: they are not waiting on the disk
+        answerer = None if by is None else Answerer(by, self._window_name(by), self._window_device(by))
+        pending.answered_by = answerer  # who, for the asker's resolve (a denial names the person)
         if self._audit is None:
             pending.resolve(answer)
             return
         # Committed before the asker hears the answer: a SIGKILL of main loses no decided outcome.
         self._audit.outcome(OutcomeRecord(pending.channel, outcome, window=by, content=answer.content, rule_id=rule_id,
                                           decision=_decision(pending.invoke, answer),
-                                          window_name=self._window_name(by) if by is not None else None,
-                                          device=self._window_device(by) if by is not None else None),
+                                          window_name=answerer.name if answerer is not None else None,
+                                          device=answerer.device if answerer is not None else None,
+                                          reason=answer.reason),
                             then=lambda _written: pending.resolve(answer))
 
     # ---- delivery to a window that attaches ---------------------------------------------

@@ -2,7 +2,9 @@
 relay.py) goes through the config's policy files (policy/: a `forbid` or `permit` decides, the audit
 names `policy:<id>`), then config rules, then the server's `toolApproval` policy, then user rules
 (consent.py keeps them all), and otherwise becomes an approval request (`approvals`) a window
-answers; calls from the CLI or a window's call panel never come here.
+answers; calls from the CLI or a window's call panel never come here. Every denial the host gets
+is denial.py's `Denial`: who said no (the person and their window, a rule, the config, a policy),
+why, and whether asking again may help.
 
 A call waiting for its server to start is decided once it is ready, so a rule revoked meanwhile
 never lets it through. The host may take its call back at whichever stage it is.
@@ -15,7 +17,8 @@ from typing import Any, Protocol
 
 from main_process.consent import approvals
 from main_process.consent.consent import Consent, now_ms, rule_decision
-from main_process.consent.pending import Elicitation, PendingRequests, RequestOptions
+from main_process.consent.denial import TOOL_APPROVAL_ID, Denial
+from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from main_process.consent.rules import Rule
 from main_process.policy import hook as policy_hook
 from main_process.policy.engine import Verdict
@@ -122,7 +125,7 @@ class ToolApproval:
             call.run()
         elif policy == "deny":
             logger.info("host %r: %s/%s denied by toolApproval", host.name, server.name, tool)
-            reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, tool, "policy"))))
+            reply(ChannelReply(result=Denial(server.name, tool, "config", id=TOOL_APPROVAL_ID).result()))
         elif rule is not None:
             self._by_rule(call, rule)
         else:
@@ -135,47 +138,48 @@ class ToolApproval:
     def _by_policy(self, call: "_HostCall", verdict: Verdict) -> None:
         policy = verdict.policy
         assert policy is not None  # _decide checked it
-        permitted = verdict.decision == "permit"
-        self._record(call, "allow-once" if permitted else "deny", policy_hook.audit_id(policy))
-        if permitted:
+        if verdict.decision == "permit":
+            self._record(call, "allow-once", policy_hook.audit_id(policy))
             call.run()
             return
+        row = self._record(call, "deny", policy_hook.audit_id(policy), reason=policy.reason)
         logger.info("host %r: %s/%s denied by policy %s", call.host.name or call.host.window, call.server.name,
                     call.tool, policy.id)
-        call.reply(ChannelReply(result=approvals.denied_result(
-            policy_hook.denial_sentence(call.server.name, call.tool, policy))))
+        call.reply(ChannelReply(result=Denial(call.server.name, call.tool, "policy", id=policy.id,
+                                              reason=policy.reason, context=row).result()))
 
     def _by_rule(self, call: "_HostCall", rule: Rule) -> None:
         decision = rule_decision(rule)
-        self._record(call, decision, rule.id)
+        row = self._record(call, decision, rule.id)
         if approvals.allowed(decision):
             call.run()
         else:
             logger.info("host %r: %s/%s denied by rule %s", call.host.name or call.host.window, call.server.name,
                         call.tool, rule.id)
-            call.reply(ChannelReply(result=approvals.denied_result(
-                approvals.denial_sentence(call.server.name, call.tool, "rule"))))
+            call.reply(ChannelReply(result=Denial(call.server.name, call.tool,
+                                                  "config" if rule.source == "config" else "rule",
+                                                  id=rule.id, context=row).result()))
 
-    def _record(self, call: "_HostCall", decision: str, by: str) -> None:
-        """The audit row of a call decided without a card, `by` a rule or a policy."""
+    def _record(self, call: "_HostCall", decision: str, by: str, reason: str | None = None) -> str:
+        """The audit row of a call decided without a card, `by` a rule or a policy; its channel."""
         server, host = call.server, call.host
         answer = ElicitationResult(action="accept", content={DECISION_PROPERTY: decision})
         host_name = host.name or host.window
         info = ApprovalInfo(server=server.name, tool=call.tool, arguments=call.arguments)
         params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
                   "requestedSchema": approvals.APPROVAL_SCHEMA}
-        self._pending.record_by_rule(
+        return self._pending.record_by_rule(
             Elicitation.read(server.name, params), answer, by,
             RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window, kind="approval",
                            via=host_name, approval=info),
-            batched=True)  # on disk already: the config, a policy file, the store, or the allow-session row
+            batched=True, reason=reason)  # on disk already: the config, a policy file, the store, or the allow-session row
 
     def _ask(self, call: "_HostCall", info: ApprovalInfo) -> None:
         server, host, reply = call.server, call.host, call.reply
         tool = call.tool
         host_name = host.name or host.window
         pending = self._pending
-        channel = ""
+        asked: list[PendingRequest] = []  # the card's request, once open (an answer comes later)
 
         def resolve(answer: ElicitationResult) -> None:
             if call.cancelled:  # the host took its call back while the card was up
@@ -185,9 +189,7 @@ class ToolApproval:
             if approvals.allowed(decision):
                 call.run()
                 return
-            why = "timeout" if pending.closed_reason(channel) == "expired" else "user"
-            reply(ChannelReply(result=approvals.denied_result(approvals.denial_sentence(server.name, tool,
-                                                                                        why))))
+            reply(ChannelReply(result=_denial_by_card(server.name, tool, asked[0], answer).result()))
 
         try:
             opened = pending.open(
@@ -202,9 +204,19 @@ class ToolApproval:
             reply(error_reply(RpcCode.INVALID_PARAMS, f"the approval request for {server.name}/{tool} "
                                                       f"could not be shown: {exc}"))
             return
-        channel = opened.channel
+        asked.append(opened)
         call.stage(lambda: pending.withdraw(opened, "host-gone"))  # the host cancelled its call, or left
-        logger.info("host %r: asking to approve %s/%s (%s)", host_name, server.name, tool, channel)
+        logger.info("host %r: asking to approve %s/%s (%s)", host_name, server.name, tool, opened.channel)
+
+
+def _denial_by_card(server: str, tool: str, asked: PendingRequest, answer: ElicitationResult) -> Denial:
+    """A card's deny (Deny, decline, Esc) names the person's window and their reason; a card nobody
+    answered in time (or that ended unanswered) is nobody's decision."""
+    person = asked.answered_by
+    if person is None:
+        return Denial(server, tool, "nobody", context=asked.channel)
+    return Denial(server, tool, "person", window=person.name, device=person.device.name if person.device else None,
+                  reason=answer.reason, context=asked.channel)
 
 
 def _answer_if_cancelled_unstarted(call: "_HostCall", task: "asyncio.Task[None]") -> None:

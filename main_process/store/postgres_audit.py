@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 _REQUEST: Final = ("channel", "server", "mode", "message", "fields", "url", "origin_window", "created_at",
                    "expires_at", "kind", "via", "tool", "arguments")
 _OUTCOME: Final = ("outcome", "answer_window", "decided_at", "content", "rule_id", "decision", "answer_window_name",
-                   "answer_device", "answer_device_id")
+                   "answer_device", "answer_device_id", "reason")
 _JSON: Final = frozenset({"fields", "arguments", "content"})  # jsonb, given and read as JSON text
 
 
@@ -86,7 +86,7 @@ class PgAudit:
         rows = [(*self._request_row(invoke), self.machine) for invoke in invokes]
         full = [(*self._request_row(d.invoke), d.outcome, None, d.decided_at,
                  values_json(d.invoke.response_channel, d.content, self._record_values) if d.outcome == "accept"
-                 else None, d.rule_id, d.decision, None, None, None, self.machine) for d in decided]
+                 else None, d.rule_id, d.decision, None, None, None, d.reason, self.machine) for d in decided]
         if not rows and not full:
             return True
         try:
@@ -113,7 +113,7 @@ class PgAudit:
         device = outcome.device
         row = (*asked, outcome.outcome, outcome.window, decided_at, content, outcome.rule_id, outcome.decision,
                outcome.window_name, device.name if device is not None else None,
-               device.id if device is not None else None, self.machine)
+               device.id if device is not None else None, outcome.reason, self.machine)
         try:
             pool = await self._db.pool()
             async with pool.connection() as conn:

@@ -82,6 +82,10 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE INDEX elicitations_by_server ON elicitations (server, created_at)",
         "CREATE INDEX elicitations_pending ON elicitations (machine, created_at) WHERE outcome IS NULL",
     ),
+    # 2: why a call was denied (the reason the person typed, or the forbidding policy's), as SQLite's 6
+    (
+        "ALTER TABLE elicitations ADD COLUMN reason text",
+    ),
 )
 
 

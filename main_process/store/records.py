@@ -29,6 +29,7 @@ class Decided:
     content: dict[str, Any] | None = None
     rule_id: str | None = None
     decision: str | None = None
+    reason: str | None = None  # a denial's: the forbidding policy's reason
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class OutcomeRecord:
     decision: str | None = None  # an approval's decision
     window_name: str | None = None  # the answering window's name then
     device: DeviceRef | None = None  # the paired web device a web window's page answered for
+    reason: str | None = None  # a denied call: the reason the person typed (shared/denial_reason.py)
 
 
 @dataclass(frozen=True)

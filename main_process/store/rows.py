@@ -60,7 +60,7 @@ def rule_from_row(row: Sequence[Any]) -> Rule:
 REQUEST_COLUMNS: Final = ("channel, server, mode, message, fields, url, origin_window, created_at, expires_at, "
                           "kind, via, tool, arguments")
 AUDIT_COLUMNS: Final = (REQUEST_COLUMNS + ", outcome, answer_window, decided_at, content, rule_id, decision, "
-                        "answer_window_name, answer_device, answer_device_id")
+                        "answer_window_name, answer_device, answer_device_id, reason")
 
 
 def request_row(invoke: ElicitationInvoke, arguments_json: str | None) -> tuple[Any, ...]:
@@ -86,14 +86,14 @@ def request_row(invoke: ElicitationInvoke, arguments_json: str | None) -> tuple[
 
 def audit_entry(row: Sequence[Any], machine: str | None = None) -> AuditEntry:
     (channel, server, mode, message, fields, url, origin, created_at, expires_at, kind, via, tool, arguments,
-     outcome, window, decided_at, content, rule_id, decision, window_name, device, device_id) = row
+     outcome, window, decided_at, content, rule_id, decision, window_name, device, device_id, reason) = row
     return AuditEntry(
         channel=channel, server=server, mode=mode, message=message,
         fields=decode_json(fields, list[str]), url=url, origin=origin, created_at=created_at,
         expires_at=expires_at, outcome=outcome, window=window, decided_at=decided_at,
         content=decode_json(content, dict[str, Any]), kind=kind, via=via, tool=tool,
         arguments=decode_json(arguments, dict[str, Any]), rule_id=rule_id, decision=decision,
-        window_name=window_name, device=device, device_id=device_id, machine=machine,
+        window_name=window_name, device=device, device_id=device_id, machine=machine, reason=reason,
     )
 
 

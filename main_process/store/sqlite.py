@@ -79,7 +79,7 @@ class SqliteAudit:
         return self._log.record_outcome(outcome.channel, outcome.outcome, window=outcome.window,
                                         content=outcome.content, request=request, rule_id=outcome.rule_id,
                                         decision=outcome.decision, window_name=outcome.window_name,
-                                        device=outcome.device)
+                                        device=outcome.device, reason=outcome.reason)
 
     async def entries(self, limit: int = 100, server: str | None = None) -> list[AuditEntry]:
         return self._log.entries(limit, server)

@@ -45,7 +45,7 @@ from shared.messages import DeviceRef, ElicitationInvoke
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # 0 -> 1
     (
@@ -90,6 +90,10 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "ALTER TABLE elicitations ADD COLUMN answer_device TEXT",  # its name then
         "ALTER TABLE elicitations ADD COLUMN answer_device_id TEXT",  # its id (`elicitron devices`)
     ),
+    # 5 -> 6: why a call was denied: the reason the person typed, or the forbidding policy's
+    (
+        "ALTER TABLE elicitations ADD COLUMN reason TEXT",
+    ),
 )
 assert len(_MIGRATIONS) == SCHEMA_VERSION
 
@@ -133,7 +137,7 @@ class SqliteAuditLog:
         rows = [self._request_row(invoke) for invoke in invokes]
         full = [(*self._request_row(d.invoke), d.outcome, None, d.decided_at,
                  self._values_json(d.invoke.response_channel, d.content) if d.outcome == "accept" else None,
-                 d.rule_id, d.decision, None, None, None) for d in decided]
+                 d.rule_id, d.decision, None, None, None, d.reason) for d in decided]
         with self._lock:
             try:
                 conn = self._writable()
@@ -164,13 +168,14 @@ class SqliteAuditLog:
     def record_outcome(self, channel: str, outcome: str, *, window: str | None = None,
                        content: dict[str, Any] | None = None, request: ElicitationInvoke | None = None,
                        rule_id: str | None = None, decision: str | None = None,
-                       window_name: str | None = None, device: DeviceRef | None = None) -> bool:
+                       window_name: str | None = None, device: DeviceRef | None = None,
+                       reason: str | None = None) -> bool:
         """Decide a row once; True only after the outcome is committed to disk.
 
         `outcome` is one of `OUTCOMES`. `content` is stored only for "accept" and only with
         `record_values=True`. `rule_id` names the rule that answered instead of a window;
         `decision` is an approval's decision; `window_name` the answering window's name, `device`
-        the paired web device it answered for.
+        the paired web device it answered for; `reason` why a call was denied.
         The first outcome of a channel wins: a later one returns False.
         With `request` (not yet recorded), request and outcome are written in one statement.
         A channel without a request row still gets a row (server and mode ''), so no decision is lost.
@@ -191,18 +196,18 @@ class SqliteAuditLog:
                         "answer_window = excluded.answer_window, decided_at = excluded.decided_at, "
                         "content = excluded.content, rule_id = excluded.rule_id, "
                         "decision = excluded.decision, answer_window_name = excluded.answer_window_name, "
-                        "answer_device = excluded.answer_device, answer_device_id = excluded.answer_device_id "
-                        "WHERE elicitations.outcome IS NULL",
+                        "answer_device = excluded.answer_device, answer_device_id = excluded.answer_device_id, "
+                        "reason = excluded.reason WHERE elicitations.outcome IS NULL",
                         (*self._request_row(request), outcome, window, decided_at, stored, rule_id, decision,
-                         window_name, device_name, device_id),
+                         window_name, device_name, device_id, reason),
                     ).rowcount
                 else:
                     updated = conn.execute(
                         "UPDATE elicitations SET outcome = ?, answer_window = ?, decided_at = ?, content = ?, "
                         "rule_id = ?, decision = ?, answer_window_name = ?, answer_device = ?, "
-                        "answer_device_id = ? WHERE channel = ? AND outcome IS NULL",
+                        "answer_device_id = ?, reason = ? WHERE channel = ? AND outcome IS NULL",
                         (outcome, window, decided_at, stored, rule_id, decision, window_name, device_name,
-                         device_id, channel),
+                         device_id, reason, channel),
                     ).rowcount
                 if updated == 0 and not self._insert_orphan_outcome(conn, channel, outcome, window,
                                                                     decided_at, stored, window_name,

@@ -37,7 +37,7 @@ function updateCount() {
   document.title = count ? `(${count}) Elicitron` : "Elicitron";
 }
 
-async function answer(card, action, content, remember) {
+async function answer(card, action, content, remember, reason) {
   const entry = cards.get(card.channel);
   if (!entry) return;
   entry.element.querySelectorAll("button").forEach((b) => { b.disabled = true; });
@@ -45,6 +45,7 @@ async function answer(card, action, content, remember) {
   const body = {type: "answer", channel: card.channel, action};
   if (content !== undefined) body.content = content;
   if (remember !== undefined) body.remember = remember;
+  if (reason) body.reason = reason;  // an approval's deny: for the agent (main cleans it again)
   const problem = await send(body);
   if (problem) refused(card.channel, problem);
   return !problem;
@@ -197,8 +198,13 @@ function approvalBody(card, article) {
   const list = el("dl", {class: "arguments"});
   info.arguments.forEach(([key, value]) => list.append(el("dt", {text: key}), el("dd", {text: value})));
   if (!info.arguments.length) list.append(el("dt", {text: "(no arguments)"}));
-  article.append(list, buttons(...info.buttons.map(([decision, label]) =>
-    [label, () => answer(card, "accept", {decision}), decision === "allow-once", decision])));
+  // Optional, sent only with Deny: the agent whose call it was is told why (as on the Qt card).
+  const reason = el("input", {type: "text", id: `${card.channel}-reason`, name: "reason",
+    maxlength: info.reasonMaxChars, placeholder: "optional, if you deny"});
+  const reasonRow = el("div", {class: "field"}, el("label", {for: reason.id, text: "Reason (sent to the agent)"}), reason);
+  article.append(list, reasonRow, buttons(...info.buttons.map(([decision, label]) =>
+    [label, () => answer(card, "accept", {decision}, undefined, decision === "deny" ? reason.value.trim() : undefined),
+      decision === "allow-once", decision])));
 }
 
 const HEADINGS = {form: " asks for input", url: " asks you to open a link", "sign-in": " needs you to sign in",
