@@ -9,5 +9,7 @@ rules.py             rules and what they match (pure); consent_config.py: their 
 approvals.py         tool-call approval: which calls are asked, the request, what a denial says
 tool_approval.py     ToolApproval: a host's tools/call in its relayed session: policy files (policy/),
                      config rules, toolApproval, user rules, then a card
+long_wait.py         LongWaits: a host's call whose card takes longer than the host waits: progress, or
+                     "still pending, retry" and the decision kept for the retry
 audit_writer.py      when the audit rows reach the store
 """
