@@ -105,7 +105,7 @@ SECTIONS: Final = (
                                 "denies it (see [Consent memory](consent.md#policy-files-cedar))", default="`[]`"),
                 Key("waitProgressSeconds", "while a host's call waits on a card (its approval, or its server's "
                                            "question), a host that sent a `progressToken` gets a progress "
-                                           "notification this often (\"waiting for approval on <machine>\"), "
+                                           "notification this often (`waiting for approval on <machine>`), "
                                            "which keeps a host that resets its timeout on progress waiting",
                     attr="wait_progress_s"),
                 Key("waitRetrySeconds", "a host's call that sent no `progressToken` and still waits on its approval "
