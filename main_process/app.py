@@ -21,8 +21,10 @@ import zmq.asyncio
 from zmq.auth.asyncio import AsyncioAuthenticator
 
 from main_process.auto_open import AutoOpen
+from main_process.clock import MONOTONIC
 from main_process.config import Config
 from main_process.consent.consent import Consent, remembered_rules
+from main_process.consent.long_wait import LongWaits, WaitSettings
 from main_process.consent.questions import QuestionDesk
 from main_process.consent.tool_approval import ToolApproval
 from main_process.http_gateway import (
@@ -44,7 +46,7 @@ from main_process.servers.server_desk import ServerDesk, ServerPolicies
 from main_process.servers.server_faults import error_reply
 from main_process.servers.server_identity import identities
 from main_process.servers.servers import ManagedServer
-from main_process.store.factory import default_audit_path, open_store
+from main_process.store.factory import default_audit_path, default_machine, open_store
 from main_process.web_child import WebWindowChild
 from main_process.wire.broker import ZAP_DOMAIN, Broker, Listener, Receivers, StatusSources
 from main_process.wire.consent_topics import NoRules
@@ -183,10 +185,13 @@ class MainApp:
             servers.add(ManagedServer(server_config, broker.server_ports, self.log_dir))
         await notifications.replace(config.notify, broker.pending)
         stack.push_async_callback(notifications.close)  # the one running then (reload replaces it)
-        approval = ToolApproval(consent, broker.pending, wire.publisher) if consent is not None else None
+        # A host's call waiting on a card longer than the host waits: progress, or "retry" (issue 36)
+        waits = LongWaits(WaitSettings(config.wait_progress_s, config.wait_retry_s, config.wait_retry_kept_s,
+                                       config.machine or default_machine()), MONOTONIC)
+        approval = ToolApproval(consent, broker.pending, wire.publisher, waits) if consent is not None else None
         if approval is not None:
             stack.callback(approval.close)
-        relay = Relay(broker.relay_ports, servers.get, approval, servers.infos)  # hosts' own sessions with a server
+        relay = Relay(broker.relay_ports, servers.get, approval, servers.infos, waits)  # hosts' own sessions with a server
         stack.push_async_callback(relay.close)
         reloader = Reloader(config, servers=servers, server_ports=broker.server_ports, publisher=wire.publisher,
                             consent=consent, notifications=notifications, pending=broker.pending,

@@ -28,7 +28,7 @@ import logging
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import platformdirs
 
@@ -111,6 +111,12 @@ class Config:
     store: str | None = None  # {"elicitron": {"store": URL}}: the store's backend (store/factory.py); None: SQLite
     machine: str | None = None  # {"elicitron": {"machine": name}}: this main on a shared store; None: host name
     policies: tuple[Path, ...] = ()  # {"elicitron": {"policies": [files]}}: Cedar policy files (main_process/policy/)
+    # A host's call waiting on a card (consent/long_wait.py): progress every so often to a host that
+    # sent a token; to one that sent none, "still pending, retry" at the deadline, and the answer kept
+    # for its retry this long.
+    wait_progress_s: float = 5.0  # {"elicitron": {"waitProgressSeconds": …}}
+    wait_retry_s: float = 50.0  # {"elicitron": {"waitRetrySeconds": …}}
+    wait_retry_kept_s: float = 300.0  # {"elicitron": {"waitRetryKeptSeconds": …}}
 
 
 def default_config_path() -> Path:
@@ -177,7 +183,22 @@ def parse_config(data: Any, source: str) -> Config:
                           "characters)")
     return Config(servers=servers, source=source, audit_values=audit_values, auto_open_window=auto_open,
                   rules=rules, notify=parse_notify(options.get("notify"), source), store=store, machine=machine,
-                  policies=_policy_paths(options.get("policies", []), source))
+                  policies=_policy_paths(options.get("policies", []), source),
+                  wait_progress_s=_seconds(options, "waitProgressSeconds", Config.wait_progress_s, source),
+                  wait_retry_s=_seconds(options, "waitRetrySeconds", Config.wait_retry_s, source),
+                  wait_retry_kept_s=_seconds(options, "waitRetryKeptSeconds", Config.wait_retry_kept_s, source))
+
+
+MAX_WAIT_SECONDS: Final = 86_400.0
+
+
+def _seconds(options: dict[str, Any], key: str, default: float, source: str) -> float:
+    """A top-level duration: a number of seconds above 0, at most a day."""
+    value = options.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_WAIT_SECONDS:
+        raise ConfigError(f"{source}: elicitron.{key} must be a number of seconds above 0 (at most "
+                          f"{MAX_WAIT_SECONDS:.0f})")
+    return float(value)
 
 
 def _policy_paths(value: Any, source: str) -> tuple[Path, ...]:

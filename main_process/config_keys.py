@@ -103,6 +103,18 @@ SECTIONS: Final = (
                 Key("policies", "Cedar policy files (paths relative to the config file) that decide hosts' "
                                 "tool calls before any rule or card: `permit` lets a call through, `forbid` "
                                 "denies it (see [Consent memory](consent.md#policy-files-cedar))", default="`[]`"),
+                Key("waitProgressSeconds", "while a host's call waits on a card (its approval, or its server's "
+                                           "question), a host that sent a `progressToken` gets a progress "
+                                           "notification this often (`waiting for approval on <machine>`), "
+                                           "which keeps a host that resets its timeout on progress waiting",
+                    attr="wait_progress_s"),
+                Key("waitRetrySeconds", "a host's call that sent no `progressToken` and still waits on its approval "
+                                        "card then gets a tool error telling the model to retry the same call; "
+                                        "the card stays open and the retry waits on it (keep it below the "
+                                        "host's own timeout)", attr="wait_retry_s"),
+                Key("waitRetryKeptSeconds", "how long the person's answer on such a card is kept for that retry "
+                                            "(same session, tool and arguments); it answers the retry once",
+                    attr="wait_retry_kept_s"),
             )),
     Section("notify", "elicitron.notify", "Webhooks: `notify`",
             "One object per receiver, or a list of them (see "

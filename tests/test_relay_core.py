@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from main_process.consent.elicitation_gate import Answered, Decision, HostModes, Read, decide
+from main_process.consent.long_wait import HostWait
 from main_process.consent.pending import Elicitation, PendingRequest, Unanswered
 from main_process.relay.relay import RelaySession
 from main_process.servers.servers import ManagedServer
@@ -79,7 +80,7 @@ class Ports:
         return self.decision != "allow"
 
     def decide_call(self, session: RelaySession, tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
-                    reply: Callable[[ChannelReply], None]) -> Cancel | None:
+                    reply: Callable[[ChannelReply], None], wait: HostWait | None) -> Cancel | None:
         if self.decision == "allow":
             send_on()
             return None

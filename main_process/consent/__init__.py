@@ -10,5 +10,7 @@ approvals.py         tool-call approval: which calls are asked, the request
 denial.py            Denial: every denied call's result (the sentence, SEP-2643's `_meta` and ours)
 tool_approval.py     ToolApproval: a host's tools/call in its relayed session: policy files (policy/),
                      config rules, toolApproval, user rules, then a card
+long_wait.py         LongWaits: a host's call whose card takes longer than the host waits: progress, or
+                     "still pending, retry" and the decision kept for the retry
 audit_writer.py      when the audit rows reach the store
 """

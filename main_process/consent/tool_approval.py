@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from main_process.consent import approvals
 from main_process.consent.consent import Consent, now_ms, rule_decision
 from main_process.consent.denial import TOOL_APPROVAL_ID, Denial
+from main_process.consent.long_wait import HostWait, LongWaits, SharedCard
 from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from main_process.consent.rules import Rule
 from main_process.policy import hook as policy_hook
@@ -41,10 +42,13 @@ class _Notices(Protocol):
 class ToolApproval:
     """Decides each host's tool call with the consent layer's rules; approval cards open in `pending`."""
 
-    def __init__(self, consent: Consent, pending: PendingRequests, notices: _Notices) -> None:
+    def __init__(self, consent: Consent, pending: PendingRequests, notices: _Notices,
+                 waits: LongWaits | None = None) -> None:
+        """`waits`: what a call whose card takes longer than its host waits gets (long_wait.py)."""
         self._consent = consent
         self._pending = pending
         self._notices = notices
+        self._waits = waits
         self._tasks: set[asyncio.Task[None]] = set()
 
     def close(self) -> None:
@@ -52,12 +56,13 @@ class ToolApproval:
             task.cancel()
 
     def call_in_relay(self, server: ManagedServer, tool: str, arguments: dict[str, Any], host: Peer,
-                      send_on: Callable[[], None], reply: ReplyTo) -> Cancel | None:
+                      send_on: Callable[[], None], reply: ReplyTo, wait: HostWait | None = None) -> Cancel | None:
         """A `tools/call` in a host's relayed session: send it on, deny it, or ask a window first.
         `send_on` passes it to the server; `reply` instead answers the host (a denial, or why it
-        could not be decided), once. Returns how to take it back while it waits (for its server,
-        or for an approval), None once decided."""
-        return self._approve(_HostCall(server, tool, arguments, host, reply, send_on))
+        could not be decided), once; `wait`: its session and progress token, for a card the host
+        may wait on longer than it waits. Returns how to take it back while it waits (for its
+        server, or for an approval), None once decided."""
+        return self._approve(_HostCall(server, tool, arguments, host, reply, send_on, wait))
 
     def needs_decision(self, server: ManagedServer) -> bool:
         """False when every call of this server is allowed without looking (the common case)."""
@@ -133,7 +138,10 @@ class ToolApproval:
                                 title=listed.title if listed is not None else None,
                                 description=listed.description if listed is not None else None,
                                 annotations=annotations())
-            self._ask(call, info)
+            if self._waits is not None and call.wait is not None:  # its host may give up before the person answers
+                self._waits.ask(call, lambda card: self._ask(card, info))
+            else:
+                self._ask(call, info)
 
     def _by_policy(self, call: "_HostCall", verdict: Verdict) -> None:
         policy = verdict.policy
@@ -174,7 +182,7 @@ class ToolApproval:
                            via=host_name, approval=info),
             batched=True, reason=reason)  # on disk already: the config, a policy file, the store, or the allow-session row
 
-    def _ask(self, call: "_HostCall", info: ApprovalInfo) -> None:
+    def _ask(self, call: "_HostCall | SharedCard", info: ApprovalInfo) -> None:
         server, host, reply = call.server, call.host, call.reply
         tool = call.tool
         host_name = host.name or host.window
@@ -231,8 +239,9 @@ class _HostCall:
     cancel it at whichever stage it is (waiting for its server, for an approval)."""
 
     def __init__(self, server: ManagedServer, tool: str, arguments: dict[str, Any], host: Peer, reply: ReplyTo,
-                 runner: Callable[[], None]) -> None:
+                 runner: Callable[[], None], wait: HostWait | None = None) -> None:
         self.server, self.tool, self.arguments, self.host = server, tool, arguments, host
+        self.wait = wait
         self._reply = reply
         self.replied = False
         self._runner = runner

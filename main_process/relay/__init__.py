@@ -8,4 +8,5 @@ merged_relay.py    MergedRelays: a host's one session with every server, one rel
 merge/             MergedSession: every server as one session (`<server>__<name>`), sans-IO; run by
                    merged_relay.py (merge/__init__.py has its map)
 host_pipes.py      HostPipes: a local serve's stdin/stdout handed to main, which then reads them itself
+progress.py        HostProgress: main's own progress notifications to a host whose request waits on a card
 """

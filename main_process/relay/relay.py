@@ -11,6 +11,8 @@ between themselves, so what the host sees is what it would see direct. Only cons
   (the windows answer what the host cannot), so it offers what it would offer such a client;
 - a `tools/call` goes on once the consent layer allows it (rules, `toolApproval`, an approval card);
   a denial is answered to the host as the denied tool result. While it waits the host may cancel it;
+  while a card waits, a host that sent a progressToken hears main's progress (progress.py) and one
+  that sent none is told at a deadline to retry (consent/long_wait.py);
 - a server's `elicitation/create` is decided by the gate (elicitation_gate.py): a rule may answer
   it at once; else it goes where the server's `elicitationRoute` says: to the windows (main answers
   the server; the host never sees it), to the host (its answer goes to the server as it sent it;
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 
+from main_process.clock import Timer
 from main_process.config import HttpServerConfig
 from main_process.consent.elicitation_gate import (
     Answered,
@@ -46,6 +49,7 @@ from main_process.consent.elicitation_gate import (
     Read,
     Refused,
 )
+from main_process.consent.long_wait import HostWait, LongWaits
 from main_process.consent.pending import (
     Elicitation,
     PendingRequest,
@@ -54,6 +58,7 @@ from main_process.consent.pending import (
     Unanswered,
 )
 from main_process.relay.merged_relay import MergedRelays
+from main_process.relay.progress import HostProgress, Token, token_of
 from main_process.relay.upstream import StdioUpstream, UpstreamError
 from main_process.relay.upstream_http import HttpUpstream
 from main_process.servers.servers import ManagedServer
@@ -102,8 +107,9 @@ class RelayPorts(Protocol):
         """False when every tools/call of this server goes on without a look (no rule, no policy)."""
 
     def decide_call(self, session: "RelaySession", tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
-                    reply: Callable[[ChannelReply], None]) -> Cancel | None:
-        """The consent layer's decision on a tools/call; None when it was decided at once."""
+                    reply: Callable[[ChannelReply], None], wait: HostWait | None) -> Cancel | None:
+        """The consent layer's decision on a tools/call; None when it was decided at once. `wait`:
+        the call's session and progress token, for a card that takes longer than the host waits."""
 
     def decide(self, session: "RelaySession", read: Read, host: HostModes) -> Decision:
         """The gate's decision on one of the server's elicitations (rules, route, screening)."""
@@ -216,6 +222,9 @@ class RelaySession:
     _withdrawn: dict[jsonrpc.Id, None] = field(default_factory=dict)  # cards closed as host-gone (bounded)
     _modern_host: tuple[Any, bool, bool] | None = None  # the last clientInfo and modes of an envelope
     _last_meta: tuple[bytes, _Declared] | None = None  # a host sends the same `_meta` every time
+    progress: HostProgress | None = None  # main's own progress to the host while a card waits (progress.py)
+    _tokens: dict[jsonrpc.Id, Token] = field(default_factory=dict)  # tools/call with a progress token -> it
+    _ticking: Timer | None = None  # progress while the server's elicitation waits on a card
     unreadable: int = 0  # messages refused as not strict JSON-RPC (for the log's limit)
     closed: bool = False
 
@@ -297,6 +306,7 @@ class RelaySession:
             if isinstance(request_id, (int, str)) and request_id in self._held:
                 cancel = self._held.pop(request_id)  # the server never saw it
                 self._modern.pop(request_id, None)
+                self._ended(request_id)
                 if cancel is not None:
                     cancel()
                 return
@@ -351,9 +361,13 @@ class RelaySession:
     def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None,
               headers: Headers) -> None:
         if not self.ports.needs_decision(self):  # the common case: nothing to decide, nothing to read
+            if self.progress is not None and b"progressToken" in raw:
+                self._note_token(request_id, modern.params if modern is not None else envelope.params_dict())
             self._send_on_call(request_id, raw, headers)
             return
         params = modern.params if modern is not None else envelope.params_dict()
+        if self.progress is not None:
+            self._note_token(request_id, params)
         tool = params.get("name")
         arguments = params.get("arguments")
         state = params.get("requestState")
@@ -379,6 +393,7 @@ class RelaySession:
                 return  # the host cancelled it: it expects no answer
             del self._held[request_id]
             self._modern.pop(request_id, None)
+            self._ended(request_id)
             if answer.result is not None:
                 result = answer.result if modern is None else {**answer.result, "resultType": "complete"}
                 self.ports.to_host(self, jsonrpc.response(request_id, result))
@@ -387,9 +402,23 @@ class RelaySession:
                 self.ports.to_host(self, jsonrpc.error_response(request_id, error.code, error.message))
 
         self._held[request_id] = None
-        cancel = self.ports.decide_call(self, tool, arguments or {}, send_on, reply)
+        wait = HostWait((self.peer.routing_id, self.name), self._tokens.get(request_id), self.progress) \
+            if self.progress is not None else None
+        cancel = self.ports.decide_call(self, tool, arguments or {}, send_on, reply, wait)
         if request_id in self._held:
             self._held[request_id] = cancel
+
+    def _note_token(self, request_id: jsonrpc.Id, params: dict[str, Any]) -> None:
+        token = token_of(params)
+        if token is not None:
+            self._tokens[request_id] = token
+
+    def _ended(self, request_id: jsonrpc.Id) -> None:
+        """A host's tools/call was answered or cancelled: no more progress on its token."""
+        if self._tokens:
+            token = self._tokens.pop(request_id, None)
+            if token is not None and self.progress is not None:
+                self.progress.forget(token)
 
     def _send_on_call(self, request_id: jsonrpc.Id, raw: bytes, headers: Headers) -> None:
         if self.closed:
@@ -439,6 +468,7 @@ class RelaySession:
             return
         if request_id in self._calls:
             self._calls.discard(request_id)
+            self._ended(request_id)
             self.ports.calls_changed(self, -1)
         self._modern.pop(request_id, None)
         self.ports.to_host(self, jsonrpc.error_response(
@@ -453,6 +483,7 @@ class RelaySession:
                 ended = request_id in self._calls
                 if ended:
                     self._calls.discard(request_id)
+                    self._ended(request_id)
                 modern = self._modern.pop(request_id, None)
                 if modern is not None and _INPUT_REQUIRED in raw:
                     result = envelope.result_dict()
@@ -473,6 +504,9 @@ class RelaySession:
         elif kind == "notification" and envelope.method == "notifications/cancelled":
             if not self._server_cancelled(envelope):
                 return
+        elif kind == "notification" and envelope.method == "notifications/progress" \
+                and self.progress is not None and self.progress.spoken:
+            raw = self.progress.passing(envelope.params_dict(), raw)  # values go on from main's own
         elif kind == "notification" and envelope.method == "notifications/elicitation/complete":
             elicitation_id = envelope.params_dict().get("elicitationId")
             if isinstance(elicitation_id, str):
@@ -513,6 +547,7 @@ class RelaySession:
                            None)
             return
         self._windows[request_id] = pending
+        self._card_waits()
         if decided.to_host:
             self._host_asked[request_id] = _HostAsked(pending, first=True)
             self.ports.to_host(self, raw)
@@ -543,6 +578,29 @@ class RelaySession:
             self._answered_first.add(request_id)
             self.ports.to_host(self, jsonrpc.notification("notifications/cancelled", {
                 "requestId": request_id, "reason": _CANCELLED_REASON}))
+
+    # ---- progress while the server's elicitation waits on a card -----------------------
+
+    def _card_waits(self) -> None:
+        """A card of the server's opened: the host's calls at the server that carry a progress
+        token hear main's progress until no card of this session is open (the server's request
+        does not say which call it is for; while one waits, they all may)."""
+        if self.progress is not None and self._ticking is None and self._tokens:
+            self._ticking = self.progress.later(self._tick)
+
+    def _cards_open(self) -> bool:
+        return bool(self._windows) or any(pending is not None for round_ in self._rounds.values()
+                                          for pending in round_.windows.values())
+
+    def _tick(self) -> None:
+        self._ticking = None
+        progress = self.progress
+        tokens = [token for request_id, token in self._tokens.items() if request_id in self._calls]
+        if self.closed or progress is None or not tokens or not self._cards_open():
+            return
+        for token in tokens:
+            progress.send(token)
+        self._ticking = progress.later(self._tick)
 
     # ---- 2026-07-28: input rounds ------------------------------------------------------
 
@@ -619,6 +677,7 @@ class RelaySession:
             round_.answers[key] = {"action": "cancel"}
             return
         round_.windows[key] = pending
+        self._card_waits()
         if decided.to_host:
             round_.host_audit[key] = pending
 
@@ -642,6 +701,7 @@ class RelaySession:
                 self._modern.pop(request_id, None)
                 if request_id in self._calls:
                     self._calls.discard(request_id)
+                    self._ended(request_id)
                     self.ports.calls_changed(self, -1)
 
     def _call_cancelled(self, request_id: jsonrpc.Id) -> bool:
@@ -654,6 +714,7 @@ class RelaySession:
         only = len(self._calls) == 1
         self._calls.discard(request_id)
         self._modern.pop(request_id, None)
+        self._ended(request_id)
         self.ports.calls_changed(self, -1)
         return only
 
@@ -738,6 +799,10 @@ class RelaySession:
         if self.closed:
             return
         self.closed = True
+        if self._ticking is not None:
+            self._ticking.cancel()
+            self._ticking = None
+        self._tokens.clear()
         for cancel in self._held.values():
             if cancel is not None:
                 cancel()
@@ -937,12 +1002,15 @@ class Relay:
     """Every relayed session, by (peer routing id, session name)."""
 
     def __init__(self, ports: RelayBrokerPorts, servers: Callable[[str], ManagedServer | None],
-                 approval: "ToolApproval | None", server_infos: Callable[[], list[ServerInfo]] = list) -> None:
+                 approval: "ToolApproval | None", server_infos: Callable[[], list[ServerInfo]] = list,
+                 waits: LongWaits | None = None) -> None:
         """`approval`: the consent layer's tool-call approval (None: main runs without rules);
-        `server_infos`: the servers as `servers` lists them (the merged sessions' members)."""
+        `server_infos`: the servers as `servers` lists them (the merged sessions' members); `waits`:
+        progress and the retry path for calls waiting on a card longer than their host waits."""
         self._ports = ports
         self._servers = servers
         self._approval = approval
+        self._waits = waits
         self._sessions: dict[tuple[bytes, str], _Open] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self._stopping = False  # main is stopping: nobody left, the open cards are just cancelled
@@ -1054,6 +1122,10 @@ class Relay:
         server = self._servers(server_name or "")
         assert server is not None
         session = RelaySession(peer=peer, name=name, server=server, ports=_Ports(self, host))
+        waits = self._waits
+        if waits is not None:
+            session.progress = HostProgress(host.message, waits.clock, waits.settings.progress_every_s,
+                                            waits.settings.waiting_message)
         opened = _Open(session, host)
         self._sessions[(peer.routing_id, name)] = opened
         opened.starting = asyncio.ensure_future(self._start(opened))
@@ -1118,6 +1190,8 @@ class Relay:
             return
         del self._sessions[key]
         session.close("cancelled" if self._stopping else cards)
+        if self._waits is not None:
+            self._waits.session_ended(key)  # cards its calls were told to retry on: nobody will
         if isinstance(opened.host, _BrokerSide):
             opened.host.end()
         if opened.upstream is not None:
@@ -1166,12 +1240,12 @@ class _Ports:
         return approval is not None and approval.needs_decision(session.server)
 
     def decide_call(self, session: RelaySession, tool: str, arguments: dict[str, Any], send_on: Callable[[], None],
-                    reply: Callable[[ChannelReply], None]) -> Cancel | None:
+                    reply: Callable[[ChannelReply], None], wait: HostWait | None) -> Cancel | None:
         approval = self._relay._approval
         if approval is None:
             send_on()
             return None
-        return approval.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply)
+        return approval.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply, wait)
 
     def decide(self, session: RelaySession, read: Read, host: HostModes) -> Decision:
         return self._relay._ports.gate.decide(read, session.server, host=host)

@@ -1,0 +1,34 @@
+// A host whose request timeout is shorter than the person takes (tests/test_long_waits_e2e.py): the
+// TypeScript SDK's Client makes one tools/call with `timeout` and `resetTimeoutOnProgress`, and
+// writes one JSON line per thing it sees: connected, each progress notification (with the time since
+// the call started), then the call's result or error.
+//
+//   node tests/ts_long_wait_host.mjs SDK_DIR '{"command": ..., "args": [...], "env": {...}, "cwd": ...,
+//                                              "tool": ..., "arguments": {...}, "timeoutMs": 1000}'
+
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const [sdkDir, specText] = process.argv.slice(2);
+const spec = JSON.parse(specText);
+const load = (path) => import(pathToFileURL(join(sdkDir, "dist", "esm", path)).href);
+const { Client } = await load("client/index.js");
+const { StdioClientTransport } = await load("client/stdio.js");
+
+const line = (record) => process.stdout.write(JSON.stringify(record) + "\n");
+const client = new Client({ name: "long-wait-ts-host", version: "1.0.0" }, { capabilities: {} });
+await client.connect(new StdioClientTransport({ command: spec.command, args: spec.args, env: spec.env,
+                                                cwd: spec.cwd, stderr: "inherit" }));
+line({ connected: true });
+const started = Date.now();
+try {
+  const result = await client.callTool({ name: spec.tool, arguments: spec.arguments }, undefined, {
+    timeout: spec.timeoutMs,
+    resetTimeoutOnProgress: true,
+    onprogress: (progress) => line({ progress, elapsedMs: Date.now() - started }),
+  });
+  line({ result, elapsedMs: Date.now() - started });
+} catch (error) {
+  line({ error: { code: error.code, message: error.message }, elapsedMs: Date.now() - started });
+}
+await client.close();
