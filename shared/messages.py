@@ -264,6 +264,7 @@ class ElicitationInvoke(Body):
     approval: ApprovalInfo | None = None  # kind "approval"
     sign_in: SignInInfo | None = None  # kind "sign-in"
     call: str | None = None  # the responseChannel of the msgMcpCallTool that led to it (for its caller)
+    machine: str | None = None  # another main's request on a shared store: that main's machine (PROTOCOL.md §4)
 
 
 class Welcome(Body):
@@ -604,6 +605,7 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     device: str | None = None  # a web window answered: the paired device's name then
     device_id: str | None = None  # and its id, as `elicitron devices` lists it
     machine: str | None = None  # the main that asked (a shared store: PostgreSQL); None in SQLite
+    answer_machine: str | None = None  # a shared store: the machine of the main the answering window was attached to
 
     @property
     def status(self) -> str:
