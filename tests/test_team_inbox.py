@@ -119,6 +119,7 @@ def test_a_rule_remembered_on_one_main_applies_on_another_and_a_revoke_anywhere_
     on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")
     caller_b, call = ask(windows, b, "Noma")
     invoke = invoke_of(on_b)
+    assert invoke_of(on_a)["responseChannel"] == invoke["responseChannel"]  # shown on A too
     on_b.send(invoke["responseChannel"], {"action": "accept", "content": BOOKING, "remember": {"scope": "always"}})
     assert booked(caller_b, call) == {"action": "accept", "content": BOOKING}
     dismiss_of(on_a, invoke["responseChannel"])
