@@ -39,7 +39,8 @@ class DeviceRef(Body):
 
 
 class Hello(Body):
-    """Extension `device`: a web window's page names the paired device it serves (renderers only)."""
+    """Extension `device`: a web window's page names the paired device it serves (renderers only).
+    Extension `user`: a desktop window's OS user, so the audit can name who answered (renderers only)."""
 
     protocol: int
     token: ShortText
@@ -47,6 +48,7 @@ class Hello(Body):
     name: ShortText = ""
     role: Role = "renderer"
     device: DeviceRef | None = None
+    user: ShortText | None = None
 
 
 class Heartbeat(Body):
@@ -606,6 +608,7 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     device_id: str | None = None  # and its id, as `elicitron devices` lists it
     machine: str | None = None  # the main that asked (a shared store: PostgreSQL); None in SQLite
     answer_machine: str | None = None  # a shared store: the machine of the main the answering window was attached to
+    answer_user: str | None = None  # a shared store: the answering desktop window's OS user, when it said
 
     @property
     def status(self) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from consent_kit import ConsentMain, invoke_of
+from kit import wire
 from kit.peer import WirePeer
 from kit.postgres import PostgresServer
 from team_kit import BOOKING, Mains, audit_rows, booked
@@ -50,8 +51,12 @@ class Windows:
     def __init__(self) -> None:
         self.all: list[WirePeer] = []
 
-    def open(self, main: ConsentMain, name: str, role: str = "renderer") -> WirePeer:
-        peer = main.peer(name=name, role=role)
+    def open(self, main: ConsentMain, name: str, role: str = "renderer", user: str | None = None) -> WirePeer:
+        """A welcomed peer; `user`: the OS user a desktop window says in its hello."""
+        peer = main.peer(name=name, role=role, hello=user is None)
+        if user is not None:
+            peer.send("hello", {**wire.hello_body(peer.token, peer.window, name, role), "user": user})
+            assert peer.expect_topic("welcome")
         self.all.append(peer)
         for each in self.all:
             each.companions = self.all
@@ -71,7 +76,7 @@ def ask(windows: Windows, main: ConsentMain, restaurant: str) -> tuple[WirePeer,
 
 def test_a_window_on_another_main_answers_and_the_server_of_the_main_that_asked_gets_it(team: Team, windows: "Windows") -> None:
     mains, a, b = team
-    on_a, on_b = windows.open(a, "window on a"), windows.open(b, "ana's window")
+    on_a, on_b = windows.open(a, "window on a"), windows.open(b, "ana's window", user="ana")
     caller, call = ask(windows, a, "Noma")
 
     mine, theirs = invoke_of(on_a), invoke_of(on_b)
@@ -87,8 +92,8 @@ def test_a_window_on_another_main_answers_and_the_server_of_the_main_that_asked_
         assert (dismissed["reason"], dismissed["by"]) == ("answered", on_b.window)
 
     [row] = [row for row in audit_rows(b, mains.url, 1) if row["channel"] == channel]
-    assert (row["outcome"], row["windowName"], row["machine"], row["answerMachine"]) == \
-        ("accept", "ana's window", "laptop-a", "build-server")
+    assert (row["outcome"], row["windowName"], row["answerUser"], row["machine"], row["answerMachine"]) == \
+        ("accept", "ana's window", "ana", "laptop-a", "build-server")
 
 
 def test_two_windows_on_two_mains_answer_at_once_and_exactly_one_wins(team: Team, windows: "Windows") -> None:

@@ -205,6 +205,7 @@ class PendingRequests:
         welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
         window_name: Callable[[str], str | None] = lambda _window: None,
         window_device: Callable[[str], DeviceRef | None] = lambda _window: None,
+        window_user: Callable[[str], str | None] = lambda _window: None,
         clock: Clock = MONOTONIC,
         rules: RuleHook | None = None,
         opened: "Callable[[PendingRequest, bool], None] | None" = None,
@@ -215,6 +216,7 @@ class PendingRequests:
         self._outbox = outbox
         self._window_name = window_name  # an answering window's name, for the audit log
         self._window_device = window_device  # and the paired web device it answered for, if any
+        self._window_user = window_user  # and a desktop window's OS user, if it said (a shared store's audit)
         self._loop = loop
         self._clock = clock  # expiry runs on it (tests move a SettableClock)
         self._audit = audit
@@ -315,7 +317,7 @@ class PendingRequests:
         shared = self.shared
         if shared is not None and shared.shares(pending):
             approver = Approver(window=window, machine=shared.machine, name=self._window_name(window),
-                                device=self._window_device(window))
+                                device=self._window_device(window), user=self._window_user(window))
             shared.claim(pending, answer, approver, _decision(pending.invoke, answer),
                          lambda claim: self._claimed(pending, answer, result.remember, routing_id, window, claim))
             return

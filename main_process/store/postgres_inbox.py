@@ -79,9 +79,9 @@ _AUDIT_TYPES: Final[tuple[tuple[LiteralString, LiteralString], ...]] = (
     ("kind", "text"), ("via", "text"), ("tool", "text"), ("arguments", "jsonb"),
     ("outcome", "text"), ("answer_window", "text"), ("decided_at", "bigint"), ("content", "jsonb"),
     ("rule_id", "text"), ("decision", "text"), ("answer_window_name", "text"), ("answer_device", "text"),
-    ("answer_device_id", "text"), ("answer_machine", "text"))
+    ("answer_device_id", "text"), ("answer_machine", "text"), ("answer_user", "text"))
 _OUTCOME_COLUMNS: Final = ("outcome", "answer_window", "decided_at", "content", "rule_id", "decision",
-                           "answer_window_name", "answer_device", "answer_device_id", "answer_machine")
+                           "answer_window_name", "answer_device", "answer_device_id", "answer_machine", "answer_user")
 _CLAIM: Final = (
     "WITH won AS (UPDATE open_requests SET state = 'answered', action = %s, answer = %s::jsonb, answer_window = %s, "
     "answer_machine = %s, approver = %s, decided_at = %s WHERE channel = %s AND state = 'open' AND NOT EXISTS "
@@ -164,7 +164,7 @@ class PgInbox:
                  answer.action, approver.window, decided_at,
                  values_json(channel, answer.content, self._record_values) if answer.action == "accept" else None,
                  None, decision, approver.name, device.name if device is not None else None,
-                 device.id if device is not None else None, approver.machine)
+                 device.id if device is not None else None, approver.machine, approver.user)
         args = (answer.action, content, approver.window, approver.machine, approver.label, decided_at, channel,
                 channel, *audit)
         row = await self._read_one("decide a request", _CLAIM, args)

@@ -141,6 +141,7 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         FOR EACH ROW EXECUTE FUNCTION elicitron_rules_changed()
         """,
         "ALTER TABLE elicitations ADD COLUMN answer_machine text",  # the answering window's main's machine
+        "ALTER TABLE elicitations ADD COLUMN answer_user text",  # a desktop window's OS user, when it said
     ),
 )
 

@@ -74,11 +74,16 @@ class Approver:
     machine: str
     name: str | None = None
     device: DeviceRef | None = None
+    user: str | None = None  # a desktop window's OS user, when it says (hello's `user`)
 
     @property
     def label(self) -> str:
-        """The person's side of it: the paired device's name, else the window's name, else its id."""
-        return self.device.name if self.device is not None else self.name or self.window
+        """The person's side of it: the paired device's name, else the window's name (and its OS
+        user), else its id."""
+        if self.device is not None:
+            return self.device.name
+        name = self.name or self.window
+        return f"{name} ({self.user})" if self.user else name
 
 
 @dataclass(frozen=True)
