@@ -401,9 +401,10 @@ class PendingRequests:
     def open_copy(self, invoke: ElicitationInvoke, machine: str, max_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> bool:
         """Show another main's open request to this main's windows, as a copy only the store's
         truth closes (`close_copy`). False when it is known here already, or cannot be shown (it is
-        over the limits, or is no form or URL request)."""
+        over the limits, or is no form or URL request). A copy closed because its main was thought
+        gone opens again (that main's connection to the store was cut, and it is back)."""
         channel = invoke.response_channel
-        if channel in self._open or channel in self._closed:
+        if channel in self._open or self._closed.get(channel, "server-closed") != "server-closed":
             return False
         try:
             frames = encode_request(channels.INVOKE, invoke, max_bytes)
@@ -416,6 +417,7 @@ class PendingRequests:
             return False
         pending = PendingRequest(invoke=invoke, params=params, frames=frames, resolve=lambda _answer: None,
                                  held_by=machine)
+        self._closed.pop(channel, None)
         self._open[channel] = pending
         self._open_bytes += pending.size
         targets = self._outbox.renderers()

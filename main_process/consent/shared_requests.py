@@ -158,7 +158,8 @@ class SharedRequestsDesk:
                 self._pending.close_copy(copy, *_ending(row))
         await self._answered_elsewhere([by_channel[channel] for channel in own if channel in by_channel])
         new = [row for row in rows if row.state == "open" and row.main_id != self._main_id
-               and self._pending.get(row.channel) is None and self._pending.closed_reason(row.channel) is None]
+               and self._pending.get(row.channel) is None
+               and self._pending.closed_reason(row.channel) in (None, "server-closed")]
         if new:
             await self._show(new)
 
