@@ -94,6 +94,8 @@ def test_a_window_on_another_main_answers_and_the_server_of_the_main_that_asked_
     [row] = [row for row in audit_rows(b, mains.url, 1) if row["channel"] == channel]
     assert (row["outcome"], row["windowName"], row["answerUser"], row["machine"], row["answerMachine"]) == \
         ("accept", "ana's window", "ana", "laptop-a", "build-server")
+    table = a.cli("audit").stdout.splitlines()
+    assert [line for line in table if "ana's window on build-server" in line and line.split()[2] == "laptop-a"]
 
 
 def test_two_windows_on_two_mains_answer_at_once_and_exactly_one_wins(team: Team, windows: "Windows") -> None:
