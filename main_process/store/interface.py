@@ -24,7 +24,9 @@ applies for this session only, an audit row is counted as unrecorded). Readers r
 
 **What it covers now.** Remembered rules and approvals (`RuleTable`) and the audit log
 (`AuditTable`): main reaches both only through a `Store` that app.py opens once from the config
-(`factory.open_store`) and passes to the parts that need it. Two more things outlive a request,
+(`factory.open_store`) and passes to the parts that need it. A store many mains share (PostgreSQL)
+also has a `SharedInbox`: every main's open requests, decided by one transaction per answer
+(consent/shared_requests.py is main's side of it); SQLite has none, one main owns its requests. Two more things outlive a request,
 and their interfaces are defined here, but no backend keeps them yet, for reasons of where they
 live today rather than of the interface:
 - **Paired web devices** (`DeviceTable`): the web window is a child process that never imports
