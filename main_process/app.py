@@ -26,6 +26,7 @@ from main_process.config import Config
 from main_process.consent.consent import Consent, remembered_rules
 from main_process.consent.long_wait import LongWaits, WaitSettings
 from main_process.consent.questions import QuestionDesk
+from main_process.consent.shared_requests import SharedRequestsDesk
 from main_process.consent.tool_approval import ToolApproval
 from main_process.http_gateway import (
     HttpGatewayChild,
@@ -178,6 +179,12 @@ class MainApp:
                             web_window=web_child.status if web_child else None,
                             policies=consent.policies.status if consent is not None else None))
         stack.push_async_callback(broker.close)
+        if store.inbox is not None:  # a store many mains share: one inbox for all of them
+            shared = SharedRequestsDesk(store.inbox, broker.pending, main_id=broker.session,
+                                        reload_rules=consent.reload_stored if consent is not None else None)
+            broker.pending.shared = shared
+            shared.start()
+            stack.push_async_callback(shared.close)  # after the servers stopped: their requests ended
         stack.callback(calls.close, STOPPING)  # calls answered while the socket is open
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, self._stop.set)

@@ -7,6 +7,7 @@ says hello again at once when main answers `not-attached` (e.g. after a SIGSTOP 
 limit); renderer_process/connection_status.py says when `main_missing` and `connection_problem` fire.
 """
 
+import getpass
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -63,7 +64,7 @@ class MainBridge(QObject):
                              retry_first=min(peer.RETRY_FIRST_S, retry_every), retry_max=retry_every,
                              tick=tick_ms / 1000)
         core = peer.PeerCore(role="renderer", name=name, window=self.window_id, timing=timing,
-                             policy=peer.Policy(retry_first_attach=True))
+                             policy=peer.Policy(retry_first_attach=True), user=os_user())
         self._status = ConnectionStatus(self._connection_path, on_state=self.state_changed.emit,
                                         on_missing=self.main_missing.emit,
                                         on_problem=self.connection_problem.emit)
@@ -149,3 +150,12 @@ class MainBridge(QObject):
         if answer.rules is not None:
             self.rules_changed.emit(answer.rules)
         self.replied.emit(channel, answer)
+
+
+def os_user() -> str | None:
+    """Who runs this window, for the audit's "who answered" (hello's `user`); None when the OS
+    does not say."""
+    try:
+        return getpass.getuser()[:messages.MAX_ID_CHARS] or None
+    except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER (a bare container)
+        return None

@@ -1,5 +1,6 @@
 """What the window shows about MCP hosts (Claude Desktop, Cursor, ...) reaching servers through
-`elicitron serve`: "via <host>" on a card their call caused, and the attached hosts with their calls
+`elicitron serve`: "via <host>" on a card their call caused (and "on <machine>" on another main's
+request, PROTOCOL.md §4), and the attached hosts with their calls
 in flight in the status bar. Text builders and two small labels; the card and window only hook them in."""
 
 from PySide6.QtCore import Qt
@@ -9,12 +10,17 @@ from shared import messages
 
 
 def via_text(invoke: messages.ElicitationInvoke) -> str:
-    """"via Claude Desktop" for a request an MCP host's call caused; empty otherwise."""
-    return f"via {invoke.via}" if invoke.via else ""
+    """"via Claude Desktop" for a request an MCP host's call caused, "on laptop-a" for another
+    main's request (a store many mains share), both when both; empty otherwise."""
+    parts = [f"via {invoke.via}"] if invoke.via else []
+    if invoke.machine:
+        parts.append(f"on {invoke.machine}")
+    return " ".join(parts)
 
 
 def via_label(invoke: messages.ElicitationInvoke, parent: QWidget) -> QLabel | None:
-    """The card's line under "<server> asks": which host's call led here (None: no host did)."""
+    """The card's line under "<server> asks": which host's call led here, and which machine's main
+    holds it when another does (None: neither)."""
     text = via_text(invoke)
     if not text:
         return None

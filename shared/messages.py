@@ -41,7 +41,8 @@ class DeviceRef(Body):
 
 
 class Hello(Body):
-    """Extension `device`: a web window's page names the paired device it serves (renderers only)."""
+    """Extension `device`: a web window's page names the paired device it serves (renderers only).
+    Extension `user`: a desktop window's OS user, so the audit can name who answered (renderers only)."""
 
     protocol: int
     token: ShortText
@@ -49,6 +50,7 @@ class Hello(Body):
     name: ShortText = ""
     role: Role = "renderer"
     device: DeviceRef | None = None
+    user: ShortText | None = None
 
 
 class Heartbeat(Body):
@@ -269,6 +271,7 @@ class ElicitationInvoke(Body):
     approval: ApprovalInfo | None = None  # kind "approval"
     sign_in: SignInInfo | None = None  # kind "sign-in"
     call: str | None = None  # the responseChannel of the msgMcpCallTool that led to it (for its caller)
+    machine: str | None = None  # another main's request on a shared store: that main's machine (PROTOCOL.md §4)
 
 
 class Welcome(Body):
@@ -610,6 +613,8 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     device_id: str | None = None  # and its id, as `elicitron devices` lists it
     machine: str | None = None  # the main that asked (a shared store: PostgreSQL); None in SQLite
     reason: str | None = None  # a denied call: the reason the person typed, or the forbidding policy's
+    answer_machine: str | None = None  # a shared store: the machine of the main the answering window was attached to
+    answer_user: str | None = None  # a shared store: the answering desktop window's OS user, when it said
 
     @property
     def status(self) -> str:

@@ -190,11 +190,12 @@ class Waiter(Protocol):
 
 class PeerCore:
     def __init__(self, *, role: Role, name: str, window: str, timing: Timing | None = None,
-                 policy: Policy | None = None, device: DeviceRef | None = None) -> None:
+                 policy: Policy | None = None, device: DeviceRef | None = None, user: str | None = None) -> None:
         self.role = role
         self.name = name
         self.window = window
         self.device = device  # a web window's page: the paired device it speaks for (hello extension)
+        self.user = user  # a desktop window's OS user (hello extension): the audit names who answered
         self.timing = timing or Timing()
         self.policy = policy or Policy()
         self.state: State = "idle"
@@ -226,7 +227,7 @@ class PeerCore:
     def hello(self) -> Hello:
         token = self.info.token if self.info else ""
         return Hello(protocol=PROTOCOL_VERSION, token=token, window=self.window, name=self.name,
-                     role=self.role, device=self.device)
+                     role=self.role, device=self.device, user=self.user)
 
     # ---- waiters ------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from gateway_process.http_app import parse_listen, security_settings
@@ -156,6 +157,9 @@ def test_the_window_names_hosts_and_their_calls() -> None:
                                         response_channel="c", created_at=0, expires_at=None, origin="h1",
                                         via="Claude Desktop")
     assert via_text(invoke) == "via Claude Desktop"
+    # another main's request on a shared store: the card says whose machine holds it
+    assert via_text(msgspec.structs.replace(invoke, machine="laptop-a")) == "via Claude Desktop on laptop-a"
+    assert via_text(msgspec.structs.replace(invoke, via=None, machine="laptop-a")) == "on laptop-a"
     peers = [messages.PeerInfo(window="w", name="desk", role="renderer"),
              messages.PeerInfo(window="h1", name="Claude Desktop", role="host", calls=2),
              messages.PeerInfo(window="h2", name="Cursor", role="host", calls=0)]

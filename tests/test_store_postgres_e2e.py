@@ -4,46 +4,14 @@ What main remembers and audits is in the database, not in its home: a main start
 another home, under another machine name, answers from the rule the first one stored."""
 
 import json
-import shutil
-import time
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
-from consent_kit import ConsentMain, demo, invoke_of
-from kit.env import short_tmp_dir
-from kit.main import start_main
+from consent_kit import invoke_of
 from kit.postgres import PostgresServer
+from team_kit import BOOKING, Mains, audit_rows, booked
 
 from main_process.store.url import redact
-
-BOOKING = {"name": "Ada", "party_size": 3}
-
-
-class Mains:
-    """Mains on one store URL, each in a home of its own; all stopped at the end."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.started: list[ConsentMain] = []
-        self.dirs: list[Path] = []
-
-    def start(self, machine: str) -> ConsentMain:
-        home = short_tmp_dir("eli-pg-home-")
-        self.dirs.append(home)
-        config = home / "mcp.json"
-        config.write_text(json.dumps({"mcpServers": {"demo": demo()}, "elicitron": {"machine": machine}}))
-        main = ConsentMain(start_main(config, home, "--store", self.url, home=home), config, home)
-        self.started.append(main)
-        main.wait_server_ready("demo")
-        return main
-
-    def close(self) -> None:
-        for main in self.started:
-            main.stop()
-        for home in self.dirs:
-            shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture
@@ -51,26 +19,6 @@ def mains(pg_url: str) -> Iterator[Mains]:
     started = Mains(pg_url)
     yield started
     started.close()
-
-
-def booked(peer: Any, channel: str) -> dict[str, Any]:
-    reply = peer.expect_topic(channel)
-    assert "result" in reply, reply
-    answer: dict[str, Any] = json.loads(reply["result"]["content"][0]["text"])
-    return answer
-
-
-def audit_rows(main: ConsentMain, url: str, count: int, timeout_s: float = 15.0) -> list[dict[str, Any]]:
-    """`elicitron audit --json --store URL` until it shows `count` rows (a rule's row is written
-    with the next batch)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        done = main.cli_plain("audit", "--json", "--store", url)
-        assert done.returncode == 0, done.stderr
-        rows: list[dict[str, Any]] = json.loads(done.stdout)
-        if len(rows) >= count:
-            return rows
-        assert time.monotonic() < deadline, f"the audit never showed {count} rows: {rows}"
 
 
 def test_a_rule_remembered_on_postgresql_outlives_main_and_the_audit_names_each_machine(

@@ -190,6 +190,12 @@ def test_a_form_card_has_a_labelled_control_per_property_with_its_limits() -> No
     assert fields["email"]["inputType"] == "email"
 
 
+def test_another_mains_request_names_its_machine_and_ones_own_do_not() -> None:
+    params = {"mode": "form", "message": "Book?", "requestedSchema": BOOKING}
+    assert card_of(_invoke(params, machine="laptop-a"))["machine"] == "laptop-a"  # the page shows "on laptop-a"
+    assert "machine" not in card_of(_invoke(params))
+
+
 def test_a_schema_no_form_can_take_becomes_a_card_that_says_why() -> None:
     card = card_of(_invoke({"message": "?", "requestedSchema": {"type": "object", "properties": {
         "deep": {"type": "object"}}}}))

@@ -64,6 +64,8 @@ def card_of(invoke: ElicitationInvoke, now: int | None = None) -> Card:
         "confirm": None,
         "declineAll": False,
     }
+    if invoke.machine is not None:  # another main's request (a shared store): "on <machine>"
+        card["machine"] = invoke.machine
     if invoke.asker is not None:
         card["asker"] = {"name": invoke.asker.name, "pid": invoke.asker.pid, "machine": invoke.asker.machine}
     if invoke.kind == "approval" and invoke.approval is not None:

@@ -200,6 +200,31 @@ class Consent:
         self._misfits.clear()
         self._publish()
 
+    async def reload_stored(self) -> None:
+        """Another main of a shared store changed the stored rules (a wake-up, consent/shared_requests.py):
+        memory follows the store, so a rule remembered on any main applies here, and one revoked
+        anywhere stops applying. Session rules are this main's and stay. Unreadable: kept as it was."""
+        if self._store is None:
+            return
+        try:
+            stored = {rule.id: rule for rule in await self._store.load(now_ms())}
+        except RuleStoreError as exc:
+            logger.warning("%s; the rules in memory stay as they were", exc)
+            return
+        changed = False
+        for rule in self.book.user_rules():
+            if rule.scope != "session" and rule.id not in stored:
+                self.book.remove(rule.id)
+                changed = True
+        for rule in stored.values():
+            if self.book.get(rule.id) != rule:
+                self.book.add(rule)
+                changed = True
+        if changed:
+            logger.info("stored rules changed on another main: %d remembered rules now", len(stored))
+            self._schedule_expiry()
+            self._publish()
+
     def _bound(self, rule: Rule) -> Rule:
         """A rule stored before rules were bound (schema 1: no party, no identity), bound now: to the
         program configured under its name, or (an answer rule of a name no server has) to the

@@ -21,6 +21,12 @@ open one when a new rule covers it. After each window's answer the consent layer
 `RuleHook`, given at construction when main has one) sees it (to remember it, or to keep an
 approval's "allow for this session"). `opened`, when main has `notify` receivers, hears of every
 request that opened and whether a window got it.
+
+On a store many mains share (PostgreSQL), `shared` (consent/shared_requests.py) is set: this
+main's requests are published to the others, a window's answer becomes a claim that the store
+decides in one transaction before anyone hears of it (for this main's own requests too, else two
+mains' windows could both win), and other mains' requests are shown here as copies (`held_by`
+names their machine) that only the store's truth closes. Without it (SQLite) nothing here changes.
 """
 
 import asyncio
@@ -34,7 +40,7 @@ from typing import Any, Final, Literal, Protocol
 from main_process.clock import MONOTONIC, Clock, Timer
 from main_process.consent.audit_writer import AuditWriter
 from main_process.oauth.hosts import allowance
-from main_process.store.records import OutcomeRecord
+from main_process.store.records import Approver, Claim, OutcomeRecord
 from shared import channels
 from shared.codec import decode_peer_body, encode, encode_request
 from shared.denial_reason import clean_reason
@@ -52,6 +58,7 @@ from shared.messages import (
     ElicitationInvoke,
     ElicitationRequest,
     ElicitationResult,
+    ErrorNotice,
     PendingSummary,
     Remember,
     RequestKind,
@@ -70,6 +77,7 @@ MAX_PENDING_BYTES: Final = 256 << 20  # all open requests together; past it new 
 WELCOME_PENDING_BYTES: Final = 8 << 20  # invokes carried inside one welcome; the rest follow it
 _REMEMBERED_CLOSED_CHANNELS: Final = 50_000
 _SUMMARY_MESSAGE_CHARS: Final = 200
+COPY_GRACE_S: Final = 5.0  # a copy outlives its expiry by this much when its main never said it ended
 
 
 class RuleHook(Protocol):
@@ -82,6 +90,25 @@ class RuleHook(Protocol):
                  routing_id: bytes, window: str, requests: "PendingRequests") -> None:
         """A window's answer was taken (and handed to the asker); a rule it makes may answer other
         `requests`."""
+
+
+class SharedRequests(Protocol):
+    """A store many mains share, as the lifecycle sees it (consent/shared_requests.py)."""
+
+    machine: str  # this main's
+
+    def shares(self, pending: "PendingRequest") -> bool:
+        """Whether answers to this request are decided by the store (a claim)."""
+
+    def opened(self, pending: "PendingRequest") -> None:
+        """This main opened a request for the windows: the others' windows may show it."""
+
+    def claim(self, pending: "PendingRequest", answer: ElicitationResult, approver: Approver, decision: str | None,
+              then: Callable[[Claim], None]) -> None:
+        """A window's valid answer: decide it in the store, then `then(claim)`."""
+
+    def ended(self, pending: "PendingRequest", outcome: str) -> None:
+        """This main closed its request otherwise than by a claim (expired, withdrawn, a rule)."""
 
 
 class Outbox(Protocol):
@@ -161,6 +188,7 @@ class PendingRequest:
     expiry: Timer | None = None
     for_windows: bool = True  # windows get it, also those that attach later (False: a host answers it)
     answered_by: Answerer | None = None  # set as it closes with a window's (or a host's) answer
+    held_by: str | None = None  # another main's request on a shared store: that main's machine (a copy)
 
     @property
     def channel(self) -> str:
@@ -189,6 +217,7 @@ class PendingRequests:
         welcome_pending_bytes: int = WELCOME_PENDING_BYTES,
         window_name: Callable[[str], str | None] = lambda _window: None,
         window_device: Callable[[str], DeviceRef | None] = lambda _window: None,
+        window_user: Callable[[str], str | None] = lambda _window: None,
         clock: Clock = MONOTONIC,
         rules: RuleHook | None = None,
         opened: "Callable[[PendingRequest, bool], None] | None" = None,
@@ -199,6 +228,7 @@ class PendingRequests:
         self._outbox = outbox
         self._window_name = window_name  # an answering window's name, for the audit log
         self._window_device = window_device  # and the paired web device it answered for, if any
+        self._window_user = window_user  # and a desktop window's OS user, if it said (a shared store's audit)
         self._loop = loop
         self._clock = clock  # expiry runs on it (tests move a SettableClock)
         self._audit = audit
@@ -210,6 +240,7 @@ class PendingRequests:
         self._closed: OrderedDict[str, str] = OrderedDict()
         self.rules = rules
         self.opened = opened
+        self.shared: SharedRequests | None = None  # a store many mains share (set once, before any request)
 
     # ---- opening -----------------------------------------------------------------------
 
@@ -240,6 +271,8 @@ class PendingRequests:
             self._unseen(self)
         if self.opened is not None and not record_only:
             self.opened(pending, not pending.sent_to.isdisjoint(self._outbox.renderers()))
+        if self.shared is not None and not record_only:
+            self.shared.opened(pending)
         return pending
 
     async def ask(self, elicitation: Elicitation, options: RequestOptions,
@@ -295,16 +328,41 @@ class PendingRequests:
         answer = ElicitationResult(action=result.action, content=content)
         if result.reason is not None and _decision(pending.invoke, answer) == "deny":  # for the agent (approvals)
             answer = ElicitationResult(action=result.action, content=content, reason=clean_reason(result.reason))
+        shared = self.shared
+        if shared is not None and shared.shares(pending):
+            approver = Approver(window=window, machine=shared.machine, name=self._window_name(window),
+                                device=self._window_device(window), user=self._window_user(window))
+            shared.claim(pending, answer, approver, _decision(pending.invoke, answer),
+                         lambda claim: self._claimed(pending, answer, result.remember, routing_id, window, claim))
+            return
         self._close(pending, result.action, answer, by=window)
         if self.rules is not None:
             self.rules.answered(pending, answer, result.remember, routing_id, window, self)
+
+    def _claimed(self, pending: PendingRequest, answer: ElicitationResult, remember: Remember | None,
+                 routing_id: bytes, window: str, claim: Claim) -> None:
+        """The store decided a window's answer: it won (committed: now everyone may hear of it), it
+        lost (another answer or ending came first: the window hears so, and the dismiss follows), or
+        the store could not be asked (this main's own request is then decided here, as on one
+        machine; another main's stays open and the window hears why)."""
+        channel = pending.channel
+        if claim == "lost" or (claim == "unreachable" and pending.held_by is not None):
+            code, text = ((WireCode.ALREADY_ANSWERED, "another answer came first") if claim == "lost" else
+                          (WireCode.STORE_UNREACHABLE,
+                           f"the shared store is unreachable: the request of {pending.held_by} stays open; try again"))
+            self._outbox.send([routing_id], encode(channels.ERROR, ErrorNotice(code=code, message=text, topic=channel)))
+            return
+        if self._open.get(channel) is pending:
+            self._close(pending, answer.action, answer, by=window, recorded=claim == "won")
+        if self.rules is not None:
+            self.rules.answered(pending, answer, remember, routing_id, window, self)
 
     # ---- answered by a rule -------------------------------------------------------------
 
     def close_by_rule(self, pending: PendingRequest, answer: ElicitationResult, rule_id: str) -> None:
         """A new rule answers a request that is already open: dismissed everywhere, audited with
-        the rule's id, its asker answered."""
-        if self._open.get(pending.channel) is pending:
+        the rule's id, its asker answered. Another main's request is that main's to decide."""
+        if self._open.get(pending.channel) is pending and pending.held_by is None:
             self._close(pending, answer.action, answer, by=None, rule_id=rule_id)
 
     def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
@@ -343,7 +401,7 @@ class PendingRequests:
 
     def withdraw_server(self, server: str) -> None:
         """A server's connection ended: its open requests can never be answered."""
-        for pending in [p for p in self._open.values() if p.server == server and p.owner is None]:
+        for pending in [p for p in self._open.values() if p.server == server and p.owner is None and p.held_by is None]:
             self.withdraw(pending, "server-closed")
 
     def withdraw_owner(self, owner: bytes, reason: Unanswered = "cancelled") -> None:
@@ -351,6 +409,55 @@ class PendingRequests:
         "host-gone" for an MCP host's)."""
         for pending in [p for p in self._open.values() if p.owner == owner]:
             self.withdraw(pending, reason)
+
+    # ---- a store many mains share: their requests here, this main's answered there --------
+
+    def open_copy(self, invoke: ElicitationInvoke, machine: str, max_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> bool:
+        """Show another main's open request to this main's windows, as a copy only the store's
+        truth closes (`close_copy`). False when it is known here already, or cannot be shown (it is
+        over the limits, or is no form or URL request). A copy closed because its main was thought
+        gone opens again (that main's connection to the store was cut, and it is back)."""
+        channel = invoke.response_channel
+        if channel in self._open or self._closed.get(channel, "server-closed") != "server-closed":
+            return False
+        try:
+            frames = encode_request(channels.INVOKE, invoke, max_bytes)
+            params = read_params(invoke.request.params)
+        except UndeliverableRequestError as exc:
+            logger.warning("request %s of %s not shown here: %s", channel, machine, exc)
+            return False
+        if self._open_bytes + len(frames[1]) > self._max_pending_bytes:
+            logger.warning("request %s of %s not shown here: open requests are at their budget", channel, machine)
+            return False
+        pending = PendingRequest(invoke=invoke, params=params, frames=frames, resolve=lambda _answer: None,
+                                 held_by=machine)
+        self._closed.pop(channel, None)
+        self._open[channel] = pending
+        self._open_bytes += pending.size
+        targets = self._outbox.renderers()
+        if targets:
+            pending.sent_to.update(self._outbox.send(targets, frames))
+        if invoke.expires_at is not None:  # its main ends it first; this only forgets a copy nobody ended
+            left_s = max(0.0, (invoke.expires_at - time.time_ns() // 1_000_000) / 1000)
+            pending.expiry = self._clock.call_later(left_s + COPY_GRACE_S, self._forget_copy, pending)
+        return True
+
+    def close_copy(self, pending: PendingRequest, outcome: Outcome, by: str | None) -> None:
+        """Another main's request ended in the store (answered `by` a window anywhere, or
+        `outcome`): its copy leaves this main's windows. Nothing else here: its main decides it."""
+        if self._open.get(pending.channel) is pending and pending.held_by is not None:
+            self._close(pending, outcome, ElicitationResult(action="cancel"), by=by, recorded=True)
+
+    def answered_in_store(self, pending: PendingRequest, answer: ElicitationResult, by: str) -> None:
+        """This main's request was answered on another main (the store has the decision and its
+        audit row): dismissed in this main's windows, its asker (the server) answered."""
+        if self._open.get(pending.channel) is pending and pending.held_by is None:
+            self._close(pending, answer.action, answer, by=by, recorded=True)
+
+    def _forget_copy(self, pending: PendingRequest) -> None:
+        if self._open.get(pending.channel) is pending:
+            logger.info("request %s of %s: its main never said it ended; forgotten", pending.channel, pending.held_by)
+            self._close(pending, "expired", ElicitationResult(action="cancel"), by=None, recorded=True)
 
     def _expire(self, pending: PendingRequest) -> None:
         if self._open.get(pending.channel) is pending:
@@ -360,7 +467,9 @@ class PendingRequests:
     # ---- the one close path -------------------------------------------------------------
 
     def _close(self, pending: PendingRequest, outcome: Outcome, answer: ElicitationResult, by: str | None,
-               rule_id: str | None = None) -> None:
+               rule_id: str | None = None, recorded: bool = False) -> None:
+        """`recorded`: the shared store has the decision and its audit row already (a claim, or
+        another main's answer or ending), so nothing is written here."""
         del self._open[pending.channel]
         self._open_bytes -= pending.size
         answered = by is not None or rule_id is not None
@@ -377,7 +486,9 @@ class PendingRequests:
         self._outbox.send(pending.sent_to, dismiss)  # the windows first: they are not waiting on the disk
         answerer = None if by is None else Answerer(by, self._window_name(by), self._window_device(by))
         pending.answered_by = answerer  # who, for the asker's resolve (a denial names the person)
-        if self._audit is None:
+        if not recorded and self.shared is not None and pending.held_by is None and pending.for_windows:
+            self.shared.ended(pending, outcome)
+        if self._audit is None or recorded:
             pending.resolve(answer)
             return
         # Committed before the asker hears the answer: a SIGKILL of main loses no decided outcome.

@@ -1,4 +1,5 @@
-"""The store: what outlives a request (remembered rules and approvals, the audit log), behind one
+"""The store: what outlives a request (remembered rules and approvals, the audit log; on a store
+many mains share, their open requests too: `SharedInbox`), behind one
 interface with two backends: SQLite (the default: one machine, nothing to install) and PostgreSQL
 (a database a team's mains share).
 
@@ -13,5 +14,6 @@ sqlite.py        the SQLite backend: sqlite_audit.py and sqlite_rules.py hold it
 postgres.py      the PostgreSQL backend (psycopg 3, async pool; loaded only for such a store):
                  postgres_connect.py reaches it (password, pool, errors that say what to do),
                  postgres_schema.py its numbered migrations, postgres_audit.py and
-                 postgres_rules.py the SQL of its tables
+                 postgres_rules.py the SQL of its tables, postgres_inbox.py the shared inbox
+                 (every main's open requests, claims, leases) and postgres_listen.py its wake-ups
 """

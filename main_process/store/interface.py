@@ -24,7 +24,9 @@ applies for this session only, an audit row is counted as unrecorded). Readers r
 
 **What it covers now.** Remembered rules and approvals (`RuleTable`) and the audit log
 (`AuditTable`): main reaches both only through a `Store` that app.py opens once from the config
-(`factory.open_store`) and passes to the parts that need it. Two more things outlive a request,
+(`factory.open_store`) and passes to the parts that need it. A store many mains share (PostgreSQL)
+also has a `SharedInbox`: every main's open requests, decided by one transaction per answer
+(consent/shared_requests.py is main's side of it); SQLite has none, one main owns its requests. Two more things outlive a request,
 and their interfaces are defined here, but no backend keeps them yet, for reasons of where they
 live today rather than of the interface:
 - **Paired web devices** (`DeviceTable`): the web window is a child process that never imports
@@ -42,12 +44,20 @@ live today rather than of the interface:
 """
 
 import asyncio
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from main_process.consent.rules import Rule
-from main_process.store.records import AuditEntry, Decided, OutcomeRecord, StoredQuestion
+from main_process.store.records import (
+    Approver,
+    AuditEntry,
+    Claim,
+    Decided,
+    InboxRow,
+    OutcomeRecord,
+    StoredQuestion,
+)
 from shared.messages import ElicitationInvoke, ElicitationResult
 from shared.web_devices import PairedDevice
 
@@ -136,6 +146,55 @@ class QuestionTable(Protocol):
         ...
 
 
+class WakeUps(Protocol):
+    """A store's wake-ups (PostgreSQL: LISTEN, postgres_listen.py), kept up from `start` to `close`."""
+
+    def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class SharedInbox(Protocol):
+    """The requests of every main of a store many mains share (PostgreSQL: postgres_inbox.py has
+    the how and why); a store only one main uses has none (`Store.inbox` is None). main's side of
+    it is consent/shared_requests.py. Writes never raise: False, or a claim "unreachable"."""
+
+    machine: str
+
+    async def join(self, main_id: str, backend_pid: int, pid: int) -> bool: ...
+
+    async def heartbeat(self) -> bool | None:
+        """Renew this main's lease, end the rows of mains that are gone; False: join again; None: unreachable."""
+        ...
+
+    async def tidy(self) -> bool: ...
+
+    async def leave(self) -> bool: ...
+
+    async def publish(self, invoke: ElicitationInvoke, body: bytes) -> bool: ...
+
+    async def end(self, channel: str, outcome: str) -> bool: ...
+
+    async def revive(self, channels: Sequence[str]) -> bool: ...
+
+    async def claim(self, invoke: ElicitationInvoke, answer: ElicitationResult, approver: Approver,
+                    decision: str | None) -> Claim:
+        """Decide the request and its audit row in one commit: "won" once committed."""
+        ...
+
+    async def taken(self, channels: Sequence[str]) -> bool: ...
+
+    async def changed(self, known: Sequence[str]) -> list[InboxRow] | None: ...
+
+    async def invokes(self, channels: Sequence[str]) -> dict[str, bytes] | None: ...
+
+    def wake_ups(self, *, requests: Callable[[], None], rules: Callable[[], None],
+                 connected: Callable[[int], Awaitable[None]]) -> WakeUps:
+        """Wake-ups when a shared request opens or ends (`requests`) and when a stored rule changes
+        (`rules`); `connected(backend_pid)` on every (re)connect, to catch up."""
+        ...
+
+
 class Store(Protocol):
     """One store: its tables, and its life in main."""
 
@@ -144,6 +203,11 @@ class Store(Protocol):
 
     @property
     def audit(self) -> AuditTable: ...
+
+    @property
+    def inbox(self) -> SharedInbox | None:
+        """The shared inbox of a store many mains share (PostgreSQL); None for SQLite (one main)."""
+        ...
 
     @property
     def description(self) -> str:

@@ -2,7 +2,9 @@
 (`"elicitron": {"store": "postgresql://…"}`, `elicitron main --store URL`, ELICITRON_STORE).
 
 postgres_connect.py reaches the database (password, pool, one line when it cannot), postgres_schema.py
-migrates it, postgres_rules.py and postgres_audit.py hold the SQL of the two tables. Unlike SQLite,
+migrates it, postgres_rules.py and postgres_audit.py hold the SQL of the two tables, postgres_inbox.py
+the shared inbox (every main's open requests, who answered them) and postgres_listen.py its
+wake-ups. Unlike SQLite,
 these coroutines suspend (a network round trip): callers await a write, or run it with `run_now`
 and go on in its callback, as interface.py says.
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from main_process.store import status_file
 from main_process.store.postgres_audit import PgAudit
 from main_process.store.postgres_connect import Database
+from main_process.store.postgres_inbox import PgInbox
 from main_process.store.postgres_rules import PgRules
 
 logger = logging.getLogger(__name__)
@@ -32,6 +35,7 @@ class PgStore:
         self.machine = machine
         self._rules = PgRules(self._db)
         self._audit = PgAudit(self._db, machine, record_values)
+        self._inbox = PgInbox(self._db, machine, record_values)
         self._connection: Path | None = None  # main's connection file, once claimed
 
     @property
@@ -41,6 +45,10 @@ class PgStore:
     @property
     def audit(self) -> PgAudit:
         return self._audit
+
+    @property
+    def inbox(self) -> PgInbox:
+        return self._inbox
 
     @property
     def description(self) -> str:

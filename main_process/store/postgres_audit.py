@@ -57,7 +57,8 @@ _DECIDE: Final = (  # the first outcome wins; xmax = 0: the row is new (no reque
     f"INSERT INTO elicitations ({_names(_ROW)}) VALUES ({_values(_ROW)}) "
     f"ON CONFLICT (channel) DO UPDATE SET {_set(_OUTCOME)} WHERE elicitations.outcome IS NULL "
     "RETURNING (xmax = 0)")
-_SELECT: Final = ", ".join(f"{column}::text" if column in _JSON else column for column in _ROW)
+_SELECT: Final = ", ".join(f"{column}::text" if column in _JSON else column
+                          for column in (*_ROW, "answer_machine", "answer_user"))
 _ERROR_INTERVAL_S: Final = 60.0
 
 
@@ -145,7 +146,7 @@ class PgAudit:
         args = (server, limit) if server is not None else (limit,)
         rows = await self._read(f"SELECT {_SELECT} FROM elicitations {where}"
                                 "ORDER BY created_at DESC, channel DESC LIMIT %s", args)
-        return [audit_entry(row[:-1], machine=row[-1]) for row in rows]
+        return [audit_entry(row[:-3], machine=row[-3], answer_machine=row[-2], answer_user=row[-1]) for row in rows]
 
     async def counts(self) -> dict[str, int]:
         rows = await self._read("SELECT COALESCE(outcome, %s), count(*) FROM elicitations GROUP BY 1 ORDER BY 1",

@@ -86,6 +86,7 @@ class Database:
         self.on_change = on_change  # told when reachable or problem changes
         self._secret = _secret_in(url)
         self._pool: Pool | None = None
+        self._kwargs: dict[str, Any] = {}  # what the pool connects with (the password found), for `connect`
         self._opening = asyncio.Lock()
         self._closed = False
 
@@ -121,6 +122,7 @@ class Database:
         except psycopg.Error as exc:
             self.failed(exc)
             raise StoreUnavailableError(self.explain(exc)) from None
+        self._kwargs = kwargs
         pool: Pool = AsyncConnectionPool(self.url, kwargs=kwargs, min_size=POOL_MIN, max_size=POOL_MAX, open=False,
                                          name="elicitron-store", timeout=WAIT_FOR_CONNECTION_S)
         try:
@@ -132,6 +134,12 @@ class Database:
         logger.info("store %s: PostgreSQL, schema version %d", self.shown, version)
         self.succeeded()
         return pool
+
+    async def connect(self) -> psycopg.AsyncConnection[tuple[Any, ...]]:
+        """A connection of its own, outside the pool (a LISTEN must stay on one connection), made as
+        the pool's are; the caller closes it. Raises StoreUnavailableError; psycopg.Error."""
+        await self.pool()  # opened, so the password is found and the schema migrated
+        return await psycopg.AsyncConnection.connect(self.url, **self._kwargs)
 
     def explain(self, exc: psycopg.Error) -> str:
         """One line: which store, libpq's reason (no password), and what to do about it."""

@@ -15,6 +15,9 @@ To change the schema, append a tuple of statements to MIGRATIONS; never edit one
 Keyed for many mains on one database (issue 35): an audit row names the `machine` of the main
 that asked (the config's `"machine"`, default the host name) and is keyed by its channel (a uuid7,
 unique across mains); a rule by its id (a uuid), so one rule applies on every main of the store.
+Notifications (schema 2) carry no payload and PostgreSQL folds identical ones of one transaction
+into one: a row trigger costs one wake-up per commit, however many rows it changed, and none when
+it changed none (so a main's periodic sweep wakes nobody when it finds nothing).
 """
 
 import logging
@@ -85,6 +88,64 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # 2: why a call was denied (the reason the person typed, or the forbidding policy's), as SQLite's 6
     (
         "ALTER TABLE elicitations ADD COLUMN reason text",
+    ),
+    # 3: one inbox for the mains of a store (postgres_inbox.py): the mains and their leases, every
+    # request a window may answer, and who answered it; triggers NOTIFY (a wake-up only, no payload)
+    # when a request opens or its state changes, and when a stored rule changes
+    (
+        """
+        CREATE TABLE mains (
+            main_id      text PRIMARY KEY,      -- the main's session (a uuid7, new at each start)
+            machine      text NOT NULL,         -- config "machine"
+            pid          integer NOT NULL,      -- the main's pid on its machine
+            backend_pid  integer,               -- its LISTEN connection's server process: gone = main gone
+            started_at   bigint NOT NULL,       -- epoch ms
+            lease_until  timestamptz NOT NULL   -- renewed every few seconds; past it the main is gone
+        )
+        """,
+        """
+        CREATE TABLE open_requests (
+            channel         text PRIMARY KEY,   -- the request's responseChannel (uuid7)
+            main_id         text NOT NULL,      -- the main that holds it (its server's request)
+            machine         text NOT NULL,      -- that main's machine
+            server          text NOT NULL,
+            invoke          bytea NOT NULL,     -- the invoke body as that main's windows got it
+            created_at      bigint NOT NULL,    -- epoch ms
+            expires_at      bigint,             -- epoch ms
+            state           text NOT NULL DEFAULT 'open',  -- 'open', 'answered', an unanswered outcome, 'orphaned'
+            action          text,               -- answered: accept | decline | cancel
+            answer          jsonb,              -- answered: the values, until the holding main took them
+            answer_window   text,               -- the window that answered (its id)
+            answer_machine  text,               -- the machine of the main that window is attached to
+            approver        text,               -- who answered: the window's or the paired device's name
+            decided_at      bigint              -- epoch ms
+        )
+        """,
+        "CREATE INDEX open_requests_open ON open_requests (created_at) WHERE state = 'open'",
+        "CREATE INDEX open_requests_by_main ON open_requests (main_id) WHERE state = 'open'",
+        "CREATE INDEX open_requests_ended ON open_requests (decided_at) WHERE state <> 'open'",
+        """
+        CREATE FUNCTION elicitron_inbox_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_notify('elicitron_inbox', ''); RETURN NULL; END $$
+        """,
+        """
+        CREATE TRIGGER open_requests_opened AFTER INSERT ON open_requests
+        FOR EACH ROW EXECUTE FUNCTION elicitron_inbox_changed()
+        """,
+        """
+        CREATE TRIGGER open_requests_state AFTER UPDATE OF state ON open_requests
+        FOR EACH ROW WHEN (OLD.state IS DISTINCT FROM NEW.state) EXECUTE FUNCTION elicitron_inbox_changed()
+        """,
+        """
+        CREATE FUNCTION elicitron_rules_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_notify('elicitron_rules', ''); RETURN NULL; END $$
+        """,
+        """
+        CREATE TRIGGER rules_changed AFTER INSERT OR UPDATE OR DELETE ON rules
+        FOR EACH ROW EXECUTE FUNCTION elicitron_rules_changed()
+        """,
+        "ALTER TABLE elicitations ADD COLUMN answer_machine text",  # the answering window's main's machine
+        "ALTER TABLE elicitations ADD COLUMN answer_user text",  # a desktop window's OS user, when it said
     ),
 )
 

@@ -12,7 +12,8 @@ from typing import Any, Final, Literal, get_args
 from shared.messages import AskerInfo, AuditEntry, DeviceRef, ElicitationInvoke
 
 # AuditEntry is defined with the wire bodies (main sends rows to `elicitron audit`), and is one of these.
-__all__ = ["OUTCOMES", "PENDING", "AuditEntry", "Decided", "Outcome", "OutcomeRecord", "StoredQuestion"]
+__all__ = ["OUTCOMES", "PENDING", "Approver", "AuditEntry", "Claim", "Decided", "InboxRow", "Outcome", "OutcomeRecord",
+           "StoredQuestion"]
 
 Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed", "host-gone"]
 OUTCOMES: Final[frozenset[str]] = frozenset(get_args(Outcome))
@@ -57,3 +58,47 @@ class StoredQuestion:
     params: dict[str, Any]  # the elicitation's params as asked
     created_at: int  # epoch ms
     expires_at: int  # epoch ms
+
+
+# ---- the shared inbox of a store many mains share (interface.py: SharedInbox) -------------------
+
+Claim = Literal["won", "lost", "unreachable"]
+"""A window's answer offered to the shared inbox: it decided the request (committed), another
+answer or ending came first, or the store could not be asked."""
+
+
+@dataclass(frozen=True)
+class Approver:
+    """Who answered, as the audit names them: the window, its name, the paired device a web page
+    answered for, and the machine of the main the window is attached to."""
+
+    window: str  # the window's id
+    machine: str
+    name: str | None = None
+    device: DeviceRef | None = None
+    user: str | None = None  # a desktop window's OS user, when it says (hello's `user`)
+
+    @property
+    def label(self) -> str:
+        """The person's side of it: the paired device's name, else the window's name (and its OS
+        user), else its id."""
+        if self.device is not None:
+            return self.device.name
+        name = self.name or self.window
+        return f"{name} ({self.user})" if self.user else name
+
+
+@dataclass(frozen=True)
+class InboxRow:
+    """One shared request as a main reads it back: whose it is, and how it ended (state 'open':
+    not yet). `content` is the answer's values, read only by the main that holds the request."""
+
+    channel: str
+    main_id: str
+    machine: str
+    state: str  # 'open' | 'answered' | an unanswered outcome | 'orphaned' (its main is gone)
+    action: str | None = None
+    content: dict[str, Any] | None = None
+    window: str | None = None
+    approver: str | None = None
+    answer_machine: str | None = None

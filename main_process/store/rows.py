@@ -84,7 +84,8 @@ def request_row(invoke: ElicitationInvoke, arguments_json: str | None) -> tuple[
             invoke.origin, invoke.created_at, invoke.expires_at, invoke.kind, invoke.via, tool, arguments_json)
 
 
-def audit_entry(row: Sequence[Any], machine: str | None = None) -> AuditEntry:
+def audit_entry(row: Sequence[Any], machine: str | None = None, answer_machine: str | None = None,
+                answer_user: str | None = None) -> AuditEntry:
     (channel, server, mode, message, fields, url, origin, created_at, expires_at, kind, via, tool, arguments,
      outcome, window, decided_at, content, rule_id, decision, window_name, device, device_id, reason) = row
     return AuditEntry(
@@ -94,6 +95,7 @@ def audit_entry(row: Sequence[Any], machine: str | None = None) -> AuditEntry:
         content=decode_json(content, dict[str, Any]), kind=kind, via=via, tool=tool,
         arguments=decode_json(arguments, dict[str, Any]), rule_id=rule_id, decision=decision,
         window_name=window_name, device=device, device_id=device_id, machine=machine, reason=reason,
+        answer_machine=answer_machine, answer_user=answer_user,
     )
 
 

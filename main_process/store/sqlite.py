@@ -120,6 +120,11 @@ class SqliteStore:
         return self._audit
 
     @property
+    def inbox(self) -> None:
+        """One main per SQLite store: its requests are its own (pending.py alone)."""
+        return None
+
+    @property
     def description(self) -> str:
         return str(self._audit_path)  # main's log has always named the audit file here; rules.sqlite3 is beside it
 

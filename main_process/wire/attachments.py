@@ -89,6 +89,10 @@ class Attachments:
         peer = self.table.by_window(window)
         return peer.device if peer is not None else None
 
+    def window_user(self, window: str) -> str | None:
+        peer = self.table.by_window(window)
+        return peer.user if peer is not None else None
+
     def attach(self, peer: Peer) -> None:
         """Raises ProtocolError when its role has no slot left; a peer it replaces is detached."""
         for old in self.table.attach(peer):

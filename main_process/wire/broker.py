@@ -151,6 +151,7 @@ class Broker:
         self.pending = PendingRequests(attachments, loop, audit=self._audit, unseen=unseen,
                                        welcome_pending_bytes=welcome_pending_bytes,
                                        window_name=attachments.window_name, window_device=attachments.window_device,
+                                       window_user=attachments.window_user,
                                        clock=wire.clock, rules=rules, opened=opened)
         self.gate = ElicitationGate(self.pending, rules)  # what becomes of every elicitation before it opens
         self.server_ports = ServerSide(attachments, wire.server_infos, wire.server_watch, self.pending, self.gate)

@@ -51,7 +51,8 @@ class Greeter:
                                     channels.HELLO)
             raise err  # a welcomed peer stays attached: bad frames never detach
         peer = Peer(routing_id, hello.window, hello.name, hello.role, self._clock.now(),
-                    device=hello.device if hello.role == "renderer" else None)  # only a window answers for one
+                    device=hello.device if hello.role == "renderer" else None,  # only a window answers for one
+                    user=hello.user if hello.role == "renderer" else None)
         attachments = self._attachments
         try:
             attachments.attach(peer)

@@ -38,6 +38,7 @@ class Peer:
     last_seen: float
     calls: int = 0  # a host's: tools/call requests of its relayed sessions in flight
     device: DeviceRef | None = None  # a web window's page (hello extension): the paired device it serves
+    user: str | None = None  # a desktop window's OS user (hello extension), for who answered
 
     def info(self) -> PeerInfo:
         return PeerInfo(window=self.window, name=self.name, role=self.role,

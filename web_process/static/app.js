@@ -214,7 +214,8 @@ function addCard(card) {
   if (cards.has(card.channel)) return;
   const article = el("article", {class: "card", "aria-labelledby": `${card.channel}-h`, "data-kind": card.kind});
   article.append(el("h2", {id: `${card.channel}-h`}, el("strong", {text: card.who}), text(HEADINGS[card.kind] || " asks")));
-  if (card.via) article.append(el("p", {class: "via", text: `via ${card.via}`}));
+  const via = [card.via && `via ${card.via}`, card.machine && `on ${card.machine}`].filter(Boolean).join(" ");
+  if (via) article.append(el("p", {class: "via", text: via}));
   const expires = card.msLeft !== null ? el("p", {class: "time-left", role: "timer", "aria-live": "off"}) : null;
   if (expires) article.append(expires);
   if (card.kind !== "approval") article.append(el("p", {class: "message", text: card.message}));

@@ -1,0 +1,262 @@
+"""main's side of a store many mains share (store/interface.py: SharedInbox; PostgreSQL): one inbox
+for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do to its requests.
+
+- **Publish.** Each request this main opens for its windows goes to the store (a sign-in does not:
+  it finishes in a browser on this machine). Every other main shows it to its windows as a copy.
+- **Claim.** A window's valid answer (checked against the schema by the main the window is attached
+  to) is decided by the store in one transaction with its audit row: this main's own requests too,
+  so two mains' windows can never both win. A claim of this main's request waits for its publish.
+- **Wake-ups, then the truth.** A notification (or a reconnect: one sent meanwhile is lost) starts
+  one read of the open rows and the rows this main knows (`_sync`, never two at once: a wake
+  during one runs it again after). From that read: other mains' new requests open here as copies,
+  copies whose row ended leave the windows (`close_copy`), and this main's requests answered
+  elsewhere close through pending's one close path, their server answered (`answered_in_store`).
+- **Liveness.** Every HEARTBEAT_S this main renews its lease and ends the rows of mains that are
+  gone (their LISTEN connection closed: kill -9; or their lease ran out); requests of this main
+  that were ended so while its own connection was cut open again.
+- **Rules.** Remembered rules are applied from memory (consent.py); a change to the stored rules
+  by any main wakes every main, which reads them again (`reload_rules`).
+"""
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Final
+
+import msgspec
+
+from main_process.consent.pending import Outcome, PendingRequest, PendingRequests
+from main_process.store.interface import SharedInbox
+from main_process.store.records import Approver, Claim, InboxRow
+from shared import channels
+from shared.codec import decode_from_main
+from shared.messages import ElicitationInvoke, ElicitationResult
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_S: Final = 1.0  # the lease's renewal (postgres_inbox.LEASE_S), and how soon a killed main is noticed
+TIDY_EVERY: Final = 60  # heartbeats
+_ENDED: Final[dict[str, Outcome]] = {  # a row's state -> the outcome its copies close with
+    "expired": "expired", "cancelled": "cancelled", "host-gone": "host-gone", "server-closed": "server-closed",
+    "orphaned": "server-closed",  # its main is gone: so is its server's connection
+}
+
+
+class SharedRequestsDesk:
+    """pending.py's SharedRequests on one SharedInbox; `main_id` is this main's session."""
+
+    def __init__(self, inbox: SharedInbox, pending: PendingRequests, *, main_id: str,
+                 reload_rules: Callable[[], Awaitable[None]] | None = None) -> None:
+        self.machine = inbox.machine
+        self._inbox = inbox
+        self._pending = pending
+        self._main_id = main_id
+        self._reload_rules = reload_rules
+        self._loop = asyncio.get_running_loop()
+        self._published: dict[str, asyncio.Future[bool]] = {}  # this main's open requests -> published?
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._syncing = self._sync_again = False
+        self._reloading = self._reload_again = False
+        self._backend_pid: int | None = None
+        self._beats = 0
+        self._heartbeat: asyncio.TimerHandle | None = None
+        self._closed = False
+        self._wake_ups = inbox.wake_ups(requests=self._requests_changed, rules=self._rules_changed,
+                                        connected=self._connected)
+
+    def start(self) -> None:
+        self._wake_ups.start()
+        self._heartbeat = self._loop.call_later(HEARTBEAT_S, self._beat)
+
+    async def close(self) -> None:
+        """Stop listening; what is in flight ends; this main's open rows end and it leaves the store."""
+        self._closed = True
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+        await self._wake_ups.close()
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._inbox.leave()
+
+    # ---- pending's SharedRequests ---------------------------------------------------------
+
+    def shares(self, pending: PendingRequest) -> bool:
+        return pending.held_by is not None or pending.channel in self._published
+
+    def opened(self, pending: PendingRequest) -> None:
+        if pending.invoke.kind == "sign-in" or self._closed:
+            return
+        published: asyncio.Future[bool] = self._loop.create_future()
+        self._published[pending.channel] = published
+        self._run(self._publish(pending, published))
+
+    async def _publish(self, pending: PendingRequest, published: asyncio.Future[bool]) -> None:
+        published.set_result(await self._inbox.publish(pending.invoke, pending.frames[1]))
+
+    def claim(self, pending: PendingRequest, answer: ElicitationResult, approver: Approver, decision: str | None,
+              then: Callable[[Claim], None]) -> None:
+        self._run(self._claim(pending, answer, approver, decision, then))
+
+    async def _claim(self, pending: PendingRequest, answer: ElicitationResult, approver: Approver,
+                     decision: str | None, then: Callable[[Claim], None]) -> None:
+        published = self._published.get(pending.channel)
+        if published is not None and not await published:
+            then("unreachable")  # never reached the store: this main decides its own request alone
+            return
+        claim = await self._inbox.claim(pending.invoke, answer, approver, decision)
+        if claim == "won" and pending.held_by is None:
+            self._published.pop(pending.channel, None)
+        then(claim)
+
+    def ended(self, pending: PendingRequest, outcome: str) -> None:
+        published = self._published.pop(pending.channel, None)
+        if published is not None:
+            self._run(self._end(pending.channel, published, outcome))
+
+    async def _end(self, channel: str, published: asyncio.Future[bool], outcome: str) -> None:
+        if await published:
+            await self._inbox.end(channel, outcome)
+
+    # ---- wake-ups ------------------------------------------------------------------------
+
+    async def _connected(self, backend_pid: int) -> None:
+        """(Re)connected: this main is alive on this connection; catch up with what was missed."""
+        self._backend_pid = backend_pid
+        await self._inbox.join(self._main_id, backend_pid, os.getpid())
+        await self._inbox.revive(self._own())
+        self._requests_changed()
+        self._rules_changed()
+
+    def _requests_changed(self) -> None:
+        if self._syncing:
+            self._sync_again = True
+        elif not self._closed:
+            self._syncing = True
+            self._run(self._sync())
+
+    async def _sync(self) -> None:
+        try:
+            while True:
+                self._sync_again = False
+                await self._sync_once()
+                if not self._sync_again or self._closed:
+                    return
+        finally:
+            self._syncing = False
+
+    async def _sync_once(self) -> None:
+        copies = {p.channel: p for p in self._pending.all() if p.held_by is not None}
+        own = self._own()
+        rows = await self._inbox.changed([*copies, *own])
+        if rows is None:
+            return  # unreachable: the next wake-up (or reconnect) reads again
+        by_channel = {row.channel: row for row in rows}
+        for channel, copy in copies.items():
+            row = by_channel.get(channel)
+            if row is None or row.state != "open":
+                self._pending.close_copy(copy, *_ending(row))
+        await self._answered_elsewhere([by_channel[channel] for channel in own if channel in by_channel])
+        new = [row for row in rows if row.state == "open" and row.main_id != self._main_id
+               and self._pending.get(row.channel) is None
+               and self._pending.closed_reason(row.channel) in (None, "server-closed")]
+        if new:
+            await self._show(new)
+
+    async def _answered_elsewhere(self, rows: list[InboxRow]) -> None:
+        """This main's requests that a window anywhere answered (or that were ended while this main
+        was thought gone)."""
+        taken, orphaned = [], []
+        for row in rows:
+            pending = self._pending.get(row.channel)
+            if pending is None or pending.held_by is not None:
+                continue
+            if row.state == "answered" and row.action in ("accept", "decline", "cancel"):
+                self._published.pop(row.channel, None)
+                answer = ElicitationResult(action=row.action,  # type: ignore[arg-type]
+                                           content=row.content if row.action == "accept" else None)
+                self._pending.answered_in_store(pending, answer, by=row.window or row.approver or "another main")
+                taken.append(row.channel)
+            elif row.state == "orphaned":
+                orphaned.append(row.channel)
+        if taken:
+            await self._inbox.taken(taken)
+        if orphaned:
+            await self._inbox.revive(orphaned)
+
+    async def _show(self, rows: list[InboxRow]) -> None:
+        bodies = await self._inbox.invokes([row.channel for row in rows])
+        if bodies is None:
+            return
+        for row in rows:
+            body = bodies.get(row.channel)
+            if body is None:
+                continue
+            try:
+                _topic, invoke = decode_from_main([channels.INVOKE.encode(), body])
+            except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+                logger.warning("request %s of %s not shown: its invoke is unreadable: %s", row.channel, row.machine,
+                               exc)
+                continue
+            if not isinstance(invoke, ElicitationInvoke):
+                continue
+            self._pending.open_copy(msgspec.structs.replace(invoke, machine=row.machine), row.machine)
+
+    def _own(self) -> list[str]:
+        """This main's requests the store has (or will have: the publish is in flight)."""
+        return [channel for channel, published in self._published.items()
+                if not published.done() or published.result()]
+
+    # ---- liveness -------------------------------------------------------------------------
+
+    def _beat(self) -> None:
+        self._heartbeat = self._loop.call_later(HEARTBEAT_S, self._beat)
+        self._beats += 1
+        self._run(self._renew(tidy=self._beats % TIDY_EVERY == 0))
+
+    async def _renew(self, tidy: bool) -> None:
+        renewed = await self._inbox.heartbeat()
+        if renewed is False and self._backend_pid is not None:  # thought gone and forgotten: here again
+            await self._inbox.join(self._main_id, self._backend_pid, os.getpid())
+        if tidy:
+            await self._inbox.tidy()
+
+    # ---- rules ------------------------------------------------------------------------------
+
+    def _rules_changed(self) -> None:
+        if self._reload_rules is None or self._closed:
+            return
+        if self._reloading:
+            self._reload_again = True
+            return
+        self._reloading = True
+        self._run(self._reload())
+
+    async def _reload(self) -> None:
+        assert self._reload_rules is not None
+        try:
+            while True:
+                self._reload_again = False
+                await self._reload_rules()
+                if not self._reload_again:
+                    return
+        finally:
+            self._reloading = False
+
+    # ---- tasks ------------------------------------------------------------------------------
+
+    def _run(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _ending(row: InboxRow | None) -> tuple[Outcome, str | None]:
+    """How a copy closes for its row: (outcome, by). Answered (by a window, a rule or a host on its
+    main): by whoever did; a row gone: cancelled."""
+    if row is None:
+        return "cancelled", None
+    ended = _ENDED.get(row.state)
+    if ended is not None:
+        return ended, None
+    return "accept", row.window or row.approver or row.machine

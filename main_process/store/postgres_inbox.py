@@ -1,0 +1,257 @@
+"""The PostgreSQL store's shared inbox (interface.py: SharedInbox): the SQL of `mains` and
+`open_requests` (postgres_schema.py, schema 2), so every main of a store shows every main's open
+requests and the first valid answer anywhere wins.
+
+- **Publish**: a main inserts each request its windows may answer (the invoke body as its windows
+  got it: nothing a window does not see), keyed by the responseChannel, with its main id.
+- **Claim**: a window's answer, valid on the main it is attached to, decides a request in ONE
+  statement: `UPDATE open_requests ... WHERE state = 'open'` and the audit row's outcome (with the
+  approver and both machines) commit together, or neither does. Two answers at once: PostgreSQL
+  locks the row; the second finds it answered and gets "lost".
+- **End**: a request its main closes otherwise (expired, withdrawn, a rule) ends its row once,
+  by the same `WHERE state = 'open'`.
+- **Liveness**: each main has a row in `mains` with a lease it renews (`heartbeat`), and the
+  server pid of its LISTEN connection; a main whose lease ran out or whose connection is gone
+  (kill -9 closes it at once) has its open rows marked 'orphaned' by the next heartbeat of any
+  other main, and the triggers wake every main.
+- **Read back** (`changed`): the open rows and the rows of channels a main knows; the tables are
+  the truth, notifications only wake (postgres_listen.py).
+
+Writes never raise (the store's failure policy): they log, rate-limited, and return False (a claim:
+"unreachable"); `changed` returns None when the store cannot be read.
+"""
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final, LiteralString
+
+import msgspec
+import psycopg
+
+from main_process.log_limiter import RateLimitedLog
+from main_process.store.postgres_connect import Database
+from main_process.store.postgres_listen import Listener
+from main_process.store.records import Approver, Claim, InboxRow
+from main_process.store.rows import request_row, values_json
+from shared.errors import StoreUnavailableError
+from shared.messages import ElicitationInvoke, ElicitationResult
+
+logger = logging.getLogger(__name__)
+
+INBOX_CHANNEL: Final = "elicitron_inbox"  # what the schema's triggers notify (postgres_schema.py)
+RULES_CHANNEL: Final = "elicitron_rules"
+LEASE_S: Final = 5.0  # a main not heard of for this long is gone (it renews every second: shared_requests.py)
+KEEP_ENDED_MS: Final = 10 * 60 * 1000  # ended rows stay this long (a main that reconnects reads how they ended)
+
+_JOIN: Final = ("INSERT INTO mains (main_id, machine, pid, backend_pid, started_at, lease_until) "
+                "VALUES (%s, %s, %s, %s, %s, now() + make_interval(secs => %s)) ON CONFLICT (main_id) DO UPDATE "
+                "SET backend_pid = excluded.backend_pid, lease_until = excluded.lease_until")
+_HEARTBEAT: Final = (
+    "WITH renewed AS (UPDATE mains SET lease_until = now() + make_interval(secs => %s) WHERE main_id = %s "
+    "RETURNING 1), "
+    "gone AS (SELECT m.main_id FROM mains m WHERE m.main_id <> %s AND (m.lease_until < now() OR m.backend_pid IS NULL "
+    "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = m.backend_pid))), "
+    "orphaned AS (UPDATE open_requests SET state = 'orphaned', decided_at = %s "
+    "WHERE state = 'open' AND main_id IN (SELECT main_id FROM gone) RETURNING 1) "
+    "SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM orphaned)")
+_TIDY: Final = ("WITH old AS (DELETE FROM open_requests WHERE state <> 'open' AND decided_at < %s RETURNING 1) "
+                "DELETE FROM mains m WHERE m.lease_until < now() - interval '1 hour' AND NOT EXISTS "
+                "(SELECT 1 FROM open_requests o WHERE o.main_id = m.main_id AND o.state = 'open')")
+_PUBLISH: Final = ("INSERT INTO open_requests (channel, main_id, machine, server, invoke, created_at, expires_at) "
+                   "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (channel) DO NOTHING")
+_END: Final = "UPDATE open_requests SET state = %s, decided_at = %s WHERE channel = %s AND state = 'open'"
+_REVIVE: Final = ("UPDATE open_requests SET state = 'open', decided_at = NULL "
+                  "WHERE main_id = %s AND state = 'orphaned' AND channel = ANY(%s)")
+_LEAVE: Final = ("WITH ended AS (UPDATE open_requests SET state = 'cancelled', decided_at = %s "
+                 "WHERE main_id = %s AND state = 'open' RETURNING 1) DELETE FROM mains WHERE main_id = %s")
+_CHANGED: Final = ("SELECT channel, main_id, machine, state, action, "
+                   "CASE WHEN main_id = %s THEN answer::text END, answer_window, approver, answer_machine "
+                   "FROM open_requests WHERE state = 'open' OR channel = ANY(%s)")
+_INVOKES: Final = "SELECT channel, invoke FROM open_requests WHERE channel = ANY(%s)"
+_TAKEN: Final = "UPDATE open_requests SET answer = NULL WHERE main_id = %s AND channel = ANY(%s)"
+
+# The audit row of a claim, written in the claim's statement: the request's columns (rows.py), its
+# outcome, the requester's machine (from the claimed row) and the answerer's.
+_AUDIT_TYPES: Final[tuple[tuple[LiteralString, LiteralString], ...]] = (
+    ("channel", "text"), ("server", "text"), ("mode", "text"), ("message", "text"), ("fields", "jsonb"),
+    ("url", "text"), ("origin_window", "text"), ("created_at", "bigint"), ("expires_at", "bigint"),
+    ("kind", "text"), ("via", "text"), ("tool", "text"), ("arguments", "jsonb"),
+    ("outcome", "text"), ("answer_window", "text"), ("decided_at", "bigint"), ("content", "jsonb"),
+    ("rule_id", "text"), ("decision", "text"), ("answer_window_name", "text"), ("answer_device", "text"),
+    ("answer_device_id", "text"), ("answer_machine", "text"), ("answer_user", "text"))
+_OUTCOME_COLUMNS: Final = ("outcome", "answer_window", "decided_at", "content", "rule_id", "decision",
+                           "answer_window_name", "answer_device", "answer_device_id", "answer_machine", "answer_user")
+_CLAIM: Final = (
+    "WITH won AS (UPDATE open_requests SET state = 'answered', action = %s, answer = %s::jsonb, answer_window = %s, "
+    "answer_machine = %s, approver = %s, decided_at = %s WHERE channel = %s AND state = 'open' AND NOT EXISTS "
+    "(SELECT 1 FROM elicitations e WHERE e.channel = %s AND e.outcome IS NOT NULL) RETURNING machine), "
+    "audited AS (INSERT INTO elicitations (" + ", ".join(name for name, _type in _AUDIT_TYPES) + ", machine) "
+    "SELECT " + ", ".join(f"%s::{kind}" for _name, kind in _AUDIT_TYPES) + ", won.machine FROM won "
+    "ON CONFLICT (channel) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _OUTCOME_COLUMNS) +
+    " WHERE elicitations.outcome IS NULL RETURNING 1) "
+    "SELECT (SELECT count(*) FROM won), (SELECT count(*) FROM audited)")
+
+
+class PgInbox:
+    """SharedInbox on the `mains` and `open_requests` tables; `machine` names this main."""
+
+    def __init__(self, database: Database, machine: str, record_values: bool) -> None:
+        self._db = database
+        self.machine = machine
+        self._record_values = record_values
+        self.main_id = ""  # set by `join`
+        self._complaints = RateLimitedLog(logger, interval_s=60.0)
+
+    # ---- this main ---------------------------------------------------------------------
+
+    async def join(self, main_id: str, backend_pid: int, pid: int) -> bool:
+        """This main is alive, its LISTEN connection on server process `backend_pid`."""
+        self.main_id = main_id
+        return await self._write("join the store's mains", _JOIN,
+                                 (main_id, self.machine, pid, backend_pid, _now_ms(), LEASE_S))
+
+    async def heartbeat(self) -> bool | None:
+        """Renew this main's lease and end the open rows of mains that are gone (the trigger wakes
+        everyone if there were any). None: the store could not be reached; False: this main's row
+        was gone (it must `join` again)."""
+        row = await self._read_one("renew the lease", _HEARTBEAT,
+                                   (LEASE_S, self.main_id, self.main_id, _now_ms()))
+        if row is None:
+            return None
+        renewed, orphaned = int(row[0]), int(row[1])
+        if orphaned:
+            logger.info("shared inbox: %d request(s) of mains that are gone ended", orphaned)
+        return renewed > 0
+
+    async def tidy(self) -> bool:
+        """Forget rows that ended long ago, and mains gone long ago with nothing open."""
+        return await self._write("tidy the inbox", _TIDY, (_now_ms() - KEEP_ENDED_MS,))
+
+    async def leave(self) -> bool:
+        """main stops: its open rows end ('cancelled') and its row goes."""
+        return await self._write("leave the store's mains", _LEAVE, (_now_ms(), self.main_id, self.main_id))
+
+    # ---- requests ----------------------------------------------------------------------
+
+    async def publish(self, invoke: ElicitationInvoke, body: bytes) -> bool:
+        """Every main's windows may answer this request from now on (once committed)."""
+        return await self._write("publish a request", _PUBLISH, (
+            invoke.response_channel, self.main_id, self.machine, invoke.request.server, body, invoke.created_at,
+            invoke.expires_at))
+
+    async def end(self, channel: str, outcome: str) -> bool:
+        """This main ended its request otherwise than by a claim (the first ending wins)."""
+        return await self._write("end a request", _END, (outcome, _now_ms(), channel))
+
+    async def revive(self, channels: Sequence[str]) -> bool:
+        """Requests of this main marked 'orphaned' while it was away (its connection was cut) are
+        open again: this main still holds them."""
+        if not channels:
+            return True
+        return await self._write("reopen requests", _REVIVE, (self.main_id, list(channels)))
+
+    async def claim(self, invoke: ElicitationInvoke, answer: ElicitationResult, approver: Approver,
+                    decision: str | None) -> Claim:
+        """Decide `invoke`'s request with `answer` (validated by the caller), and its audit row, in
+        one statement: "won" once committed, "lost" when it had ended or been answered."""
+        channel = invoke.response_channel
+        decided_at = _now_ms()
+        content = _json(answer.content)
+        arguments = invoke.approval.arguments if invoke.approval is not None else None
+        device = approver.device
+        audit = (*request_row(invoke, values_json(channel, arguments, self._record_values)),
+                 answer.action, approver.window, decided_at,
+                 values_json(channel, answer.content, self._record_values) if answer.action == "accept" else None,
+                 None, decision, approver.name, device.name if device is not None else None,
+                 device.id if device is not None else None, approver.machine, approver.user)
+        args = (answer.action, content, approver.window, approver.machine, approver.label, decided_at, channel,
+                channel, *audit)
+        row = await self._read_one("decide a request", _CLAIM, args)
+        if row is None:
+            return "unreachable"
+        won, audited = int(row[0]), int(row[1])
+        if won and not audited:
+            logger.warning("shared inbox: %s was answered, but its audit row had an outcome already", channel)
+        return "won" if won else "lost"
+
+    async def taken(self, channels: Sequence[str]) -> bool:
+        """This main handed these answers on: their values leave the table."""
+        return await self._write("clear taken answers", _TAKEN, (self.main_id, list(channels)))
+
+    # ---- reading back ------------------------------------------------------------------
+
+    async def changed(self, known: Sequence[str]) -> list[InboxRow] | None:
+        """Every open row, and the rows of `known` channels however they ended (a channel with no
+        row any more is not among them). None when the store cannot be read."""
+        rows = await self._read_all("read the inbox", _CHANGED, (self.main_id, list(known)))
+        if rows is None:
+            return None
+        return [InboxRow(channel=r[0], main_id=r[1], machine=r[2], state=r[3], action=r[4],
+                         content=_decode(r[5]), window=r[6], approver=r[7], answer_machine=r[8]) for r in rows]
+
+    async def invokes(self, channels: Sequence[str]) -> dict[str, bytes] | None:
+        """The invoke bodies of these channels, as their mains' windows got them."""
+        rows = await self._read_all("read requests", _INVOKES, (list(channels),))
+        return None if rows is None else {str(r[0]): bytes(r[1]) for r in rows}
+
+    def wake_ups(self, *, requests: Callable[[], None], rules: Callable[[], None],
+                 connected: Callable[[int], Awaitable[None]]) -> Listener:
+        def wake(channel: str) -> None:
+            (rules if channel == RULES_CHANNEL else requests)()
+
+        return Listener(self._db, (INBOX_CHANNEL, RULES_CHANNEL), wake=wake, connected=connected)
+
+    # ---- the connection ------------------------------------------------------------------
+
+    async def _write(self, what: str, sql: LiteralString, args: tuple[Any, ...]) -> bool:
+        try:
+            pool = await self._db.pool()
+            async with pool.connection() as conn:
+                await conn.execute(sql, args)
+        except (psycopg.Error, StoreUnavailableError) as exc:
+            self._failed(what, exc)
+            return False
+        self._db.succeeded()
+        return True
+
+    async def _read_one(self, what: str, sql: LiteralString, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        rows = await self._read_all(what, sql, args)
+        return rows[0] if rows else None
+
+    async def _read_all(self, what: str, sql: LiteralString, args: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+        try:
+            pool = await self._db.pool()
+            async with pool.connection() as conn:
+                rows = await (await conn.execute(sql, args)).fetchall()
+        except (psycopg.Error, StoreUnavailableError) as exc:
+            self._failed(what, exc)
+            return None
+        self._db.succeeded()
+        return rows
+
+    def _failed(self, what: str, exc: psycopg.Error | StoreUnavailableError) -> None:
+        if isinstance(exc, psycopg.Error):
+            self._db.failed(exc)
+            problem = self._db.explain(exc)  # the password scrubbed from libpq's text
+        else:
+            problem = str(exc)
+        self._complaints.log(logging.ERROR, ("inbox", what), "shared inbox: cannot %s: %s", what, problem)
+
+
+def _json(values: dict[str, Any] | None) -> str | None:
+    return None if values is None else msgspec.json.encode(values).decode()
+
+
+def _decode(raw: str | None) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    try:
+        return msgspec.json.decode(raw, type=dict[str, Any])
+    except msgspec.DecodeError:
+        logger.warning("shared inbox: an unreadable answer (%d chars)", len(raw))
+        return None
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

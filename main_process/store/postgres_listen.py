@@ -1,0 +1,78 @@
+"""LISTEN for a PostgreSQL store's wake-ups, on a connection of its own (a pooled one would be
+handed to others between statements, and its LISTEN with it).
+
+A notification only says "look": it carries nothing and one sent while this connection was away
+is gone. So `connected(backend_pid)` runs on every (re)connect, before any wake, and the caller
+catches up there with a query; `wake(channel)` runs for each notification. A lost connection is
+retried with a growing delay (logged once per outage), never raised.
+"""
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Final
+
+import psycopg
+from psycopg import sql
+
+from main_process.store.postgres_connect import Database
+from shared.errors import StoreUnavailableError
+
+logger = logging.getLogger(__name__)
+
+RETRY_FIRST_S: Final = 0.2
+RETRY_MAX_S: Final = 5.0
+
+
+class Listener:
+    """One LISTEN connection for `channels`, kept up until `close`."""
+
+    def __init__(self, database: Database, channels: Sequence[str], *, wake: Callable[[str], None],
+                 connected: Callable[[int], Awaitable[None]]) -> None:
+        self._db = database
+        self._channels = tuple(channels)
+        self._wake = wake
+        self._connected = connected
+        self._task: asyncio.Task[None] | None = None
+        self.up = asyncio.Event()  # set while listening (tests and status wait on it)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="store-listener")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        delay = RETRY_FIRST_S
+        complained = False
+        while True:
+            try:
+                await self._listen()
+                reason = "the connection ended"
+            except StoreUnavailableError as exc:
+                reason = str(exc)
+            except psycopg.Error as exc:
+                self._db.failed(exc)
+                reason = self._db.explain(exc)
+            if self.up.is_set():  # it was listening: a new outage
+                self.up.clear()
+                delay, complained = RETRY_FIRST_S, False
+            if not complained:
+                logger.warning("store wake-ups: %s; reconnecting", reason)
+                complained = True
+            await asyncio.sleep(delay)  # a backoff between reconnects, not a wait for an event
+            delay = min(delay * 2, RETRY_MAX_S)
+
+    async def _listen(self) -> None:
+        conn = await self._db.connect()
+        async with conn:
+            for channel in self._channels:
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+            await self._connected(conn.info.backend_pid)
+            self.up.set()
+            logger.info("store wake-ups: listening (%s)", ", ".join(self._channels))
+            async for note in conn.notifies():
+                self._wake(note.channel)

@@ -1,0 +1,166 @@
+"""Many mains, one inbox (issue 35, item 2): mains on one PostgreSQL store, each in a home, config
+and runtime dir of its own, show every main's open requests in all their windows; the first valid
+answer anywhere wins, the server of the main that holds the request gets it, every other window
+gets its dismiss, and the audit row names the approver and both machines. Real mains, the demo
+server, contract-only windows (kit.peer), the session's private PostgreSQL (tests/kit/postgres.py)."""
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from consent_kit import ConsentMain, invoke_of
+from kit import wire
+from kit.peer import WirePeer
+from kit.postgres import PostgresServer
+from team_kit import BOOKING, Mains, audit_rows, booked
+
+DISMISS = "msgElicitationTransferDismiss"
+Team = tuple[Mains, ConsentMain, ConsentMain]
+
+
+@pytest.fixture(scope="module")
+def team(postgres: PostgresServer) -> Iterator[Team]:
+    """Two mains on one store for the whole module (starting two mains is most of a test's time):
+    main A on machine "laptop-a", main B on "build-server". Each test leaves nothing open; the
+    test that kills A comes last."""
+    database = postgres.new_database()
+    mains = Mains(postgres.url(database))
+    try:
+        a, b = mains.start_all("laptop-a", "build-server")
+        yield mains, a, b
+    finally:
+        mains.close()
+        postgres.drop_database(database)
+
+
+@pytest.fixture
+def windows() -> Iterator["Windows"]:
+    opened = Windows()
+    yield opened
+    for peer in opened.all:
+        peer.close()
+
+
+class Windows:
+    """Contract-only windows on several mains that keep each other attached while any one waits
+    (main lets a window silent for 5 s go)."""
+
+    def __init__(self) -> None:
+        self.all: list[WirePeer] = []
+
+    def open(self, main: ConsentMain, name: str, role: str = "renderer", user: str | None = None) -> WirePeer:
+        """A welcomed peer; `user`: the OS user a desktop window says in its hello."""
+        peer = main.peer(name=name, role=role, hello=user is None)
+        if user is not None:
+            peer.send("hello", {**wire.hello_body(peer.token, peer.window, name, role), "user": user})
+            assert peer.expect_topic("welcome")
+        self.all.append(peer)
+        for each in self.all:
+            each.companions = self.all
+        return peer
+
+
+def dismiss_of(window: WirePeer, channel: str, timeout_s: float = 10.0) -> dict[str, Any]:
+    body: dict[str, Any] = window.expect(lambda t, b: t == DISMISS and b["responseChannel"] == channel, timeout_s)[1]
+    return body
+
+
+def ask(windows: Windows, main: ConsentMain, restaurant: str) -> tuple[WirePeer, str]:
+    """A caller on `main` calls the demo's book_table (its server elicits); the caller and its call."""
+    caller = windows.open(main, "cli", role="controller")
+    return caller, caller.call_tool("demo", "book_table", {"restaurant": restaurant})
+
+
+def test_a_window_on_another_main_answers_and_the_server_of_the_main_that_asked_gets_it(team: Team, windows: "Windows") -> None:
+    mains, a, b = team
+    on_a, on_b = windows.open(a, "window on a"), windows.open(b, "ana's window", user="ana")
+    caller, call = ask(windows, a, "Noma")
+
+    mine, theirs = invoke_of(on_a), invoke_of(on_b)
+    assert theirs["responseChannel"] == mine["responseChannel"]
+    assert theirs["request"] == mine["request"]  # the same v1 invoke, a machine label more
+    assert (theirs.get("machine"), mine.get("machine")) == ("laptop-a", None)
+
+    channel = theirs["responseChannel"]
+    on_b.send(channel, {"action": "accept", "content": BOOKING})
+    assert booked(caller, call) == {"action": "accept", "content": BOOKING}
+    for window in (on_a, on_b):
+        dismissed = dismiss_of(window, channel)
+        assert (dismissed["reason"], dismissed["by"]) == ("answered", on_b.window)
+
+    [row] = [row for row in audit_rows(b, mains.url, 1) if row["channel"] == channel]
+    assert (row["outcome"], row["windowName"], row["answerUser"], row["machine"], row["answerMachine"]) == \
+        ("accept", "ana's window", "ana", "laptop-a", "build-server")
+    table = a.cli("audit").stdout.splitlines()
+    assert [line for line in table if "ana's window on build-server" in line and line.split()[2] == "laptop-a"]
+
+
+def test_two_windows_on_two_mains_answer_at_once_and_exactly_one_wins(team: Team, windows: "Windows") -> None:
+    mains, a, b = team
+    on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")
+    caller, call = ask(windows, a, "Noma")
+    channel = invoke_of(on_a)["responseChannel"]
+    assert invoke_of(on_b)["responseChannel"] == channel
+
+    answers = {on_a.window: {**BOOKING, "name": "Ana"}, on_b.window: {**BOOKING, "name": "Ben"}}
+    on_a.send(channel, {"action": "accept", "content": answers[on_a.window]})
+    on_b.send(channel, {"action": "accept", "content": answers[on_b.window]})
+
+    got = booked(caller, call)
+    [winner] = [window for window, content in answers.items() if got == {"action": "accept", "content": content}]
+    loser = on_b if winner == on_a.window else on_a
+    for window in (on_a, on_b):
+        assert dismiss_of(window, channel)["by"] == winner
+    refused = loser.expect_error(channel)
+    assert refused["code"] == "already-answered"
+    [row] = [row for row in audit_rows(a, mains.url, 1) if row["channel"] == channel]
+    assert row["window"] == winner
+
+
+def test_a_rule_remembered_on_one_main_applies_on_another_and_a_revoke_anywhere_asks_again(team: Team,
+                                                                                            windows: "Windows") -> None:
+    _mains, a, b = team
+    on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")
+    caller_b, call = ask(windows, b, "Noma")
+    invoke = invoke_of(on_b)
+    assert invoke_of(on_a)["responseChannel"] == invoke["responseChannel"]  # shown on A too
+    on_b.send(invoke["responseChannel"], {"action": "accept", "content": BOOKING, "remember": {"scope": "always"}})
+    assert booked(caller_b, call) == {"action": "accept", "content": BOOKING}
+    dismiss_of(on_a, invoke["responseChannel"])
+    # A's windows list the rule once A has it: what a person on A sees before A's next request.
+    rule = on_a.expect(lambda t, body: t == "rules" and len(body["rules"]) == 1)[1]["rules"][0]
+
+    caller_a, call = ask(windows, a, "Noma")
+    assert booked(caller_a, call) == {"action": "accept", "content": BOOKING}  # no window asked
+
+    revoked = a.cli("rules", "revoke", rule["id"])
+    assert revoked.returncode == 0, revoked.stderr
+    on_b.expect(lambda t, body: t == "rules" and not [r for r in body["rules"] if r["id"] == rule["id"]])
+    caller_b, call = ask(windows, b, "Noma")
+    again = invoke_of(on_b)
+    assert again["request"]["params"]["message"] == invoke["request"]["params"]["message"]
+    on_b.send(again["responseChannel"], {"action": "decline"})
+    assert booked(caller_b, call) == {"action": "decline", "content": None}
+    assert json.loads(b.cli("rules", "--json").stdout) == []
+
+
+def test_a_main_killed_while_another_mains_window_shows_its_request_is_dismissed_there(team: Team,
+                                                                                      windows: "Windows") -> None:
+    """Last in the module: main A does not come back."""
+    _mains, a, b = team
+    on_b = windows.open(b, "ben")
+    ask(windows, a, "Noma")
+    channel = invoke_of(on_b)["responseChannel"]
+
+    os.kill(a.pid, signal.SIGKILL)
+    assert dismiss_of(on_b, channel)["reason"] == "server-closed"
+
+    # B and its windows carry on: its own server's request reaches its window and is answered.
+    caller, call = ask(windows, b, "Septime")
+    invoke = invoke_of(on_b)
+    assert invoke.get("machine") is None
+    on_b.send(invoke["responseChannel"], {"action": "decline"})
+    assert booked(caller, call) == {"action": "decline", "content": None}
