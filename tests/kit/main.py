@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kit import contract
+from kit import contract, zygote
 from kit.env import child_env, short_tmp_dir
 from kit.output import ChildOutput
 from kit.paths import PYTHON, ROOT
@@ -137,8 +137,10 @@ class RunningMain:
         test's peers heartbeat meanwhile: on a busy machine a command can outlast main's 5 s
         silence limit, and a peer the test holds would be detached under it."""
         argv = [PYTHON, "-m", "cli_process", *args]
-        with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=child_env(self.home), cwd=ROOT) as proc:
+        started: Any = (zygote.spawn_cli(list(args), child_env(self.home), stdout_pipe=True) if zygote.enabled() else
+                        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True, env=child_env(self.home), cwd=ROOT))
+        with started as proc:
             done = threading.Event()
             output: list[str] = []
 
@@ -262,8 +264,12 @@ def start_main(config: Path | None, runtime: Path, *extra_args: str, home: Path 
     if open_files is not None:  # the shell's own ulimit, then exec: no preexec_fn beside the test's threads
         argv = ["/bin/sh", "-c", f'ulimit -S -n {open_files[0]} && ulimit -H -n {open_files[1]} && exec "$0" "$@"',
                 *argv]
-    proc = subprocess.Popen([*argv, *extra_args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=child_env(home) if env is None else env, cwd=ROOT)
+    proc: Any
+    if env is None and open_files is None and zygote.enabled():  # forked from a process that imported main
+        proc = zygote.spawn_cli([*argv[3:], *extra_args], child_env(home))
+    else:  # a start that is itself the subject: its own environment, its own limits
+        proc = subprocess.Popen([*argv, *extra_args], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env=child_env(home) if env is None else env, cwd=ROOT)
     assert proc.stderr is not None
     running = RunningMain(proc, connection, home, ChildOutput(proc.stderr))
     if wait:
