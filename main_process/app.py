@@ -177,7 +177,8 @@ class MainApp:
                             rotate_http_token=_rotation(connection, http_child),
                             listeners=_listener_status(front), notify=notifications.statuses,
                             web_window=web_child.status if web_child else None,
-                            policies=consent.policies.status if consent is not None else None))
+                            policies=consent.policies.status if consent is not None else None,
+                            store=store.status))
         stack.push_async_callback(broker.close)
         if store.inbox is not None:  # a store many mains share: one inbox for all of them
             shared = SharedRequestsDesk(store.inbox, broker.pending, main_id=broker.session,
