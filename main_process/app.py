@@ -160,7 +160,7 @@ class MainApp:
         web_child = self._web_window()
         calls = OpenCalls()  # peers' tool calls and MCP requests not answered yet
         servers = ServerDesk(calls)
-        notifications = Notifications()
+        notifications = Notifications(machine=config.machine or default_machine())
         wire = Wire(endpoint=endpoint, server_infos=servers.infos, remote=remote, max_body_bytes=self.max_body_bytes)
         wire.bind()
         stack.callback(wire.close)
@@ -191,7 +191,7 @@ class MainApp:
             loop.add_signal_handler(signum, self._stop.set)
         for server_config in config.servers.values():
             servers.add(ManagedServer(server_config, broker.server_ports, self.log_dir))
-        await notifications.replace(config.notify, broker.pending)
+        await notifications.replace(config.notify, broker.pending, config.escalations)
         stack.push_async_callback(notifications.close)  # the one running then (reload replaces it)
         # A host's call waiting on a card longer than the host waits: progress, or "retry" (issue 36)
         waits = LongWaits(WaitSettings(config.wait_progress_s, config.wait_retry_s, config.wait_retry_kept_s,
