@@ -656,24 +656,22 @@ def cmd_window(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from cli_process.controller import Controller
-    from cli_process.store_cli import store_line, store_status
+    from cli_process.store_cli import store_lines
 
     with Controller(connection_of(args)) as controller:
         report = controller.status()
-    store = store_status(connection_of(args), report.pid)  # what main wrote of its store beside the file
     if args.json:
         import msgspec
 
-        shown = msgspec.to_builtins(report) | ({"store": store} if store is not None else {})
-        print(json_for_terminal(msgspec.json.encode(shown).decode()))
+        print(json_for_terminal(msgspec.json.encode(report).decode()))
         return 0
     # Every text here came from main, its servers or its peers (a server's tool names and errors,
     # a window's or host's name, a question): shown escaped, so none of it acts on the terminal.
     loop = f" ({for_terminal(report.event_loop)} loop)" if report.event_loop else ""
     print(f"main pid {report.pid}{loop}, session {for_terminal(report.session)}, "
           f"endpoint {for_terminal(report.endpoint)}")
-    if store is not None:
-        print(store_line(store))
+    if report.store is not None:
+        print("\n  ".join(store_lines(report.store)))
     gateway = report.mcp_http
     http_url = gateway.url if gateway is not None else _mcp_http_url(connection_of(args))
     if gateway is not None and gateway.state != "listening":

@@ -10,12 +10,13 @@ import argparse
 import asyncio
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from shared.terminal_text import for_terminal
 
 if TYPE_CHECKING:
     from main_process.store.records import AuditEntry
+    from shared.messages import StoreState
 
 STORE_HELP = ("where rules and the audit log live: \"sqlite:\" (the default) or postgresql://USER@HOST:PORT/DB "
               "(password from PGPASSWORD, ~/.pgpass or the keyring rather than here: a command line is "
@@ -56,25 +57,16 @@ def read_audit(args: argparse.Namespace) -> "list[AuditEntry]":
     return asyncio.run(read())
 
 
-def store_status(connection: Path, main_pid: int) -> dict[str, Any] | None:
-    """What main wrote of its store beside `connection` (status_file.py), if this main wrote it."""
-    import msgspec
-
-    from main_process.store.status_file import read
-
-    status = read(connection)
-    if status is None or status.pid != main_pid:
-        return None
-    shown: dict[str, Any] = msgspec.to_builtins(status)
-    return shown
-
-
-def store_line(status: dict[str, Any]) -> str:
-    """`store: PostgreSQL postgresql://ana:***@db/x (machine laptop): reachable`, or why not."""
-    machine = f" (machine {for_terminal(status['machine'])})" if status.get("machine") else ""
-    line = f"store: {for_terminal(status['kind'])} {for_terminal(status['location'])}{machine}"
-    if status.get("reachable") is True:
-        return line + ": reachable"
-    if status.get("reachable") is False:
-        return line + f": unreachable ({for_terminal(status.get('problem') or 'no reason given')})"
-    return line
+def store_lines(store: "StoreState") -> list[str]:
+    """`store: PostgreSQL postgresql://ana:***@db/x (machine laptop): reachable`, or why not; then
+    the mains on a shared store, one a line."""
+    machine = f" (machine {for_terminal(store.machine)})" if store.machine else ""
+    line = f"store: {store.kind} {for_terminal(store.location)}{machine}"
+    if store.reachable is True:
+        line += ": reachable"
+    elif store.reachable is False:
+        line += f": unreachable ({for_terminal(store.problem or 'no reason given')})"
+    if store.kind == "SQLite":
+        return [line]
+    mains = [f"{for_terminal(m.machine)} (pid {m.pid})" for m in store.mains]
+    return [line, f"mains on it ({len(mains)}): {', '.join(mains)}" if mains else "mains on it: none known now"]

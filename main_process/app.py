@@ -160,7 +160,7 @@ class MainApp:
         web_child = self._web_window()
         calls = OpenCalls()  # peers' tool calls and MCP requests not answered yet
         servers = ServerDesk(calls)
-        notifications = Notifications()
+        notifications = Notifications(machine=config.machine or default_machine())
         wire = Wire(endpoint=endpoint, server_infos=servers.infos, remote=remote, max_body_bytes=self.max_body_bytes)
         wire.bind()
         stack.callback(wire.close)
@@ -177,7 +177,8 @@ class MainApp:
                             rotate_http_token=_rotation(connection, http_child),
                             listeners=_listener_status(front), notify=notifications.statuses,
                             web_window=web_child.status if web_child else None,
-                            policies=consent.policies.status if consent is not None else None))
+                            policies=consent.policies.status if consent is not None else None,
+                            store=store.status))
         stack.push_async_callback(broker.close)
         if store.inbox is not None:  # a store many mains share: one inbox for all of them
             shared = SharedRequestsDesk(store.inbox, broker.pending, main_id=broker.session,
@@ -190,7 +191,7 @@ class MainApp:
             loop.add_signal_handler(signum, self._stop.set)
         for server_config in config.servers.values():
             servers.add(ManagedServer(server_config, broker.server_ports, self.log_dir))
-        await notifications.replace(config.notify, broker.pending)
+        await notifications.replace(config.notify, broker.pending, config.escalations)
         stack.push_async_callback(notifications.close)  # the one running then (reload replaces it)
         # A host's call waiting on a card longer than the host waits: progress, or "retry" (issue 36)
         waits = LongWaits(WaitSettings(config.wait_progress_s, config.wait_retry_s, config.wait_retry_kept_s,

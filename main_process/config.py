@@ -35,6 +35,7 @@ import platformdirs
 from main_process.config_keys import names
 from main_process.config_values import seconds, whole
 from main_process.consent.consent_config import ToolPolicy, parse_rules, parse_tool_approval
+from main_process.consent.escalation_rules import Escalation, parse_escalations
 from main_process.consent.pending import DEFAULT_MAX_REQUEST_BYTES
 from main_process.consent.rules import Rule
 from main_process.notify.config import NotifyTarget, parse_notify
@@ -107,6 +108,7 @@ class Config:
     audit_values: bool = False  # top-level {"elicitron": {"auditValues": true}} opts in
     auto_open_window: bool | None = None  # {"elicitron": {"autoOpenWindow": …}}; None = CLI default
     rules: tuple[Rule, ...] = ()  # {"elicitron": {"rules": [...]}} (consent_config)
+    escalations: tuple[Escalation, ...] = ()  # the rules with "escalateAfterSeconds" (escalation_rules)
     notify: tuple[NotifyTarget, ...] = ()  # {"elicitron": {"notify": {...} | [...]}} (notify/config.py)
     store: str | None = None  # {"elicitron": {"store": URL}}: the store's backend (store/factory.py); None: SQLite
     machine: str | None = None  # {"elicitron": {"machine": name}}: this main on a shared store; None: host name
@@ -183,6 +185,7 @@ def parse_config(data: Any, source: str) -> Config:
                           "characters)")
     return Config(servers=servers, source=source, audit_values=audit_values, auto_open_window=auto_open,
                   rules=rules, notify=parse_notify(options.get("notify"), source), store=store, machine=machine,
+                  escalations=parse_escalations(options.get("rules", []), source),
                   policies=_policy_paths(options.get("policies", []), source),
                   wait_progress_s=_seconds(options, "waitProgressSeconds", Config.wait_progress_s, source),
                   wait_retry_s=_seconds(options, "waitRetrySeconds", Config.wait_retry_s, source),

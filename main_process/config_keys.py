@@ -150,6 +150,10 @@ SECTIONS: Final = (
                 Key("message", "form requests whose message matches (with `answer`)", default="any"),
                 Key("answer", "`{\"action\": \"accept\", \"content\": {...}}` or `{\"action\": \"decline\"}`, "
                               "checked against each request's schema", default="none"),
+                Key("escalateAfterSeconds", "a rule of its own kind (with `server` or `asker`, and `tool` or "
+                                            "`message` to narrow it): a request still unanswered after this "
+                                            "many seconds goes to the `notify` webhooks once more, naming "
+                                            "its machine and server", default="none"),
             )),
 )
 

@@ -2,6 +2,7 @@
 counts and all), told of every request that opened (`PendingRequests.opened`) and shown by
 msgStatus; none when the config has no receivers."""
 
+from main_process.consent.escalation_rules import Escalation
 from main_process.consent.pending import PendingRequest, PendingRequests
 from main_process.notify.config import NotifyTarget
 from main_process.notify.notifier import Notifier
@@ -9,15 +10,17 @@ from shared.messages import NotifyStatus
 
 
 class Notifications:
-    def __init__(self) -> None:
+    def __init__(self, machine: str = "") -> None:
         self._notifier: Notifier | None = None  # the config has no receivers
+        self._machine = machine  # this main's, named by escalations
 
-    async def replace(self, targets: tuple[NotifyTarget, ...], pending: PendingRequests) -> None:
-        """The config's receivers now (replacing those of the config before it)."""
+    async def replace(self, targets: tuple[NotifyTarget, ...], pending: PendingRequests,
+                      escalations: tuple[Escalation, ...] = ()) -> None:
+        """The config's receivers and escalation rules now (replacing those of the config before it)."""
         if self._notifier is not None:
             await self._notifier.close()
-        self._notifier = Notifier(targets, still_open=lambda channel: pending.get(channel) is not None) \
-            if targets else None
+        self._notifier = Notifier(targets, still_open=lambda channel: pending.get(channel) is not None,
+                                  escalations=escalations, machine=self._machine) if targets else None
         if self._notifier is not None:
             self._notifier.start()
 

@@ -429,6 +429,28 @@ class PolicyStatus(Body):
     problem: str | None = None
 
 
+class StoreMain(Body):
+    """Extension: one main of a shared store with a live lease: its `machine` name, its pid on that
+    machine, when it started (ms since the epoch)."""
+
+    machine: str
+    pid: int
+    started_at: int
+
+
+class StoreState(Body):
+    """Extension: main's store as `status` lists it: its kind, where (a URL redacted, never its
+    password), whether main reached it last time (None: not tried yet) and why not, this main's
+    `machine` (a shared store), and the mains on it now (PostgreSQL: the live leases)."""
+
+    kind: Literal["SQLite", "PostgreSQL"]
+    location: str
+    reachable: bool | None = None
+    problem: str | None = None
+    machine: str | None = None
+    mains: list[StoreMain] = []
+
+
 class StatusReport(Body):
     session: str
     pid: int
@@ -442,6 +464,7 @@ class StatusReport(Body):
     notify: list[NotifyStatus] = []  # extension: the config's webhook receivers
     web_window: WebWindowStatus | None = None  # extension: only with `main --web`
     policies: PolicyStatus | None = None  # extension: only with the config's `elicitron.policies`
+    store: StoreState | None = None  # extension: main's store (rules, audit; a shared inbox)
 
 
 class ServerControlReport(Body):

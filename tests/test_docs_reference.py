@@ -163,7 +163,8 @@ def _keys_the_parser_reads() -> dict[str, set[str]]:
             "notify": read("notify", {"url": "https://example.net/hook"}),
             "rules": [read("rule", {"server": "stdio", "tool": "t", "decision": "allow"}),
                       read("rule", {"server": "stdio", "message": "m", "answer": {"action": "decline"}}),
-                      read("rule", {"asker": "deploy.sh", "answer": {"action": "decline"}})],
+                      read("rule", {"asker": "deploy.sh", "answer": {"action": "decline"}}),
+                      read("rule", {"server": "stdio", "tool": "t", "message": "m", "escalateAfterSeconds": 60})],
         }),
     }, "test")
     found: dict[str, set[str]] = {}
@@ -178,13 +179,14 @@ def test_the_config_table_names_exactly_the_keys_the_parser_reads(kind: Kind) ->
 
 
 def test_the_strict_parsers_key_sets_match_the_table() -> None:
-    from main_process.consent import consent_config
+    from main_process.consent import consent_config, escalation_rules
     from main_process.notify import config as notify_config
     from main_process.oauth import settings
 
     assert set(names("notify")) == set(notify_config._KEYS)
     assert set(names("oauth")) == set(settings._KEYS)
     rule_keys = consent_config._TOOL_RULE_KEYS | consent_config._ANSWER_RULE_KEYS | consent_config._ASKER_RULE_KEYS
+    rule_keys |= escalation_rules._KEYS
     assert set(names("rule")) == set(rule_keys)
 
 

@@ -14,7 +14,7 @@ from kit.env import child_env
 from kit.paths import PYTHON, ROOT
 from kit.postgres import PostgresServer, closed_port
 
-from main_process.store import postgres_connect, status_file
+from main_process.store import postgres_connect
 from main_process.store.factory import STORE_ENV, chosen_store, open_store
 from main_process.store.postgres_schema import MIGRATIONS
 from main_process.store.records import OutcomeRecord
@@ -188,17 +188,16 @@ def test_a_store_lost_while_main_runs_fails_writes_without_raising_and_status_sa
         try:
             await store.open()
             await store.claim(connection)
-            shown = status_file.read(connection)
-            assert shown is not None and (shown.kind, shown.reachable, shown.machine) == ("PostgreSQL", True, "laptop")
+            shown = store.status()
+            assert (shown.kind, shown.reachable, shown.machine) == ("PostgreSQL", True, "laptop")
             assert shown.location == redact(pg_url) and postgres.password not in shown.location
             postgres.drop_database(pg_url.rsplit("/", 1)[1])  # its connections are ended with it
             assert await store.audit.record_outcome(OutcomeRecord(asked, "accept")) is False
             assert store.audit.unrecorded == 1
-            lost = status_file.read(connection)
-            assert lost is not None and lost.reachable is False and lost.problem
+            lost = store.status()
+            assert lost.reachable is False and lost.problem
             assert postgres.password not in lost.problem
         finally:
             await store.close()
-        assert status_file.read(connection) is None  # gone with main
 
     asyncio.run(scenario())

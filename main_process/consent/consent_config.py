@@ -16,12 +16,15 @@ Top level, `"elicitron": {"rules": [...]}`, each rule one of:
   a notice and the request is asked in the windows. `"asker": NAME` in place of `"server"`: the
   same for the questions of a program that asks as NAME (`elicitron ask`); a `"server"` rule never
   answers an asker, whatever it calls itself.
+- `{"server": S, "tool": GLOB?, "message": GLOB?, "escalateAfterSeconds": N}` — no answer: a request
+  unanswered after N s goes to the `notify` webhooks once more (escalation_rules.py).
 Config rules get the ids `config-1`, `config-2`, … in file order.
 """
 
 import time
 from typing import Any, Final, Literal, cast
 
+from main_process.consent.escalation_rules import is_escalation
 from main_process.consent.rules import CONFIG_ID_PREFIX, Rule
 from shared.errors import ConfigError
 from shared.messages import ElicitationResult
@@ -55,7 +58,7 @@ def parse_rules(value: Any, source: str) -> tuple[Rule, ...]:
         raise ConfigError(f"{source}: elicitron.rules must be a list of rule objects")
     loaded_at = time.time_ns() // 1_000_000
     return tuple(_parse_rule(f"{source}: elicitron.rules[{index}]", index, item, source, loaded_at)
-                 for index, item in enumerate(value))
+                 for index, item in enumerate(value) if not is_escalation(item))  # escalation_rules.py
 
 
 def _parse_rule(where: str, index: int, item: Any, source: str, loaded_at: int) -> Rule:

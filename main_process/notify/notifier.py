@@ -6,7 +6,8 @@ a window got it (`PendingRequests.opened`); a receiver with `"when": "no-window"
 only hears of those no window got, one with `"always"` of all. Requests a rule answered never
 open, and those meant for a host alone (`elicitationRoute: "host"`) are not the person's to answer:
 neither is notified. What a notice says: payload.py; how it is sent: sender.py;
-the config: config.py; the link: link.py.
+the config: config.py; the link: link.py. A request unanswered for as long as an escalation
+rule says goes to every receiver once more (escalation.py).
 """
 
 import logging
@@ -14,10 +15,12 @@ import urllib.parse
 from collections.abc import Callable
 
 from main_process.clock import MONOTONIC, Clock
+from main_process.consent.escalation_rules import Escalation
 from main_process.consent.pending import PendingRequest
 from main_process.notify.config import NotifyTarget
+from main_process.notify.escalation import Escalator
 from main_process.notify.link import running_web_url
-from main_process.notify.payload import notice_for
+from main_process.notify.payload import Notice, notice_for
 from main_process.notify.sender import WebhookSender
 from shared.addresses import is_loopback
 from shared.messages import NotifyStatus
@@ -27,9 +30,12 @@ logger = logging.getLogger(__name__)
 
 class Notifier:
     def __init__(self, targets: tuple[NotifyTarget, ...], *, still_open: Callable[[str], bool],
-                 link: Callable[[], str | None] = running_web_url, clock: Clock = MONOTONIC) -> None:
+                 link: Callable[[], str | None] = running_web_url, clock: Clock = MONOTONIC,
+                 escalations: tuple[Escalation, ...] = (), machine: str = "") -> None:
         self.targets = targets
         self._senders = [WebhookSender(target, still_open=still_open, link=link, clock=clock) for target in targets]
+        self._escalator = Escalator(escalations, machine=machine, clock=clock, still_open=still_open,
+                                    send=self._to_every_receiver)
 
     def start(self) -> None:
         for sender in self._senders:
@@ -44,6 +50,7 @@ class Notifier:
         """PendingRequests.opened: queue a notice for every receiver that wants this request."""
         if not pending.for_windows:
             return
+        self._escalator.opened(pending)
         wanted = [s for s in self._senders if s.target.when == "always" or not reached_window]
         if not wanted:
             return
@@ -51,9 +58,14 @@ class Notifier:
         for sender in wanted:
             sender.offer(notice)
 
+    def _to_every_receiver(self, notice: Notice) -> None:
+        for sender in self._senders:
+            sender.offer(notice)
+
     def statuses(self) -> list[NotifyStatus]:
         return [sender.status() for sender in self._senders]
 
     async def close(self) -> None:
+        self._escalator.close()
         for sender in self._senders:
             await sender.close()

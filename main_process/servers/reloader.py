@@ -48,8 +48,8 @@ class Reloader:
         removed = [n for n in old if n not in fresh.servers]
         changed = [n for n in fresh.servers if n in old and differs_beyond_approval(fresh.servers[n], old[n])]
         unchanged = [n for n in fresh.servers if n in old and n not in changed]
-        if fresh.notify != self.config.notify:
-            await self._notifications.replace(fresh.notify, self._pending)
+        if (fresh.notify, fresh.escalations) != (self.config.notify, self.config.escalations):
+            await self._notifications.replace(fresh.notify, self._pending, fresh.escalations)
         if fresh.store != self.config.store:
             logger.warning("the config's store changed: this main keeps the one it opened until it restarts")
         self.config = fresh

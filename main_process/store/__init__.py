@@ -8,7 +8,6 @@ interface.py     the interface (Store, RuleTable, AuditTable; DeviceTable and Qu
                  rows.py those records as the columns both backends' SQL has
 factory.py       open_store: the backend a store URL names; chosen_store: --store, ELICITRON_STORE or
                  the config's `store`; url.py shows a URL with its password redacted, everywhere
-status_file.py   what `elicitron status` says of main's store, written beside main's connection file
 sqlite.py        the SQLite backend: sqlite_audit.py and sqlite_rules.py hold its SQL, owner.py the
                  lock that makes the running main the owner of the rule store
 postgres.py      the PostgreSQL backend (psycopg 3, async pool; loaded only for such a store):

@@ -58,7 +58,7 @@ from main_process.store.records import (
     OutcomeRecord,
     StoredQuestion,
 )
-from shared.messages import ElicitationInvoke, ElicitationResult
+from shared.messages import ElicitationInvoke, ElicitationResult, StoreState
 from shared.web_devices import PairedDevice
 
 
@@ -222,9 +222,13 @@ class Store(Protocol):
 
     async def claim(self, connection: Path) -> None:
         """main: this store's changes go through me, reachable by `connection` (SQLite: the owner
-        lock, so `elicitron rules revoke` goes through the running main, store_owner.py), and
-        `elicitron status` finds what main says of it beside that file (status_file.py). Logs
+        lock, so `elicitron rules revoke` goes through the running main, store_owner.py). Logs
         rather than raises when it cannot."""
+        ...
+
+    def status(self) -> StoreState:
+        """The store as `elicitron status` lists it (msgStatus): read from what main knows now, never
+        a round trip, so a store that hangs cannot hang `status`."""
         ...
 
     async def close(self) -> None:

@@ -10,19 +10,18 @@ and go on in its callback, as interface.py says.
 
 A main that cannot reach its store at start does not start (`open` raises StoreUnavailableError,
 one line); one whose store goes away later logs each failed write, counts the audit rows it could
-not record, and `status` says why (status_file.py). Keeping on while the store is away, and writing
+not record, and `status` says why (`status`, in main's msgStatus reply, with the mains on the store). Keeping on while the store is away, and writing
 what was decided meanwhile once it is back, is issue 35's later work.
 """
 
 import logging
-import os
 from pathlib import Path
 
-from main_process.store import status_file
 from main_process.store.postgres_audit import PgAudit
 from main_process.store.postgres_connect import Database
 from main_process.store.postgres_inbox import PgInbox
 from main_process.store.postgres_rules import PgRules
+from shared.messages import StoreState
 
 logger = logging.getLogger(__name__)
 
@@ -31,12 +30,11 @@ class PgStore:
     """The Store on one PostgreSQL database; `machine` names this main on the audit rows it writes."""
 
     def __init__(self, url: str, *, machine: str, record_values: bool = False) -> None:
-        self._db = Database(url, on_change=self._publish)
+        self._db = Database(url)
         self.machine = machine
         self._rules = PgRules(self._db)
         self._audit = PgAudit(self._db, machine, record_values)
         self._inbox = PgInbox(self._db, machine, record_values)
-        self._connection: Path | None = None  # main's connection file, once claimed
 
     @property
     def rules(self) -> PgRules:
@@ -58,21 +56,11 @@ class PgStore:
         await self._db.pool()
 
     async def claim(self, connection: Path) -> None:
-        self._connection = connection
-        self._publish()
+        pass  # nothing to own: every main of the store changes it (the inbox and rules are shared)
 
-    def _publish(self) -> None:
-        if self._connection is None:
-            return
-        status = status_file.StoreStatus(pid=os.getpid(), kind="PostgreSQL", location=self._db.shown,
-                                         reachable=self._db.reachable, problem=self._db.problem, machine=self.machine)
-        try:
-            status_file.publish(self._connection, status)
-        except OSError as exc:
-            logger.warning("cannot write the store's status for `elicitron status`: %s", exc)
+    def status(self) -> StoreState:
+        return StoreState(kind="PostgreSQL", location=self._db.shown, reachable=self._db.reachable,
+                          problem=self._db.problem, machine=self.machine, mains=list(self._inbox.mains))
 
     async def close(self) -> None:
-        if self._connection is not None:
-            status_file.withdraw(self._connection)
-            self._connection = None
         await self._db.close()

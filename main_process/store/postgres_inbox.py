@@ -14,6 +14,7 @@ requests and the first valid answer anywhere wins.
   server pid of its LISTEN connection; a main whose lease ran out or whose connection is gone
   (kill -9 closes it at once) has its open rows marked 'orphaned' by the next heartbeat of any
   other main, and the triggers wake every main.
+  The heartbeat also reads the mains with a live lease (`mains`, for `status`).
 - **Read back** (`changed`): the open rows and the rows of channels a main knows; the tables are
   the truth, notifications only wake (postgres_listen.py).
 
@@ -35,7 +36,7 @@ from main_process.store.postgres_listen import Listener
 from main_process.store.records import Approver, Claim, InboxRow
 from main_process.store.rows import request_row, values_json
 from shared.errors import StoreUnavailableError
-from shared.messages import ElicitationInvoke, ElicitationResult
+from shared.messages import ElicitationInvoke, ElicitationResult, StoreMain
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +55,9 @@ _HEARTBEAT: Final = (
     "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = m.backend_pid))), "
     "orphaned AS (UPDATE open_requests SET state = 'orphaned', decided_at = %s "
     "WHERE state = 'open' AND main_id IN (SELECT main_id FROM gone) RETURNING 1) "
-    "SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM orphaned)")
+    "SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM orphaned), "
+    "(SELECT coalesce(json_agg(json_build_array(m.machine, m.pid, m.started_at) ORDER BY m.started_at), '[]') "
+    "FROM mains m WHERE m.main_id = %s OR (m.lease_until >= now() AND m.main_id NOT IN (SELECT main_id FROM gone)))")
 _TIDY: Final = ("WITH old AS (DELETE FROM open_requests WHERE state <> 'open' AND decided_at < %s RETURNING 1) "
                 "DELETE FROM mains m WHERE m.lease_until < now() - interval '1 hour' AND NOT EXISTS "
                 "(SELECT 1 FROM open_requests o WHERE o.main_id = m.main_id AND o.state = 'open')")
@@ -101,6 +104,7 @@ class PgInbox:
         self.machine = machine
         self._record_values = record_values
         self.main_id = ""  # set by `join`
+        self.mains: list[StoreMain] = []  # the live mains of the store, as the last heartbeat read them
         self._complaints = RateLimitedLog(logger, interval_s=60.0)
 
     # ---- this main ---------------------------------------------------------------------
@@ -116,10 +120,12 @@ class PgInbox:
         everyone if there were any). None: the store could not be reached; False: this main's row
         was gone (it must `join` again)."""
         row = await self._read_one("renew the lease", _HEARTBEAT,
-                                   (LEASE_S, self.main_id, self.main_id, _now_ms()))
+                                   (LEASE_S, self.main_id, self.main_id, _now_ms(), self.main_id))
         if row is None:
+            self.mains = []  # unknown while the store is away (`status` says it is unreachable)
             return None
         renewed, orphaned = int(row[0]), int(row[1])
+        self.mains = [StoreMain(machine=str(m[0]), pid=int(m[1]), started_at=int(m[2])) for m in _decode_list(row[2])]
         if orphaned:
             logger.info("shared inbox: %d request(s) of mains that are gone ended", orphaned)
         return renewed > 0
@@ -255,3 +261,9 @@ def _decode(raw: str | None) -> dict[str, Any] | None:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _decode_list(raw: Any) -> list[list[Any]]:
+    """A json_agg column: psycopg has parsed it already (json), or it is text."""
+    parsed = msgspec.json.decode(raw) if isinstance(raw, str | bytes) else raw
+    return [item for item in parsed if isinstance(item, list) and len(item) == 3] if isinstance(parsed, list) else []

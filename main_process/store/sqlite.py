@@ -12,19 +12,17 @@ runs on a thread of its own.
 
 import asyncio
 import logging
-import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from main_process.consent.rules import Rule
-from main_process.store import status_file
 from main_process.store.owner import StoreLock
 from main_process.store.records import AuditEntry, Decided, OutcomeRecord
 from main_process.store.sqlite_audit import SqliteAuditLog
 from main_process.store.sqlite_rules import SqliteRuleStore, path_beside
 from shared.errors import RuleStoreError
-from shared.messages import ElicitationInvoke
+from shared.messages import ElicitationInvoke, StoreState
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +105,6 @@ class SqliteStore:
         self._rules = SqliteRules(path_beside(audit_path))  # opens its file when first used
         self._audit: SqliteAudit | None = None  # opened when first asked for (`elicitron rules` never is)
         self._owner = StoreLock(self._rules.path)
-        self._connection: Path | None = None  # main's connection file, once claimed
 
     @property
     def rules(self) -> SqliteRules:
@@ -136,17 +133,11 @@ class SqliteStore:
             await self._owner.claim(connection)
         except RuleStoreError as exc:
             logger.error("%s; `elicitron rules revoke` with another connection file will not find this main", exc)
-        self._connection = connection
-        try:
-            status_file.publish(connection, status_file.StoreStatus(pid=os.getpid(), kind="SQLite",
-                                                                    location=str(self._audit_path.parent)))
-        except OSError as exc:
-            logger.warning("cannot write the store's status for `elicitron status`: %s", exc)
+
+    def status(self) -> StoreState:
+        return StoreState(kind="SQLite", location=str(self._audit_path.parent))
 
     async def close(self) -> None:
-        if self._connection is not None:
-            status_file.withdraw(self._connection)
-            self._connection = None
         self._owner.release()
         self._rules.close()
         if self._audit is not None:

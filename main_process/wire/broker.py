@@ -50,6 +50,7 @@ from shared.messages import (
     ServerInfo,
     ServerPolicy,
     StatusReport,
+    StoreState,
     WebWindowStatus,
 )
 
@@ -116,6 +117,7 @@ class StatusSources:
     notify: Callable[[], list[NotifyStatus]] = field(default=_no_notify)  # the config's `notify`
     web_window: Callable[[], WebWindowStatus] | None = None  # main --web
     policies: Callable[[], PolicyStatus | None] | None = None  # the config's `policies`
+    store: Callable[[], StoreState] | None = None  # main's store (store/interface.py: Store.status)
 
 
 class Broker:
@@ -195,4 +197,5 @@ class Broker:
                             mcp_http=None if status.http_gateway is None else status.http_gateway(),
                             listeners=status.listeners(), notify=status.notify(),
                             web_window=None if status.web_window is None else status.web_window(),
-                            policies=None if status.policies is None else status.policies())
+                            policies=None if status.policies is None else status.policies(),
+                            store=None if status.store is None else status.store())
