@@ -64,7 +64,9 @@ class Rule:
     expires_at: int | None = None  # epoch ms; scope "until"
     # a tool rule: `tool` (exact; a glob in config rules) and `decision`
     tool: str | None = None
-    decision: Decision | None = None
+    decision: Decision | None = None  # None on a quorum rule (config only): it asks, `quorum` of `approvers`
+    quorum: int | None = None
+    approvers: tuple[str, ...] = ()
     # an answer rule: `answer`; user rules match `question`, config rules `message` (a glob, None = any)
     answer: ElicitationResult | None = None
     question: str | None = None
