@@ -524,6 +524,7 @@ class RuleInfo(Body):
     party: Literal["server", "asker"] = "server"
     host: str | None = None
     applies: bool = True
+    quorum: QuorumInfo | None = None  # a config rule that asks several people (no `decision`; `approved` empty)
 
 
 class RulesUpdate(Body):

@@ -23,6 +23,7 @@ from renderer_process.approval_card import ApprovalCard
 from shared import channels
 from shared.errors import ConfigError, ProtocolError, WireCode
 from shared.messages import ApprovalInfo, ElicitationResult, QuorumInfo
+from shared.rule_text import describe
 from shared.window_core import Show, WindowCore, quorum_text
 from web_process.cards import card_of
 
@@ -108,6 +109,7 @@ def test_a_quorum_rule_is_parsed_strictly() -> None:
     (rule,) = parse_rules([{"server": "prod", "tool": "drop_*", "quorum": 2, "approvers": ["ana", "ben", "chen"]}],
                           "c.json")
     assert (rule.tool, rule.decision, rule.quorum, rule.approvers) == ("drop_*", None, 2, ("ana", "ben", "chen"))
+    assert describe(rule.info()) == "tool drop_* → ask 2 of ana, ben, chen"  # `elicitron rules`, the windows
     for bad in ({"quorum": 3, "approvers": ["ana", "ana"]}, {"quorum": 0, "approvers": ["ana"]},
                 {"quorum": 1, "approvers": []}, {"quorum": 1, "approvers": ["ana"], "decision": "allow"}):
         with pytest.raises(ConfigError):
