@@ -147,6 +147,10 @@ SECTIONS: Final = (
                     default="(one of server, asker)"),
                 Key("tool", "a host's tool calls to this tool (with `decision`)", default="none"),
                 Key("decision", "`\"allow\"` or `\"deny\"` (with `tool`)", default="none"),
+                Key("quorum", "in place of `decision`: the call needs this many approvals from `approvers`",
+                    default="none"),
+                Key("approvers", "with `quorum`: the people who may approve (device, window or OS user names)",
+                    default="none"),
                 Key("message", "form requests whose message matches (with `answer`)", default="any"),
                 Key("answer", "`{\"action\": \"accept\", \"content\": {...}}` or `{\"action\": \"decline\"}`, "
                               "checked against each request's schema", default="none"),

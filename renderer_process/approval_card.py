@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from renderer_process.long_text import LongText, full_text_box, preview
 from shared import messages, tool_hints
 from shared.denial_reason import REASON_MAX_CHARS, clean_reason
+from shared.window_core import quorum_text
 
 logger = logging.getLogger(__name__)
 
@@ -169,6 +170,12 @@ class ApprovalCard(QDialog):
         reason_row.addWidget(self.reason, 1)
         layout.addLayout(reason_row)
 
+        self.quorum = QLabel(self)  # "1 of 2 approvals (ana)": a config rule's quorum
+        self.quorum.setObjectName("quorum")
+        self.quorum.setTextFormat(Qt.TextFormat.PlainText)
+        layout.addWidget(self.quorum)
+        self.recount(invoke)
+
         self.waiting = QLabel(self)
         self.waiting.setObjectName("waiting")
         self.waiting.hide()
@@ -198,6 +205,12 @@ class ApprovalCard(QDialog):
         """The reason typed, with a deny (Deny, or Esc); an allow sends none."""
         allowed = action == "accept" and isinstance(content, dict) and content.get(messages.DECISION_PROPERTY) != "deny"
         return None if allowed else clean_reason(self.reason.text())
+
+    def recount(self, invoke: messages.ElicitationInvoke) -> None:
+        """Show a quorum approval's count (hidden when the call needs one person's answer)."""
+        self.invoke = invoke
+        self.quorum.setText(quorum_text(invoke.quorum) if invoke.quorum is not None else "")
+        self.quorum.setVisible(invoke.quorum is not None)
 
     def set_waiting_text(self, text: str) -> None:
         self.waiting.setText(text)

@@ -15,6 +15,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QWidget
 
+from renderer_process.approval_card import ApprovalCard
 from renderer_process.card import URL, UrlOpener
 from renderer_process.consent_cards import Card, card_for, reason_given, remember_choice
 from renderer_process.elsewhere import ElsewhereList
@@ -152,6 +153,9 @@ class CardArea(QObject):
     def _render(self, effects: list[Effect]) -> None:
         for effect in effects:
             match effect:
+                case Show(invoke) if self._card is not None and isinstance(self._card, ApprovalCard) \
+                        and self._card.invoke.response_channel == invoke.response_channel:
+                    self._card.recount(invoke)  # a quorum approval's new count
                 case Show(invoke):
                     self._open_card(invoke)
                 case Withdraw(invoke, why, brief) if self._card is not None \

@@ -41,6 +41,7 @@ class WireCode(StrEnum):
     INVALID_CONTENT = "invalid-content"  # accepted content that breaks requestedSchema
     RATE_LIMITED = "rate-limited"  # extension: the peer sent too fast; messages were dropped
     TOO_MANY_PEERS = "too-many-peers"  # extension: hello refused, main has its limit of peers
+    NOT_APPROVER = "not-approver"  # extension: an answer to a quorum approval from someone not among its approvers
     STORE_UNREACHABLE = "store-unreachable"  # extension: an answer to another main's request, and no shared store to decide it
 
 

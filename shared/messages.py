@@ -221,6 +221,16 @@ class ApprovalInfo(Body):
     annotations: dict[str, Any] | None = None
 
 
+class QuorumInfo(Body):
+    """Extension `quorum` of an approval's invoke: the call needs `needed` approvals from
+    `approvers` (people: a window's name or OS user, a paired web device's name); `approved` names
+    those given so far. main re-sends the invoke with it after each approval that does not decide."""
+
+    needed: int
+    approvers: list[str]
+    approved: list[str]
+
+
 SignInRole = Literal["authorization", "token", "registration", "resource"]
 SIGN_IN_ALLOW_PROPERTY = "allowHosts"  # accept content of a sign-in: the `elsewhere` origins the user allowed
 MAX_SIGN_IN_HOSTS = 8
@@ -272,6 +282,7 @@ class ElicitationInvoke(Body):
     sign_in: SignInInfo | None = None  # kind "sign-in"
     call: str | None = None  # the responseChannel of the msgMcpCallTool that led to it (for its caller)
     machine: str | None = None  # another main's request on a shared store: that main's machine (PROTOCOL.md §4)
+    quorum: QuorumInfo | None = None  # kind "approval" under a config rule's quorum (PROTOCOL.md §11)
 
 
 class Welcome(Body):
@@ -536,6 +547,7 @@ class RuleInfo(Body):
     party: Literal["server", "asker"] = "server"
     host: str | None = None
     applies: bool = True
+    quorum: QuorumInfo | None = None  # a config rule that asks several people (no `decision`; `approved` empty)
 
 
 class RulesUpdate(Body):

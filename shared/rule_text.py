@@ -18,6 +18,8 @@ def describe(rule: RuleInfo) -> str:
 
 
 def _what(rule: RuleInfo) -> str:
+    if rule.kind == "tool" and rule.quorum is not None:
+        return f"tool {rule.tool} → ask {rule.quorum.needed} of {', '.join(rule.quorum.approvers)}"
     if rule.kind == "tool":
         return f"tool {rule.tool} → {rule.decision}"
     if rule.message is None:

@@ -46,6 +46,7 @@ from shared.messages import (
     ElicitationInvoke,
     ErrorNotice,
     PeerInfo,
+    QuorumInfo,
     Remember,
     Welcome,
 )
@@ -141,6 +142,12 @@ def host_gone_text(invoke: ElicitationInvoke) -> str:
     """What a card whose MCP host stopped waiting (a dismiss with cause HOST_GONE) becomes, in the
     Qt window's status line and in place of the page's card: who left, and whose request went."""
     return f"{invoke.via or 'the host'} stopped waiting: {invoke.request.server} request withdrawn"
+
+
+def quorum_text(quorum: QuorumInfo) -> str:
+    """ "1 of 2 approvals (ana)": what a quorum approval's card shows, the same in both windows."""
+    who = f" ({', '.join(quorum.approved)})" if quorum.approved else ""
+    return f"{len(quorum.approved)} of {quorum.needed} approvals{who}"
 
 
 def elsewhere_text(item: Elsewhere) -> str:
@@ -239,12 +246,27 @@ class WindowCore:
 
     def invoked(self, invoke: ElicitationInvoke) -> list[Effect]:
         channel = invoke.response_channel
+        if invoke.quorum is not None and channel in self.open_channels():
+            return self._recounted(invoke)
         if channel in self._sent or channel in self._shown:
             return []  # a repeat of what is answered or on screen
         self._place(invoke)
         self._settled = True  # as a Qt window always did: an invoke shows at once
         effects: list[Effect] = [] if channel in self._elsewhere else [Arrived((invoke,))]
         return effects + self._after()
+
+    def _recounted(self, invoke: ElicitationInvoke) -> list[Effect]:
+        """A quorum approval sent again with a new count (PROTOCOL.md §11): a shown card shows it;
+        one this window approved comes back, with the count, until it is decided."""
+        channel = invoke.response_channel
+        if channel in self._shown:
+            self._shown[channel] = invoke
+            return [Show(invoke)]
+        self._sent.pop(channel, None)
+        self._queue.remove(channel)
+        self._elsewhere.pop(channel, None)
+        self._place(invoke)
+        return self._after()
 
     def dismissed(self, dismiss: ElicitationDismiss) -> list[Effect]:
         return self._forget(dismiss.response_channel, dismiss, self._reason(dismiss)) + self._after()

@@ -162,6 +162,7 @@ def _keys_the_parser_reads() -> dict[str, set[str]]:
         "elicitron": read("elicitron", {
             "notify": read("notify", {"url": "https://example.net/hook"}),
             "rules": [read("rule", {"server": "stdio", "tool": "t", "decision": "allow"}),
+                      read("rule", {"server": "stdio", "tool": "t", "quorum": 1, "approvers": ["ana"]}),
                       read("rule", {"server": "stdio", "message": "m", "answer": {"action": "decline"}}),
                       read("rule", {"asker": "deploy.sh", "answer": {"action": "decline"}}),
                       read("rule", {"server": "stdio", "tool": "t", "message": "m", "escalateAfterSeconds": 60})],
@@ -185,8 +186,8 @@ def test_the_strict_parsers_key_sets_match_the_table() -> None:
 
     assert set(names("notify")) == set(notify_config._KEYS)
     assert set(names("oauth")) == set(settings._KEYS)
-    rule_keys = consent_config._TOOL_RULE_KEYS | consent_config._ANSWER_RULE_KEYS | consent_config._ASKER_RULE_KEYS
-    rule_keys |= escalation_rules._KEYS
+    rule_keys = consent_config._TOOL_RULE_KEYS | consent_config._ANSWER_RULE_KEYS | consent_config._ASKER_RULE_KEYS \
+        | consent_config._QUORUM_RULE_KEYS | escalation_rules._KEYS
     assert set(names("rule")) == set(rule_keys)
 
 

@@ -22,6 +22,7 @@ from shared.messages import APPROVAL_DECISIONS, SIGN_IN_ALLOW_PROPERTY, Elicitat
 from shared.question_card import is_question, who_asks, yes_no_property
 from shared.schema import check_schema, enum_options, multi_options
 from shared.url_safety import inspect_url
+from shared.window_core import quorum_text
 
 Card = dict[str, Any]
 
@@ -66,6 +67,8 @@ def card_of(invoke: ElicitationInvoke, now: int | None = None) -> Card:
     }
     if invoke.machine is not None:  # another main's request (a shared store): "on <machine>"
         card["machine"] = invoke.machine
+    if invoke.quorum is not None:  # "1 of 2 approvals (ana)": sent again with each approval
+        card["quorum"] = quorum_text(invoke.quorum)
     if invoke.asker is not None:
         card["asker"] = {"name": invoke.asker.name, "pid": invoke.asker.pid, "machine": invoke.asker.machine}
     if invoke.kind == "approval" and invoke.approval is not None:

@@ -385,7 +385,7 @@ class Consent:
                 if answer is not None:
                     pending.close_by_rule(item, answer, rule.id)
             elif rule.kind == "tool" and invoke.kind == "approval" and invoke.approval is not None \
-                    and invoke.approval.tool == rule.tool and rule.host in (None, invoke.origin):
+                    and invoke.quorum is None and invoke.approval.tool == rule.tool and rule.host in (None, invoke.origin):
                 decision = rule_decision(rule)
                 pending.close_by_rule(item, ElicitationResult(action="accept", content={DECISION_PROPERTY: decision}),
                                       rule.id)

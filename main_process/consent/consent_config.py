@@ -10,6 +10,8 @@ Per server:
 
 Top level, `"elicitron": {"rules": [...]}`, each rule one of:
 - `{"server": S, "tool": GLOB, "decision": "allow" | "deny"}` — a host's tool calls;
+- `{"server": S, "tool": GLOB, "quorum": N, "approvers": [NAME, ...]}` — a host's tool calls need N
+  approvals from different listed people (pending.py counts them);
 - `{"server": S, "message": GLOB?, "answer": {"action": "accept", "content": {...}} | {"action":
   "decline"}}` — a server's form requests whose message matches (no `message`: any). The content
   is checked against each request's schema when it is used; one that does not fit is skipped with
@@ -33,6 +35,7 @@ ToolPolicy = Literal["allow", "ask", "ask-destructive", "deny"]
 TOOL_POLICIES: Final = ("allow", "ask", "ask-destructive", "deny")
 OVERRIDE_POLICIES: Final = ("allow", "ask", "deny")
 _TOOL_RULE_KEYS: Final = {"server", "tool", "decision"}
+_QUORUM_RULE_KEYS: Final = {"server", "tool", "quorum", "approvers"}
 _ANSWER_RULE_KEYS: Final = {"server", "message", "answer"}
 _ASKER_RULE_KEYS: Final = {"asker", "message", "answer"}
 
@@ -70,6 +73,9 @@ def _parse_rule(where: str, index: int, item: Any, source: str, loaded_at: int) 
         raise ConfigError(f"{where}: needs \"server\" (a configured server's name) or \"asker\" (a program's name)")
     common = {"id": f"{CONFIG_ID_PREFIX}{index + 1}", "source": "config", "server": server,
               "created_at": loaded_at, "created_by": f"config {source}", "party": "asker" if asker else "server"}
+    if "tool" in item and "quorum" in item:
+        _only(where, item, _QUORUM_RULE_KEYS)
+        return _parse_quorum(where, item, common)
     if "tool" in item:
         _only(where, item, _TOOL_RULE_KEYS)
         tool, decision = item["tool"], item.get("decision")
@@ -85,6 +91,20 @@ def _parse_rule(where: str, index: int, item: Any, source: str, loaded_at: int) 
             raise ConfigError(f"{where}: \"message\" must be a glob string")
         return Rule(answer=_parse_answer(where, item["answer"]), message=message, **common)  # type: ignore[arg-type]
     raise ConfigError(f"{where}: needs \"tool\" + \"decision\" (a tool rule) or \"answer\" (an answer rule)")
+
+
+def _parse_quorum(where: str, item: dict[str, Any], common: dict[str, Any]) -> Rule:
+    tool, quorum, approvers = item["tool"], item["quorum"], item.get("approvers")
+    if not isinstance(tool, str) or not tool:
+        raise ConfigError(f"{where}: \"tool\" must be a tool name or glob")
+    if not isinstance(approvers, list) or not approvers \
+            or not all(isinstance(name, str) and name for name in approvers):
+        raise ConfigError(f"{where}: \"approvers\" must be a list of people's names")
+    people = tuple(dict.fromkeys(approvers))
+    if isinstance(quorum, bool) or not isinstance(quorum, int) or not 1 <= quorum <= len(people):
+        raise ConfigError(f"{where}: \"quorum\" must be a whole number from 1 to the number of "
+                          f"different approvers ({len(people)})")
+    return Rule(tool=tool, quorum=quorum, approvers=people, **common)
 
 
 def _parse_answer(where: str, answer: Any) -> ElicitationResult:

@@ -19,7 +19,9 @@ Rules answer before any window, in the gate (elicitation_gate.py): a request a r
 opens here, it is only audited with the rule's id (`record_by_rule`); `close_by_rule` answers an
 open one when a new rule covers it. After each window's answer the consent layer (`rules`, a
 `RuleHook`, given at construction when main has one) sees it (to remember it, or to keep an
-approval's "allow for this session"). `opened`, when main has `notify` receivers, hears of every
+approval's "allow for this session"). An approval under a config rule's quorum (`invoke.quorum`)
+counts its approvers' allows (consent/quorum.py) and is sent again with the count until a deny or the
+last approval needed decides it. `opened`, when main has `notify` receivers, hears of every
 request that opened and whether a window got it.
 
 On a store many mains share (PostgreSQL), `shared` (consent/shared_requests.py) is set: this
@@ -37,7 +39,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
+import msgspec
+
 from main_process.clock import MONOTONIC, Clock, Timer
+from main_process.consent import quorum as quorums
 from main_process.consent.audit_writer import AuditWriter
 from main_process.oauth.hosts import allowance
 from main_process.store.records import Approver, Claim, OutcomeRecord
@@ -60,11 +65,13 @@ from shared.messages import (
     ElicitationResult,
     ErrorNotice,
     PendingSummary,
+    QuorumInfo,
     Remember,
     RequestKind,
     SignInInfo,
 )
 from shared.schema import validate_content
+from shared.window_core import quorum_text
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +163,7 @@ class RequestOptions:
     approval: ApprovalInfo | None = None
     sign_in: SignInInfo | None = None
     call: str | None = None  # the response channel of the call that caused it
+    quorum: QuorumInfo | None = None  # an approval that needs several people's (consent/quorum.py)
     record_only: bool = False  # sent to no window, only kept and audited (a host answers it itself)
 
 
@@ -164,7 +172,7 @@ def _invoke(elicitation: Elicitation, options: RequestOptions) -> ElicitationInv
     return ElicitationInvoke(request=elicitation.request, response_channel=channels.new_result_channel(),
                              created_at=now_ms, expires_at=now_ms + int(options.timeout_s * 1000), origin=options.origin,
                              kind=options.kind, via=options.via, asker=options.asker, approval=options.approval,
-                             sign_in=options.sign_in, call=options.call)
+                             sign_in=options.sign_in, call=options.call, quorum=options.quorum)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +197,8 @@ class PendingRequest:
     for_windows: bool = True  # windows get it, also those that attach later (False: a host answers it)
     answered_by: Answerer | None = None  # set as it closes with a window's (or a host's) answer
     held_by: str | None = None  # another main's request on a shared store: that main's machine (a copy)
+    decided_by: str | None = None  # a quorum approval: the person whose answer decided it
+    people: list[str] = field(default_factory=list)  # a quorum approval: every approver, for the audit
 
     @property
     def channel(self) -> str:
@@ -328,6 +338,11 @@ class PendingRequests:
         answer = ElicitationResult(action=result.action, content=content)
         if result.reason is not None and _decision(pending.invoke, answer) == "deny":  # for the agent (approvals)
             answer = ElicitationResult(action=result.action, content=content, reason=clean_reason(result.reason))
+        if pending.invoke.quorum is not None:
+            counted = self._count(pending, window, answer)
+            if counted is None:
+                return  # an approval that does not decide yet: the windows show the count
+            answer = counted
         shared = self.shared
         if shared is not None and shared.shares(pending):
             approver = Approver(window=window, machine=shared.machine, name=self._window_name(window),
@@ -338,6 +353,45 @@ class PendingRequests:
         self._close(pending, result.action, answer, by=window)
         if self.rules is not None:
             self.rules.answered(pending, answer, result.remember, routing_id, window, self)
+
+    def _count(self, pending: PendingRequest, window: str, answer: ElicitationResult) -> ElicitationResult | None:
+        """A quorum approval's answer from `window`: the answer that decides it (a deny, or the
+        last approval needed, as allow-once: a quorum is never remembered), or None while it waits
+        for more (the invoke goes out again with the count). Raises ProtocolError for someone not
+        listed, and on another main's copy (its count is kept where it is held)."""
+        quorum = pending.invoke.quorum
+        assert quorum is not None
+        channel = pending.channel
+        if pending.held_by is not None:
+            raise ProtocolError(WireCode.NOT_APPROVER, f"this call needs {quorum.needed} approvals, counted on "
+                                                      f"{pending.held_by}: answer it in a window attached there", channel)
+        device = self._window_device(window)
+        names = (device.name if device is not None else None, self._window_name(window), self._window_user(window))
+        person = quorums.approver_of(quorum, names)
+        if person is None:
+            who = next((name for name in names if name), window)
+            raise ProtocolError(WireCode.NOT_APPROVER, f"{who} is not an approver of this call (approvers: "
+                                                      f"{', '.join(quorum.approvers)})", channel)
+        if _decision(pending.invoke, answer) == "deny":
+            pending.decided_by, pending.people = person, list(dict.fromkeys([*quorum.approved, person]))
+            return answer
+        counted = quorums.with_approval(quorum, person)
+        if not quorums.complete(counted):
+            if counted is not quorum:
+                logger.info("request %s: approved by %s, %s", channel, person, quorum_text(counted))
+            self._recount(pending, counted)
+            return None
+        pending.decided_by, pending.people = person, list(counted.approved)
+        return ElicitationResult(action="accept", content={DECISION_PROPERTY: "allow-once"})
+
+    def _recount(self, pending: PendingRequest, quorum: QuorumInfo) -> None:
+        """The invoke with the new count, sent again to every window that has it (and kept for
+        those that attach later); the window that approved shows the card again, with the count."""
+        invoke = msgspec.structs.replace(pending.invoke, quorum=quorum)
+        frames = encode(channels.INVOKE, invoke)
+        self._open_bytes += len(frames[1]) - pending.size
+        pending.invoke, pending.frames = invoke, frames
+        pending.sent_to.intersection_update(self._outbox.send(pending.sent_to, frames))
 
     def _claimed(self, pending: PendingRequest, answer: ElicitationResult, remember: Remember | None,
                  routing_id: bytes, window: str, claim: Claim) -> None:
@@ -484,7 +538,8 @@ class PendingRequests:
         dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel, reason=reason, by=by,
                                                               rule=rule_id, cause=HOST_GONE if host_gone else None))
         self._outbox.send(pending.sent_to, dismiss)  # the windows first: they are not waiting on the disk
-        answerer = None if by is None else Answerer(by, self._window_name(by), self._window_device(by))
+        answerer = None if by is None else Answerer(by, pending.decided_by or self._window_name(by),
+                                                    self._window_device(by))
         pending.answered_by = answerer  # who, for the asker's resolve (a denial names the person)
         if not recorded and self.shared is not None and pending.held_by is None and pending.for_windows:
             self.shared.ended(pending, outcome)
@@ -494,7 +549,8 @@ class PendingRequests:
         # Committed before the asker hears the answer: a SIGKILL of main loses no decided outcome.
         self._audit.outcome(OutcomeRecord(pending.channel, outcome, window=by, content=answer.content, rule_id=rule_id,
                                           decision=_decision(pending.invoke, answer),
-                                          window_name=answerer.name if answerer is not None else None,
+                                          window_name=(", ".join(pending.people) if pending.people else
+                                                       answerer.name if answerer is not None else None),
                                           device=answerer.device if answerer is not None else None,
                                           reason=answer.reason),
                             then=lambda _written: pending.resolve(answer))

@@ -44,7 +44,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from shared.elicit_params import ElicitParams, FormParams
-from shared.messages import ElicitationResult, RuleInfo
+from shared.messages import ElicitationResult, QuorumInfo, RuleInfo
 
 Scope = Literal["session", "always", "until"]
 Decision = Literal["allow", "deny"]
@@ -64,7 +64,9 @@ class Rule:
     expires_at: int | None = None  # epoch ms; scope "until"
     # a tool rule: `tool` (exact; a glob in config rules) and `decision`
     tool: str | None = None
-    decision: Decision | None = None
+    decision: Decision | None = None  # None on a quorum rule (config only): it asks, `quorum` of `approvers`
+    quorum: int | None = None
+    approvers: tuple[str, ...] = ()
     # an answer rule: `answer`; user rules match `question`, config rules `message` (a glob, None = any)
     answer: ElicitationResult | None = None
     question: str | None = None
@@ -103,7 +105,8 @@ class Rule:
             created_at=self.created_at, created_by=self.created_by, expires_at=self.expires_at, tool=self.tool,
             decision=self.decision, message=self.message, fields=list(self.fields) if self.fields else None,
             action=action if action in ("accept", "decline") else None, party=self.party, host=self.host_name,
-            applies=applies,
+            applies=applies, quorum=None if self.quorum is None else
+            QuorumInfo(needed=self.quorum, approvers=list(self.approvers), approved=[]),
         )
 
 

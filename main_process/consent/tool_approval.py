@@ -6,6 +6,8 @@ answers; calls from the CLI or a window's call panel never come here. Every deni
 is denial.py's `Denial`: who said no (the person and their window, a rule, the config, a policy),
 why, and whether asking again may help.
 
+A config rule with a `quorum` asks too: its card needs that many approvers (pending.py counts them).
+
 A call waiting for its server to start is decided once it is ready, so a rule revoked meanwhile
 never lets it through. The host may take its call back at whichever stage it is.
 """
@@ -30,7 +32,7 @@ from main_process.wire.peer_calls import Cancel
 from main_process.wire.peers import Peer
 from main_process.wire.topic_routes import ReplyTo
 from shared.errors import RpcCode, UndeliverableRequestError
-from shared.messages import DECISION_PROPERTY, ApprovalInfo, ChannelReply, ElicitationResult
+from shared.messages import DECISION_PROPERTY, ApprovalInfo, ChannelReply, ElicitationResult, QuorumInfo
 
 logger = logging.getLogger(__name__)
 
@@ -122,16 +124,19 @@ class ToolApproval:
         if rule is not None and rule.expired(now_ms()):
             self._consent.drop_expired()
             rule = self._consent.book.tool_rule(server.name, tool, host=host.window, identity=identity)
-        if rule is not None and rule.source == "config":
+        quorum = None
+        if rule is not None and rule.source == "config" and rule.quorum is not None:  # asked, of several people
+            quorum = QuorumInfo(needed=rule.quorum, approvers=list(rule.approvers), approved=[])
+        elif rule is not None and rule.source == "config":
             self._by_rule(call, rule)
             return
-        policy = approvals.policy_for(server.config, tool, annotations)
+        policy = "ask" if quorum is not None else approvals.policy_for(server.config, tool, annotations)
         if policy == "allow":
             call.run()
         elif policy == "deny":
             logger.info("host %r: %s/%s denied by toolApproval", host.name, server.name, tool)
             reply(ChannelReply(result=Denial(server.name, tool, "config", id=TOOL_APPROVAL_ID).result()))
-        elif rule is not None:
+        elif rule is not None and quorum is None:
             self._by_rule(call, rule)
         else:
             info = ApprovalInfo(server=server.name, tool=tool, arguments=call.arguments,
@@ -139,9 +144,9 @@ class ToolApproval:
                                 description=listed.description if listed is not None else None,
                                 annotations=annotations())
             if self._waits is not None and call.wait is not None:  # its host may give up before the person answers
-                self._waits.ask(call, lambda card: self._ask(card, info))
+                self._waits.ask(call, lambda card: self._ask(card, info, quorum))
             else:
-                self._ask(call, info)
+                self._ask(call, info, quorum)
 
     def _by_policy(self, call: "_HostCall", verdict: Verdict) -> None:
         policy = verdict.policy
@@ -182,7 +187,7 @@ class ToolApproval:
                            via=host_name, approval=info),
             batched=True, reason=reason)  # on disk already: the config, a policy file, the store, or the allow-session row
 
-    def _ask(self, call: "_HostCall | SharedCard", info: ApprovalInfo) -> None:
+    def _ask(self, call: "_HostCall | SharedCard", info: ApprovalInfo, quorum: QuorumInfo | None = None) -> None:
         server, host, reply = call.server, call.host, call.reply
         tool = call.tool
         host_name = host.name or host.window
@@ -204,7 +209,7 @@ class ToolApproval:
                 Elicitation.read(server.name, approvals.approval_params(host_name, info)),
                 RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window,
                                owner=host.routing_id, max_bytes=server.config.max_request_bytes, kind="approval",
-                               via=host_name, approval=info),
+                               via=host_name, approval=info, quorum=quorum),
                 resolve)
         except UndeliverableRequestError as exc:
             self._notices.publish_notice("warning", f"an approval for {server.name}/{tool} could not be shown: "

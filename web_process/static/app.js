@@ -211,11 +211,18 @@ const HEADINGS = {form: " asks for input", url: " asks you to open a link", "sig
   approval: " wants to run a tool", unsupported: " asks for something this page cannot show"};
 
 function addCard(card) {
-  if (cards.has(card.channel)) return;
+  const known = cards.get(card.channel);
+  if (known && card.quorum) {  // a quorum approval's new count: answer again until it is decided
+    known.element.querySelector(".quorum").textContent = card.quorum;
+    known.element.querySelectorAll("button").forEach((b) => { b.disabled = b.dataset.blocked === "1"; });
+    return;
+  }
+  if (known) return;
   const article = el("article", {class: "card", "aria-labelledby": `${card.channel}-h`, "data-kind": card.kind});
   article.append(el("h2", {id: `${card.channel}-h`}, el("strong", {text: card.who}), text(HEADINGS[card.kind] || " asks")));
   const via = [card.via && `via ${card.via}`, card.machine && `on ${card.machine}`].filter(Boolean).join(" ");
   if (via) article.append(el("p", {class: "via", text: via}));
+  if (card.quorum) article.append(el("p", {class: "quorum", text: card.quorum}));
   const expires = card.msLeft !== null ? el("p", {class: "time-left", role: "timer", "aria-live": "off"}) : null;
   if (expires) article.append(expires);
   if (card.kind !== "approval") article.append(el("p", {class: "message", text: card.message}));
