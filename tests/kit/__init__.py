@@ -18,6 +18,8 @@ Modules, one job each:
     wire          encoding, decoding and the hello
     peer          WirePeer: one DEALER speaking the contract (blocking and non-blocking modes)
     main          RunningMain: `elicitron main` in isolated dirs, and waits on what it reports
+    zygote        mains and CLI commands forked from a process that imported main once (zygote_server,
+                  run as its own process: the one place the kit's processes import main's code)
     demo          the demo MCP server: its config entry, and over HTTP
     window        WindowProcess: a real window process and the events it reports
     receiver      WebhookReceiver: a real HTTP server on loopback that keeps what it is sent
