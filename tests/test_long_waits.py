@@ -93,11 +93,11 @@ def setup(decision: str = "ask", name: str = "s1", waits: LongWaits | None = Non
     waits = waits or LongWaits(SETTINGS, clock)
     ports = ApprovalPorts(decision=decision, waits=waits)
     sent: list[bytes] = []
+    progress = HostProgress(lambda message: ports.to_host(relay, message), waits.clock, SETTINGS.progress_every_s,
+                            SETTINGS.waiting_message)  # to the session made next
     relay = RelaySession(peer=Peer(b"r", "w1", "Claude", "host", 0.0), name=name,
-                         server=cast(ManagedServer, _Server()), ports=ports)
+                         server=cast(ManagedServer, _Server()), ports=ports, progress=progress)
     relay.to_server = lambda message, headers: sent.append(message)
-    relay.progress = HostProgress(lambda message: ports.to_host(relay, message), waits.clock, SETTINGS.progress_every_s,
-                                  SETTINGS.waiting_message)
     return Setup(cast(SettableClock, waits.clock), waits, ports, relay, sent)
 
 

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
 
-from main_process.clock import Timer
 from main_process.config import HttpServerConfig
 from main_process.consent.elicitation_gate import (
     Answered,
@@ -57,8 +56,9 @@ from main_process.consent.pending import (
     RequestOptions,
     Unanswered,
 )
+from main_process.relay.call_progress import CallProgress
 from main_process.relay.merged_relay import MergedRelays
-from main_process.relay.progress import HostProgress, Token, token_of
+from main_process.relay.progress import HostProgress
 from main_process.relay.upstream import StdioUpstream, UpstreamError
 from main_process.relay.upstream_http import HttpUpstream
 from main_process.servers.servers import ManagedServer
@@ -223,10 +223,17 @@ class RelaySession:
     _modern_host: tuple[Any, bool, bool] | None = None  # the last clientInfo and modes of an envelope
     _last_meta: tuple[bytes, _Declared] | None = None  # a host sends the same `_meta` every time
     progress: HostProgress | None = None  # main's own progress to the host while a card waits (progress.py)
-    _tokens: dict[jsonrpc.Id, Token] = field(default_factory=dict)  # tools/call with a progress token -> it
-    _ticking: Timer | None = None  # progress while the server's elicitation waits on a card
+    _waiting: CallProgress | None = None  # the calls' progress tokens, made from `progress`
     unreadable: int = 0  # messages refused as not strict JSON-RPC (for the log's limit)
     closed: bool = False
+
+    def __post_init__(self) -> None:
+        def cards_open() -> bool:
+            return bool(self._windows) or any(pending is not None for round_ in self._rounds.values()
+                                              for pending in round_.windows.values())
+
+        if self.progress is not None:
+            self._waiting = CallProgress(self.progress, live_calls=lambda: self._calls, cards_open=cards_open)
 
     # ---- host -> server ----------------------------------------------------------------
 
@@ -361,13 +368,13 @@ class RelaySession:
     def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None,
               headers: Headers) -> None:
         if not self.ports.needs_decision(self):  # the common case: nothing to decide, nothing to read
-            if self.progress is not None and b"progressToken" in raw:
-                self._note_token(request_id, modern.params if modern is not None else envelope.params_dict())
+            if self._waiting is not None and b"progressToken" in raw:
+                self._waiting.note(request_id, modern.params if modern is not None else envelope.params_dict())
             self._send_on_call(request_id, raw, headers)
             return
         params = modern.params if modern is not None else envelope.params_dict()
-        if self.progress is not None:
-            self._note_token(request_id, params)
+        if self._waiting is not None:
+            self._waiting.note(request_id, params)
         tool = params.get("name")
         arguments = params.get("arguments")
         state = params.get("requestState")
@@ -402,23 +409,16 @@ class RelaySession:
                 self.ports.to_host(self, jsonrpc.error_response(request_id, error.code, error.message))
 
         self._held[request_id] = None
-        wait = HostWait((self.peer.routing_id, self.name), self._tokens.get(request_id), self.progress) \
-            if self.progress is not None else None
+        wait = HostWait((self.peer.routing_id, self.name), self._waiting.token(request_id), self._waiting.progress) \
+            if self._waiting is not None else None
         cancel = self.ports.decide_call(self, tool, arguments or {}, send_on, reply, wait)
         if request_id in self._held:
             self._held[request_id] = cancel
 
-    def _note_token(self, request_id: jsonrpc.Id, params: dict[str, Any]) -> None:
-        token = token_of(params)
-        if token is not None:
-            self._tokens[request_id] = token
-
     def _ended(self, request_id: jsonrpc.Id) -> None:
         """A host's tools/call was answered or cancelled: no more progress on its token."""
-        if self._tokens:
-            token = self._tokens.pop(request_id, None)
-            if token is not None and self.progress is not None:
-                self.progress.forget(token)
+        if self._waiting is not None:
+            self._waiting.ended(request_id)
 
     def _send_on_call(self, request_id: jsonrpc.Id, raw: bytes, headers: Headers) -> None:
         if self.closed:
@@ -547,7 +547,8 @@ class RelaySession:
                            None)
             return
         self._windows[request_id] = pending
-        self._card_waits()
+        if self._waiting is not None:  # progress to the host's calls while the card waits
+            self._waiting.card_opened()
         if decided.to_host:
             self._host_asked[request_id] = _HostAsked(pending, first=True)
             self.ports.to_host(self, raw)
@@ -578,29 +579,6 @@ class RelaySession:
             self._answered_first.add(request_id)
             self.ports.to_host(self, jsonrpc.notification("notifications/cancelled", {
                 "requestId": request_id, "reason": _CANCELLED_REASON}))
-
-    # ---- progress while the server's elicitation waits on a card -----------------------
-
-    def _card_waits(self) -> None:
-        """A card of the server's opened: the host's calls at the server that carry a progress
-        token hear main's progress until no card of this session is open (the server's request
-        does not say which call it is for; while one waits, they all may)."""
-        if self.progress is not None and self._ticking is None and self._tokens:
-            self._ticking = self.progress.later(self._tick)
-
-    def _cards_open(self) -> bool:
-        return bool(self._windows) or any(pending is not None for round_ in self._rounds.values()
-                                          for pending in round_.windows.values())
-
-    def _tick(self) -> None:
-        self._ticking = None
-        progress = self.progress
-        tokens = [token for request_id, token in self._tokens.items() if request_id in self._calls]
-        if self.closed or progress is None or not tokens or not self._cards_open():
-            return
-        for token in tokens:
-            progress.send(token)
-        self._ticking = progress.later(self._tick)
 
     # ---- 2026-07-28: input rounds ------------------------------------------------------
 
@@ -677,7 +655,8 @@ class RelaySession:
             round_.answers[key] = {"action": "cancel"}
             return
         round_.windows[key] = pending
-        self._card_waits()
+        if self._waiting is not None:  # progress to the host's calls while the card waits
+            self._waiting.card_opened()
         if decided.to_host:
             round_.host_audit[key] = pending
 
@@ -799,10 +778,8 @@ class RelaySession:
         if self.closed:
             return
         self.closed = True
-        if self._ticking is not None:
-            self._ticking.cancel()
-            self._ticking = None
-        self._tokens.clear()
+        if self._waiting is not None:
+            self._waiting.close()
         for cancel in self._held.values():
             if cancel is not None:
                 cancel()
@@ -1121,11 +1098,10 @@ class Relay:
             return None
         server = self._servers(server_name or "")
         assert server is not None
-        session = RelaySession(peer=peer, name=name, server=server, ports=_Ports(self, host))
         waits = self._waits
-        if waits is not None:
-            session.progress = HostProgress(host.message, waits.clock, waits.settings.progress_every_s,
-                                            waits.settings.waiting_message)
+        progress = None if waits is None else HostProgress(
+            host.message, waits.clock, waits.settings.progress_every_s, waits.settings.waiting_message)
+        session = RelaySession(peer=peer, name=name, server=server, ports=_Ports(self, host), progress=progress)
         opened = _Open(session, host)
         self._sessions[(peer.routing_id, name)] = opened
         opened.starting = asyncio.ensure_future(self._start(opened))
