@@ -2,11 +2,15 @@
 counts and all), told of every request that opened (`PendingRequests.opened`) and shown by
 msgStatus; none when the config has no receivers."""
 
+import logging
+
 from main_process.consent.escalation_rules import Escalation
 from main_process.consent.pending import PendingRequest, PendingRequests
 from main_process.notify.config import NotifyTarget
 from main_process.notify.notifier import Notifier
 from shared.messages import NotifyStatus
+
+logger = logging.getLogger(__name__)
 
 
 class Notifications:
@@ -19,6 +23,10 @@ class Notifications:
         """The config's receivers and escalation rules now (replacing those of the config before it)."""
         if self._notifier is not None:
             await self._notifier.close()
+        if escalations and not targets:  # else they would wait in silence
+            logger.warning("%d escalation rule(s) (escalateAfterSeconds) do nothing: the config has no "
+                           "`notify` webhooks to escalate to; add one under \"elicitron\": {\"notify\": [...]}",
+                           len(escalations))
         self._notifier = Notifier(targets, still_open=lambda channel: pending.get(channel) is not None,
                                   escalations=escalations, machine=self._machine) if targets else None
         if self._notifier is not None:

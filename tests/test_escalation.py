@@ -81,3 +81,21 @@ def test_main_escalates_a_request_nobody_answered_to_the_webhook(
         assert "deploy?" not in json.dumps(second)  # a notice never carries the request's message
         assert main.wait_status(lambda s: s["notify"][0].get("sent") == 2, "two sent")
         assert len(receiver.received) == 2
+
+
+def test_escalation_rules_with_no_webhook_say_so_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    from main_process.notifications import Notifications
+
+    config = parse_config({"mcpServers": {"demo": {"command": "demo"}}, "elicitron": {"rules": [
+        {"server": "demo", "escalateAfterSeconds": 300}]}}, "mcp.json")
+
+    async def load() -> None:
+        notifications = Notifications("laptop")
+        await notifications.replace(config.notify, PendingRequests(Outbox(), asyncio.get_running_loop()),
+                                    config.escalations)
+        await notifications.close()
+
+    with caplog.at_level("WARNING", logger="main_process.notifications"):
+        asyncio.run(load())
+    [line] = [record.getMessage() for record in caplog.records]
+    assert "1 escalation rule(s)" in line and "no `notify` webhooks" in line
