@@ -3,12 +3,21 @@ the `slow` marker they imply, and where tests save screenshots."""
 
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
+
+# A suite started in the background (`scripts/test &`, a runner without job control) inherits SIGINT
+# and SIGQUIT ignored, and so would every child it starts (an ignored signal survives exec): a Ctrl-C
+# test of `elicitron call` then waited for an interrupt that never came. Children start as they would
+# from a terminal.
+for _ignored, _default in ((signal.SIGINT, signal.default_int_handler), (signal.SIGQUIT, signal.SIG_DFL)):
+    if signal.getsignal(_ignored) == signal.SIG_IGN:
+        signal.signal(_ignored, _default)
 
 # Qt widgets are tested offscreen (scripts/test sets this too; a bare pytest run must not need a display).
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -171,3 +180,20 @@ def pg_url(postgres: "PostgresServer") -> Iterator[str]:
     name = postgres.new_database()
     yield postgres.url(name)
     postgres.drop_database(name)
+
+
+def _inherited_signal_state() -> tuple[frozenset[int], tuple[bool, ...]]:
+    """What a child inherits of this process's signals through exec: the blocked mask, and which
+    ending signals are ignored (handlers are reset by exec; a block or an ignore is not)."""
+    ignored = tuple(signal.getsignal(sig) == signal.SIG_IGN for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+    return frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, [])), ignored
+
+
+@pytest.fixture(autouse=True)
+def _signal_state_kept(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test leaves this process's signals as it found them, for the children of the tests after it."""
+    before = _inherited_signal_state()
+    yield
+    after = _inherited_signal_state()
+    assert after == before, (f"{request.node.nodeid} left signals blocked or ignored that every later child "
+                             f"would inherit: {before} -> {after}")
