@@ -74,6 +74,7 @@ class _WelcomeFrames(messages.Body):
     pending: list[msgspec.Raw]
     pending_channels: list[str] | None = None
     max_message_bytes: int | None = None
+    peers: list[messages.PeerInfo] | None = None
 
 
 def encode_welcome(welcome: messages.Welcome, encoded_pending: list[bytes]) -> list[bytes]:
@@ -81,7 +82,7 @@ def encode_welcome(welcome: messages.Welcome, encoded_pending: list[bytes]) -> l
     body = _WelcomeFrames(session=welcome.session, window=welcome.window, servers=welcome.servers,
                           pending=[msgspec.Raw(raw) for raw in encoded_pending],
                           pending_channels=welcome.pending_channels,
-                          max_message_bytes=welcome.max_message_bytes)
+                          max_message_bytes=welcome.max_message_bytes, peers=welcome.peers)
     return [channels.WELCOME.encode("ascii"), _encoder.encode(body)]
 
 

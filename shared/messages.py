@@ -288,7 +288,9 @@ class ElicitationInvoke(Body):
 class Welcome(Body):
     """`pending` holds every unresolved request while they fit main's welcome budget; the rest
     follow as separate invokes right after. Extension `pendingChannels` lists every pending
-    channel, oldest first, so a window knows which requests are still open before they all arrive."""
+    channel, oldest first, so a window knows which requests are still open before they all arrive.
+    Extension `peers`: the attached peers as the `peers` push that follows would list them, so a
+    window places every replayed request by its origin at once (no turn in which it is not known)."""
 
     session: str
     window: str
@@ -296,6 +298,7 @@ class Welcome(Body):
     pending: list[ElicitationInvoke]
     pending_channels: list[str] | None = None
     max_message_bytes: int | None = None  # extension: the largest body main accepts from a peer
+    peers: "list[PeerInfo] | None" = None
 
 
 class ElicitationDismiss(Body):

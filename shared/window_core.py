@@ -27,10 +27,11 @@ Every other request (origin this window, null, a controller or host, a window th
 queued here, oldest first. A shown card is never moved elsewhere: the user may be filling it in.
 
 Replay: a welcome lists every open channel (`pending`, and `pendingChannels` for those whose invokes
-follow it); whatever the window holds that is not listed was resolved while it was away. main sends
-`peers` right after the welcome, so after a welcome no card is shown until that list came, an
-invoke came, or the window calls `settle()` (on its next loop turn): a request another window is
-showing is not put in front of the user.
+follow it); whatever the window holds that is not listed was resolved while it was away. The
+welcome's `peers` (extension) places every replayed request by its origin at once. From a main
+that sends `peers` only after the welcome, no card is shown until that list came, an invoke came,
+or the window calls `settle()` (on its next loop turn), so a request another window is showing is
+not put in front of the user; that turn can end before the list arrives (a race the extension ends).
 """
 
 from collections.abc import Iterable
@@ -214,6 +215,8 @@ class WindowCore:
         if welcome.session != self.session:  # a (re)started main: its own peers
             self.session = welcome.session
             self._peers = None
+        if welcome.peers is not None:  # this main lists them in the welcome: placed by origin at once
+            self._peers = {peer.window: peer for peer in welcome.peers}
         listed = welcome.pending_channels
         pending = set(listed) if listed is not None else set()
         pending |= {item.response_channel for item in welcome.pending}
@@ -223,7 +226,7 @@ class WindowCore:
             if channel not in pending:
                 effects += self._forget(channel, None, "request is no longer pending")
         self._adopted &= pending
-        self._settled = False
+        self._settled = welcome.peers is not None
         for item in welcome.pending:
             self._place(item)
         self._replace_all()

@@ -42,20 +42,26 @@ def test_status_lists_the_sqlite_store_of_the_default() -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def test_status_lists_the_postgresql_store_and_both_mains_on_it(mains: Mains, postgres: PostgresServer) -> None:
-    first, _second = mains.start_all("laptop-a", "laptop-b")
+def _status_once_both_are_listed(main: ConsentMain, other: str) -> str:
     deadline = time.monotonic() + 15.0  # each main reads the store's mains with its heartbeat (every second)
     while True:
-        shown = first.cli("status")
+        shown = main.cli("status")
         assert shown.returncode == 0, shown.stderr
-        if "laptop-b (pid" in shown.stdout:
-            break
+        if f"{other} (pid" in shown.stdout:
+            return shown.stdout
         assert time.monotonic() < deadline, f"status never listed both mains: {shown.stdout}"
-    lines = shown.stdout.splitlines()
+
+
+def test_status_lists_the_postgresql_store_and_both_mains_on_it(mains: Mains, postgres: PostgresServer) -> None:
+    first, second = mains.start_all("laptop-a", "laptop-b")
+    shown = _status_once_both_are_listed(first, "laptop-b")
+    lines = shown.splitlines()
     assert f"store: PostgreSQL {redact(mains.url)} (machine laptop-a): reachable" in lines
     [listed] = [line for line in lines if "mains on it" in line]
-    assert listed.startswith("  mains on it (2): laptop-a (pid ")
-    assert postgres.password not in shown.stdout
+    assert listed.startswith("  mains on it (2): laptop-a (pid "), listed  # the main asked comes first
+    [listed] = [line for line in _status_once_both_are_listed(second, "laptop-a").splitlines() if "mains on it" in line]
+    assert listed.startswith("  mains on it (2): laptop-b (pid "), listed
+    assert postgres.password not in shown
     store = json.loads(first.cli("status", "--json").stdout)["store"]
     assert (store["kind"], store["reachable"], store["machine"]) == ("PostgreSQL", True, "laptop-a")
     assert sorted(m["machine"] for m in store["mains"]) == ["laptop-a", "laptop-b"]

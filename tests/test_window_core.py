@@ -237,6 +237,18 @@ def test_after_a_welcome_a_request_of_another_window_is_not_put_in_front_of_the_
     assert shows(effects) == ["p-2"] and listed(core) == [("p-1", "left")]
 
 
+def test_a_welcome_that_lists_the_peers_places_its_replay_by_origin_with_no_turn_between() -> None:
+    """The race a main that sends `peers` only after the welcome leaves: the window's next loop
+    turn (`settle`) came before the list, and another window's request became this window's card."""
+    core = WindowCore(ME)
+    replay = messages.Welcome(session="s1", window=ME, servers=[], pending=[invoke("p-1", 1, origin=LEFT),
+                              invoke("p-2", 2)], peers=peers((LEFT, "left", "renderer")))
+    effects = core.welcomed(replay)
+    assert shows(effects) == ["p-2"] and listed(core) == [("p-1", "left")]
+    assert ElsewhereChanged((Elsewhere(invoke("p-1", 1, origin=LEFT), "left"),)) in effects
+    assert shows(core.settle()) == [] and listed(core) == [("p-1", "left")]  # the turn changes nothing
+
+
 def test_an_answer_in_flight_over_a_reconnect_is_asked_again_if_main_still_holds_it() -> None:
     core = WindowCore(ME, slots=None)
     core.invoked(invoke("c-1", 1))

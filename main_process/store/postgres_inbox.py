@@ -14,7 +14,8 @@ requests and the first valid answer anywhere wins.
   server pid of its LISTEN connection; a main whose lease ran out or whose connection is gone
   (kill -9 closes it at once) has its open rows marked 'orphaned' by the next heartbeat of any
   other main, and the triggers wake every main.
-  The heartbeat also reads the mains with a live lease (`mains`, for `status`).
+  The heartbeat also reads the mains with a live lease (`mains`, for `status`): this main first,
+  then the others as they joined.
 - **Read back** (`changed`): the open rows and the rows of channels a main knows; the tables are
   the truth, notifications only wake (postgres_listen.py).
 
@@ -56,7 +57,8 @@ _HEARTBEAT: Final = (
     "orphaned AS (UPDATE open_requests SET state = 'orphaned', decided_at = %s "
     "WHERE state = 'open' AND main_id IN (SELECT main_id FROM gone) RETURNING 1) "
     "SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM orphaned), "
-    "(SELECT coalesce(json_agg(json_build_array(m.machine, m.pid, m.started_at) ORDER BY m.started_at), '[]') "
+    "(SELECT coalesce(json_agg(json_build_array(m.machine, m.pid, m.started_at) "
+    "ORDER BY m.main_id = %s DESC, m.started_at, m.machine), '[]') "
     "FROM mains m WHERE m.main_id = %s OR (m.lease_until >= now() AND m.main_id NOT IN (SELECT main_id FROM gone)))")
 _TIDY: Final = ("WITH old AS (DELETE FROM open_requests WHERE state <> 'open' AND decided_at < %s RETURNING 1) "
                 "DELETE FROM mains m WHERE m.lease_until < now() - interval '1 hour' AND NOT EXISTS "
@@ -120,7 +122,7 @@ class PgInbox:
         everyone if there were any). None: the store could not be reached; False: this main's row
         was gone (it must `join` again)."""
         row = await self._read_one("renew the lease", _HEARTBEAT,
-                                   (LEASE_S, self.main_id, self.main_id, _now_ms(), self.main_id))
+                                   (LEASE_S, self.main_id, self.main_id, _now_ms(), self.main_id, self.main_id))
         if row is None:
             self.mains = []  # unknown while the store is away (`status` says it is unreachable)
             return None

@@ -60,7 +60,7 @@ class Greeter:
             err.topic = channels.HELLO
             raise
         welcome = Welcome(session=self._session, window=hello.window, servers=self._server_infos(), pending=[],
-                          max_message_bytes=self._max_body)
+                          max_message_bytes=self._max_body, peers=attachments.infos())
         delivered = 0
         if peer.role == "renderer":
             in_welcome, after, open_channels = self._pending.deliver_on_attach(routing_id)
@@ -71,7 +71,7 @@ class Greeter:
             delivered = len(open_channels)
         else:
             attachments.send_frames(routing_id, encode_welcome(welcome, []))
-        attachments.send_frames(routing_id, encode(channels.PEERS, PeersUpdate(peers=attachments.infos())))
+        attachments.send_frames(routing_id, encode(channels.PEERS, PeersUpdate(peers=welcome.peers or [])))
         attachments.flush()
         logger.info("attached %s %r (%r), %d pending delivered", peer.role, cut(peer.name), cut(peer.window),
                     delivered)
