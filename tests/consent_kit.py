@@ -12,16 +12,15 @@ changes this class, not the tests.
 
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kit.demo import demo_stdio_entry
 from kit.env import short_tmp_dir
 from kit.main import RunningMain, start_main
-from kit.paths import DEMO_SERVER
 from kit.peer import WirePeer
 from kit.relay_host import RelayHost
 
@@ -61,7 +60,7 @@ class ConsentMain(RunningMain):
 
 
 def demo(**extra: Any) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [str(DEMO_SERVER)], **extra}
+    return demo_stdio_entry(**extra)
 
 
 def write_consent_config(path: Path, servers: dict[str, Any], rules: list[dict[str, Any]] | None = None) -> Path:

@@ -18,6 +18,7 @@ import mcp_types as types
 from kit.env import child_env
 from kit.main import RunningMain
 from kit.paths import ROOT
+from kit.zygote import launched
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ElicitationFnT
 
@@ -26,7 +27,7 @@ T = TypeVar("T")
 
 
 def probe_entry(**extra: Any) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [str(PROBE_SERVER)], **extra}
+    return {**launched(PROBE_SERVER), **extra}  # forked by the test zygote (kit/zygote.py)
 
 
 def serve_params(connection: Path, *args: str) -> StdioServerParameters:

@@ -19,6 +19,7 @@ from kit.demo import demo_stdio_entry
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.paths import ROOT
+from kit.zygote import launched
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
@@ -35,7 +36,7 @@ ROOT_URI = "file:///work/merged"
 def merged_main(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningMain]:
     runtime = short_tmp_dir()
     config = write_config(tmp_path_factory.mktemp("merged") / "mcp.json", {
-        "conf": {"command": sys.executable, "args": [str(CONFORMANCE)], "elicitationRoute": "host"},
+        "conf": {**launched(CONFORMANCE), "elicitationRoute": "host"},
         "demo": demo_stdio_entry(),
     })
     running = start_main(config, runtime, "--mcp-http", "0")

@@ -5,7 +5,6 @@ produce is refused, the same way whatever the host did first, with a notice the 
 `elicitron status` show (finding 15). A real main, real servers (tests/merge_probe_server.py), and
 mcp's own `Client` as the host in both eras."""
 
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ from gateway_kit import HostLoop, serve_params
 from kit.env import short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.paths import ROOT
+from kit.zygote import launched
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -27,7 +27,7 @@ CLASH = "a__b__c"  # server a's tool b__c, and server a__b's tool c
 
 
 def probe(role: str) -> dict[str, Any]:
-    return {"command": sys.executable, "args": [str(PROBE), role]}
+    return launched(PROBE, role)
 
 
 @pytest.fixture(scope="module")

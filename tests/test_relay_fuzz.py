@@ -22,6 +22,7 @@ import pytest
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.paths import ROOT
+from kit.zygote import launched
 from test_everything_server import everything_binary
 
 pytestmark = pytest.mark.slow  # real main, serve, servers
@@ -84,7 +85,7 @@ def assert_never_ran(answers: list[bytes]) -> None:
 @pytest.fixture(scope="module")
 def fuzz_main() -> Iterator[RunningMain]:
     home = short_tmp_dir("eli-fuzz-")
-    servers = {"py": {"command": sys.executable, "args": [str(ROOT / "tests" / "tally_server.py")],
+    servers = {"py": {**launched(ROOT / "tests" / "tally_server.py"),
                       "toolApproval": "deny", "toolApprovalOverrides": {"tallied": "allow"}},
                "everything": {"command": everything_binary(), "args": ["stdio"], "toolApproval": "deny"}}
     running = start_main(write_config(home / "mcp.json", servers), home, "--mcp-http", "0", home=home)

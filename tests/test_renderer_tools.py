@@ -5,12 +5,12 @@ server would give; the last ones call a real server's tools through a real main.
 
 import base64
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kit.main import RunningMain
+from kit.zygote import launched
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -304,7 +304,7 @@ def test_the_result_shows_text_image_and_a_tree(qtbot: QtBot, window: MainWindow
 
 @pytest.fixture
 def typed_main(main_factory: Any) -> RunningMain:
-    running: RunningMain = main_factory({"typed": {"command": sys.executable, "args": [str(TYPED_SERVER)]}})
+    running: RunningMain = main_factory({"typed": launched(TYPED_SERVER)})
     running.wait_server_ready("typed")
     return running
 

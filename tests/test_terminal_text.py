@@ -16,6 +16,7 @@ from kit.demo import demo_stdio_entry
 from kit.env import child_env
 from kit.main import RunningMain
 from kit.paths import PYTHON, ROOT
+from kit.zygote import launched
 
 from shared.terminal_text import for_terminal, json_for_terminal, table_cell
 
@@ -81,7 +82,7 @@ def cli_beside(main: RunningMain, *args: str, timeout_s: float = 60) -> "subproc
 def escapes_main(main_factory: Callable[..., RunningMain]) -> RunningMain:
     crash = f"import sys; sys.stderr.write('boom {CLIPBOARD}{CLEAR}\\n'); sys.exit(3)"
     main = main_factory({
-        "escapes": {"command": sys.executable, "args": [str(ESCAPES_SERVER)]},
+        "escapes": launched(ESCAPES_SERVER),
         "crasher": {"command": sys.executable, "args": ["-c", crash]},
         "demo": demo_stdio_entry(),
     })

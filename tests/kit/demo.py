@@ -7,11 +7,12 @@ from typing import Any
 from kit.env import child_env
 from kit.paths import DEMO_SERVER, PYTHON, ROOT
 from kit.procs import end_process
+from kit.zygote import launched
 
 
 def demo_stdio_entry(**extra: Any) -> dict[str, Any]:
     """The demo server over stdio as an `mcpServers` entry, with any Elicitron keys added."""
-    return {"command": PYTHON, "args": [str(DEMO_SERVER)], **extra}
+    return {**launched(DEMO_SERVER), **extra}  # forked by the test zygote (kit/zygote.py)
 
 
 def start_http_demo(port: int = 0, timeout_s: float = 30.0) -> tuple["subprocess.Popen[bytes]", str]:

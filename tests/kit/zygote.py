@@ -23,6 +23,7 @@ from kit.env import child_env
 from kit.paths import PYTHON, ROOT
 
 _EXIT_BYTES = 4
+_LAUNCHER = ROOT / "tests" / "kit" / "server_launcher.py"
 
 
 class ZygoteProcess:
@@ -158,13 +159,25 @@ def enabled() -> bool:
     return os.environ.get("ELICITRON_TEST_EXEC") != "1"
 
 
-def spawn_cli(args: list[str], env: dict[str, str], *, cwd: Path = ROOT, stdout_pipe: bool = False,
-              stderr_pipe: bool = True) -> Any:
-    """`python -m cli_process ARGS` with stdin on /dev/null, stdout and stderr pipes or /dev/null,
-    forked from this process's zygote (started on first use)."""
+def _started() -> _Zygote:
     global _zygote
     with _lock:
         if _zygote is None:
             _zygote = _Zygote()
-        zygote = _zygote
-    return zygote.spawn(args, env, cwd, stdout_pipe=stdout_pipe, stderr_pipe=stderr_pipe)
+        return _zygote
+
+
+def launched(script: Path, *args: str) -> dict[str, Any]:
+    """A config entry's `command` and `args` that run `python SCRIPT ARGS` as a stdio MCP server:
+    forked from this process's zygote through kit/server_launcher.py, or exec'd when the zygote is
+    off. For tests whose subject is not how main starts a server process."""
+    if not enabled():
+        return {"command": PYTHON, "args": [str(script), *args]}
+    return {"command": PYTHON, "args": ["-I", "-S", str(_LAUNCHER), _started().path, str(script), *args]}
+
+
+def spawn_cli(args: list[str], env: dict[str, str], *, cwd: Path = ROOT, stdout_pipe: bool = False,
+              stderr_pipe: bool = True) -> Any:
+    """`python -m cli_process ARGS` with stdin on /dev/null, stdout and stderr pipes or /dev/null,
+    forked from this process's zygote (started on first use)."""
+    return _started().spawn(args, env, cwd, stdout_pipe=stdout_pipe, stderr_pipe=stderr_pipe)

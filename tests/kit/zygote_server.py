@@ -1,9 +1,12 @@
 """The fork server behind kit/zygote.py: `python tests/kit/zygote_server.py SOCKET`.
 
 It imports main's modules once (about 0.9 s of CPU: mcp's types are pydantic models built at
-import), then forks a `python -m cli_process ARGS` for every request: the child takes the
-request's stdio descriptors, working directory and environment, and runs the CLI as `-m` would.
-The parent tells the requester the child's pid, and its exit code when it ends. Nothing here runs
+import), then forks a `python -m cli_process ARGS` for every request, or a `python SCRIPT ARGS`
+(a test's MCP server, asked for by kit/server_launcher.py): the child takes the request's stdio
+descriptors, working directory and environment, and runs as `-m` (or the script) would.
+The parent tells the requester the child's pid, and its exit code when it ends. A request that is
+`tied` (a launcher standing for its server) kills its child when the requester's socket closes
+first: a launcher killed by main takes its server with it. Nothing here runs
 threads, opens a zmq context or reads the environment at import, so a fork is as good as an exec
 for what main does; tests whose subject is the start itself (the environment a host strips, an
 installed package, descriptor limits) still exec.
@@ -11,6 +14,7 @@ installed package, descriptor limits) still exec.
 Ends when its stdin closes (the test process is gone) or on SIGTERM.
 """
 
+import atexit
 import importlib
 import json
 import os
@@ -29,7 +33,8 @@ EXIT = struct.Struct("!i")  # a child's Popen-style return code: -N for a signal
 # What main imports by the time it is up (measured with -X importtime on a running main).
 PRELOADED = ("anyio._backends._asyncio", "mcp.client.session", "mcp.client.stdio", "uuid6", "uvloop",
              "cli_process.cli", "cli_process.config_import", "gateway_process.cli", "main_process.app",
-             "main_process.store.sqlite", "web_process.cli")
+             "main_process.store.sqlite", "web_process.cli",
+             "mcp.server.mcpserver")  # the tests' MCP servers (demo, probes)
 
 
 def preload() -> None:
@@ -39,7 +44,7 @@ def preload() -> None:
 
 def run_child(request: dict[str, object], fds: list[int], closing: list[socket.socket], wakeup: tuple[int, int],
               selector: selectors.BaseSelector) -> None:
-    """In the forked child: become `python -m cli_process ARGS`, never return."""
+    """In the forked child: become `python -m cli_process ARGS` (or `python SCRIPT ARGS`), never return."""
     code = 1
     try:
         signal.set_wakeup_fd(-1)
@@ -63,8 +68,14 @@ def run_child(request: dict[str, object], fds: list[int], closing: list[socket.s
         os.environ.update(env)
         args = request["args"]
         assert isinstance(args, list)
-        sys.argv = ["-m", *args]  # runpy puts the module's path in argv[0]
-        runpy.run_module("cli_process", run_name="__main__", alter_sys=True)
+        script = request.get("script")
+        if isinstance(script, str):  # as `python SCRIPT ARGS`: its folder first on the path
+            sys.argv = [script, *args]
+            sys.path[0] = os.path.dirname(os.path.abspath(script))
+            runpy.run_path(script, run_name="__main__")
+        else:
+            sys.argv = ["-m", *args]  # runpy puts the module's path in argv[0]
+            runpy.run_module("cli_process", run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -76,6 +87,7 @@ def run_child(request: dict[str, object], fds: list[int], closing: list[socket.s
         traceback.print_exc()
         code = 1
     finally:
+        atexit._run_exitfuncs()  # as python's own exit would (logging, thread pools); os._exit skips them
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -99,6 +111,13 @@ def serve(path: str) -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so the wakeup fd hears of it
     children: dict[int, socket.socket] = {}
+    tied: dict[socket.socket, int] = {}  # a launcher's socket -> its child, killed when it closes first
+
+    def forget(conn: socket.socket) -> None:
+        if tied.pop(conn, None) is not None:
+            selector.unregister(conn)
+        conn.close()
+
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, "accept")
     selector.register(wake_r, selectors.EVENT_READ, "child")
@@ -106,7 +125,21 @@ def serve(path: str) -> None:
     print("ready", flush=True)
     while True:
         for key, _ in selector.select():
-            if key.data == "stdin":
+            if isinstance(key.data, int):  # a tied requester's socket: closed means it is gone
+                requester = key.fileobj
+                assert isinstance(requester, socket.socket)
+                try:
+                    gone = not requester.recv(64)
+                except OSError:
+                    gone = True
+                if gone:
+                    try:
+                        os.kill(key.data, signal.SIGKILL)  # reaped below, as any child
+                    except ProcessLookupError:
+                        pass
+                    selector.unregister(requester)
+                    tied.pop(requester, None)
+            elif key.data == "stdin":
                 if not os.read(sys.stdin.fileno(), 4096):
                     return
             elif key.data == "child":
@@ -128,7 +161,7 @@ def serve(path: str) -> None:
                             conn.sendall(EXIT.pack(os.waitstatus_to_exitcode(status)))
                         except OSError:
                             pass
-                        conn.close()
+                        forget(conn)
             else:
                 conn, _ = listener.accept()
                 with_fds = socket.recv_fds(conn, MAX_REQUEST_BYTES, 3)
@@ -139,8 +172,15 @@ def serve(path: str) -> None:
                     run_child(request, fds, [listener, conn, *children.values()], (wake_r, wake_w), selector)
                 for fd in fds:
                     os.close(fd)
-                conn.sendall(EXIT.pack(pid))
                 children[pid] = conn
+                try:
+                    conn.sendall(EXIT.pack(pid))
+                except OSError:  # the requester is gone already
+                    os.kill(pid, signal.SIGKILL)
+                    continue
+                if request.get("tied"):
+                    tied[conn] = pid
+                    selector.register(conn, selectors.EVENT_READ, pid)
 
 
 if __name__ == "__main__":
