@@ -811,9 +811,13 @@ def cmd_stop(args: argparse.Namespace) -> int:
         remote = controller.remote
         if not remote:  # this machine's web window: main's own (`main --web`) or one of its own
             web = running_web_window(pid, controller.status().web_window is not None)
-        controller.shutdown()
-    if remote:  # its pid is on another machine: nothing here to wait on
-        print(f"asked main (pid {pid} on main's machine) to stop")
+            controller.shutdown()
+        elif not controller.shutdown_heard(args.timeout):  # its pid is on another machine: wait for its bye
+            print(f"elicitron: main (pid {pid} on main's machine) did not say it is stopping within "
+                  f"{args.timeout:.0f} s; run `elicitron status` to see whether it still runs", file=sys.stderr)
+            return EXIT_FAILED
+    if remote:
+        print(f"main (pid {pid} on main's machine) is stopping")
         return 0
     if pid is not None and not _wait_for_exit(pid, args.timeout):
         print(f"elicitron: main (pid {pid}) did not stop within {args.timeout:.0f} s", file=sys.stderr)

@@ -113,6 +113,17 @@ class Controller:
     def shutdown(self) -> None:
         self._send(channels.SHUTDOWN, messages.Shutdown())
 
+    def shutdown_heard(self, timeout_s: float) -> bool:
+        """Shutdown, then wait for main's bye (it says bye as it starts to stop): True once heard,
+        False if main said nothing of it within `timeout_s`. For a main on another machine, whose
+        pid cannot be watched: the request is known to have arrived, not hoped to."""
+        self.shutdown()
+        try:
+            self._attached().wait_for(lambda effect: isinstance(effect, peer.Lost) and effect.stopping, timeout_s)
+        except MainUnreachableError:
+            return False
+        return True
+
     def auth(self, server: str, action: str, timeout_s: float = 30.0) -> messages.ChannelReply:
         """Extension msgAuth: a server's sign-in status, login or logout."""
         return self._request(requests.auth(server, action), timeout_s)  # type: ignore[arg-type]

@@ -55,14 +55,15 @@ class BlockingPeer:
     def wait_for(self, wanted: Callable[[Effect | None], bool], timeout_s: float) -> Effect | None:
         """Pump the socket and the core until `wanted` holds of an effect (or of None, checked after
         every burst of frames); heartbeats go out meanwhile. Raises MainUnreachableError when main
-        is gone, refuses the request, or says nothing wanted within `timeout_s`."""
+        is gone (unless that is wanted), refuses the request, or says nothing wanted within
+        `timeout_s`."""
         deadline = time.monotonic() + timeout_s
         while True:
             events, self._events = self._events, []
             for effect in [*events, None]:
-                self._raise_for(effect)
-                if wanted(effect):
+                if wanted(effect):  # a loss may be what the caller waits for (main's bye, on stop)
                     return effect
+                self._raise_for(effect)
             if (now := time.monotonic()) >= deadline:
                 raise MainUnreachableError(unreachable_text(f"no answer from main within {timeout_s:.0f} s",
                                                             self.connection_path))

@@ -266,7 +266,11 @@ def test_a_paired_connection_file_reaches_main_for_every_command(
 
     stop = run("stop")
     assert stop.returncode == 0 and f"pid {main.pid}" in stop.stdout, stop.stderr
-    assert main.proc.wait(timeout=30) == 0
+    try:
+        code = main.proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"main did not exit within 30 s of `stop`; its log:\n{main.stderr.tail()}") from None
+    assert code == 0, main.stderr.tail()
 
 
 # ---- 9. exit codes ------------------------------------------------------------------------------
