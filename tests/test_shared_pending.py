@@ -12,7 +12,7 @@ from test_pending import FORM, MINUTE, WINDOW_A, WINDOW_B, Outbox, request, resu
 from main_process.consent.audit_writer import AuditWriter
 from main_process.consent.pending import PendingRequest, PendingRequests
 from main_process.store.factory import open_store
-from main_process.store.records import Approver, Claim
+from main_process.store.records import Approver, Claim, QuorumVote
 from shared import channels
 from shared.messages import ElicitationInvoke, ElicitationRequest, ElicitationResult
 
@@ -27,6 +27,7 @@ class Store:
         self.published: list[str] = []
         self.endings: list[tuple[str, str]] = []
         self.claims: list[tuple[str, ElicitationResult, Approver, Callable[[Claim], None]]] = []
+        self.votes: list[tuple[str, str, ElicitationResult, Callable[[QuorumVote], None]]] = []
 
     def shares(self, pending: PendingRequest) -> bool:
         return True
@@ -37,6 +38,10 @@ class Store:
     def claim(self, pending: PendingRequest, answer: ElicitationResult, approver: Approver, decision: str | None,
               then: Callable[[Claim], None]) -> None:
         self.claims.append((pending.channel, answer, approver, then))
+
+    def vote(self, pending: PendingRequest, person: str, answer: ElicitationResult, approver: Approver,
+             decision: str | None, then: Callable[[QuorumVote], None]) -> None:
+        self.votes.append((pending.channel, person, answer, then))
 
     def ended(self, pending: PendingRequest, outcome: str) -> None:
         self.endings.append((pending.channel, outcome))
