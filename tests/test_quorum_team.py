@@ -5,6 +5,8 @@ on every main after the first approval; the second, on either main, completes th
 any approver ends it; one person approving twice, from any main, counts once; two approvals at
 once on two mains complete it exactly once; the audit names every approver and the machine of each."""
 
+import asyncio
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -16,12 +18,83 @@ from kit.postgres import PostgresServer
 from team_kit import Mains, audit_rows
 from test_team_inbox import Windows, dismiss_of
 
-pytestmark = pytest.mark.slow  # real mains, a gateway, a host, a server and PostgreSQL
+from main_process.store.factory import open_store
+from main_process.store.interface import SharedInbox
+from main_process.store.records import Approver, QuorumVote
+from shared import channels
+from shared.codec import encode
+from shared.messages import (
+    DECISION_PROPERTY,
+    ElicitationInvoke,
+    ElicitationRequest,
+    ElicitationResult,
+    QuorumApprover,
+    QuorumInfo,
+)
 
 APPROVERS = ["ana", "ben", "chen"]
 QUORUM_RULE = {"server": "demo", "tool": "cancel_*", "quorum": 2, "approvers": APPROVERS}
 INVOKE = "msgElicitationTransferInvoke"
 Team = tuple[Mains, ConsentMain, ConsentMain, Host]
+
+
+# ---- the store alone: two mains' connections counting at once ----------------------------------------
+
+
+def test_approvals_at_once_on_two_mains_stores_decide_each_request_once_and_one_person_counts_once(
+        pg_url: str) -> None:
+    """20 requests, each approved by ana on one main's connection and chen on the other's at the
+    same moment: every one is decided exactly once, with both approvers; ben approving on both at
+    once counts once and decides nothing."""
+    allow_once = ElicitationResult(action="accept", content={DECISION_PROPERTY: "allow-once"})
+
+    async def vote(inbox: SharedInbox, invoke: ElicitationInvoke, person: str) -> QuorumVote:
+        return await inbox.vote(invoke, person, allow_once, Approver(window=f"{person}-w", machine=inbox.machine,
+                                                                    name=person), "allow-once")
+
+    async def scenario() -> None:
+        laptop, server = open_store(pg_url, machine="laptop-a"), open_store(pg_url, machine="build-server")
+        try:
+            await asyncio.gather(laptop.open(), server.open())
+            held, other = laptop.inbox, server.inbox
+            assert held is not None and other is not None
+            await held.join("main-a", 0, 1)
+            invokes = [quorum_invoke() for _ in range(20)]
+            for invoke in invokes:
+                assert await held.publish(invoke, encode(channels.INVOKE, invoke)[1])
+            votes = await asyncio.gather(*(vote(inbox, invoke, person) for invoke in invokes
+                                           for inbox, person in ((held, "ana"), (other, "chen"))))
+            for pair in zip(votes[::2], votes[1::2], strict=True):
+                assert sorted(v.result for v in pair) == ["counted", "won"]
+                assert sorted(next(v for v in pair if v.result == "won").people) == ["ana", "chen"]
+            entries = {entry.channel: entry for entry in await laptop.audit.entries()}
+            assert all(sorted(entries[i.response_channel].approvers or [], key=lambda a: a.person) ==
+                       [QuorumApprover(person="ana", machine="laptop-a"), QuorumApprover(person="chen",
+                                                                                         machine="build-server")]
+                       for i in invokes)
+
+            twice = quorum_invoke()
+            assert await held.publish(twice, encode(channels.INVOKE, twice)[1])
+            both = await asyncio.gather(vote(held, twice, "ben"), vote(other, twice, "ben"))
+            assert [(v.result, v.people) for v in both] == [("counted", ("ben",))] * 2
+            assert (await vote(other, twice, "ana")).people == ("ben", "ana")
+            assert (await vote(held, twice, "chen")).result == "lost"  # decided already: nothing more counts
+        finally:
+            await asyncio.gather(laptop.close(), server.close())
+
+    asyncio.run(scenario())
+
+
+def quorum_invoke() -> ElicitationInvoke:
+    now_ms = time.time_ns() // 1_000_000
+    return ElicitationInvoke(
+        request=ElicitationRequest(server="demo", params={"mode": "form", "message": "Allow cancel_booking?",
+                                                          "requestedSchema": {"type": "object", "properties": {}}}),
+        response_channel=channels.new_result_channel(), created_at=now_ms, expires_at=now_ms + 60_000, origin=None,
+        kind="approval", quorum=QuorumInfo(needed=2, approvers=APPROVERS, approved=[]))
+
+
+# ---- two real mains ---------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +151,7 @@ def decided_row(main: ConsentMain, mains: Mains, channel: str) -> dict[str, Any]
     return row
 
 
+@pytest.mark.slow  # real mains, a gateway, a host, a server and PostgreSQL
 def test_one_of_two_shows_on_every_main_a_second_approval_counts_once_and_another_completes_the_call(
         team: Team, windows: Windows) -> None:
     mains, a, b, host = team
@@ -107,6 +181,7 @@ def test_one_of_two_shows_on_every_main_a_second_approval_counts_once_and_anothe
     assert [line for line in a.cli("audit").stdout.splitlines() if "ben on build-server, ana on laptop-a" in line]
 
 
+@pytest.mark.slow  # real mains, a gateway, a host, a server and PostgreSQL
 def test_a_deny_by_an_approver_on_another_main_ends_the_call(team: Team, windows: Windows) -> None:
     mains, a, b, host = team
     ana, ben = windows.open(a, "ana"), windows.open(b, "ben")
@@ -127,6 +202,7 @@ def test_a_deny_by_an_approver_on_another_main_ends_the_call(team: Team, windows
     assert row["approvers"] == [{"person": "ana", "machine": "laptop-a"}, {"person": "ben", "machine": "build-server"}]
 
 
+@pytest.mark.slow  # real mains, a gateway, a host, a server and PostgreSQL
 def test_two_approvals_at_once_on_two_mains_complete_the_call_once(team: Team, windows: Windows) -> None:
     mains, a, b, host = team
     ana, chen = windows.open(a, "ana"), windows.open(b, "chen")
