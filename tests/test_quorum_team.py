@@ -151,7 +151,6 @@ def decided_row(main: ConsentMain, mains: Mains, channel: str) -> dict[str, Any]
     return row
 
 
-@pytest.mark.slow  # real mains, a gateway, a host, a server and PostgreSQL
 def test_one_of_two_shows_on_every_main_a_second_approval_counts_once_and_another_completes_the_call(
         team: Team, windows: Windows) -> None:
     mains, a, b, host = team
@@ -181,7 +180,6 @@ def test_one_of_two_shows_on_every_main_a_second_approval_counts_once_and_anothe
     assert [line for line in a.cli("audit").stdout.splitlines() if "ben on build-server, ana on laptop-a" in line]
 
 
-@pytest.mark.slow  # real mains, a gateway, a host, a server and PostgreSQL
 def test_a_deny_by_an_approver_on_another_main_ends_the_call(team: Team, windows: Windows) -> None:
     mains, a, b, host = team
     ana, ben = windows.open(a, "ana"), windows.open(b, "ben")
@@ -202,7 +200,6 @@ def test_a_deny_by_an_approver_on_another_main_ends_the_call(team: Team, windows
     assert row["approvers"] == [{"person": "ana", "machine": "laptop-a"}, {"person": "ben", "machine": "build-server"}]
 
 
-@pytest.mark.slow  # real mains, a gateway, a host, a server and PostgreSQL
 def test_two_approvals_at_once_on_two_mains_complete_the_call_once(team: Team, windows: Windows) -> None:
     mains, a, b, host = team
     ana, chen = windows.open(a, "ana"), windows.open(b, "chen")

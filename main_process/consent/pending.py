@@ -28,7 +28,9 @@ On a store many mains share (PostgreSQL), `shared` (consent/shared_requests.py) 
 main's requests are published to the others, a window's answer becomes a claim that the store
 decides in one transaction before anyone hears of it (for this main's own requests too, else two
 mains' windows could both win), and other mains' requests are shown here as copies (`held_by`
-names their machine) that only the store's truth closes. Without it (SQLite) nothing here changes.
+names their machine) that only the store's truth closes. A quorum approval's answers are counted
+by the store (`vote`), so approvers on every main add up, and the count it reads back is shown here
+(`recount_from_store`). Without it (SQLite) nothing here changes.
 """
 
 import asyncio

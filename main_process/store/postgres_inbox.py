@@ -8,6 +8,8 @@ requests and the first valid answer anywhere wins.
   statement: `UPDATE open_requests ... WHERE state = 'open'` and the audit row's outcome (with the
   approver and both machines) commit together, or neither does. Two answers at once: PostgreSQL
   locks the row; the second finds it answered and gets "lost".
+- **Quorum** (`vote`, postgres_quorum.py): an approver's answer to a quorum approval is counted in
+  `quorum_approvals`, once per person, in one transaction with the claim when it decides.
 - **End**: a request its main closes otherwise (expired, withdrawn, a rule) ends its row once,
   by the same `WHERE state = 'open'`.
 - **Liveness**: each main has a row in `mains` with a lease it renews (`heartbeat`), and the
@@ -34,7 +36,7 @@ import psycopg
 from main_process.log_limiter import RateLimitedLog
 from main_process.store.postgres_connect import Database
 from main_process.store.postgres_listen import Listener
-from main_process.store.postgres_quorum import tally
+from main_process.store.postgres_quorum import Tally, tally
 from main_process.store.records import Approver, Claim, InboxRow, QuorumVote
 from main_process.store.rows import request_row, values_json
 from shared.errors import StoreUnavailableError
@@ -180,28 +182,37 @@ class PgInbox:
         decides), decided with its audit row naming every approver in the same transaction."""
         quorum = invoke.quorum
         assert quorum is not None
-        channel = invoke.response_channel
         try:
             pool = await self._db.pool()
             async with pool.connection() as conn, conn.transaction():
-                counted = await tally(conn, channel, person=person, machine=approver.machine, window=approver.window,
-                                      approve=decision != "deny", needed=quorum.needed, now_ms=_now_ms())
-                if counted is None:
-                    return QuorumVote("lost")
-                people = [p for p, _machine in counted.approvals]
-                if not counted.decides:
-                    return QuorumVote("counted", tuple(people))
-                approvals = counted.approvals if person in people else [*counted.approvals, (person, approver.machine)]
-                every = [p for p, _machine in approvals]
-                args = self._claim_args(invoke, answer, approver, decision, label=person, name=", ".join(every),
-                                        approvers=[{"person": p, "machine": m} for p, m in approvals])
-                row = await (await conn.execute(_CLAIM, args)).fetchone()
+                counted = await tally(conn, invoke.response_channel, person=person, machine=approver.machine,
+                                      window=approver.window, approve=decision != "deny", needed=quorum.needed,
+                                      now_ms=_now_ms())
+                vote = await self._decide_quorum(conn, invoke, person, answer, approver, decision, counted)
         except (psycopg.Error, StoreUnavailableError) as exc:
             self._failed("count an approval", exc)
             return QuorumVote("unreachable")
         self._db.succeeded()
-        won = row is not None and self._claimed(channel, row) == "won"
-        return QuorumVote("won", tuple(every)) if won else QuorumVote("lost")
+        return vote
+
+    async def _decide_quorum(self, conn: psycopg.AsyncConnection[Any], invoke: ElicitationInvoke, person: str,
+                             answer: ElicitationResult, approver: Approver, decision: str | None,
+                             counted: Tally | None) -> QuorumVote:
+        """The vote once counted (in its transaction): decided here, with the audit row naming every
+        approver and their machines (then the denier), when this answer decides it."""
+        if counted is None:
+            return QuorumVote("lost")
+        if not counted.decides:
+            return QuorumVote("counted", tuple(p for p, _machine in counted.approvals))
+        approvals = counted.approvals
+        if person not in (p for p, _machine in approvals):  # a deny from someone who had not approved
+            approvals = [*approvals, (person, approver.machine)]
+        people = tuple(p for p, _machine in approvals)
+        args = self._claim_args(invoke, answer, approver, decision, label=person, name=", ".join(people),
+                                approvers=[{"person": p, "machine": m} for p, m in approvals])
+        row = await (await conn.execute(_CLAIM, args)).fetchone()
+        won = row is not None and self._claimed(invoke.response_channel, row) == "won"
+        return QuorumVote("won", people) if won else QuorumVote("lost")
 
     def _claim_args(self, invoke: ElicitationInvoke, answer: ElicitationResult, approver: Approver,
                     decision: str | None, *, label: str, name: str | None,
