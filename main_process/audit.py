@@ -54,7 +54,9 @@ def format_entries(entries: Sequence[AuditEntry]) -> str:
             "…" + entry.window[-8:] if entry.window and len(entry.window) > 9 else entry.window or "")
         if entry.device is not None:  # a web window's page: the paired device is who answered
             by = "device " + table_cell(entry.device, _WIDTHS["BY"] - 7)
-        if entry.answer_machine and entry.answer_machine != entry.machine:  # a window of another main of the store
+        if entry.approvers:  # a quorum on a shared store: every approver, and the machine of each
+            by = table_cell(", ".join(f"{a.person} on {a.machine}" for a in entry.approvers), _WIDTHS["BY"])
+        elif entry.answer_machine and entry.answer_machine != entry.machine:  # a window of another main of the store
             by += " on " + table_cell(entry.answer_machine, _WIDTHS["MACHINE"])
         if entry.rule_id is not None:  # a policy file's decision is audited as `policy:<id>` (policy/hook.py)
             by = "policy " + entry.rule_id.removeprefix("policy:") if entry.rule_id.startswith("policy:") \

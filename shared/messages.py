@@ -622,6 +622,14 @@ class QuestionAnswer(Body):
 MAX_AUDIT_ROWS = 10_000  # one answer's rows: main reads them on its loop, and a peer takes 64 MiB at most
 
 
+class QuorumApprover(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """One person of a quorum approval's decision in an `AuditEntry`, and the machine of the main
+    their window was attached to."""
+
+    person: str
+    machine: str
+
+
 class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """One elicitation as the audit log holds it (camelCase in JSON, like the wire contract), in
     `ChannelReply.audit` too. Not a Body: its nulls are kept, so `elicitron audit --json` prints the
@@ -653,6 +661,7 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     reason: str | None = None  # a denied call: the reason the person typed, or the forbidding policy's
     answer_machine: str | None = None  # a shared store: the machine of the main the answering window was attached to
     answer_user: str | None = None  # a shared store: the answering desktop window's OS user, when it said
+    approvers: list[QuorumApprover] | None = None  # a shared store's quorum: who approved (then who decided), in order
 
     @property
     def status(self) -> str:

@@ -15,10 +15,12 @@ BOOKING = {"name": "Ada", "party_size": 3}
 
 
 class Mains:
-    """Mains on one store URL, each in a home of its own; all stopped at the end."""
+    """Mains on one store URL, each in a home of its own; all stopped at the end. `rules`: the
+    config rules every main gets (the config's `elicitron.rules`)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, rules: list[dict[str, Any]] | None = None) -> None:
         self.url = url
+        self.rules = rules
         self.started: list[ConsentMain] = []
         self.dirs: list[Path] = []
 
@@ -33,7 +35,10 @@ class Mains:
             home = short_tmp_dir("eli-pg-home-")
             self.dirs.append(home)
             config = home / "mcp.json"
-            config.write_text(json.dumps({"mcpServers": {"demo": demo()}, "elicitron": {"machine": machine}}))
+            settings: dict[str, Any] = {"machine": machine}
+            if self.rules is not None:
+                settings["rules"] = self.rules
+            config.write_text(json.dumps({"mcpServers": {"demo": demo()}, "elicitron": settings}))
             main = ConsentMain(start_main(config, home, "--store", self.url, home=home, wait=False), config, home)
             self.started.append(main)
             started.append(main)

@@ -10,11 +10,11 @@ from typing import Any
 from test_pending import FORM, MINUTE, WINDOW_A, WINDOW_B, Outbox, request, result
 
 from main_process.consent.audit_writer import AuditWriter
-from main_process.consent.pending import PendingRequest, PendingRequests
+from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
 from main_process.store.factory import open_store
-from main_process.store.records import Approver, Claim
+from main_process.store.records import Approver, Claim, QuorumVote
 from shared import channels
-from shared.messages import ElicitationInvoke, ElicitationRequest, ElicitationResult
+from shared.messages import ElicitationInvoke, ElicitationRequest, ElicitationResult, QuorumInfo
 
 
 class Store:
@@ -27,6 +27,7 @@ class Store:
         self.published: list[str] = []
         self.endings: list[tuple[str, str]] = []
         self.claims: list[tuple[str, ElicitationResult, Approver, Callable[[Claim], None]]] = []
+        self.votes: list[tuple[str, str, ElicitationResult, Callable[[QuorumVote], None]]] = []
 
     def shares(self, pending: PendingRequest) -> bool:
         return True
@@ -37,6 +38,10 @@ class Store:
     def claim(self, pending: PendingRequest, answer: ElicitationResult, approver: Approver, decision: str | None,
               then: Callable[[Claim], None]) -> None:
         self.claims.append((pending.channel, answer, approver, then))
+
+    def vote(self, pending: PendingRequest, person: str, answer: ElicitationResult, approver: Approver,
+             decision: str | None, then: Callable[[QuorumVote], None]) -> None:
+        self.votes.append((pending.channel, person, answer, then))
 
     def ended(self, pending: PendingRequest, outcome: str) -> None:
         self.endings.append((pending.channel, outcome))
@@ -104,6 +109,76 @@ def test_another_mains_request_is_a_copy_only_the_store_closes(tmp_path: Path) -
         pending.close_copy(again, "accept", "window-z")
         assert not pending.open_copy(invoke, "build-server")  # answered: never shown again
         assert shared.endings == [] and await store.audit.entries() == []
+        await store.close()
+
+    asyncio.run(body())
+
+
+APPROVAL_PARAMS = {"mode": "form", "message": "Allow demo/cancel_booking?", "requestedSchema": {
+    "type": "object", "properties": {"decision": {"type": "string", "enum": ["allow-once", "deny"]}},
+    "required": ["decision"]}}
+
+
+def test_an_approver_on_this_main_of_another_mains_quorum_is_counted_by_the_store(tmp_path: Path) -> None:
+    """Windows named ana (A) and ben (B) on this main; the quorum approval is another main's copy."""
+    async def body() -> None:
+        outbox = Outbox()
+        store = open_store(None, audit_path=tmp_path / "audit.sqlite3")
+        names = {"window-a": "ana", "window-b": "ben"}
+        pending = PendingRequests(outbox, asyncio.get_running_loop(), audit=AuditWriter(store.audit,
+                                                                                       asyncio.get_running_loop()),
+                                  window_name=names.get)
+        shared = Store()
+        pending.shared = shared
+        quorum = QuorumInfo(needed=2, approvers=["ana", "ben", "chen"], approved=[])
+        invoke = ElicitationInvoke(request=ElicitationRequest(server="demo", params=APPROVAL_PARAMS),
+                                   response_channel="chan-q", created_at=1, expires_at=None, origin=None,
+                                   kind="approval", machine="build-server", quorum=quorum)
+        assert pending.open_copy(invoke, "build-server")
+        [copy] = pending.all()
+
+        def counts() -> list[list[str]]:
+            return [body["quorum"]["approved"] for rid, body in outbox.topics(channels.INVOKE) if rid == WINDOW_A]
+
+        pending.answer(WINDOW_A, "window-a", "chan-q", result("accept", {"decision": "allow-once"}))
+        [(channel, person, decides, counted)] = shared.votes
+        assert (channel, person, decides.content) == ("chan-q", "ana", {"decision": "allow-once"})
+        counted(QuorumVote("counted", ("ana",)))  # the store counted it: the windows here show "1 of 2"
+        assert counts() == [[], ["ana"]]
+
+        pending.recount_from_store(copy, ["ana"])  # this main's own read of the same count: nothing new
+        pending.recount_from_store(copy, [])  # an older read never takes a count back
+        assert counts() == [[], ["ana"]]
+
+        pending.answer(WINDOW_B, "window-b", "chan-q", result("accept", {"decision": "allow-once"}))
+        shared.votes[1][3](QuorumVote("won", ("ana", "ben")))  # ben's decided it: the copy leaves the windows
+        assert {(rid, body["by"]) for rid, body in outbox.topics(channels.DISMISS)} == \
+            {(WINDOW_A, "window-b"), (WINDOW_B, "window-b")}
+        assert pending.get("chan-q") is None and await store.audit.entries() == []  # its main's to audit
+        await store.close()
+
+    asyncio.run(body())
+
+
+def test_a_quorum_of_this_main_is_counted_here_while_the_store_is_unreachable(tmp_path: Path) -> None:
+    async def body() -> None:
+        outbox = Outbox()
+        store = open_store(None, audit_path=tmp_path / "audit.sqlite3")
+        loop = asyncio.get_running_loop()
+        pending = PendingRequests(outbox, loop, audit=AuditWriter(store.audit, loop),
+                                  window_name={"window-a": "ana", "window-b": "ben"}.get)
+        shared = Store()
+        pending.shared = shared
+        answers: list[ElicitationResult] = []
+        quorum = QuorumInfo(needed=2, approvers=["ana", "ben"], approved=[])
+        opened = pending.open(Elicitation.read("demo", APPROVAL_PARAMS),
+                              RequestOptions(timeout_s=60, kind="approval", quorum=quorum), answers.append)
+        for window, routing_id in (("window-a", WINDOW_A), ("window-b", WINDOW_B)):
+            pending.answer(routing_id, window, opened.channel, result("accept", {"decision": "allow-once"}))
+            shared.votes[-1][3](QuorumVote("unreachable"))
+        assert answers == [ElicitationResult(action="accept", content={"decision": "allow-once"})]
+        [entry] = await store.audit.entries()
+        assert (entry.decision, entry.window_name) == ("allow-once", "ana, ben")
         await store.close()
 
     asyncio.run(body())

@@ -28,7 +28,9 @@ On a store many mains share (PostgreSQL), `shared` (consent/shared_requests.py) 
 main's requests are published to the others, a window's answer becomes a claim that the store
 decides in one transaction before anyone hears of it (for this main's own requests too, else two
 mains' windows could both win), and other mains' requests are shown here as copies (`held_by`
-names their machine) that only the store's truth closes. Without it (SQLite) nothing here changes.
+names their machine) that only the store's truth closes. A quorum approval's answers are counted
+by the store (`vote`), so approvers on every main add up, and the count it reads back is shown here
+(`recount_from_store`). Without it (SQLite) nothing here changes.
 """
 
 import asyncio
@@ -45,7 +47,7 @@ from main_process.clock import MONOTONIC, Clock, Timer
 from main_process.consent import quorum as quorums
 from main_process.consent.audit_writer import AuditWriter
 from main_process.oauth.hosts import allowance
-from main_process.store.records import Approver, Claim, OutcomeRecord
+from main_process.store.records import Approver, Claim, OutcomeRecord, QuorumVote
 from shared import channels
 from shared.codec import decode_peer_body, encode, encode_request
 from shared.denial_reason import clean_reason
@@ -113,6 +115,11 @@ class SharedRequests(Protocol):
     def claim(self, pending: "PendingRequest", answer: ElicitationResult, approver: Approver, decision: str | None,
               then: Callable[[Claim], None]) -> None:
         """A window's valid answer: decide it in the store, then `then(claim)`."""
+
+    def vote(self, pending: "PendingRequest", person: str, answer: ElicitationResult, approver: Approver,
+             decision: str | None, then: Callable[[QuorumVote], None]) -> None:
+        """A quorum approver's answer (`answer`: what it decides, if it does): counted in the store,
+        then `then(vote)`."""
 
     def ended(self, pending: "PendingRequest", outcome: str) -> None:
         """This main closed its request otherwise than by a claim (expired, withdrawn, a rule)."""
@@ -339,10 +346,8 @@ class PendingRequests:
         if result.reason is not None and _decision(pending.invoke, answer) == "deny":  # for the agent (approvals)
             answer = ElicitationResult(action=result.action, content=content, reason=clean_reason(result.reason))
         if pending.invoke.quorum is not None:
-            counted = self._count(pending, window, answer)
-            if counted is None:
-                return  # an approval that does not decide yet: the windows show the count
-            answer = counted
+            self._answer_quorum(pending, routing_id, window, answer, result.remember)
+            return
         shared = self.shared
         if shared is not None and shared.shares(pending):
             approver = Approver(window=window, machine=shared.machine, name=self._window_name(window),
@@ -354,24 +359,87 @@ class PendingRequests:
         if self.rules is not None:
             self.rules.answered(pending, answer, result.remember, routing_id, window, self)
 
-    def _count(self, pending: PendingRequest, window: str, answer: ElicitationResult) -> ElicitationResult | None:
-        """A quorum approval's answer from `window`: the answer that decides it (a deny, or the
-        last approval needed, as allow-once: a quorum is never remembered), or None while it waits
-        for more (the invoke goes out again with the count). Raises ProtocolError for someone not
-        listed, and on another main's copy (its count is kept where it is held)."""
+    def _answer_quorum(self, pending: PendingRequest, routing_id: bytes, window: str, answer: ElicitationResult,
+                       remember: Remember | None) -> None:
+        """A listed approver's answer to a quorum approval (a valid one). On a store many mains
+        share, the store counts it (every main's approvers add up) and decides it in one
+        transaction; otherwise it is counted here."""
+        person = self._person(pending, window)
+        shared = self.shared
+        if shared is None or not shared.shares(pending):
+            self._count_here(pending, person, routing_id, window, answer, remember)
+            return
+        decides = answer if _decision(pending.invoke, answer) == "deny" else _ALLOW_ONCE
+        approver = Approver(window=window, machine=shared.machine, name=self._window_name(window),
+                            device=self._window_device(window), user=self._window_user(window))
+        shared.vote(pending, person, decides, approver, _decision(pending.invoke, decides),
+                    lambda vote: self._voted(pending, person, (answer, decides), remember, routing_id, window, vote))
+
+    def _person(self, pending: PendingRequest, window: str) -> str:
+        """The listed approver `window` answers for. Raises ProtocolError for someone not listed."""
         quorum = pending.invoke.quorum
         assert quorum is not None
-        channel = pending.channel
-        if pending.held_by is not None:
-            raise ProtocolError(WireCode.NOT_APPROVER, f"this call needs {quorum.needed} approvals, counted on "
-                                                      f"{pending.held_by}: answer it in a window attached there", channel)
         device = self._window_device(window)
         names = (device.name if device is not None else None, self._window_name(window), self._window_user(window))
         person = quorums.approver_of(quorum, names)
         if person is None:
             who = next((name for name in names if name), window)
             raise ProtocolError(WireCode.NOT_APPROVER, f"{who} is not an approver of this call (approvers: "
-                                                      f"{', '.join(quorum.approvers)})", channel)
+                                                      f"{', '.join(quorum.approvers)})", pending.channel)
+        return person
+
+    def _count_here(self, pending: PendingRequest, person: str, routing_id: bytes, window: str,
+                    answer: ElicitationResult, remember: Remember | None) -> None:
+        """Count an approver's answer on this main alone (one main, or this main's own request while
+        the shared store is unreachable)."""
+        counted = self._count(pending, person, answer)
+        if counted is None:
+            return  # an approval that does not decide yet: the windows show the count
+        self._close(pending, counted.action, counted, by=window)
+        if self.rules is not None:
+            self.rules.answered(pending, counted, remember, routing_id, window, self)
+
+    def _voted(self, pending: PendingRequest, person: str, answers: tuple[ElicitationResult, ElicitationResult],
+               remember: Remember | None, routing_id: bytes, window: str, vote: QuorumVote) -> None:
+        """The store counted an approver's answer (`answers`: as given, and as it decides): the new
+        count goes to every window here (the others' mains read it on their wake-up), or it decided
+        the request, or lost to an earlier ending, or the store was unreachable (this main's own
+        request is then counted here)."""
+        answer, decides = answers
+        quorum = pending.invoke.quorum
+        assert quorum is not None
+        if vote.result == "counted":
+            if self._open.get(pending.channel) is pending:
+                logger.info("request %s: approved by %s, %s approved in the store", pending.channel, person,
+                            len(vote.people))
+                self._recount(pending, _with_people(quorum, vote.people))
+        elif vote.result == "won":
+            pending.decided_by, pending.people = person, list(vote.people)
+            self._claimed(pending, decides, remember, routing_id, window, "won")
+        elif vote.result == "unreachable" and pending.held_by is None:
+            if self._open.get(pending.channel) is pending:
+                self._count_here(pending, person, routing_id, window, answer, remember)
+        else:
+            self._claimed(pending, decides, remember, routing_id, window, vote.result)
+
+    def recount_from_store(self, pending: PendingRequest, approved: Iterable[str]) -> None:
+        """A shared store's count of a quorum approval open here (another main's approver approved):
+        the windows show the new count. A count is only ever added to (a read older than the last
+        count changes nothing)."""
+        quorum = pending.invoke.quorum
+        if quorum is None or self._open.get(pending.channel) is not pending:
+            return
+        counted = _with_people(quorum, approved)
+        if counted is not quorum:
+            self._recount(pending, counted)
+
+    def _count(self, pending: PendingRequest, person: str, answer: ElicitationResult) -> ElicitationResult | None:
+        """A quorum approval's answer from `person`: the answer that decides it (a deny, or the
+        last approval needed, as allow-once: a quorum is never remembered), or None while it waits
+        for more (the invoke goes out again with the count)."""
+        quorum = pending.invoke.quorum
+        assert quorum is not None
+        channel = pending.channel
         if _decision(pending.invoke, answer) == "deny":
             pending.decided_by, pending.people = person, list(dict.fromkeys([*quorum.approved, person]))
             return answer
@@ -382,7 +450,7 @@ class PendingRequests:
             self._recount(pending, counted)
             return None
         pending.decided_by, pending.people = person, list(counted.approved)
-        return ElicitationResult(action="accept", content={DECISION_PROPERTY: "allow-once"})
+        return _ALLOW_ONCE
 
     def _recount(self, pending: PendingRequest, quorum: QuorumInfo) -> None:
         """The invoke with the new count, sent again to every window that has it (and kept for
@@ -502,10 +570,13 @@ class PendingRequests:
         if self._open.get(pending.channel) is pending and pending.held_by is not None:
             self._close(pending, outcome, ElicitationResult(action="cancel"), by=by, recorded=True)
 
-    def answered_in_store(self, pending: PendingRequest, answer: ElicitationResult, by: str) -> None:
+    def answered_in_store(self, pending: PendingRequest, answer: ElicitationResult, by: str,
+                          person: str | None = None) -> None:
         """This main's request was answered on another main (the store has the decision and its
-        audit row): dismissed in this main's windows, its asker (the server) answered."""
+        audit row): dismissed in this main's windows, its asker (the server) answered. `person`:
+        a quorum approval's decider, as the asker's denial names them."""
         if self._open.get(pending.channel) is pending and pending.held_by is None:
+            pending.decided_by = person
             self._close(pending, answer.action, answer, by=by, recorded=True)
 
     def _forget_copy(self, pending: PendingRequest) -> None:
@@ -600,6 +671,16 @@ class PendingRequests:
 
     def __len__(self) -> int:
         return len(self._open)
+
+
+_ALLOW_ONCE: Final = ElicitationResult(action="accept", content={DECISION_PROPERTY: "allow-once"})
+
+
+def _with_people(quorum: QuorumInfo, people: Iterable[str]) -> QuorumInfo:
+    """`quorum` with `people` counted too (in order, each once); `quorum` itself if none is new."""
+    for person in people:
+        quorum = quorums.with_approval(quorum, person)
+    return quorum
 
 
 def _decision(invoke: ElicitationInvoke, answer: ElicitationResult) -> str | None:

@@ -1,5 +1,6 @@
 """Quorum approvals: a config rule's tool call needs `needed` approvals from different listed people
-(PROTOCOL.md §11). Pure: pending.py asks who answered and keeps the count on the request's invoke.
+(PROTOCOL.md §11). Pure: pending.py asks who answered and keeps the count on the request's invoke;
+on a store many mains share the store counts (store/postgres_quorum.py) and pending.py shows its count.
 
 A person is matched by the names their window gives: the paired web device's name, the window's
 hello name, its OS user (in that order); the first listed one is who approved, so one person

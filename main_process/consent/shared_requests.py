@@ -14,6 +14,10 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
 - **Liveness.** Every HEARTBEAT_S this main renews its lease and ends the rows of mains that are
   gone (their LISTEN connection closed: kill -9; or their lease ran out); requests of this main
   that were ended so while its own connection was cut open again.
+- **Quorum.** An approver's answer to a quorum approval (consent/quorum.py), on any main, is
+  counted by the store (`vote`: once per person, decided in one transaction when it decides); a
+  count that does not decide wakes every main, whose read shows it in its windows
+  (`recount_from_store`), this main's requests and copies alike.
 - **Rules.** Remembered rules are applied from memory (consent.py); a change to the stored rules
   by any main wakes every main, which reads them again (`reload_rules`).
 """
@@ -28,7 +32,7 @@ import msgspec
 
 from main_process.consent.pending import Outcome, PendingRequest, PendingRequests
 from main_process.store.interface import SharedInbox
-from main_process.store.records import Approver, Claim, InboxRow
+from main_process.store.records import Approver, Claim, InboxRow, QuorumVote
 from shared import channels
 from shared.codec import decode_from_main
 from shared.messages import ElicitationInvoke, ElicitationResult
@@ -109,6 +113,21 @@ class SharedRequestsDesk:
             self._published.pop(pending.channel, None)
         then(claim)
 
+    def vote(self, pending: PendingRequest, person: str, answer: ElicitationResult, approver: Approver,
+             decision: str | None, then: Callable[[QuorumVote], None]) -> None:
+        self._run(self._vote(pending, person, answer, approver, decision, then))
+
+    async def _vote(self, pending: PendingRequest, person: str, answer: ElicitationResult, approver: Approver,
+                    decision: str | None, then: Callable[[QuorumVote], None]) -> None:
+        published = self._published.get(pending.channel)
+        if published is not None and not await published:
+            then(QuorumVote("unreachable"))  # never reached the store: this main counts its own request alone
+            return
+        vote = await self._inbox.vote(pending.invoke, person, answer, approver, decision)
+        if vote.result == "won" and pending.held_by is None:
+            self._published.pop(pending.channel, None)
+        then(vote)
+
     def ended(self, pending: PendingRequest, outcome: str) -> None:
         published = self._published.pop(pending.channel, None)
         if published is not None:
@@ -162,6 +181,10 @@ class SharedRequestsDesk:
                and self._pending.closed_reason(row.channel) in (None, "server-closed")]
         if new:
             await self._show(new)
+        for row in rows:  # quorum approvals counted on any main: every window here shows the count
+            counted = self._pending.get(row.channel) if row.approved else None
+            if counted is not None:
+                self._pending.recount_from_store(counted, row.approved)
 
     async def _answered_elsewhere(self, rows: list[InboxRow]) -> None:
         """This main's requests that a window anywhere answered (or that were ended while this main
@@ -175,7 +198,8 @@ class SharedRequestsDesk:
                 self._published.pop(row.channel, None)
                 answer = ElicitationResult(action=row.action,  # type: ignore[arg-type]
                                            content=row.content if row.action == "accept" else None)
-                self._pending.answered_in_store(pending, answer, by=row.window or row.approver or "another main")
+                self._pending.answered_in_store(pending, answer, by=row.window or row.approver or "another main",
+                                                person=row.approver if pending.invoke.quorum is not None else None)
                 taken.append(row.channel)
             elif row.state == "orphaned":
                 orphaned.append(row.channel)

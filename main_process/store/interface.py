@@ -56,6 +56,7 @@ from main_process.store.records import (
     Decided,
     InboxRow,
     OutcomeRecord,
+    QuorumVote,
     StoredQuestion,
 )
 from shared.messages import ElicitationInvoke, ElicitationResult, StoreState
@@ -180,6 +181,12 @@ class SharedInbox(Protocol):
     async def claim(self, invoke: ElicitationInvoke, answer: ElicitationResult, approver: Approver,
                     decision: str | None) -> Claim:
         """Decide the request and its audit row in one commit: "won" once committed."""
+        ...
+
+    async def vote(self, invoke: ElicitationInvoke, person: str, answer: ElicitationResult, approver: Approver,
+                   decision: str | None) -> QuorumVote:
+        """A quorum approver's answer: counted once per person across mains; the one that decides
+        (a deny, the last approval needed: `answer`) decides the request as `claim` does."""
         ...
 
     async def taken(self, channels: Sequence[str]) -> bool: ...

@@ -32,7 +32,7 @@ _REQUEST: Final = ("channel", "server", "mode", "message", "fields", "url", "ori
                    "expires_at", "kind", "via", "tool", "arguments")
 _OUTCOME: Final = ("outcome", "answer_window", "decided_at", "content", "rule_id", "decision", "answer_window_name",
                    "answer_device", "answer_device_id", "reason")
-_JSON: Final = frozenset({"fields", "arguments", "content"})  # jsonb, given and read as JSON text
+_JSON: Final = frozenset({"fields", "arguments", "content", "approvers"})  # jsonb, given and read as JSON text
 
 
 def _names(columns: Sequence[LiteralString]) -> LiteralString:
@@ -58,7 +58,7 @@ _DECIDE: Final = (  # the first outcome wins; xmax = 0: the row is new (no reque
     f"ON CONFLICT (channel) DO UPDATE SET {_set(_OUTCOME)} WHERE elicitations.outcome IS NULL "
     "RETURNING (xmax = 0)")
 _SELECT: Final = ", ".join(f"{column}::text" if column in _JSON else column
-                          for column in (*_ROW, "answer_machine", "answer_user"))
+                          for column in (*_ROW, "answer_machine", "answer_user", "approvers"))
 _ERROR_INTERVAL_S: Final = 60.0
 
 
@@ -146,7 +146,8 @@ class PgAudit:
         args = (server, limit) if server is not None else (limit,)
         rows = await self._read(f"SELECT {_SELECT} FROM elicitations {where}"
                                 "ORDER BY created_at DESC, channel DESC LIMIT %s", args)
-        return [audit_entry(row[:-3], machine=row[-3], answer_machine=row[-2], answer_user=row[-1]) for row in rows]
+        return [audit_entry(row[:-4], machine=row[-4], answer_machine=row[-3], answer_user=row[-2], approvers=row[-1])
+                for row in rows]
 
     async def counts(self) -> dict[str, int]:
         rows = await self._read("SELECT COALESCE(outcome, %s), count(*) FROM elicitations GROUP BY 1 ORDER BY 1",

@@ -8,6 +8,8 @@ requests and the first valid answer anywhere wins.
   statement: `UPDATE open_requests ... WHERE state = 'open'` and the audit row's outcome (with the
   approver and both machines) commit together, or neither does. Two answers at once: PostgreSQL
   locks the row; the second finds it answered and gets "lost".
+- **Quorum** (`vote`, postgres_quorum.py): an approver's answer to a quorum approval is counted in
+  `quorum_approvals`, once per person, in one transaction with the claim when it decides.
 - **End**: a request its main closes otherwise (expired, withdrawn, a rule) ends its row once,
   by the same `WHERE state = 'open'`.
 - **Liveness**: each main has a row in `mains` with a lease it renews (`heartbeat`), and the
@@ -34,7 +36,8 @@ import psycopg
 from main_process.log_limiter import RateLimitedLog
 from main_process.store.postgres_connect import Database
 from main_process.store.postgres_listen import Listener
-from main_process.store.records import Approver, Claim, InboxRow
+from main_process.store.postgres_quorum import Tally, tally
+from main_process.store.records import Approver, Claim, InboxRow, QuorumVote
 from main_process.store.rows import request_row, values_json
 from shared.errors import StoreUnavailableError
 from shared.messages import ElicitationInvoke, ElicitationResult, StoreMain
@@ -71,7 +74,9 @@ _REVIVE: Final = ("UPDATE open_requests SET state = 'open', decided_at = NULL "
 _LEAVE: Final = ("WITH ended AS (UPDATE open_requests SET state = 'cancelled', decided_at = %s "
                  "WHERE main_id = %s AND state = 'open' RETURNING 1) DELETE FROM mains WHERE main_id = %s")
 _CHANGED: Final = ("SELECT channel, main_id, machine, state, action, "
-                   "CASE WHEN main_id = %s THEN answer::text END, answer_window, approver, answer_machine "
+                   "CASE WHEN main_id = %s THEN answer::text END, answer_window, approver, answer_machine, "
+                   "CASE WHEN state = 'open' THEN (SELECT json_agg(q.person ORDER BY q.seq) FROM quorum_approvals q "
+                   "WHERE q.channel = open_requests.channel) END "
                    "FROM open_requests WHERE state = 'open' OR channel = ANY(%s)")
 _INVOKES: Final = "SELECT channel, invoke FROM open_requests WHERE channel = ANY(%s)"
 _TAKEN: Final = "UPDATE open_requests SET answer = NULL WHERE main_id = %s AND channel = ANY(%s)"
@@ -84,9 +89,10 @@ _AUDIT_TYPES: Final[tuple[tuple[LiteralString, LiteralString], ...]] = (
     ("kind", "text"), ("via", "text"), ("tool", "text"), ("arguments", "jsonb"),
     ("outcome", "text"), ("answer_window", "text"), ("decided_at", "bigint"), ("content", "jsonb"),
     ("rule_id", "text"), ("decision", "text"), ("answer_window_name", "text"), ("answer_device", "text"),
-    ("answer_device_id", "text"), ("answer_machine", "text"), ("answer_user", "text"))
+    ("answer_device_id", "text"), ("answer_machine", "text"), ("answer_user", "text"), ("approvers", "jsonb"))
 _OUTCOME_COLUMNS: Final = ("outcome", "answer_window", "decided_at", "content", "rule_id", "decision",
-                           "answer_window_name", "answer_device", "answer_device_id", "answer_machine", "answer_user")
+                           "answer_window_name", "answer_device", "answer_device_id", "answer_machine", "answer_user",
+                           "approvers")
 _CLAIM: Final = (
     "WITH won AS (UPDATE open_requests SET state = 'answered', action = %s, answer = %s::jsonb, answer_window = %s, "
     "answer_machine = %s, approver = %s, decided_at = %s WHERE channel = %s AND state = 'open' AND NOT EXISTS "
@@ -163,21 +169,71 @@ class PgInbox:
                     decision: str | None) -> Claim:
         """Decide `invoke`'s request with `answer` (validated by the caller), and its audit row, in
         one statement: "won" once committed, "lost" when it had ended or been answered."""
+        args = self._claim_args(invoke, answer, approver, decision, label=approver.label, name=approver.name)
+        row = await self._read_one("decide a request", _CLAIM, args)
+        if row is None:
+            return "unreachable"
+        return self._claimed(invoke.response_channel, row)
+
+    async def vote(self, invoke: ElicitationInvoke, person: str, answer: ElicitationResult, approver: Approver,
+                   decision: str | None) -> QuorumVote:
+        """A quorum approver's answer (postgres_quorum.py): counted once per person, and when it
+        decides the request (a deny, or the last approval needed: `answer` is then what it
+        decides), decided with its audit row naming every approver in the same transaction."""
+        quorum = invoke.quorum
+        assert quorum is not None
+        try:
+            pool = await self._db.pool()
+            async with pool.connection() as conn, conn.transaction():
+                counted = await tally(conn, invoke.response_channel, person=person, machine=approver.machine,
+                                      window=approver.window, approve=decision != "deny", needed=quorum.needed,
+                                      now_ms=_now_ms())
+                vote = await self._decide_quorum(conn, invoke, person, answer, approver, decision, counted)
+        except (psycopg.Error, StoreUnavailableError) as exc:
+            self._failed("count an approval", exc)
+            return QuorumVote("unreachable")
+        self._db.succeeded()
+        return vote
+
+    async def _decide_quorum(self, conn: psycopg.AsyncConnection[Any], invoke: ElicitationInvoke, person: str,
+                             answer: ElicitationResult, approver: Approver, decision: str | None,
+                             counted: Tally | None) -> QuorumVote:
+        """The vote once counted (in its transaction): decided here, with the audit row naming every
+        approver and their machines (then the denier), when this answer decides it."""
+        if counted is None:
+            return QuorumVote("lost")
+        if not counted.decides:
+            return QuorumVote("counted", tuple(p for p, _machine in counted.approvals))
+        approvals = counted.approvals
+        if person not in (p for p, _machine in approvals):  # a deny from someone who had not approved
+            approvals = [*approvals, (person, approver.machine)]
+        people = tuple(p for p, _machine in approvals)
+        args = self._claim_args(invoke, answer, approver, decision, label=person, name=", ".join(people),
+                                approvers=[{"person": p, "machine": m} for p, m in approvals])
+        row = await (await conn.execute(_CLAIM, args)).fetchone()
+        won = row is not None and self._claimed(invoke.response_channel, row) == "won"
+        return QuorumVote("won", people) if won else QuorumVote("lost")
+
+    def _claim_args(self, invoke: ElicitationInvoke, answer: ElicitationResult, approver: Approver,
+                    decision: str | None, *, label: str, name: str | None,
+                    approvers: list[dict[str, str]] | None = None) -> tuple[Any, ...]:
+        """_CLAIM's arguments: the open row's answer (`label`: who answered, as copies show it) and
+        the audit row's (`name`: the answering window's name, or a quorum's every approver)."""
         channel = invoke.response_channel
         decided_at = _now_ms()
-        content = _json(answer.content)
         arguments = invoke.approval.arguments if invoke.approval is not None else None
         device = approver.device
         audit = (*request_row(invoke, values_json(channel, arguments, self._record_values)),
                  answer.action, approver.window, decided_at,
                  values_json(channel, answer.content, self._record_values) if answer.action == "accept" else None,
-                 None, decision, approver.name, device.name if device is not None else None,
-                 device.id if device is not None else None, approver.machine, approver.user)
-        args = (answer.action, content, approver.window, approver.machine, approver.label, decided_at, channel,
+                 None, decision, name, device.name if device is not None else None,
+                 device.id if device is not None else None, approver.machine, approver.user,
+                 None if approvers is None else _json_list(approvers))
+        return (answer.action, _json(answer.content), approver.window, approver.machine, label, decided_at, channel,
                 channel, *audit)
-        row = await self._read_one("decide a request", _CLAIM, args)
-        if row is None:
-            return "unreachable"
+
+    @staticmethod
+    def _claimed(channel: str, row: tuple[Any, ...]) -> Claim:
         won, audited = int(row[0]), int(row[1])
         if won and not audited:
             logger.warning("shared inbox: %s was answered, but its audit row had an outcome already", channel)
@@ -196,7 +252,8 @@ class PgInbox:
         if rows is None:
             return None
         return [InboxRow(channel=r[0], main_id=r[1], machine=r[2], state=r[3], action=r[4],
-                         content=_decode(r[5]), window=r[6], approver=r[7], answer_machine=r[8]) for r in rows]
+                         content=_decode(r[5]), window=r[6], approver=r[7], answer_machine=r[8],
+                         approved=_people(r[9])) for r in rows]
 
     async def invokes(self, channels: Sequence[str]) -> dict[str, bytes] | None:
         """The invoke bodies of these channels, as their mains' windows got them."""
@@ -259,6 +316,16 @@ def _decode(raw: str | None) -> dict[str, Any] | None:
     except msgspec.DecodeError:
         logger.warning("shared inbox: an unreadable answer (%d chars)", len(raw))
         return None
+
+
+def _json_list(values: list[dict[str, str]]) -> str:
+    return msgspec.json.encode(values).decode()
+
+
+def _people(raw: Any) -> tuple[str, ...]:
+    """A json_agg of names (parsed by psycopg already, or text; NULL: none)."""
+    parsed = msgspec.json.decode(raw) if isinstance(raw, str | bytes) else raw
+    return tuple(str(name) for name in parsed) if isinstance(parsed, list) else ()
 
 
 def _now_ms() -> int:

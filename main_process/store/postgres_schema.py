@@ -147,6 +147,22 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "ALTER TABLE elicitations ADD COLUMN answer_machine text",  # the answering window's main's machine
         "ALTER TABLE elicitations ADD COLUMN answer_user text",  # a desktop window's OS user, when it said
     ),
+    # 4: quorum approvals across mains (postgres_quorum.py): one row per request and person, so one
+    # person counts once whichever main their window is on; the audit row keeps every approver
+    (
+        """
+        CREATE TABLE quorum_approvals (
+            channel      text NOT NULL REFERENCES open_requests (channel) ON DELETE CASCADE,
+            person       text NOT NULL,      -- the approver as the rule lists them
+            machine      text NOT NULL,      -- the machine of the main their window is attached to
+            window_id    text NOT NULL,      -- the window that approved
+            approved_at  bigint NOT NULL,    -- epoch ms
+            seq          bigint GENERATED ALWAYS AS IDENTITY,  -- the order of approvals
+            PRIMARY KEY (channel, person)
+        )
+        """,
+        "ALTER TABLE elicitations ADD COLUMN approvers jsonb",  # a quorum: [{person, machine}] in order
+    ),
 )
 
 

@@ -13,7 +13,7 @@ from shared.messages import AskerInfo, AuditEntry, DeviceRef, ElicitationInvoke
 
 # AuditEntry is defined with the wire bodies (main sends rows to `elicitron audit`), and is one of these.
 __all__ = ["OUTCOMES", "PENDING", "Approver", "AuditEntry", "Claim", "Decided", "InboxRow", "Outcome", "OutcomeRecord",
-           "StoredQuestion"]
+           "QuorumVote", "StoredQuestion"]
 
 Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed", "host-gone"]
 OUTCOMES: Final[frozenset[str]] = frozenset(get_args(Outcome))
@@ -102,3 +102,15 @@ class InboxRow:
     window: str | None = None
     approver: str | None = None
     answer_machine: str | None = None
+    approved: tuple[str, ...] = ()  # an open quorum approval: who approved so far, in order
+
+
+@dataclass(frozen=True)
+class QuorumVote:
+    """A quorum approver's answer offered to the shared inbox: "counted" (an approval that does not
+    decide yet; `people`: every approval so far), "won" (it decided the request, committed with its
+    audit row; `people`: who approved, then the decider if they denied), or as a Claim "lost" /
+    "unreachable"."""
+
+    result: Literal["counted", "won", "lost", "unreachable"]
+    people: tuple[str, ...] = ()

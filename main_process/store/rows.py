@@ -14,7 +14,7 @@ import msgspec
 from main_process.consent.rules import Rule
 from main_process.store.records import AuditEntry
 from shared.elicit_params import mode_of
-from shared.messages import ElicitationInvoke, ElicitationResult
+from shared.messages import ElicitationInvoke, ElicitationResult, QuorumApprover
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def request_row(invoke: ElicitationInvoke, arguments_json: str | None) -> tuple[
 
 
 def audit_entry(row: Sequence[Any], machine: str | None = None, answer_machine: str | None = None,
-                answer_user: str | None = None) -> AuditEntry:
+                answer_user: str | None = None, approvers: str | None = None) -> AuditEntry:
     (channel, server, mode, message, fields, url, origin, created_at, expires_at, kind, via, tool, arguments,
      outcome, window, decided_at, content, rule_id, decision, window_name, device, device_id, reason) = row
     return AuditEntry(
@@ -96,6 +96,7 @@ def audit_entry(row: Sequence[Any], machine: str | None = None, answer_machine: 
         arguments=decode_json(arguments, dict[str, Any]), rule_id=rule_id, decision=decision,
         window_name=window_name, device=device, device_id=device_id, machine=machine, reason=reason,
         answer_machine=answer_machine, answer_user=answer_user,
+        approvers=decode_json(approvers, list[QuorumApprover]),
     )
 
 
