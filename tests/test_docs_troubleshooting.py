@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from kit.cli_parsers import arguments, command_of, commands
-from kit.error_lines import FILLED, ErrorLine, error_lines, lines_in, normalized, wire_codes
+from kit.error_lines import FILLED, ErrorLine, error_lines, lines_in, normalized, rpc_codes, wire_codes
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "troubleshooting.md"
 WIRE_SECTION = "## Error codes from main"
@@ -39,20 +39,24 @@ def test_every_row_quotes_a_line_the_program_still_shows() -> None:
     assert stale == [], "rows of docs/troubleshooting.md that quote a line the program no longer shows"
 
 
-def test_every_wire_error_code_has_a_row() -> None:
+def test_every_wire_and_json_rpc_error_code_has_a_row() -> None:
     codes = _quoted(_page().split(WIRE_SECTION)[1])
-    assert sorted(codes) == sorted(wire_codes())
+    assert sorted(code for code in codes if not code.lstrip("-").isdigit()) == sorted(wire_codes())
+    assert sorted(code for code in codes if code.lstrip("-").isdigit()) == sorted(rpc_codes())
 
 
 def test_the_lines_are_found_where_they_are_made() -> None:
     """The reader finds what each kind of site shows: an error raised, a line printed to stderr, a
-    reason given to `_fail`, a helper's text followed to its return, a banner constant."""
+    reason given to `_fail`, a helper's text followed to its return, a banner constant, an HTTP
+    answer's `error`, the web page's status line."""
     found = {line.text: line.where for line in error_lines()}
     assert found["no main is running (no connection file at …)"] == "shared/connection_file.py:132"
     assert found["arguments must be a JSON object"].startswith("cli_process/cli.py:")
     assert found["expired: nobody answered within … s"].startswith("asker_process/cli.py:")
     assert "command … of server … is not executable (…)" in found  # spawn_error(...), in status
     assert f"Lost contact with main; reconnecting{FILLED} Nothing can be sent to it until it answers." in found
+    assert found["no server named …"].startswith("gateway_process/http_app.py:")  # a JSON error a host shows
+    assert found["Not connected to main (…); trying again…"].startswith("web_process/static/app.js:")  # the page
 
 
 def test_a_new_error_without_a_row_is_named_with_its_place() -> None:

@@ -2,7 +2,8 @@
 each error object the program makes (a subclass of shared.errors.ElicitronError, ProtocolError
 aside: its code is what reaches a person, see `wire_codes`), each line printed to stderr, and each
 reason given to a `fail`/`_fail` (what `elicitron ask` prints, what `status` shows of a server that
-ended), and the Qt window's banners. A message built elsewhere (a helper's return value, a constant,
+ended), the `error` of an HTTP answer (a host, the pairing page), the Qt window's banners, and what
+the web page's script puts in its status and problem lines. A message built elsewhere (a helper's return value, a constant,
 `TEXT.format(...)`) is followed to its text; what the program fills in is "…".
 
 A message that only passes another's on (`f"elicitron: {exc}"`, `str(exc)`) has no text of its own
@@ -154,6 +155,10 @@ def _message_argument(call: ast.Call, source: _Source) -> ast.expr | None:
         return call.args[0] if stderr and call.args else None
     if name in _SINKS and call.args:
         return call.args[-1]
+    if name == "JSONResponse" and call.args and isinstance(call.args[0], ast.Dict):  # the web page shows "error"
+        body = call.args[0]
+        return next((value for key, value in zip(body.keys, body.values, strict=True)
+                     if isinstance(key, ast.Constant) and key.value == "error"), None)
     if name in source.error_classes and isinstance(call.func, ast.Name):
         return next((arg for arg in call.args if not _is_code(arg)), None)
     return None
@@ -203,7 +208,30 @@ def _all_lines() -> tuple[ErrorLine, ...]:
             for text in _Renderer(source, BANNERS, None).texts(value):
                 found.append(ErrorLine(normalized(re.sub(r"\{[^{}]*\}", FILLED, text)),
                                        f"{BANNERS.relative_to(ROOT)}:{value.lineno}"))
-    return tuple(found)
+    return tuple(found) + tuple(_page_lines())
+
+
+# The web page's one-line states: what its status line, a card's problem line or the pairing
+# page's result is set to (a literal, or a literal joined with what the page fills in).
+_JS_TEXT = re.compile(r'"((?:[^"\\]|\\.)*)"|`((?:[^`\\]|\\.)*)`')
+_PAGE_SINK = re.compile(r"""(?<!function )(?:setStatus\(|\.textContent = )((?:"(?:[^"\\]|\\.)*"|`(?:[^`\\]|\\.)*`|'(?:[^'\\]|\\.)*'|[^;"`'])*);""")
+STATIC = ROOT / "web_process" / "static"
+
+
+def _page_lines() -> Iterator[ErrorLine]:
+    for path in sorted(STATIC.glob("*.js")):
+        script = path.read_text(encoding="utf-8")
+        for statement in _PAGE_SINK.finditer(script):
+            expression = statement[1]
+            line = script.count("\n", 0, statement.start()) + 1
+            for literal in _JS_TEXT.finditer(expression):
+                text = literal[1] if literal[1] is not None else re.sub(r"\$\{[^}]*\}", FILLED, literal[2])
+                if expression[:literal.start()].rstrip().endswith("+"):
+                    text = FILLED + text
+                if expression[literal.end():].lstrip().startswith("+"):
+                    text += FILLED
+                if text[:1].isupper():  # a sentence, not a value compared ("granted") or a separator
+                    yield ErrorLine(normalized(text), f"{path.relative_to(ROOT)}:{line}")
 
 
 def error_lines() -> list[ErrorLine]:
@@ -216,3 +244,10 @@ def wire_codes() -> list[str]:
     from shared.errors import WireCode
 
     return [code.value for code in WireCode]
+
+
+def rpc_codes() -> list[str]:
+    """The JSON-RPC error codes main answers requests with (`elicitron call` and hosts show them)."""
+    from shared.errors import RpcCode
+
+    return [str(int(code)) for code in RpcCode]
