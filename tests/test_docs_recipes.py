@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from docs_kit import commands
 from gateway_kit import Host, HostLoop, text_of
-from kit.cli_parsers import commands
 from kit.demo import demo_stdio_entry
 from kit.env import child_env
 from kit.main import RunningMain
@@ -32,6 +32,7 @@ DOCS = ROOT / "docs"
 
 def _section(page: str, heading: str) -> str:
     text = (DOCS / page).read_text(encoding="utf-8")
+    assert f"\n## {heading}\n" in text, f"docs/{page} no longer has the section {heading!r} this test runs"
     body = text[text.index(f"\n## {heading}\n"):]
     return body[:body.index("\n## ", 1)]
 

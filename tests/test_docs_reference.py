@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kit.cli_parsers import arguments, command_of, commands
+from docs_kit import arguments, command_of, commands
 
 from main_process.config import parse_config
 from main_process.config_keys import SECTIONS, Kind, names

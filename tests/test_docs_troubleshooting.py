@@ -1,13 +1,13 @@
 """docs/troubleshooting.md has a row for every one-line error the program shows a person, and
 quotes nothing it no longer shows (issue 37). The lines are read from the source
-(tests/kit/error_lines.py): a new error without a row fails here, with its text and where it is made."""
+(tests/error_lines.py): a new error without a row fails here, with its text and where it is made."""
 
 import ast
 import re
 from pathlib import Path
 
-from kit.cli_parsers import arguments, command_of, commands
-from kit.error_lines import FILLED, ErrorLine, error_lines, lines_in, normalized, rpc_codes, wire_codes
+from docs_kit import arguments, command_of, commands
+from error_lines import FILLED, ErrorLine, error_lines, lines_in, normalized, rpc_codes, wire_codes
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "troubleshooting.md"
 WIRE_SECTION = "## Error codes from main"

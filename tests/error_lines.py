@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("main_process", "shared", "cli_process", "gateway_process", "asker_process", "web_process",
             "renderer_process")
 BANNERS = ROOT / "renderer_process" / "connection_banner.py"  # the window's one-line banners
