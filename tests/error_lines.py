@@ -29,9 +29,12 @@ _NOT_SHOWN = {
     "ProtocolError": "a peer's error: its code (shared/errors.py WireCode) is what a person sees",
     "PageMessageError": "a 400 answer to the web page's own script: a browser person never sees it",
 }
-# Functions whose last argument is a reason shown to a person: `elicitron ask`'s exit line, a
-# server connection's end (in `status`), a listen address's refusal of clear text.
-_SINKS = {"fail", "_fail", "tls_files"}
+# Functions that show a person what they are given (file, name -> the argument's position), called
+# in that file: `elicitron ask`'s exit line, a server connection's end (in `status`), a question's
+# refusal, a listen address's refusal of clear text.
+_SINKS = {("asker_process/cli.py", "_fail"): -1, ("main_process/relay/upstream.py", "fail"): -1,
+          ("main_process/relay/upstream_http.py", "_fail"): -1, ("shared/questions.py", "_refuse"): 0,
+          ("main_process/http_gateway.py", "tls_files"): -1, ("web_process/listen.py", "tls_files"): -1}
 # Errors outside the ElicitronError tree that a person still reads: a server that would not start
 # (in `status` and the window's servers panel), a key given twice (passed on as a config error).
 _ALSO_SHOWN = {"UpstreamError", "_DuplicateKeyError"}
@@ -48,7 +51,7 @@ def normalized(text: str) -> str:
     """One spelling of a line: no program prefix, FILLED runs collapsed, spaces collapsed."""
     text = " ".join(text.split())
     for prefix in PREFIXES:
-        if text.startswith(prefix):
+        if f"{text} ".startswith(prefix):
             text = text[len(prefix):]
             break
     return re.sub(f"{FILLED}+", FILLED, text).strip()
@@ -87,6 +90,10 @@ class _Source:
             found |= more
 
 
+def _parameters(function: ast.FunctionDef) -> list[str]:
+    return [arg.arg for arg in function.args.args if arg.arg not in ("self", "cls")]
+
+
 def _called_name(call: ast.Call) -> str | None:
     if isinstance(call.func, ast.Name):
         return call.func.id
@@ -100,16 +107,23 @@ def _is_code(node: ast.expr) -> bool:
 
 
 class _Renderer:
-    """The texts an expression can make, FILLED for what the program fills in."""
+    """The texts an expression can make, FILLED for what the program fills in. `bound`: a followed
+    function's parameters, as the texts of the arguments it was called with."""
 
-    def __init__(self, source: _Source, path: Path, scope: ast.AST | None, depth: int = 0) -> None:
+    def __init__(self, source: _Source, path: Path, scope: ast.AST | None, depth: int = 0,
+                 bound: dict[str, list[str]] | None = None) -> None:
         self.source, self.path, self.scope, self.depth = source, path, scope, depth
+        self.bound = bound or {}
 
     def texts(self, node: ast.expr) -> list[str]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return [node.value]
         if isinstance(node, ast.JoinedStr):
-            return ["".join(str(part.value) if isinstance(part, ast.Constant) else FILLED for part in node.values)]
+            texts = [""]
+            for part in node.values:
+                pieces = [str(part.value)] if isinstance(part, ast.Constant) else self._field(part)
+                texts = [text + piece for text in texts for piece in pieces]
+            return texts
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return [left + right for left in self.texts(node.left) for right in self.texts(node.right)]
         if isinstance(node, ast.IfExp):  # either branch can be what is shown
@@ -120,18 +134,36 @@ class _Renderer:
             return self._call(node)
         return [FILLED]
 
-    def _deeper(self, path: Path, scope: ast.AST | None) -> "_Renderer":
-        return _Renderer(self.source, path, scope, self.depth + 1)
+    def _field(self, part: ast.expr) -> list[str]:
+        """An f-string's field: a text the program always puts there (a string constant, or a
+        followed function's argument), else FILLED."""
+        if isinstance(part, ast.FormattedValue) and not part.format_spec and part.conversion == -1 \
+                and isinstance(part.value, ast.Name):
+            name = part.value.id
+            if name in self.bound:
+                return self.bound[name]
+            values = self._assigned(name)
+            if values and all(isinstance(value, ast.Constant) and isinstance(value.value, str) for value in values):
+                return [str(value.value) for value in values if isinstance(value, ast.Constant)]
+        return [FILLED]
+
+    def _deeper(self, path: Path, scope: ast.AST | None, bound: dict[str, list[str]] | None = None) -> "_Renderer":
+        return _Renderer(self.source, path, scope, self.depth + 1, bound)
+
+    def _assigned(self, name: str) -> list[ast.expr]:
+        if self.scope is not None:
+            found = [node.value for node in ast.walk(self.scope) if isinstance(node, ast.Assign)
+                     and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)]
+            if found:
+                return found
+        constants = self.source.constants.get(self.path, {})
+        return [constants[name]] if name in constants else []
 
     def _name(self, name: str) -> list[str]:
-        assigned = [node.value for node in ast.walk(self.scope) if isinstance(node, ast.Assign)
-                    and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)] if self.scope else []
-        if assigned:
-            return [text for value in assigned for text in self._deeper(self.path, self.scope).texts(value)]
-        constants = self.source.constants.get(self.path, {})
-        if name in constants:
-            return self._deeper(self.path, None).texts(constants[name])
-        return [FILLED]
+        if name in self.bound:
+            return self.bound[name]
+        return [text for value in self._assigned(name) for text in self._deeper(self.path, self.scope).texts(value)] \
+            or [FILLED]
 
     def _call(self, call: ast.Call) -> list[str]:
         name = _called_name(call)
@@ -142,24 +174,30 @@ class _Renderer:
         if len(mine) != 1:
             return [FILLED]  # a builtin (str, repr) or a name too common to follow
         path, function = mine[0]
+        bound = {param: self.texts(arg) for param, arg in zip(_parameters(function), call.args, strict=False)
+                 if isinstance(arg, ast.Constant | ast.JoinedStr)}  # a message given as it is
         returns = [node.value for node in ast.walk(function) if isinstance(node, ast.Return) and node.value]
-        texts = [text for value in returns for text in self._deeper(path, function).texts(value)]
+        texts = [text for value in returns for text in self._deeper(path, function, bound).texts(value)]
+        if call.args and not any(_has_own_text(text) for text in texts):  # a wrapper (for_terminal): its argument
+            return self.texts(call.args[0])
         return texts or [FILLED]
 
 
-def _message_argument(call: ast.Call, source: _Source) -> ast.expr | None:
-    """The argument of `call` that is a message shown to a person, if `call` makes or shows one."""
+def _message_argument(call: ast.Call, error_classes: set[str], where: str) -> ast.expr | None:
+    """The argument of `call` (in the file `where`) that is a message shown to a person, if `call`
+    makes or shows one."""
     name = _called_name(call)
     if name == "print":
         stderr = any(keyword.arg == "file" and ast.unparse(keyword.value) == "sys.stderr" for keyword in call.keywords)
         return call.args[0] if stderr and call.args else None
-    if name in _SINKS and call.args:
-        return call.args[-1]
+    position = _SINKS.get((where, name or ""))
+    if position is not None:
+        return call.args[position] if -len(call.args) <= position < len(call.args) else None
     if name == "JSONResponse" and call.args and isinstance(call.args[0], ast.Dict):  # the web page shows "error"
         body = call.args[0]
         return next((value for key, value in zip(body.keys, body.values, strict=True)
                      if isinstance(key, ast.Constant) and key.value == "error"), None)
-    if name in source.error_classes and isinstance(call.func, ast.Name):
+    if name in error_classes and isinstance(call.func, ast.Name):
         return next((arg for arg in call.args if not _is_code(arg)), None)
     return None
 
@@ -178,7 +216,7 @@ def _enclosing_functions(tree: ast.Module) -> Iterator[tuple[ast.Call, ast.AST |
 def _lines(source: _Source, tree: ast.Module, path: Path, where: str) -> list[ErrorLine]:
     found: list[ErrorLine] = []
     for call, scope in _enclosing_functions(tree):
-        argument = _message_argument(call, source)
+        argument = _message_argument(call, source.error_classes, where)
         if argument is None:
             continue
         for text in _Renderer(source, path, scope).texts(argument):

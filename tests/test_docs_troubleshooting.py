@@ -54,6 +54,10 @@ def test_the_lines_are_found_where_they_are_made() -> None:
     assert found["arguments must be a JSON object"].startswith("cli_process/cli.py:")
     assert found["expired: nobody answered within … s"].startswith("asker_process/cli.py:")
     assert "command … of server … is not executable (…)" in found  # spawn_error(...), in status
+    assert "no answer from main within … s (…)" in found  # unreachable_text(f"...", path): the argument in the return
+    assert found["unknown server … (configured: …)"].startswith("cli_process/cli.py:")  # for_terminal(f"..."): its text
+    assert any(text.endswith("`serve --print-config --http` needs main running with `elicitron main --mcp-http "
+                             "[HOST:]PORT`") for text in found)  # f"{exc}; {needs}": a string constant put in
     assert f"Lost contact with main; reconnecting{FILLED} Nothing can be sent to it until it answers." in found
     assert found["no server named …"].startswith("gateway_process/http_app.py:")  # a JSON error a host shows
     assert found["Not connected to main (…); trying again…"].startswith("web_process/static/app.js:")  # the page
