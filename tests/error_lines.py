@@ -31,10 +31,12 @@ _NOT_SHOWN = {
 }
 # Functions that show a person what they are given (file, name -> the argument's position), called
 # in that file: `elicitron ask`'s exit line, a server connection's end (in `status`), a question's
-# refusal, a listen address's refusal of clear text.
+# refusal, a listen address's refusal of clear text, why a command or window lost main (or never
+# reached it).
 _SINKS = {("asker_process/cli.py", "_fail"): -1, ("main_process/relay/upstream.py", "fail"): -1,
           ("main_process/relay/upstream_http.py", "_fail"): -1, ("shared/questions.py", "_refuse"): 0,
-          ("main_process/http_gateway.py", "tls_files"): -1, ("web_process/listen.py", "tls_files"): -1}
+          ("main_process/http_gateway.py", "tls_files"): -1, ("web_process/listen.py", "tls_files"): -1,
+          ("shared/peer.py", "_failed"): 0, ("shared/peer.py", "_lose"): 0, ("shared/peer.py", "_tell_lost"): 0}
 # Errors outside the ElicitronError tree that a person still reads: a server that would not start
 # (in `status` and the window's servers panel), a key given twice (passed on as a config error).
 _ALSO_SHOWN = {"UpstreamError", "_DuplicateKeyError"}
