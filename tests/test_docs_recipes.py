@@ -1,7 +1,8 @@
 """The pages' recipes are run (or their config read) as the pages write them, so they cannot rot
 (issue 37): docs/hosts.md "Hosts over HTTP" (start main with the page's `--mcp-http`, print the
 entry with the page's command, and reach the servers with mcp's `Client` over streamable HTTP
-using exactly that entry), and docs/web.md's reverse-proxy recipe (the Caddyfile and Tailscale
+using exactly that entry, rotate its token; the page's command for other machines without its
+certificate is refused in one line), and docs/web.md's reverse-proxy recipe (the Caddyfile and Tailscale
 lines name the upstream the page's `elicitron web` listens on, and its `--origin` is the address
 the web window then accepts and pairs on). A port the page names is replaced by a free one."""
 
@@ -132,6 +133,22 @@ def test_the_http_host_entry_the_page_prints_reaches_the_servers(
     fresh = _entry(main.cli(*show[1:]).stdout)
     assert fresh["url"] == url and isinstance(fresh["headers"], dict) and fresh["headers"] != headers
     assert not _refused_for_its_token(url, fresh["headers"])
+
+
+@pytest.mark.slow
+def test_the_pages_address_for_other_machines_without_its_certificate_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """"Without TLS a non-loopback address is refused at start (one line, exit 2)": the page's
+    command for other machines, its --tls-cert and --tls-key left out."""
+    words = _first(r"`(elicitron main --mcp-http\s+\S+ --tls-cert [^`]*)`", HTTP_HOSTS).split()
+    for option in ("--tls-cert", "--tls-key"):
+        at = words.index(option)
+        del words[at:at + 2]
+    refused = subprocess.run([PYTHON, "-m", "cli_process", *words[1:], "--connection", str(tmp_path / "c.json")],
+                             check=False, capture_output=True, text=True, env=child_env(tmp_path), cwd=ROOT,
+                             timeout=60)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.count("\n") == 1 and "would send the bearer token in clear text" in refused.stderr
+    assert not (tmp_path / "c.json").exists()  # main did not start
 
 
 # ---- docs/web.md: a reverse proxy in front of the web window -----------------------------------------
