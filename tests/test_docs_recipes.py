@@ -99,17 +99,15 @@ def test_the_http_host_entry_the_page_prints_reaches_the_servers(
     page_port = start[start.index("--mcp-http") + 1]
     shape = json.loads(_first(r'`(\{"url": .*?\})`', HTTP_HOSTS))
 
-    # "with no main running it exits 3 and says so"
-    nothing = subprocess.run([PYTHON, "-m", "cli_process", *show[1:], "--connection", str(tmp_path / "none.json")],
-                             check=False, capture_output=True, text=True, env=child_env(tmp_path), cwd=ROOT,
-                             timeout=60)
-    assert (nothing.returncode, nothing.stdout) == (3, ""), nothing.stderr
-    assert nothing.stderr.startswith("elicitron: no main is running")
-
     with socket.socket() as probe:  # a free port for the page's: fixed, as the page's is, across a rotation
         probe.bind(("127.0.0.1", 0))
         port = str(probe.getsockname()[1])
     main = main_factory({"demo": demo_stdio_entry()}, *[(port if word == page_port else word) for word in start[2:]])
+    # "with no main running it exits 3 and says so": a connection file no main runs on
+    nothing = main.cli_plain(*show[1:], "--connection", str(tmp_path / "none.json"))
+    assert (nothing.returncode, nothing.stdout) == (3, ""), nothing.stderr
+    assert nothing.stderr.startswith("elicitron: no main is running")
+
     main.wait_server_ready("demo")
     main.wait_status(lambda status: (status.get("mcpHttp") or {}).get("state") == "listening",
                      "its MCP HTTP endpoint listening")
