@@ -1,11 +1,10 @@
 """The documentation site's references cannot drift from the program (issue 37): the CLI reference
 names every option of every `elicitron` command and nothing else; the config reference every key
-the parse functions read and nothing else; the troubleshooting page quotes only lines the program
-still prints. The references are generated (docs/hooks/reference.py) while `mkdocs build --strict`
+the parse functions read and nothing else (the troubleshooting page: test_docs_troubleshooting.py).
+The references are generated (docs/hooks/reference.py) while `mkdocs build --strict`
 runs in CI (`scripts/docs build`); these tests check what the generator produces against the
 parsers themselves, walked here on their own."""
 
-import argparse
 import importlib.util
 import json
 import re
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docs_kit import arguments, command_of, commands
 
 from main_process.config import parse_config
 from main_process.config_keys import SECTIONS, Kind, names
@@ -36,26 +36,6 @@ reference = _reference()
 # ---- the CLI -------------------------------------------------------------------------------------
 
 
-def _commands() -> dict[str, argparse.ArgumentParser]:
-    """`elicitron` and each subcommand's parser (and theirs: `config import`), walked from
-    cli_process's own parser (`ask`'s is asker_process's: the CLI hands `ask` over before parsing)."""
-    from asker_process.cli import parser as ask_parser
-    from cli_process.cli import _parser
-
-    found: dict[str, argparse.ArgumentParser] = {}
-
-    def walk(command: str, parser: argparse.ArgumentParser) -> None:
-        found[command] = parser
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, sub in action.choices.items():
-                    walk(f"{command} {name}", ask_parser() if name == "ask" else sub)
-
-    walk("elicitron", _parser())
-    assert "elicitron config import" in found  # a subcommand's own subcommands are walked
-    return found
-
-
 def _sections(markdown: str) -> dict[str, str]:
     """The generated page's sections by command: "## `elicitron call`" up to the next one."""
     parts = re.split(r"^## `(elicitron[^`]*)`$", markdown, flags=re.MULTILINE)
@@ -74,21 +54,12 @@ def _documented(section: str) -> set[str]:
     return found
 
 
-def _arguments(parser: argparse.ArgumentParser) -> set[str]:
-    found: set[str] = set()
-    for action in parser._actions:
-        if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
-            continue
-        found |= set(action.option_strings) if action.option_strings else {str(action.metavar or action.dest)}
-    return found
-
-
 def test_the_cli_reference_has_every_command_and_option_and_nothing_else() -> None:
     sections = _sections(reference.cli_markdown())
-    commands = _commands()
-    assert sorted(sections) == sorted(commands), "commands the reference lists vs the parser's"
-    for command, parser in commands.items():
-        documented, actual = _documented(sections[command]), _arguments(parser)
+    parsers = commands()
+    assert sorted(sections) == sorted(parsers), "commands the reference lists vs the parser's"
+    for command, parser in parsers.items():
+        documented, actual = _documented(sections[command]), arguments(parser)
         assert actual - documented == set(), f"{command}: options the reference leaves out"
         assert documented - actual == set(), f"{command}: options the reference lists that do not exist"
     assert "--connection" in _documented(sections["elicitron status"])  # the table was read at all
@@ -106,20 +77,15 @@ def test_the_cli_pages_command_table_lists_every_subcommand() -> None:
     text = (DOCS / "cli.md").read_text(encoding="utf-8")
     table = text[text.index("## Commands at a glance"):]
     table = table[:table.index("\n## ")]
-    commands = _commands()
+    parsers = commands()
     listed: set[str] = set()
     for cell in re.findall(r"^\| `(elicitron[^`]*)` \|", table, re.MULTILINE):
-        words = cell.replace("\\|", "|").split()
-        command = "elicitron"
-        for word in words[1:]:
-            if f"{command} {word}" not in commands:
-                break
-            command = f"{command} {word}"
+        command = command_of(cell.replace("\\|", "|").split(), parsers)
         listed.add(command)
-        unknown = set(re.findall(r"--[a-z][a-z-]*", cell)) - _arguments(commands[command])
+        unknown = set(re.findall(r"--[a-z][a-z-]*", cell)) - arguments(parsers[command])
         assert unknown == set(), f"{cell}: no such option"
     named = {" ".join(command.split()[:2]) for command in listed}
-    assert {command for command in commands if command.count(" ") == 1} - named == set(), \
+    assert {command for command in parsers if command.count(" ") == 1} - named == set(), \
         "subcommands the CLI page's table leaves out"
 
 
@@ -224,22 +190,3 @@ def test_every_config_example_on_the_site_is_one_main_accepts() -> None:
             parse_config(json.loads(block), f"{page.name}: {block[:40]!r}")
             checked += 1
     assert checked >= 6
-
-
-# ---- troubleshooting -----------------------------------------------------------------------------
-
-
-def test_every_line_troubleshooting_quotes_is_still_printed() -> None:
-    """Each row's first cell quotes the program's text (… where it fills something in): every piece
-    is in the source, with string literals that continue on the next line joined."""
-    packages = ["main_process", "shared", "cli_process", "gateway_process", "asker_process", "web_process",
-                "renderer_process"]
-    source = "\n".join(path.read_text(encoding="utf-8") for package in packages
-                       for path in sorted((ROOT / package).rglob("*.py")))
-    source = re.sub(r"\"\s*\n\s*f?\"", "", source).replace('\\"', '"')
-    page = (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
-    quoted = re.findall(r"^\| `([^`]+)` \|", page, re.MULTILINE)
-    assert len(quoted) >= 20
-    missing = [line for line in quoted
-               if not all(piece in source for piece in (p.strip(" ") for p in line.split("…")) if piece)]
-    assert missing == [], "lines the troubleshooting page quotes that the program no longer prints"
