@@ -13,7 +13,8 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
   elsewhere close through pending's one close path, their server answered (`answered_in_store`).
 - **Liveness.** Every HEARTBEAT_S this main renews its lease and ends the rows of mains that are
   gone (their LISTEN connection closed: kill -9; or their lease ran out); requests of this main
-  that were ended so while its own connection was cut open again.
+  that were ended so while its own connection was cut open again. The heartbeat is also what
+  finds a store that was away reachable again (postgres_backlog.py then writes what was kept).
 - **Rules.** Remembered rules are applied from memory (consent.py); a change to the stored rules
   by any main wakes every main, which reads them again (`reload_rules`).
 """
@@ -60,6 +61,7 @@ class SharedRequestsDesk:
         self._reloading = self._reload_again = False
         self._backend_pid: int | None = None
         self._beats = 0
+        self._renewing = False
         self._heartbeat: asyncio.TimerHandle | None = None
         self._closed = False
         self._wake_ups = inbox.wake_ups(requests=self._requests_changed, rules=self._rules_changed,
@@ -212,14 +214,19 @@ class SharedRequestsDesk:
     def _beat(self) -> None:
         self._heartbeat = self._loop.call_later(HEARTBEAT_S, self._beat)
         self._beats += 1
-        self._run(self._renew(tidy=self._beats % TIDY_EVERY == 0))
+        if not self._renewing:  # the store away: a renewal may wait for a connection longer than a beat
+            self._renewing = True
+            self._run(self._renew(tidy=self._beats % TIDY_EVERY == 0))
 
     async def _renew(self, tidy: bool) -> None:
-        renewed = await self._inbox.heartbeat()
-        if renewed is False and self._backend_pid is not None:  # thought gone and forgotten: here again
-            await self._inbox.join(self._main_id, self._backend_pid, os.getpid())
-        if tidy:
-            await self._inbox.tidy()
+        try:
+            renewed = await self._inbox.heartbeat()
+            if renewed is False and self._backend_pid is not None:  # thought gone and forgotten: here again
+                await self._inbox.join(self._main_id, self._backend_pid, os.getpid())
+            if tidy:
+                await self._inbox.tidy()
+        finally:
+            self._renewing = False
 
     # ---- rules ------------------------------------------------------------------------------
 

@@ -147,6 +147,11 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "ALTER TABLE elicitations ADD COLUMN answer_machine text",  # the answering window's main's machine
         "ALTER TABLE elicitations ADD COLUMN answer_user text",  # a desktop window's OS user, when it said
     ),
+    # 4: when a main last (re)joined on its LISTEN connection: a connection made before the server
+    # restarted is gone for every main, so it says nothing about that main (postgres_inbox.py)
+    (
+        "ALTER TABLE mains ADD COLUMN joined_at timestamptz",
+    ),
 )
 
 
