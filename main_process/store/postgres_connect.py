@@ -35,6 +35,9 @@ from main_process.store.url import redact, scrub, without_password
 from shared.errors import StoreUnavailableError
 
 logger = logging.getLogger(__name__)
+# The pool logs each failed connection attempt (one a second through an outage); main says once
+# that the store is away and once that it is back (Database._set, succeeded).
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 KEYRING_SERVICE: Final = "elicitron"  # the service sign-in tokens are kept under too
 CONNECT_TIMEOUT_S: Final = 3  # libpq waits forever by default; a URL's connect_timeout wins
