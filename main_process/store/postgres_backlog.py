@@ -71,9 +71,18 @@ class Backlog:
         if not self._db.away:
             self.replay()  # kept behind older ones while the store is up: made as soon as they are
 
+    @property
+    def replaying(self) -> bool:
+        return self._replaying is not None and not self._replaying.done()
+
+    async def settled(self) -> None:
+        """Until a replay running now ends (it made every kept write, or one found the store away)."""
+        if self._replaying is not None:
+            await asyncio.gather(self._replaying, return_exceptions=True)
+
     def replay(self) -> None:
         """Make the kept writes again (one replay at a time)."""
-        if self._kept and (self._replaying is None or self._replaying.done()):
+        if self._kept and not self.replaying:
             self._replaying = asyncio.get_running_loop().create_task(self._replay(), name="store-backlog")
 
     async def _replay(self) -> None:
@@ -81,6 +90,8 @@ class Backlog:
         while self._kept:
             what, write = self._kept[0]
             if await write() is None:
+                if not self._db.away:
+                    continue  # another call got through meanwhile: the store is back already
                 logger.info("store %s: %d kept writes made, %d still kept (%s failed again)", self._db.shown, made,
                             len(self._kept), what)
                 return
@@ -93,8 +104,7 @@ class Backlog:
 
     async def close(self) -> None:
         """main stops: what is still kept is lost (logged); a replay running now ends first."""
-        if self._replaying is not None:
-            await asyncio.gather(self._replaying, return_exceptions=True)
+        await self.settled()
         if self._kept or self._dropped:
             logger.error("store %s: main stops with %d decision write(s) the store never got (%s first)",
                          self._db.shown, len(self._kept) + self._dropped,
