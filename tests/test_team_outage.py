@@ -169,6 +169,29 @@ def test_store_away_a_mains_own_window_answers_and_the_audit_row_is_written_once
         {channel: [("accept", on_a.window)] for channel in answered["channels"]}
 
 
+def test_a_cut_connection_is_noticed_and_mended_and_the_answer_given_meanwhile_is_written_once(
+        team: Team, windows: Windows, postgres: PostgresServer) -> None:
+    mains, a, b = team
+    on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")
+    caller, call = ask(windows, a, "Mirazur")
+    channel = invoke_of(on_a)["responseChannel"]
+    assert invoke_of(on_b)["responseChannel"] == channel
+    database = mains.url.rsplit("/", 1)[1]
+    postgres.admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "  # every main's connections
+                   f"WHERE datname = '{database}' AND application_name = 'elicitron'")
+    on_a.send(channel, {"action": "accept", "content": _booking("Mirazur")})  # whether A noticed yet or not
+    assert booked(caller, call) == {"action": "accept", "content": _booking("Mirazur")}
+    dismiss_of(on_b, channel)  # B's copy leaves (A wrote how it ended, or B took A for gone meanwhile)
+
+    for main in (a, b):
+        store_state(caller if main is a else on_b, _back_with_both, timeout_s=15.0)
+    assert _audit_rows(mains.url, [channel]) == {channel: [("accept", on_a.window, "laptop-a")]}
+    caller, call = ask(windows, a, "Arpège")  # the pools work again: a claim from B's window decides it
+    channel = invoke_of(on_b)["responseChannel"]
+    on_b.send(channel, {"action": "decline"})
+    assert booked(caller, call) == {"action": "decline", "content": None}
+
+
 def test_a_main_killed_right_after_its_window_answered_another_mains_request_the_answer_still_arrives(
         team: Team, windows: Windows) -> None:
     """Last in the module: main B does not come back."""
