@@ -5,6 +5,7 @@ Database never opened (its reachability is what the backlog reads); the outage i
 real PostgreSQL and real mains, is tests/test_team_outage.py."""
 
 import asyncio
+import functools
 import logging
 
 import psycopg
@@ -33,7 +34,7 @@ def test_writes_are_kept_in_order_up_to_the_limit_and_made_once_when_the_store_i
         database.succeeded()
         database.failed(psycopg.OperationalError("connection refused"))
         for n in range(6):
-            assert await backlog.write(f"write {n}", lambda n=n: write(n)) is False  # kept, not even tried
+            assert await backlog.write(f"write {n}", functools.partial(write, n)) is False  # kept, not even tried
         assert (len(backlog), made) == (4, [])
         database.succeeded()  # back: made again until write 3 finds the store away again
         await backlog.settled()
