@@ -155,6 +155,8 @@ def test_store_away_a_mains_own_window_answers_and_the_audit_row_is_written_once
         answered["during"] = booked(caller, during)
         answered["waiting"] = store_state(caller, lambda store: store.get("waiting", 0) > 0)["waiting"]
         answered["channels"] = [published, opened]
+        answered["later"] = caller.call_tool("demo", "book_table", {"restaurant": "Le Cinq"})
+        answered["left open"] = invoke_of(on_a)["responseChannel"]  # left open through the outage
 
     with kept_attached(*windows.all, sockets=sockets):
         postgres.restart(while_down)
@@ -164,6 +166,10 @@ def test_store_away_a_mains_own_window_answers_and_the_audit_row_is_written_once
 
     store_state(caller, _back_with_both, timeout_s=15.0)  # written: nothing waits any more
     dismiss_of(on_b, published)  # B's copy leaves its window once A wrote how it ended
+    left_open = invoke_of(on_b)  # the request opened while away and still open: B shows it now
+    assert left_open["responseChannel"] == answered["left open"] and left_open["machine"] == "laptop-a"
+    on_b.send(left_open["responseChannel"], {"action": "decline"})
+    assert booked(caller, answered["later"]) == {"action": "decline", "content": None}
     rows = _audit_rows(mains.url, answered["channels"])
     assert {channel: [(outcome, window)] for channel, [(outcome, window, _machine)] in rows.items()} == \
         {channel: [("accept", on_a.window)] for channel in answered["channels"]}

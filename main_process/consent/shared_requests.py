@@ -3,6 +3,7 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
 
 - **Publish.** Each request this main opens for its windows goes to the store (a sign-in does not:
   it finishes in a browser on this machine). Every other main shows it to its windows as a copy.
+  One opened while the store was away is published when this main is back on it, if still open.
 - **Claim.** A window's valid answer (checked against the schema by the main the window is attached
   to) is decided by the store in one transaction with its audit row: this main's own requests too,
   so two mains' windows can never both win. A claim of this main's request waits for its publish.
@@ -126,9 +127,21 @@ class SharedRequestsDesk:
         """(Re)connected: this main is alive on this connection; catch up with what was missed."""
         self._backend_pid = backend_pid
         await self._inbox.join(self._main_id, backend_pid, os.getpid())
+        await self._publish_missed()
         await self._inbox.revive(self._own())
         self._requests_changed()
         self._rules_changed()
+
+    async def _publish_missed(self) -> None:
+        """This main's requests opened while the store was away, still open: every main's windows
+        may show them from now on."""
+        for channel, published in list(self._published.items()):
+            pending = self._pending.get(channel)
+            if not published.done() or published.result() or pending is None:
+                continue
+            again: asyncio.Future[bool] = self._loop.create_future()
+            self._published[channel] = again
+            await self._publish(pending, again)
 
     def _requests_changed(self) -> None:
         if self._syncing:
