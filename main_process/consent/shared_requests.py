@@ -60,7 +60,8 @@ class SharedRequestsDesk:
         self._tasks: set[asyncio.Task[None]] = set()
         self._syncing = self._sync_again = False
         self._reloading = self._reload_again = False
-        self._backend_pid: int | None = None
+        self._backend_pid: int | None = None  # this main's LISTEN connection's server process
+        self._joined: int | None = None  # the one the store's `mains` row names
         self._beats = 0
         self._renewing = False
         self._heartbeat: asyncio.TimerHandle | None = None
@@ -126,11 +127,21 @@ class SharedRequestsDesk:
     async def _connected(self, backend_pid: int) -> None:
         """(Re)connected: this main is alive on this connection; catch up with what was missed."""
         self._backend_pid = backend_pid
-        await self._inbox.join(self._main_id, backend_pid, os.getpid())
+        await self._join()
+        self._rules_changed()
+
+    async def _join(self) -> None:
+        """Say which LISTEN connection is this main's (the others take it for gone when that
+        connection is), then publish what was opened while away and reopen what they ended
+        meanwhile. A join that failed (a pooled connection the outage broke) is made again at
+        the next heartbeat."""
+        assert self._backend_pid is not None
+        backend_pid = self._backend_pid
+        if await self._inbox.join(self._main_id, backend_pid, os.getpid()):
+            self._joined = backend_pid
         await self._publish_missed()
         await self._inbox.revive(self._own())
         self._requests_changed()
-        self._rules_changed()
 
     async def _publish_missed(self) -> None:
         """This main's requests opened while the store was away, still open: every main's windows
@@ -234,8 +245,10 @@ class SharedRequestsDesk:
     async def _renew(self, tidy: bool) -> None:
         try:
             renewed = await self._inbox.heartbeat()
-            if renewed is False and self._backend_pid is not None:  # thought gone and forgotten: here again
-                await self._inbox.join(self._main_id, self._backend_pid, os.getpid())
+            # Thought gone and forgotten, or the join on this LISTEN connection failed: here again.
+            if renewed is not None and self._backend_pid is not None and (renewed is False or
+                                                                          self._joined != self._backend_pid):
+                await self._join()
             if tidy:
                 await self._inbox.tidy()
         finally:
