@@ -38,7 +38,6 @@ class Backlog:
         self._kept: deque[tuple[str, Write]] = deque()
         self._dropped = 0  # since the store was last reachable
         self._replaying: asyncio.Task[None] | None = None
-        self.replayed = 0  # writes made again, since main started (status, the docs' figures)
         database.when_back(self.replay)
 
     def __len__(self) -> int:
@@ -97,7 +96,6 @@ class Backlog:
                 return
             self._kept.popleft()
             made += 1
-            self.replayed += 1
         logger.warning("store %s is back: %d kept write(s) made%s", self._db.shown, made,
                        f"; {self._dropped} over the limit of {self._limit} were lost" if self._dropped else "")
         self._dropped = 0
