@@ -84,7 +84,7 @@ def test_a_restart_of_postgresql_with_50_requests_open_loses_none_and_answers_ea
 
     def while_down() -> None:
         with sockets:
-            for main in (a, b):  # each main notices at its next heartbeat and says so
+            for main in (a, b):  # each main notices (its LISTEN connection ends with the server) and says so
                 store = store_state(callers[main], _unreachable, timeout_s=10.0)
                 assert store["problem"] and postgres.password not in json.dumps(store)
         shown_while_down.extend(a.cli("status").stdout.splitlines())
