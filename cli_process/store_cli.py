@@ -66,6 +66,8 @@ def store_lines(store: "StoreState") -> list[str]:
         line += ": reachable"
     elif store.reachable is False:
         line += f": unreachable ({for_terminal(store.problem or 'no reason given')})"
+    if store.waiting:
+        line += f"; {store.waiting} write(s) of what was decided here wait for it"
     if store.kind == "SQLite":
         return [line]
     mains = [f"{for_terminal(m.machine)} (pid {m.pid})" for m in store.mains]

@@ -455,7 +455,8 @@ class StoreMain(Body):
 class StoreState(Body):
     """Extension: main's store as `status` lists it: its kind, where (a URL redacted, never its
     password), whether main reached it last time (None: not tried yet) and why not, this main's
-    `machine` (a shared store), and the mains on it now (PostgreSQL: the live leases)."""
+    `machine` (a shared store), the mains on it now (PostgreSQL: the live leases), and how many
+    writes of what was decided while it was away wait to be written (`waiting`)."""
 
     kind: Literal["SQLite", "PostgreSQL"]
     location: str
@@ -463,6 +464,7 @@ class StoreState(Body):
     problem: str | None = None
     machine: str | None = None
     mains: list[StoreMain] = []
+    waiting: int = 0
 
 
 class StatusReport(Body):

@@ -8,16 +8,12 @@ import json
 import os
 import signal
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from consent_kit import ConsentMain, invoke_of
-from kit import wire
-from kit.peer import WirePeer
 from kit.postgres import PostgresServer
-from team_kit import BOOKING, Mains, audit_rows, booked
+from team_kit import BOOKING, Mains, Windows, ask, audit_rows, booked, dismiss_of, team_on
 
-DISMISS = "msgElicitationTransferDismiss"
 Team = tuple[Mains, ConsentMain, ConsentMain]
 
 
@@ -26,55 +22,18 @@ def team(postgres: PostgresServer) -> Iterator[Team]:
     """Two mains on one store for the whole module (starting two mains is most of a test's time):
     main A on machine "laptop-a", main B on "build-server". Each test leaves nothing open; the
     test that kills A comes last."""
-    database = postgres.new_database()
-    mains = Mains(postgres.url(database))
-    try:
-        a, b = mains.start_all("laptop-a", "build-server")
+    with team_on(postgres, "laptop-a", "build-server") as (mains, [a, b]):
         yield mains, a, b
-    finally:
-        mains.close()
-        postgres.drop_database(database)
 
 
 @pytest.fixture
-def windows() -> Iterator["Windows"]:
+def windows() -> Iterator[Windows]:
     opened = Windows()
     yield opened
-    for peer in opened.all:
-        peer.close()
+    opened.close()
 
 
-class Windows:
-    """Contract-only windows on several mains that keep each other attached while any one waits
-    (main lets a window silent for 5 s go)."""
-
-    def __init__(self) -> None:
-        self.all: list[WirePeer] = []
-
-    def open(self, main: ConsentMain, name: str, role: str = "renderer", user: str | None = None) -> WirePeer:
-        """A welcomed peer; `user`: the OS user a desktop window says in its hello."""
-        peer = main.peer(name=name, role=role, hello=user is None)
-        if user is not None:
-            peer.send("hello", {**wire.hello_body(peer.token, peer.window, name, role), "user": user})
-            assert peer.expect_topic("welcome")
-        self.all.append(peer)
-        for each in self.all:
-            each.companions = self.all
-        return peer
-
-
-def dismiss_of(window: WirePeer, channel: str, timeout_s: float = 10.0) -> dict[str, Any]:
-    body: dict[str, Any] = window.expect(lambda t, b: t == DISMISS and b["responseChannel"] == channel, timeout_s)[1]
-    return body
-
-
-def ask(windows: Windows, main: ConsentMain, restaurant: str) -> tuple[WirePeer, str]:
-    """A caller on `main` calls the demo's book_table (its server elicits); the caller and its call."""
-    caller = windows.open(main, "cli", role="controller")
-    return caller, caller.call_tool("demo", "book_table", {"restaurant": restaurant})
-
-
-def test_a_window_on_another_main_answers_and_the_server_of_the_main_that_asked_gets_it(team: Team, windows: "Windows") -> None:
+def test_a_window_on_another_main_answers_and_the_server_of_the_main_that_asked_gets_it(team: Team, windows: Windows) -> None:
     mains, a, b = team
     on_a, on_b = windows.open(a, "window on a"), windows.open(b, "ana's window", user="ana")
     caller, call = ask(windows, a, "Noma")
@@ -98,7 +57,7 @@ def test_a_window_on_another_main_answers_and_the_server_of_the_main_that_asked_
     assert [line for line in table if "ana's window on build-server" in line and line.split()[2] == "laptop-a"]
 
 
-def test_two_windows_on_two_mains_answer_at_once_and_exactly_one_wins(team: Team, windows: "Windows") -> None:
+def test_two_windows_on_two_mains_answer_at_once_and_exactly_one_wins(team: Team, windows: Windows) -> None:
     mains, a, b = team
     on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")
     caller, call = ask(windows, a, "Noma")
@@ -121,7 +80,7 @@ def test_two_windows_on_two_mains_answer_at_once_and_exactly_one_wins(team: Team
 
 
 def test_a_rule_remembered_on_one_main_applies_on_another_and_a_revoke_anywhere_asks_again(team: Team,
-                                                                                            windows: "Windows") -> None:
+                                                                                            windows: Windows) -> None:
     _mains, a, b = team
     on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")
     caller_b, call = ask(windows, b, "Noma")
@@ -148,7 +107,7 @@ def test_a_rule_remembered_on_one_main_applies_on_another_and_a_revoke_anywhere_
 
 
 def test_a_main_killed_while_another_mains_window_shows_its_request_is_dismissed_there(team: Team,
-                                                                                      windows: "Windows") -> None:
+                                                                                      windows: Windows) -> None:
     """Last in the module: main A does not come back."""
     _mains, a, b = team
     on_b = windows.open(b, "ben")

@@ -3,6 +3,7 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
 
 - **Publish.** Each request this main opens for its windows goes to the store (a sign-in does not:
   it finishes in a browser on this machine). Every other main shows it to its windows as a copy.
+  One opened while the store was away is published when this main is back on it, if still open.
 - **Claim.** A window's valid answer (checked against the schema by the main the window is attached
   to) is decided by the store in one transaction with its audit row: this main's own requests too,
   so two mains' windows can never both win. A claim of this main's request waits for its publish.
@@ -13,7 +14,8 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
   elsewhere close through pending's one close path, their server answered (`answered_in_store`).
 - **Liveness.** Every HEARTBEAT_S this main renews its lease and ends the rows of mains that are
   gone (their LISTEN connection closed: kill -9; or their lease ran out); requests of this main
-  that were ended so while its own connection was cut open again.
+  that were ended so while its own connection was cut open again. The heartbeat is also what
+  finds a store that was away reachable again (postgres_backlog.py then writes what was kept).
 - **Quorum.** An approver's answer to a quorum approval (consent/quorum.py), on any main, is
   counted by the store (`vote`: once per person, decided in one transaction when it decides); a
   count that does not decide wakes every main, whose read shows it in its windows
@@ -62,8 +64,10 @@ class SharedRequestsDesk:
         self._tasks: set[asyncio.Task[None]] = set()
         self._syncing = self._sync_again = False
         self._reloading = self._reload_again = False
-        self._backend_pid: int | None = None
+        self._backend_pid: int | None = None  # this main's LISTEN connection's server process
+        self._joined: int | None = None  # the one the store's `mains` row names
         self._beats = 0
+        self._renewing = False
         self._heartbeat: asyncio.TimerHandle | None = None
         self._closed = False
         self._wake_ups = inbox.wake_ups(requests=self._requests_changed, rules=self._rules_changed,
@@ -142,10 +146,32 @@ class SharedRequestsDesk:
     async def _connected(self, backend_pid: int) -> None:
         """(Re)connected: this main is alive on this connection; catch up with what was missed."""
         self._backend_pid = backend_pid
-        await self._inbox.join(self._main_id, backend_pid, os.getpid())
+        await self._join()
+        self._rules_changed()
+
+    async def _join(self) -> None:
+        """Say which LISTEN connection is this main's (the others take it for gone when that
+        connection is), then publish what was opened while away and reopen what they ended
+        meanwhile. A join that failed (a pooled connection the outage broke) is made again at
+        the next heartbeat."""
+        assert self._backend_pid is not None
+        backend_pid = self._backend_pid
+        if await self._inbox.join(self._main_id, backend_pid, os.getpid()):
+            self._joined = backend_pid
+        await self._publish_missed()
         await self._inbox.revive(self._own())
         self._requests_changed()
-        self._rules_changed()
+
+    async def _publish_missed(self) -> None:
+        """This main's requests opened while the store was away, still open: every main's windows
+        may show them from now on."""
+        for channel, published in list(self._published.items()):
+            pending = self._pending.get(channel)
+            if not published.done() or published.result() or pending is None:
+                continue
+            again: asyncio.Future[bool] = self._loop.create_future()
+            self._published[channel] = again
+            await self._publish(pending, again)
 
     def _requests_changed(self) -> None:
         if self._syncing:
@@ -236,14 +262,21 @@ class SharedRequestsDesk:
     def _beat(self) -> None:
         self._heartbeat = self._loop.call_later(HEARTBEAT_S, self._beat)
         self._beats += 1
-        self._run(self._renew(tidy=self._beats % TIDY_EVERY == 0))
+        if not self._renewing:  # the store away: a renewal may wait for a connection longer than a beat
+            self._renewing = True
+            self._run(self._renew(tidy=self._beats % TIDY_EVERY == 0))
 
     async def _renew(self, tidy: bool) -> None:
-        renewed = await self._inbox.heartbeat()
-        if renewed is False and self._backend_pid is not None:  # thought gone and forgotten: here again
-            await self._inbox.join(self._main_id, self._backend_pid, os.getpid())
-        if tidy:
-            await self._inbox.tidy()
+        try:
+            renewed = await self._inbox.heartbeat()
+            # Thought gone and forgotten, or the join on this LISTEN connection failed: here again.
+            if renewed is not None and self._backend_pid is not None and (renewed is False or
+                                                                          self._joined != self._backend_pid):
+                await self._join()
+            if tidy:
+                await self._inbox.tidy()
+        finally:
+            self._renewing = False
 
     # ---- rules ------------------------------------------------------------------------------
 

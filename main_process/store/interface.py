@@ -19,7 +19,8 @@ be atomic are single methods, so no caller ever holds a transaction open across 
 True means committed: main hands an answer on only after it (audit_writer.py says when).
 
 **Failure policy.** Writes never raise: they log, return False, and main carries on (a rule then
-applies for this session only, an audit row is counted as unrecorded). Readers raise
+applies for this session only, an audit row is counted as unrecorded; a PostgreSQL store that is
+unreachable keeps the audit rows and writes them once it is back: postgres_backlog.py). Readers raise
 `RuleStoreError` / `AuditLogError` with a sentence for the user.
 
 **What it covers now.** Remembered rules and approvals (`RuleTable`) and the audit log

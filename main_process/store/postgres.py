@@ -9,15 +9,18 @@ these coroutines suspend (a network round trip): callers await a write, or run i
 and go on in its callback, as interface.py says.
 
 A main that cannot reach its store at start does not start (`open` raises StoreUnavailableError,
-one line); one whose store goes away later logs each failed write, counts the audit rows it could
-not record, and `status` says why (`status`, in main's msgStatus reply, with the mains on the store). Keeping on while the store is away, and writing
-what was decided meanwhile once it is back, is issue 35's later work.
+one line). One whose store goes away later (a restart, a cut connection) never waits on it: `status`
+says it is unreachable and why (in main's msgStatus reply, with the mains on the store), main decides
+its own requests from its own windows meanwhile, and what it decided is kept and written once the
+store is back, each row once (postgres_backlog.py); it then renews its lease, LISTENs again and
+catches up with a query (postgres_listen.py, consent/shared_requests.py).
 """
 
 import logging
 from pathlib import Path
 
 from main_process.store.postgres_audit import PgAudit
+from main_process.store.postgres_backlog import Backlog
 from main_process.store.postgres_connect import Database
 from main_process.store.postgres_inbox import PgInbox
 from main_process.store.postgres_rules import PgRules
@@ -32,9 +35,10 @@ class PgStore:
     def __init__(self, url: str, *, machine: str, record_values: bool = False) -> None:
         self._db = Database(url)
         self.machine = machine
+        self._backlog = Backlog(self._db)  # what was decided while the store was away, to write when back
         self._rules = PgRules(self._db)
-        self._audit = PgAudit(self._db, machine, record_values)
-        self._inbox = PgInbox(self._db, machine, record_values)
+        self._audit = PgAudit(self._db, machine, record_values, self._backlog)
+        self._inbox = PgInbox(self._db, machine, record_values, self._backlog)
 
     @property
     def rules(self) -> PgRules:
@@ -60,7 +64,9 @@ class PgStore:
 
     def status(self) -> StoreState:
         return StoreState(kind="PostgreSQL", location=self._db.shown, reachable=self._db.reachable,
-                          problem=self._db.problem, machine=self.machine, mains=list(self._inbox.mains))
+                          problem=self._db.problem, machine=self.machine, mains=list(self._inbox.mains),
+                          waiting=len(self._backlog))
 
     async def close(self) -> None:
+        await self._backlog.close()
         await self._db.close()

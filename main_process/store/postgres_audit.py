@@ -8,8 +8,10 @@ one process:
   already is left alone and the call returns False; a channel with no row gets one. Two mains
   deciding one channel at once: PostgreSQL locks the row, the second sees the first's outcome.
 - `record_requests` writes new request rows and rule-decided rows in one transaction.
-Writes never raise (the store's failure policy): they log, count the row as unrecorded and return
-False. Readers raise AuditLogError.
+Writes never raise (the store's failure policy). One that finds the store unreachable is kept
+and made again when it is back (postgres_backlog.py: idempotent by channel, so each row once) and
+returns False; one the store refuses is logged, counted as unrecorded, and returns False.
+Readers raise AuditLogError.
 """
 
 import logging
@@ -20,6 +22,7 @@ from typing import Any, Final, LiteralString
 import psycopg
 
 from main_process.log_limiter import RateLimitedLog
+from main_process.store.postgres_backlog import Backlog
 from main_process.store.postgres_connect import Database
 from main_process.store.records import OUTCOMES, PENDING, AuditEntry, Decided, OutcomeRecord
 from main_process.store.rows import audit_entry, request_row, values_json
@@ -65,8 +68,9 @@ _ERROR_INTERVAL_S: Final = 60.0
 class PgAudit:
     """AuditTable on the `elicitations` table of a PostgreSQL store."""
 
-    def __init__(self, database: Database, machine: str, record_values: bool) -> None:
+    def __init__(self, database: Database, machine: str, record_values: bool, backlog: Backlog) -> None:
         self._db = database
+        self._backlog = backlog
         self.machine = machine
         self._record_values = record_values
         self._unrecorded = 0
@@ -90,6 +94,10 @@ class PgAudit:
                  else None, d.rule_id, d.decision, None, None, None, d.reason, self.machine) for d in decided]
         if not rows and not full:
             return True
+        return await self._backlog.write(f"{len(rows) + len(full)} request row(s)",
+                                         lambda: self._requests_once(rows, full))
+
+    async def _requests_once(self, rows: list[tuple[Any, ...]], full: list[tuple[Any, ...]]) -> bool | None:
         try:
             pool = await self._db.pool()
             async with pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
@@ -98,7 +106,7 @@ class PgAudit:
                 if rows:
                     await cursor.executemany(_INSERT_REQUEST, rows)
         except (psycopg.Error, StoreUnavailableError) as exc:
-            return self._failed("record request", exc)
+            return self._away_or_failed("record request", exc)
         return self._succeeded()
 
     async def record_outcome(self, outcome: OutcomeRecord, request: ElicitationInvoke | None = None) -> bool:
@@ -115,17 +123,21 @@ class PgAudit:
         row = (*asked, outcome.outcome, outcome.window, decided_at, content, outcome.rule_id, outcome.decision,
                outcome.window_name, device.name if device is not None else None,
                device.id if device is not None else None, outcome.reason, self.machine)
+        return await self._backlog.write(f"the outcome {outcome.outcome!r} of {outcome.channel}",
+                                         lambda: self._outcome_once(row, outcome, alone=request is None))
+
+    async def _outcome_once(self, row: tuple[Any, ...], outcome: OutcomeRecord, *, alone: bool) -> bool | None:
         try:
             pool = await self._db.pool()
             async with pool.connection() as conn:
                 decided = await (await conn.execute(_DECIDE, row)).fetchone()
         except (psycopg.Error, StoreUnavailableError) as exc:
-            return self._failed("record outcome", exc)
-        if decided is None:
+            return self._away_or_failed("record outcome", exc)
+        if decided is None:  # after an outage: the request was decided on another main meanwhile too
             problem = ValueError(f"{outcome.channel} already has an outcome; {outcome.outcome!r} not recorded")
             self._complain("record outcome", problem, level=logging.WARNING)
             return False
-        if decided[0] and request is None:
+        if decided[0] and alone:
             logger.warning("audit log: outcome %r of %s recorded without its request", outcome.outcome,
                            outcome.channel)
         return self._succeeded()
@@ -168,6 +180,14 @@ class PgAudit:
         return rows
 
     # ---- failures ------------------------------------------------------------------------
+
+    def _away_or_failed(self, op: str, exc: psycopg.Error | StoreUnavailableError) -> bool | None:
+        """None: the store was unreachable (the write is kept); False: it refused (logged, counted)."""
+        if self._db.unreachable(exc):
+            if isinstance(exc, psycopg.Error):
+                self._db.failed(exc)
+            return None
+        return self._failed(op, exc)
 
     def _failed(self, op: str, exc: Exception) -> bool:
         self._unrecorded += 1

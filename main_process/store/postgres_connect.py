@@ -11,6 +11,12 @@ certificate parameters (`sslrootcert`, `sslcert`, `sslkey`, ...) of the URL go t
 cannot connect only says it timed out), and on it the schema is migrated (postgres_schema.py);
 then the pool (psycopg_pool, autocommit connections: a one-statement write is one round trip, and
 the decisions that need more are explicit transactions).
+
+**An outage** (a restart, a cut connection) never holds main up for long: a call waits at most
+WAIT_FOR_CONNECTION_S for a connection, libpq CONNECT_TIMEOUT_S to connect, TCP keepalives end a
+connection whose network went silent; the first failure marks the store away (`status` says why)
+and has the pool check its idle connections (a restart ended them all). The next call that gets
+through marks it back and tells who asked (`when_back`: the kept writes, the LISTEN connection).
 """
 
 import asyncio
@@ -29,12 +35,19 @@ from main_process.store.url import redact, scrub, without_password
 from shared.errors import StoreUnavailableError
 
 logger = logging.getLogger(__name__)
+# The pool logs each failed connection attempt (one a second through an outage); main says once
+# that the store is away and once that it is back (Database._set, succeeded).
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 KEYRING_SERVICE: Final = "elicitron"  # the service sign-in tokens are kept under too
-CONNECT_TIMEOUT_S: Final = 10  # libpq waits forever by default; a URL's connect_timeout wins
+CONNECT_TIMEOUT_S: Final = 3  # libpq waits forever by default; a URL's connect_timeout wins
 POOL_MIN: Final = 1
 POOL_MAX: Final = 4  # main writes in batches (audit_writer.py); a few calls may overlap
-WAIT_FOR_CONNECTION_S: Final = 10.0  # a write waits this long for a pooled connection, then fails (logged)
+WAIT_FOR_CONNECTION_S: Final = 2.0  # a call waits this long for a pooled connection (not the pool's 30 s), then fails
+RECONNECT_S: Final = 2.0  # the pool stops its own growing backoff (1, 2, 4 s...) after this: the next call tries at once
+# A cut network sends no reset: without these a query on a dead connection waits for the kernel (minutes).
+KEEPALIVES: Final = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2, "keepalives_count": 2,
+                     "tcp_user_timeout": 10_000}
 
 Pool = AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]]
 
@@ -89,6 +102,8 @@ class Database:
         self._kwargs: dict[str, Any] = {}  # what the pool connects with (the password found), for `connect`
         self._opening = asyncio.Lock()
         self._closed = False
+        self._back: list[Callable[[], None]] = []  # told when the store is reachable again after an outage
+        self._checking: asyncio.Task[None] | None = None
 
     async def pool(self) -> Pool:
         """The open pool; raises StoreUnavailableError with a sentence saying what to do."""
@@ -112,6 +127,7 @@ class Database:
             kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
         if "application_name" not in params:
             kwargs["application_name"] = "elicitron"
+        kwargs.update({key: value for key, value in KEEPALIVES.items() if key not in params})
         if "password" not in params and "PGPASSWORD" not in os.environ:
             password = await asyncio.to_thread(_from_keyring, keyring_user(self.url))
             if password is not None:
@@ -124,7 +140,8 @@ class Database:
             raise StoreUnavailableError(self.explain(exc)) from None
         self._kwargs = kwargs
         pool: Pool = AsyncConnectionPool(self.url, kwargs=kwargs, min_size=POOL_MIN, max_size=POOL_MAX, open=False,
-                                         name="elicitron-store", timeout=WAIT_FOR_CONNECTION_S)
+                                         name="elicitron-store", timeout=WAIT_FOR_CONNECTION_S,
+                                         reconnect_timeout=RECONNECT_S)
         try:
             await pool.open(wait=True, timeout=float(kwargs.get("connect_timeout", CONNECT_TIMEOUT_S)))
         except psycopg.Error as exc:
@@ -158,20 +175,53 @@ class Database:
             return f"the store {self.shown} refused it: {reason}"
         return f"the store {self.shown} is unreachable: {reason}; {todo}"
 
+    @property
+    def away(self) -> bool:
+        """The last call found the store unreachable (and none has reached it since)."""
+        return self.reachable is False
+
+    def when_back(self, callback: Callable[[], None]) -> None:
+        """Call `callback` each time the store is reachable again after an outage."""
+        self._back.append(callback)
+
+    def unreachable(self, exc: BaseException) -> bool:
+        """Whether `exc` says the store could not be reached (so the call may be made again later),
+        rather than that it refused the call."""
+        if self._closed:
+            return False  # main stops: nothing will be made again
+        if isinstance(exc, StoreUnavailableError):
+            return True
+        return isinstance(exc, psycopg.OperationalError) or (isinstance(exc, psycopg.Error) and
+                                                             exc.sqlstate == "3D000")
+
     def failed(self, exc: psycopg.Error) -> None:
-        """A call failed: the store is unreachable when the connection is what failed."""
-        if isinstance(exc, psycopg.OperationalError) or exc.sqlstate == "3D000":
+        """A call failed: the store is unreachable when the connection is what failed. The pool's
+        idle connections are then checked (a restart ended them all: each would fail one call)."""
+        if self.unreachable(exc):
             self._set(False, self._one_line(exc))
+            self._check_pool()
 
     def succeeded(self) -> None:
         if self.reachable is not True:
+            was_away = self.reachable is False
             self._set(True, None)
+            if was_away:
+                logger.info("store %s is reachable again", self.shown)
+                for callback in self._back:
+                    callback()
 
     def _set(self, reachable: bool, problem: str | None) -> None:
         changed = (reachable, problem) != (self.reachable, self.problem)
+        if not reachable and self.reachable is True:  # an outage begins (at open, the caller says why)
+            logger.warning("store %s is unreachable: %s", self.shown, problem)
         self.reachable, self.problem = reachable, problem
         if changed and self.on_change is not None:
             self.on_change()
+
+    def _check_pool(self) -> None:
+        if self._pool is None or self._closed or (self._checking is not None and not self._checking.done()):
+            return
+        self._checking = asyncio.get_running_loop().create_task(_check(self._pool), name="store-pool-check")
 
     def _one_line(self, exc: BaseException) -> str:
         return scrub(" ".join(str(exc).split()), self._secret) or type(exc).__name__
@@ -180,5 +230,15 @@ class Database:
         async with self._opening:
             self._closed = True
             pool, self._pool = self._pool, None
+        if self._checking is not None:
+            await asyncio.gather(self._checking, return_exceptions=True)
         if pool is not None:
             await pool.close()
+
+
+async def _check(pool: Pool) -> None:
+    """Drop the pool's broken idle connections (it makes new ones as needed)."""
+    try:
+        await pool.check()
+    except psycopg.Error as exc:  # closed meanwhile (main stops): nothing left to check
+        logger.debug("store pool check: %s", exc)

@@ -22,7 +22,10 @@ requests and the first valid answer anywhere wins.
   the truth, notifications only wake (postgres_listen.py).
 
 Writes never raise (the store's failure policy): they log, rate-limited, and return False (a claim:
-"unreachable"); `changed` returns None when the store cannot be read.
+"unreachable"); `changed` returns None when the store cannot be read. While the store is away
+(postgres_backlog.py) a claim is "unreachable" at once, without a wait (main decides its own
+requests alone), and the ends of this main's requests and the answers it took are kept and
+written once it is back (both idempotent: a row ends only while open).
 """
 
 import logging
@@ -34,6 +37,7 @@ import msgspec
 import psycopg
 
 from main_process.log_limiter import RateLimitedLog
+from main_process.store.postgres_backlog import Backlog
 from main_process.store.postgres_connect import Database
 from main_process.store.postgres_listen import Listener
 from main_process.store.postgres_quorum import Tally, tally
@@ -49,14 +53,17 @@ RULES_CHANNEL: Final = "elicitron_rules"
 LEASE_S: Final = 5.0  # a main not heard of for this long is gone (it renews every second: shared_requests.py)
 KEEP_ENDED_MS: Final = 10 * 60 * 1000  # ended rows stay this long (a main that reconnects reads how they ended)
 
-_JOIN: Final = ("INSERT INTO mains (main_id, machine, pid, backend_pid, started_at, lease_until) "
-                "VALUES (%s, %s, %s, %s, %s, now() + make_interval(secs => %s)) ON CONFLICT (main_id) DO UPDATE "
-                "SET backend_pid = excluded.backend_pid, lease_until = excluded.lease_until")
+_JOIN: Final = ("INSERT INTO mains (main_id, machine, pid, backend_pid, started_at, lease_until, joined_at) "
+                "VALUES (%s, %s, %s, %s, %s, now() + make_interval(secs => %s), now()) ON CONFLICT (main_id) DO UPDATE "
+                "SET backend_pid = excluded.backend_pid, lease_until = excluded.lease_until, joined_at = now()")
+# A main is gone when its lease ran out, or its LISTEN connection is: unless that connection was
+# made before the server (re)started: then every main's is, and each has its lease to come back in.
 _HEARTBEAT: Final = (
     "WITH renewed AS (UPDATE mains SET lease_until = now() + make_interval(secs => %s) WHERE main_id = %s "
     "RETURNING 1), "
     "gone AS (SELECT m.main_id FROM mains m WHERE m.main_id <> %s AND (m.lease_until < now() OR m.backend_pid IS NULL "
-    "OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = m.backend_pid))), "
+    "OR (NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = m.backend_pid) "
+    "AND (m.joined_at IS NULL OR m.joined_at > pg_postmaster_start_time())))), "
     "orphaned AS (UPDATE open_requests SET state = 'orphaned', decided_at = %s "
     "WHERE state = 'open' AND main_id IN (SELECT main_id FROM gone) RETURNING 1) "
     "SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM orphaned), "
@@ -68,7 +75,9 @@ _TIDY: Final = ("WITH old AS (DELETE FROM open_requests WHERE state <> 'open' AN
                 "(SELECT 1 FROM open_requests o WHERE o.main_id = m.main_id AND o.state = 'open')")
 _PUBLISH: Final = ("INSERT INTO open_requests (channel, main_id, machine, server, invoke, created_at, expires_at) "
                    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (channel) DO NOTHING")
-_END: Final = "UPDATE open_requests SET state = %s, decided_at = %s WHERE channel = %s AND state = 'open'"
+# 'orphaned' too: decided here while the store was away, and marked gone by another main meanwhile
+_END: Final = ("UPDATE open_requests SET state = %s, decided_at = %s WHERE channel = %s "
+               "AND state IN ('open', 'orphaned')")
 _REVIVE: Final = ("UPDATE open_requests SET state = 'open', decided_at = NULL "
                   "WHERE main_id = %s AND state = 'orphaned' AND channel = ANY(%s)")
 _LEAVE: Final = ("WITH ended AS (UPDATE open_requests SET state = 'cancelled', decided_at = %s "
@@ -107,8 +116,9 @@ _CLAIM: Final = (
 class PgInbox:
     """SharedInbox on the `mains` and `open_requests` tables; `machine` names this main."""
 
-    def __init__(self, database: Database, machine: str, record_values: bool) -> None:
+    def __init__(self, database: Database, machine: str, record_values: bool, backlog: Backlog) -> None:
         self._db = database
+        self._backlog = backlog
         self.machine = machine
         self._record_values = record_values
         self.main_id = ""  # set by `join`
@@ -143,20 +153,26 @@ class PgInbox:
         return await self._write("tidy the inbox", _TIDY, (_now_ms() - KEEP_ENDED_MS,))
 
     async def leave(self) -> bool:
-        """main stops: its open rows end ('cancelled') and its row goes."""
+        """main stops: its open rows end ('cancelled') and its row goes (when away: its lease runs out)."""
+        if self._db.away:
+            return False
         return await self._write("leave the store's mains", _LEAVE, (_now_ms(), self.main_id, self.main_id))
 
     # ---- requests ----------------------------------------------------------------------
 
     async def publish(self, invoke: ElicitationInvoke, body: bytes) -> bool:
-        """Every main's windows may answer this request from now on (once committed)."""
+        """Every main's windows may answer this request from now on (once committed). Not while
+        the store is away: this main's windows alone have it."""
+        if self._db.away:
+            return False
         return await self._write("publish a request", _PUBLISH, (
             invoke.response_channel, self.main_id, self.machine, invoke.request.server, body, invoke.created_at,
             invoke.expires_at))
 
     async def end(self, channel: str, outcome: str) -> bool:
         """This main ended its request otherwise than by a claim (the first ending wins)."""
-        return await self._write("end a request", _END, (outcome, _now_ms(), channel))
+        args = (outcome, _now_ms(), channel)
+        return await self._backlog.write(f"the end of {channel}", lambda: self._write_once("end a request", _END, args))
 
     async def revive(self, channels: Sequence[str]) -> bool:
         """Requests of this main marked 'orphaned' while it was away (its connection was cut) are
@@ -169,6 +185,8 @@ class PgInbox:
                     decision: str | None) -> Claim:
         """Decide `invoke`'s request with `answer` (validated by the caller), and its audit row, in
         one statement: "won" once committed, "lost" when it had ended or been answered."""
+        if self._db.away:
+            return "unreachable"  # no wait on a dead server: main decides its own request alone
         args = self._claim_args(invoke, answer, approver, decision, label=approver.label, name=approver.name)
         row = await self._read_one("decide a request", _CLAIM, args)
         if row is None:
@@ -182,6 +200,8 @@ class PgInbox:
         decides), decided with its audit row naming every approver in the same transaction."""
         quorum = invoke.quorum
         assert quorum is not None
+        if self._db.away:
+            return QuorumVote("unreachable")  # as a claim: this main counts its own requests alone
         try:
             pool = await self._db.pool()
             async with pool.connection() as conn, conn.transaction():
@@ -241,7 +261,9 @@ class PgInbox:
 
     async def taken(self, channels: Sequence[str]) -> bool:
         """This main handed these answers on: their values leave the table."""
-        return await self._write("clear taken answers", _TAKEN, (self.main_id, list(channels)))
+        args = (self.main_id, list(channels))
+        return await self._backlog.write(f"{len(channels)} answer(s) taken",
+                                         lambda: self._write_once("clear taken answers", _TAKEN, args))
 
     # ---- reading back ------------------------------------------------------------------
 
@@ -270,13 +292,17 @@ class PgInbox:
     # ---- the connection ------------------------------------------------------------------
 
     async def _write(self, what: str, sql: LiteralString, args: tuple[Any, ...]) -> bool:
+        return await self._write_once(what, sql, args) is True
+
+    async def _write_once(self, what: str, sql: LiteralString, args: tuple[Any, ...]) -> bool | None:
+        """True once written; None when the store was unreachable (a write to keep), False when it refused."""
         try:
             pool = await self._db.pool()
             async with pool.connection() as conn:
                 await conn.execute(sql, args)
         except (psycopg.Error, StoreUnavailableError) as exc:
             self._failed(what, exc)
-            return False
+            return None if self._db.unreachable(exc) else False
         self._db.succeeded()
         return True
 

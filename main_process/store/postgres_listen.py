@@ -4,7 +4,8 @@ handed to others between statements, and its LISTEN with it).
 A notification only says "look": it carries nothing and one sent while this connection was away
 is gone. So `connected(backend_pid)` runs on every (re)connect, before any wake, and the caller
 catches up there with a query; `wake(channel)` runs for each notification. A lost connection is
-retried with a growing delay (logged once per outage), never raised.
+retried with a growing delay (logged once per outage), never raised, and at once when another
+call found the store reachable again (Database.when_back).
 """
 
 import asyncio
@@ -35,6 +36,8 @@ class Listener:
         self._connected = connected
         self._task: asyncio.Task[None] | None = None
         self.up = asyncio.Event()  # set while listening (tests and status wait on it)
+        self._retry_now = asyncio.Event()
+        database.when_back(self._retry_now.set)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="store-listener")
@@ -63,14 +66,18 @@ class Listener:
             if not complained:
                 logger.warning("store wake-ups: %s; reconnecting", reason)
                 complained = True
-            await asyncio.sleep(delay)  # a backoff between reconnects, not a wait for an event
-            delay = min(delay * 2, RETRY_MAX_S)
+            try:  # a backoff between reconnects, cut short when the store is back
+                await asyncio.wait_for(self._retry_now.wait(), delay)
+            except TimeoutError:
+                delay = min(delay * 2, RETRY_MAX_S)
+            self._retry_now.clear()
 
     async def _listen(self) -> None:
         conn = await self._db.connect()
         async with conn:
             for channel in self._channels:
                 await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+            self._db.succeeded()
             await self._connected(conn.info.backend_pid)
             self.up.set()
             logger.info("store wake-ups: listening (%s)", ", ".join(self._channels))

@@ -163,6 +163,11 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         """,
         "ALTER TABLE elicitations ADD COLUMN approvers jsonb",  # a quorum: [{person, machine}] in order
     ),
+    # 5: when a main last (re)joined on its LISTEN connection: a connection made before the server
+    # restarted is gone for every main, so it says nothing about that main (postgres_inbox.py)
+    (
+        "ALTER TABLE mains ADD COLUMN joined_at timestamptz",
+    ),
 )
 
 

@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -46,6 +47,7 @@ class PostgresServer:
     port: int
     password: str
     run_as: list[str]  # ["runuser", "-u", "postgres", "--"] under root
+    options: str  # the server's command line options (socket dir, port, fsync off, ...)
 
     def url(self, database: str = "postgres", password: str | None = None) -> str:
         """A TCP URL (password auth) to `database`, with the server's password unless given another."""
@@ -69,6 +71,22 @@ class PostgresServer:
 
     def drop_database(self, name: str) -> None:
         self.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    def restart(self, while_down: Callable[[], None] | None = None) -> None:
+        """`pg_ctl restart -m fast` (every connection is ended, as an operator's restart does), each
+        step waited on by pg_ctl's own `-w`. With `while_down`: stop, run it while the server is
+        down (a test looks at what the mains do meanwhile), then start again, even if it raised."""
+        data = str(self.root / "data")
+        if while_down is None:
+            _run([*self.run_as, str(self.bin / "pg_ctl"), "-D", data, "-l", str(self.root / "server.log"), "-m",
+                  "fast", "-w", "-t", str(START_TIMEOUT_S), "restart"], self.root)  # -l: else the server holds our pipe
+            return
+        _run([*self.run_as, str(self.bin / "pg_ctl"), "-D", data, "-m", "fast", "-w", "stop"], self.root)
+        try:
+            while_down()
+        finally:
+            _run([*self.run_as, str(self.bin / "pg_ctl"), "-D", data, "-l", str(self.root / "server.log"), "-w",
+                  "-t", str(START_TIMEOUT_S), "-o", self.options, "start"], self.root)
 
     def stop(self) -> None:
         """Stop the server (immediate: nothing of it is kept) and remove its dir."""
@@ -118,7 +136,7 @@ def start() -> PostgresServer:
                                       "start"], cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                      check=False, timeout=START_TIMEOUT_S + 10)
             if started.returncode == 0:
-                return PostgresServer(binaries, root, port, password, run_as)
+                return PostgresServer(binaries, root, port, password, run_as, options)
         log = (root / "server.log").read_text(errors="replace") if (root / "server.log").exists() else ""
         raise RuntimeError(f"pg_ctl start failed: {started.stdout}{started.stderr}\n{log[-2000:]}")
     except BaseException:
