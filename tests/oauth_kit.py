@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kit import zygote
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, write_config
 from kit.output import ChildOutput
@@ -107,10 +108,16 @@ def start_oauth_main(config: Path, data_home: Path, runtime: Path | None = None,
             "--config", str(config)]
     env = child_env(XDG_DATA_HOME=str(data_home), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
     env.pop("ELICITRON_TOKEN_STORE", None)
+    proc: Any
     if open_files is not None:  # the shell's ulimit, then exec: the pid is main's
         argv = ["sh", "-c", f'ulimit -n {int(open_files)} && exec "$@"', "sh", *argv]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=env, cwd=ROOT)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                env=env, cwd=ROOT)
+    elif zygote.enabled():  # forked from a process that imported main (kit/zygote.py)
+        proc = zygote.spawn_cli(argv[3:], env)
+    else:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                env=env, cwd=ROOT)
     assert proc.stderr is not None
     running = RunningMain(proc, connection, None, ChildOutput(proc.stderr))
     running.wait_up()

@@ -7,9 +7,10 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
+from kit import zygote
 from kit.demo import demo_stdio_entry
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
@@ -60,9 +61,13 @@ def web_window(main: RunningMain, web_dir: Path, *extra_args: str, open_files: t
         argv = ["/bin/sh", "-c", f'ulimit -S -n {open_files[0]} && ulimit -H -n {open_files[1]} && exec "$0" "$@"',
                 *argv]
     with ExitStack() as stack:
-        stderr = stack.enter_context(log.open("wb")) if log is not None else subprocess.PIPE
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
-                                env=child_env(main.home), cwd=ROOT)
+        proc: Any
+        if log is None and open_files is None and zygote.enabled():  # forked from a process that imported it
+            proc = zygote.spawn_cli(argv[3:], child_env(main.home), stdout_pipe=True)
+        else:
+            stderr = stack.enter_context(log.open("wb")) if log is not None else subprocess.PIPE
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+                                    env=child_env(main.home), cwd=ROOT)
         try:
             assert proc.stdout is not None
             line = proc.stdout.readline().decode()  # blocks until it listens (or exits: then "")
