@@ -19,6 +19,7 @@ import json
 import re
 import shutil
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from kit.main import RunningMain, start_main
 from kit.peer import WirePeer
 from kit.postgres import PostgresServer, start
 
+from benchlib import team_load
 from benchlib.common import Figure, demo_entry, fmt_us, now_ns, summarize_ns
 from benchlib.roundtrip import cpu_ns
 from benchlib.rules import best_quarter
@@ -42,6 +44,7 @@ ANSWERERS = 2  # windows answering each request at once, on the mains after the 
 TARGET_ADDED_P50_US = 5_000.0
 TARGET_DISMISS_P50_US = 20_000.0
 TARGET_CPU_RATIO = 1.5
+LOAD_BLOCK = 100  # requests of the block whose statements are counted
 _LABEL = re.compile(r"team-\d+-\d+")
 
 
@@ -176,8 +179,8 @@ def _drive(side: Side, count: int, timeout_s: float) -> list[Request]:
                 elif topic == contract.ERROR and body.get("topic") in by_channel:
                     request = by_channel[body["topic"]]
                     request.refused.append(str(body.get("code")))
-                if request is not None and request.done():
-                    open_requests.discard(id(request))
+                if request is not None:  # a late copy shown after its answer keeps it open until its dismiss
+                    (open_requests.discard if request.done() else open_requests.add)(id(request))
     spent = side.cpu_now() - cpu_before
     side.cpu_ns += spent
     side.wall_ns += now_ns() - wall_before
@@ -228,7 +231,8 @@ def run(quick: bool) -> list[Figure]:
         return [Figure(name="team", title="team: 4 mains on PostgreSQL", value="SKIPPED", target="", passed=None,
                        absolute=str(exc)[:200], how="needs PostgreSQL's binaries (apt-get install postgresql)")]
     try:
-        url = server.url(server.new_database())
+        database = server.new_database()
+        url = server.url(database)
         with _mains(MAINS, url) as team_mains, _mains(1, None) as sqlite_mains:
             team, sqlite = _side("team", team_mains), _side("sqlite", sqlite_mains)
             try:
@@ -240,13 +244,27 @@ def run(quick: bool) -> list[Figure]:
                     order = (team, sqlite) if index % 2 == 0 else (sqlite, team)
                     for side in order:
                         side.requests += _drive(side, block, 60 + block)
+                load = team_load.count(server, database, lambda: _drive(team, 4 * MAINS, 60),
+                                       lambda: len(_drive(team, LOAD_BLOCK, 60 + LOAD_BLOCK)))
             finally:
                 for side in (team, sqlite):
                     for peer in (*side.callers, *side.windows):
                         peer.close()
     finally:
         server.stop()
-    return _figures(team, sqlite, total, block)
+    return [*_figures(team, sqlite, total, block), _load_figure(*load)]
+
+
+def _load_figure(kinds: Counter[str], notified: int, requests: int) -> Figure:
+    statements = sum(kinds.values())
+    return Figure(
+        name="team", title="team: store load per request", value=f"{statements / requests:.1f} statements",
+        target="", passed=None,
+        absolute=(f"{notified / requests:.1f} notifications (each wakes {MAINS} mains); " +
+                  ", ".join(f"{kind} {n / requests:.2f}" for kind, n in kinds.most_common())),
+        how=(f"one more block of {LOAD_BLOCK} team requests (not timed), every statement of every main from "
+             "PostgreSQL's log (log_statement = all), notifications by a LISTEN connection of the bench's"),
+        data={"statements": dict(kinds), "notifications": notified, "requests": requests})
 
 
 def _figures(team: Side, sqlite: Side, total: int, block: int) -> list[Figure]:
