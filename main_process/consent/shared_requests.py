@@ -6,12 +6,14 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
 - **Claim.** A window's valid answer (checked against the schema by the main the window is attached
   to) is decided by the store in one transaction with its audit row: this main's own requests too,
   so two mains' windows can never both win. A claim of this main's request waits for its publish.
-- **Wake-ups, then the truth.** A notification (or a reconnect: one sent meanwhile is lost) starts
-  one read of the open rows and the rows this main knows (`_sync`, never two at once: a wake
-  during one runs it again after). From that read: other mains' new requests open here as copies,
-  copies whose row ended leave the windows (`close_copy`), and this main's requests answered
-  elsewhere close through pending's one close path, their server answered (`answered_in_store`).
-- **Liveness.** Every HEARTBEAT_S this main renews its lease and ends the rows of mains that are
+- **Wake-ups, then the truth.** A notification of another main's write (or a reconnect: one sent
+  meanwhile is lost) starts one read of what changed for this main (`_sync`, never two at once: a
+  wake during one runs it again after): other mains' open requests it does not know, which open
+  here as copies; and the requests it knows that are no longer open: copies leave the windows
+  (`close_copy`), and this main's requests answered elsewhere close through pending's one close
+  path, their server answered (`answered_in_store`).
+- **Liveness.** Every HEARTBEAT_S this main clears the values of the answers it handed on since
+  the last beat (one statement for all), renews its lease and ends the rows of mains that are
   gone (their LISTEN connection closed: kill -9; or their lease ran out); requests of this main
   that were ended so while its own connection was cut open again.
 - **Rules.** Remembered rules are applied from memory (consent.py); a change to the stored rules
@@ -40,6 +42,7 @@ TIDY_EVERY: Final = 60  # heartbeats
 _ENDED: Final[dict[str, Outcome]] = {  # a row's state -> the outcome its copies close with
     "expired": "expired", "cancelled": "cancelled", "host-gone": "host-gone", "server-closed": "server-closed",
     "orphaned": "server-closed",  # its main is gone: so is its server's connection
+    "gone": "cancelled",  # no row any more
 }
 
 
@@ -55,6 +58,7 @@ class SharedRequestsDesk:
         self._reload_rules = reload_rules
         self._loop = asyncio.get_running_loop()
         self._published: dict[str, asyncio.Future[bool]] = {}  # this main's open requests -> published?
+        self._taken: list[str] = []  # answers from the store handed on, their values to clear with the next beat
         self._tasks: set[asyncio.Task[None]] = set()
         self._syncing = self._sync_again = False
         self._reloading = self._reload_again = False
@@ -77,6 +81,7 @@ class SharedRequestsDesk:
         await self._wake_ups.close()
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._clear_taken()
         await self._inbox.leave()
 
     # ---- pending's SharedRequests ---------------------------------------------------------
@@ -151,22 +156,18 @@ class SharedRequestsDesk:
         rows = await self._inbox.changed([*copies, *own])
         if rows is None:
             return  # unreachable: the next wake-up (or reconnect) reads again
-        by_channel = {row.channel: row for row in rows}
+        ended = {row.channel: row for row in rows if row.state != "open"}
         for channel, copy in copies.items():
-            row = by_channel.get(channel)
-            if row is None or row.state != "open":
-                self._pending.close_copy(copy, *_ending(row))
-        await self._answered_elsewhere([by_channel[channel] for channel in own if channel in by_channel])
-        new = [row for row in rows if row.state == "open" and row.main_id != self._main_id
-               and self._pending.get(row.channel) is None
-               and self._pending.closed_reason(row.channel) in (None, "server-closed")]
-        if new:
-            await self._show(new)
+            if channel in ended:
+                self._pending.close_copy(copy, *_ending(ended[channel]))
+        await self._answered_elsewhere([ended[channel] for channel in own if channel in ended])
+        self._show([row for row in rows if row.state == "open" and self._pending.get(row.channel) is None
+                    and self._pending.closed_reason(row.channel) in (None, "server-closed")])
 
     async def _answered_elsewhere(self, rows: list[InboxRow]) -> None:
         """This main's requests that a window anywhere answered (or that were ended while this main
         was thought gone)."""
-        taken, orphaned = [], []
+        orphaned = []
         for row in rows:
             pending = self._pending.get(row.channel)
             if pending is None or pending.held_by is not None:
@@ -176,24 +177,18 @@ class SharedRequestsDesk:
                 answer = ElicitationResult(action=row.action,  # type: ignore[arg-type]
                                            content=row.content if row.action == "accept" else None)
                 self._pending.answered_in_store(pending, answer, by=row.window or row.approver or "another main")
-                taken.append(row.channel)
+                self._taken.append(row.channel)
             elif row.state == "orphaned":
                 orphaned.append(row.channel)
-        if taken:
-            await self._inbox.taken(taken)
         if orphaned:
             await self._inbox.revive(orphaned)
 
-    async def _show(self, rows: list[InboxRow]) -> None:
-        bodies = await self._inbox.invokes([row.channel for row in rows])
-        if bodies is None:
-            return
+    def _show(self, rows: list[InboxRow]) -> None:
         for row in rows:
-            body = bodies.get(row.channel)
-            if body is None:
+            if row.invoke is None:
                 continue
             try:
-                _topic, invoke = decode_from_main([channels.INVOKE.encode(), body])
+                _topic, invoke = decode_from_main([channels.INVOKE.encode(), row.invoke])
             except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
                 logger.warning("request %s of %s not shown: its invoke is unreadable: %s", row.channel, row.machine,
                                exc)
@@ -215,11 +210,19 @@ class SharedRequestsDesk:
         self._run(self._renew(tidy=self._beats % TIDY_EVERY == 0))
 
     async def _renew(self, tidy: bool) -> None:
+        await self._clear_taken()
         renewed = await self._inbox.heartbeat()
         if renewed is False and self._backend_pid is not None:  # thought gone and forgotten: here again
             await self._inbox.join(self._main_id, self._backend_pid, os.getpid())
         if tidy:
             await self._inbox.tidy()
+
+    async def _clear_taken(self) -> None:
+        """The values of answers handed on leave the table: once a beat for all of them, not one
+        statement per request (they stay at most HEARTBEAT_S longer, readable only by this main)."""
+        if self._taken:
+            taken, self._taken = self._taken, []
+            await self._inbox.taken(taken)
 
     # ---- rules ------------------------------------------------------------------------------
 
@@ -251,11 +254,9 @@ class SharedRequestsDesk:
         task.add_done_callback(self._tasks.discard)
 
 
-def _ending(row: InboxRow | None) -> tuple[Outcome, str | None]:
+def _ending(row: InboxRow) -> tuple[Outcome, str | None]:
     """How a copy closes for its row: (outcome, by). Answered (by a window, a rule or a host on its
     main): by whoever did; a row gone: cancelled."""
-    if row is None:
-        return "cancelled", None
     ended = _ENDED.get(row.state)
     if ended is not None:
         return ended, None

@@ -184,9 +184,10 @@ class SharedInbox(Protocol):
 
     async def taken(self, channels: Sequence[str]) -> bool: ...
 
-    async def changed(self, known: Sequence[str]) -> list[InboxRow] | None: ...
-
-    async def invokes(self, channels: Sequence[str]) -> dict[str, bytes] | None: ...
+    async def changed(self, known: Sequence[str]) -> list[InboxRow] | None:
+        """What changed for this main: the `known` channels no longer open (state 'gone': no row),
+        and other mains' open rows not known, with their invoke bodies."""
+        ...
 
     def wake_ups(self, *, requests: Callable[[], None], rules: Callable[[], None],
                  connected: Callable[[int], Awaitable[None]]) -> WakeUps:

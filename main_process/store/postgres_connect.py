@@ -16,6 +16,7 @@ the decisions that need more are explicit transactions).
 import asyncio
 import logging
 import os
+import secrets
 from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
@@ -85,6 +86,9 @@ class Database:
         self.problem: str | None = None  # why not, as `status` shows it
         self.on_change = on_change  # told when reachable or problem changes
         self._secret = _secret_in(url)
+        # This process's connections say it (setting `elicitron.sender`): the inbox's notifications
+        # carry it (postgres_schema.py, 4), so the listener knows the wake-ups of its own writes
+        self.sender = secrets.token_hex(8)
         self._pool: Pool | None = None
         self._kwargs: dict[str, Any] = {}  # what the pool connects with (the password found), for `connect`
         self._opening = asyncio.Lock()
@@ -112,6 +116,7 @@ class Database:
             kwargs["connect_timeout"] = CONNECT_TIMEOUT_S
         if "application_name" not in params:
             kwargs["application_name"] = "elicitron"
+        kwargs["options"] = f"{params.get('options') or ''} -c elicitron.sender={self.sender}".strip()
         if "password" not in params and "PGPASSWORD" not in os.environ:
             password = await asyncio.to_thread(_from_keyring, keyring_user(self.url))
             if password is not None:

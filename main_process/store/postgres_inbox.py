@@ -16,8 +16,10 @@ requests and the first valid answer anywhere wins.
   other main, and the triggers wake every main.
   The heartbeat also reads the mains with a live lease (`mains`, for `status`): this main first,
   then the others as they joined.
-- **Read back** (`changed`): the open rows and the rows of channels a main knows; the tables are
-  the truth, notifications only wake (postgres_listen.py).
+- **Read back** (`changed`): what changed for a main, in one statement: the open rows of other
+  mains it does not know yet (with their invoke bodies) and the rows of channels it knows that are
+  no longer open (or gone); the tables are the truth, notifications only wake (postgres_listen.py),
+  and a notification a main's own write sent does not wake it.
 
 Writes never raise (the store's failure policy): they log, rate-limited, and return False (a claim:
 "unreachable"); `changed` returns None when the store cannot be read.
@@ -70,10 +72,16 @@ _REVIVE: Final = ("UPDATE open_requests SET state = 'open', decided_at = NULL "
                   "WHERE main_id = %s AND state = 'orphaned' AND channel = ANY(%s)")
 _LEAVE: Final = ("WITH ended AS (UPDATE open_requests SET state = 'cancelled', decided_at = %s "
                  "WHERE main_id = %s AND state = 'open' RETURNING 1) DELETE FROM mains WHERE main_id = %s")
-_CHANGED: Final = ("SELECT channel, main_id, machine, state, action, "
-                   "CASE WHEN main_id = %s THEN answer::text END, answer_window, approver, answer_machine "
-                   "FROM open_requests WHERE state = 'open' OR channel = ANY(%s)")
-_INVOKES: Final = "SELECT channel, invoke FROM open_requests WHERE channel = ANY(%s)"
+# The known channels no longer open (a row gone: all NULL but the channel), then the other mains'
+# open rows not known yet, with their invokes: only what changed for this main, so a wake-up reads
+# a row or two, not every open request.
+_CHANGED: Final = (
+    "SELECT k.channel, o.main_id, o.machine, coalesce(o.state, 'gone'), o.action, "
+    "CASE WHEN o.main_id = %(me)s THEN o.answer::text END, o.answer_window, o.approver, o.answer_machine, NULL::bytea "
+    "FROM unnest(%(known)s::text[]) AS k(channel) LEFT JOIN open_requests o ON o.channel = k.channel "
+    "WHERE o.state IS DISTINCT FROM 'open' "
+    "UNION ALL SELECT channel, main_id, machine, state, NULL, NULL, NULL, NULL, NULL, invoke FROM open_requests "
+    "WHERE state = 'open' AND main_id <> %(me)s AND channel <> ALL(%(known)s::text[])")
 _TAKEN: Final = "UPDATE open_requests SET answer = NULL WHERE main_id = %s AND channel = ANY(%s)"
 
 # The audit row of a claim, written in the claim's statement: the request's columns (rows.py), its
@@ -107,6 +115,7 @@ class PgInbox:
         self._record_values = record_values
         self.main_id = ""  # set by `join`
         self.mains: list[StoreMain] = []  # the live mains of the store, as the last heartbeat read them
+        self._requests_changed: Callable[[], None] = lambda: None  # `wake_ups`' requests
         self._complaints = RateLimitedLog(logger, interval_s=60.0)
 
     # ---- this main ---------------------------------------------------------------------
@@ -130,6 +139,7 @@ class PgInbox:
         self.mains = [StoreMain(machine=str(m[0]), pid=int(m[1]), started_at=int(m[2])) for m in _decode_list(row[2])]
         if orphaned:
             logger.info("shared inbox: %d request(s) of mains that are gone ended", orphaned)
+            self._requests_changed()  # their copies here close (this main's own wake-up is skipped)
         return renewed > 0
 
     async def tidy(self) -> bool:
@@ -190,23 +200,24 @@ class PgInbox:
     # ---- reading back ------------------------------------------------------------------
 
     async def changed(self, known: Sequence[str]) -> list[InboxRow] | None:
-        """Every open row, and the rows of `known` channels however they ended (a channel with no
-        row any more is not among them). None when the store cannot be read."""
-        rows = await self._read_all("read the inbox", _CHANGED, (self.main_id, list(known)))
+        """The rows of `known` channels that are no longer open (state 'gone': the row is), and the
+        other mains' open rows not in `known`, with their invokes. None when the store cannot be read."""
+        rows = await self._read_all("read the inbox", _CHANGED, {"me": self.main_id, "known": list(known)})
         if rows is None:
             return None
-        return [InboxRow(channel=r[0], main_id=r[1], machine=r[2], state=r[3], action=r[4],
-                         content=_decode(r[5]), window=r[6], approver=r[7], answer_machine=r[8]) for r in rows]
-
-    async def invokes(self, channels: Sequence[str]) -> dict[str, bytes] | None:
-        """The invoke bodies of these channels, as their mains' windows got them."""
-        rows = await self._read_all("read requests", _INVOKES, (list(channels),))
-        return None if rows is None else {str(r[0]): bytes(r[1]) for r in rows}
+        return [InboxRow(channel=r[0], main_id=r[1] or "", machine=r[2] or "", state=r[3], action=r[4],
+                         content=_decode(r[5]), window=r[6], approver=r[7], answer_machine=r[8],
+                         invoke=None if r[9] is None else bytes(r[9])) for r in rows]
 
     def wake_ups(self, *, requests: Callable[[], None], rules: Callable[[], None],
                  connected: Callable[[int], Awaitable[None]]) -> Listener:
-        def wake(channel: str) -> None:
-            (rules if channel == RULES_CHANNEL else requests)()
+        self._requests_changed = requests
+
+        def wake(channel: str, sender: str) -> None:
+            if channel == RULES_CHANNEL:
+                rules()
+            elif sender != self._db.sender:  # this main's own writes: it knows what they changed
+                requests()
 
         return Listener(self._db, (INBOX_CHANNEL, RULES_CHANNEL), wake=wake, connected=connected)
 
@@ -227,7 +238,8 @@ class PgInbox:
         rows = await self._read_all(what, sql, args)
         return rows[0] if rows else None
 
-    async def _read_all(self, what: str, sql: LiteralString, args: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+    async def _read_all(self, what: str, sql: LiteralString,
+                        args: tuple[Any, ...] | dict[str, Any]) -> list[tuple[Any, ...]] | None:
         try:
             pool = await self._db.pool()
             async with pool.connection() as conn:

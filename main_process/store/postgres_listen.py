@@ -3,7 +3,7 @@ handed to others between statements, and its LISTEN with it).
 
 A notification only says "look": it carries nothing and one sent while this connection was away
 is gone. So `connected(backend_pid)` runs on every (re)connect, before any wake, and the caller
-catches up there with a query; `wake(channel)` runs for each notification. A lost connection is
+catches up there with a query; `wake(channel, payload)` runs for each notification. A lost connection is
 retried with a growing delay (logged once per outage), never raised.
 """
 
@@ -27,7 +27,7 @@ RETRY_MAX_S: Final = 5.0
 class Listener:
     """One LISTEN connection for `channels`, kept up until `close`."""
 
-    def __init__(self, database: Database, channels: Sequence[str], *, wake: Callable[[str], None],
+    def __init__(self, database: Database, channels: Sequence[str], *, wake: Callable[[str, str], None],
                  connected: Callable[[int], Awaitable[None]]) -> None:
         self._db = database
         self._channels = tuple(channels)
@@ -75,4 +75,4 @@ class Listener:
             self.up.set()
             logger.info("store wake-ups: listening (%s)", ", ".join(self._channels))
             async for note in conn.notifies():
-                self._wake(note.channel)
+                self._wake(note.channel, note.payload)

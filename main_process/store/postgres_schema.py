@@ -15,9 +15,10 @@ To change the schema, append a tuple of statements to MIGRATIONS; never edit one
 Keyed for many mains on one database (issue 35): an audit row names the `machine` of the main
 that asked (the config's `"machine"`, default the host name) and is keyed by its channel (a uuid7,
 unique across mains); a rule by its id (a uuid), so one rule applies on every main of the store.
-Notifications (schema 2) carry no payload and PostgreSQL folds identical ones of one transaction
-into one: a row trigger costs one wake-up per commit, however many rows it changed, and none when
-it changed none (so a main's periodic sweep wakes nobody when it finds nothing).
+An inbox notification's payload is only the sending process's token (schema 4; empty before), and
+PostgreSQL folds identical ones of one transaction into one: a row trigger costs one wake-up per
+commit, however many rows it changed, and none when it changed none (so a main's periodic sweep
+wakes nobody when it finds nothing).
 """
 
 import logging
@@ -146,6 +147,15 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         """,
         "ALTER TABLE elicitations ADD COLUMN answer_machine text",  # the answering window's main's machine
         "ALTER TABLE elicitations ADD COLUMN answer_user text",  # a desktop window's OS user, when it said
+    ),
+    # 4: an inbox notification names the process whose transaction sent it (its connections' setting
+    # `elicitron.sender`, postgres_connect.py), so a main skips the wake-ups of its own writes
+    (
+        """
+        CREATE OR REPLACE FUNCTION elicitron_inbox_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_notify('elicitron_inbox', coalesce(current_setting('elicitron.sender', true), ''));
+        RETURN NULL; END $$
+        """,
     ),
 )
 
