@@ -100,6 +100,22 @@ def test_a_window_on_another_main_answers_and_the_server_of_the_main_that_asked_
     assert [line for line in table if "ana's window on build-server" in line and line.split()[2] == "laptop-a"]
 
 
+def test_a_request_answered_on_its_own_main_leaves_the_windows_of_the_other_main(team: Team,
+                                                                                 windows: "Windows") -> None:
+    """B learns how A's request ended from the notification itself (no read): its window's card goes,
+    answered by A's window."""
+    _mains, a, b = team
+    on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")
+    caller, call = ask(windows, a, "Noma")
+    channel = invoke_of(on_b)["responseChannel"]
+    assert invoke_of(on_a)["responseChannel"] == channel
+
+    on_a.send(channel, {"action": "accept", "content": BOOKING})
+    assert booked(caller, call) == {"action": "accept", "content": BOOKING}
+    dismissed = dismiss_of(on_b, channel)
+    assert (dismissed["reason"], dismissed["by"]) == ("answered", on_a.window)
+
+
 def test_an_answers_values_leave_the_shared_table_once_the_main_that_asked_handed_them_on(
         team: Team, windows: "Windows") -> None:
     """The values a window on B typed for A's request are in the store only until A's server has

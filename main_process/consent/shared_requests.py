@@ -6,8 +6,9 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
 - **Claim.** A window's valid answer (checked against the schema by the main the window is attached
   to) is decided by the store in one transaction with its audit row: this main's own requests too,
   so two mains' windows can never both win. A claim of this main's request waits for its publish.
-- **Wake-ups, then the truth.** A notification of another main's write (or a reconnect: one sent
-  meanwhile is lost) starts one read of what changed for this main (`_sync`, never two at once: a
+- **Wake-ups, then the truth.** A notification that another main's request ended closes its copy
+  here at once (`_ended`). Any other notification of another main's write (or a reconnect: one
+  sent meanwhile is lost) starts one read of what changed for this main (`_sync`, never two at once: a
   wake during one runs it again after): other mains' open requests it does not know, which open
   here as copies; and the requests it knows that are no longer open: copies leave the windows
   (`close_copy`), and this main's requests answered elsewhere close through pending's one close
@@ -66,8 +67,8 @@ class SharedRequestsDesk:
         self._beats = 0
         self._heartbeat: asyncio.TimerHandle | None = None
         self._closed = False
-        self._wake_ups = inbox.wake_ups(requests=self._requests_changed, rules=self._rules_changed,
-                                        connected=self._connected)
+        self._wake_ups = inbox.wake_ups(requests=self._requests_changed, ended=self._ended,
+                                        rules=self._rules_changed, connected=self._connected)
 
     def start(self) -> None:
         self._wake_ups.start()
@@ -139,6 +140,16 @@ class SharedRequestsDesk:
         elif not self._closed:
             self._syncing = True
             self._run(self._sync())
+
+    def _ended(self, row: InboxRow) -> None:
+        """Another main's write ended a request (the notification says how): its copy here closes
+        at once, with no read. This main's own request (its answer's values are in the table) and
+        a read in flight (it may have seen the request still open) go through a read."""
+        pending = self._pending.get(row.channel)
+        if self._syncing or (pending is not None and pending.held_by is None):
+            self._requests_changed()
+        elif pending is not None:
+            self._pending.close_copy(pending, *_ending(row))
 
     async def _sync(self) -> None:
         try:

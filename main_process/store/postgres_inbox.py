@@ -18,8 +18,10 @@ requests and the first valid answer anywhere wins.
   then the others as they joined.
 - **Read back** (`changed`): what changed for a main, in one statement: the open rows of other
   mains it does not know yet (with their invoke bodies) and the rows of channels it knows that are
-  no longer open (or gone); the tables are the truth, notifications only wake (postgres_listen.py),
-  and a notification a main's own write sent does not wake it.
+  no longer open (or gone); the tables are the truth. A notification (postgres_listen.py) names
+  its sender and the row's new state: a main skips its own; a row that opened wakes a read; a row
+  that ended is handed on as it is (`ended`: a copy closes with no read; the values of an answer
+  are only ever read from the table).
 
 Writes never raise (the store's failure policy): they log, rate-limited, and return False (a claim:
 "unreachable"); `changed` returns None when the store cannot be read.
@@ -209,15 +211,23 @@ class PgInbox:
                          content=_decode(r[5]), window=r[6], approver=r[7], answer_machine=r[8],
                          invoke=None if r[9] is None else bytes(r[9])) for r in rows]
 
-    def wake_ups(self, *, requests: Callable[[], None], rules: Callable[[], None],
+    def wake_ups(self, *, requests: Callable[[], None], ended: Callable[[InboxRow], None], rules: Callable[[], None],
                  connected: Callable[[int], Awaitable[None]]) -> Listener:
         self._requests_changed = requests
 
-        def wake(channel: str, sender: str) -> None:
+        def wake(channel: str, payload: str) -> None:
             if channel == RULES_CHANNEL:
                 rules()
-            elif sender != self._db.sender:  # this main's own writes: it knows what they changed
-                requests()
+                return
+            note = _note(payload)
+            if note is None:
+                requests()  # not a notification of ours: the table says what changed
+            elif note[0] == self._db.sender:
+                return  # this main's own write: it knows what it changed
+            elif note[1].state == "open":
+                requests()  # a request opened (or reopened): its invoke is in the table
+            else:
+                ended(note[1])
 
         return Listener(self._db, (INBOX_CHANNEL, RULES_CHANNEL), wake=wake, connected=connected)
 
@@ -271,6 +281,21 @@ def _decode(raw: str | None) -> dict[str, Any] | None:
     except msgspec.DecodeError:
         logger.warning("shared inbox: an unreadable answer (%d chars)", len(raw))
         return None
+
+
+def _note(payload: str) -> tuple[str, InboxRow] | None:
+    """An inbox notification (postgres_schema.py, 4): its sender and the row as it became (no
+    values, no main id); None when it is not one."""
+    try:
+        item = msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        return None
+    if not (isinstance(item, list) and len(item) == 6 and all(v is None or isinstance(v, str) for v in item)
+            and item[1] and item[2]):
+        return None
+    sender, channel, state, window, approver, machine = item
+    return sender or "", InboxRow(channel=channel, main_id="", machine=machine or "", state=state, window=window,
+                                  approver=approver)
 
 
 def _now_ms() -> int:

@@ -15,9 +15,9 @@ To change the schema, append a tuple of statements to MIGRATIONS; never edit one
 Keyed for many mains on one database (issue 35): an audit row names the `machine` of the main
 that asked (the config's `"machine"`, default the host name) and is keyed by its channel (a uuid7,
 unique across mains); a rule by its id (a uuid), so one rule applies on every main of the store.
-An inbox notification's payload is only the sending process's token (schema 4; empty before), and
-PostgreSQL folds identical ones of one transaction into one: a row trigger costs one wake-up per
-commit, however many rows it changed, and none when it changed none (so a main's periodic sweep
+An inbox notification (schema 4) names the sending process and the row's new state, one per row
+changed; rule notifications carry nothing, and PostgreSQL folds identical ones of one transaction
+into one. A trigger sends nothing when its statement changed no row (so a main's periodic sweep
 wakes nobody when it finds nothing).
 """
 
@@ -148,12 +148,16 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "ALTER TABLE elicitations ADD COLUMN answer_machine text",  # the answering window's main's machine
         "ALTER TABLE elicitations ADD COLUMN answer_user text",  # a desktop window's OS user, when it said
     ),
-    # 4: an inbox notification names the process whose transaction sent it (its connections' setting
-    # `elicitron.sender`, postgres_connect.py), so a main skips the wake-ups of its own writes
+    # 4: an inbox notification says which process's transaction sent it (its connections' setting
+    # `elicitron.sender`, postgres_connect.py: a main skips the wake-ups of its own writes) and which
+    # row became what: a JSON array [sender, channel, state, answer_window, approver, machine]
+    # (postgres_inbox.py), the approver cut to stay far below NOTIFY's 8,000 bytes
     (
         """
         CREATE OR REPLACE FUNCTION elicitron_inbox_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN PERFORM pg_notify('elicitron_inbox', coalesce(current_setting('elicitron.sender', true), ''));
+        BEGIN PERFORM pg_notify('elicitron_inbox', json_build_array(
+            coalesce(current_setting('elicitron.sender', true), ''), NEW.channel, NEW.state, NEW.answer_window,
+            left(NEW.approver, 200), NEW.machine)::text);
         RETURN NULL; END $$
         """,
     ),
