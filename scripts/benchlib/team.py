@@ -79,9 +79,26 @@ class Side:
     cpu_ns: int = 0
     wall_ns: int = 0
     block_cpu_us: list[float] = field(default_factory=list)  # main's CPU per request, each measured block
+    switches: int = 0  # the mains' context switches (every thread) over the measured blocks
 
     def cpu_now(self) -> int:
         return sum(cpu_ns(main.pid) for main in self.mains)
+
+    def switches_now(self) -> int:
+        return sum(context_switches(main.pid) for main in self.mains)
+
+
+def context_switches(pid: int) -> int:
+    """Voluntary and involuntary context switches of every thread of a process: its wake-ups."""
+    total = 0
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        total += sum(int(line.split()[1]) for line in text.splitlines()
+                     if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")))
+    return total
 
 
 def _config(home: Path, machine: str) -> Path:
@@ -132,7 +149,7 @@ def _drive(side: Side, count: int, timeout_s: float) -> list[Request]:
     in_flight = [0] * MAINS
     next_caller = 0
     open_requests: set[int] = set()
-    cpu_before, wall_before = side.cpu_now(), now_ns()
+    cpu_before, wall_before, switches_before = side.cpu_now(), now_ns(), side.switches_now()
     deadline = time.monotonic() + timeout_s
     while len(requests) < count or open_requests:
         while len(requests) < count and min(in_flight) < IN_FLIGHT_PER_CALLER:
@@ -182,6 +199,7 @@ def _drive(side: Side, count: int, timeout_s: float) -> list[Request]:
                 if request is not None:  # a late copy shown after its answer keeps it open until its dismiss
                     (open_requests.discard if request.done() else open_requests.add)(id(request))
     spent = side.cpu_now() - cpu_before
+    side.switches += side.switches_now() - switches_before
     side.cpu_ns += spent
     side.wall_ns += now_ns() - wall_before
     side.block_cpu_us.append(spent / count / 1e3)
@@ -238,7 +256,7 @@ def run(quick: bool) -> list[Figure]:
             try:
                 for side in (team, sqlite):  # warm-up: imports, prepared statements, caches
                     _drive(side, 4 * MAINS, 60)
-                    side.cpu_ns = side.wall_ns = 0
+                    side.cpu_ns = side.wall_ns = side.switches = 0
                     side.block_cpu_us.clear()
                 for index in range(total // block):
                     order = (team, sqlite) if index % 2 == 0 else (sqlite, team)
@@ -278,6 +296,7 @@ def _figures(team: Side, sqlite: Side, total: int, block: int) -> list[Figure]:
              f"{MAINS} callers; each request answered at once by {ANSWERERS} windows on the next mains")
     data = {"team": pg.__dict__ | {"to_server": pg_to, "dismiss": pg_dismiss},
             "sqlite": base.__dict__ | {"to_server": base_to, "dismiss": base_dismiss},
+            "switches_per_request": {"team": team.switches / total, "sqlite": sqlite.switches / total},
             "cpu_us_per_request": {"team": pg_cpu, "sqlite": base_cpu, "team_mean": pg_mean, "sqlite_mean": base_mean,
                                    "team_blocks": team.block_cpu_us, "sqlite_blocks": sqlite.block_cpu_us}}
     return [
@@ -301,7 +320,8 @@ def _figures(team: Side, sqlite: Side, total: int, block: int) -> list[Figure]:
         Figure(name="team", title="team: main CPU per request", value=f"{pg_cpu / base_cpu:.2f}x",
                target=f"<= {TARGET_CPU_RATIO}x SQLite", passed=pg_cpu <= TARGET_CPU_RATIO * base_cpu,
                absolute=(f"{fmt_us(pg_cpu)} ({MAINS} mains summed) vs {fmt_us(base_cpu)} (one main); over all blocks "
-                         f"{fmt_us(pg_mean)} vs {fmt_us(base_mean)} ({pg_mean / base_mean:.2f}x)"),
+                         f"{fmt_us(pg_mean)} vs {fmt_us(base_mean)} ({pg_mean / base_mean:.2f}x); context switches "
+                         f"{team.switches / total:.0f} vs {sqlite.switches / total:.0f}"),
                how=(f"{setup}; every main's threads (/proc schedstat) per request, mean of the best quarter of "
                     "blocks (other work on the machine only adds CPU time)")),
         Figure(name="team", title="team: requests/s", value=f"{total / (team.wall_ns / 1e9):.0f}/s",
