@@ -24,6 +24,8 @@ Figures (NAME for --only):
             400 MiB to a host that reads nothing, a host writing to a server that reads nothing)
   gateway   a host through `elicitron serve` vs the same host on the server directly; 10 hosts at once
   serve     a host spawns `elicitron serve` -> its `initialize` answered, with main running and without
+  team      4 mains on one PostgreSQL store vs one SQLite main: requests answered from windows on other
+            mains, none lost or answered twice; answer -> server and dismiss latency; main's CPU per request
   web       the web window: invoke leaves main -> card painted in Debian's chromium; the web process idle
             (CPU, RSS); main's RSS with 50 more pages attached
 
@@ -48,7 +50,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from benchlib.common import Figure
 
 FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "rules", "ask", "cli", "card", "abuse",
-           "gateway", "serve", "web"]
+           "gateway", "serve", "web", "team"]
 
 
 def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure]:
@@ -97,6 +99,10 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
         from benchlib import gateway
 
         return gateway.run(quick)
+    if name == "team":
+        from benchlib import team
+
+        return team.run(quick)
     if name == "web":
         from benchlib import web
 

@@ -7,8 +7,10 @@ server, contract-only windows (kit.peer), the session's private PostgreSQL (test
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 from consent_kit import ConsentMain, invoke_of
 from kit.postgres import PostgresServer
@@ -55,6 +57,45 @@ def test_a_window_on_another_main_answers_and_the_server_of_the_main_that_asked_
         ("accept", "ana's window", "ana", "laptop-a", "build-server")
     table = a.cli("audit").stdout.splitlines()
     assert [line for line in table if "ana's window on build-server" in line and line.split()[2] == "laptop-a"]
+
+
+def test_a_request_answered_on_its_own_main_leaves_the_windows_of_the_other_main(team: Team,
+                                                                                 windows: Windows) -> None:
+    """B learns how A's request ended from the notification itself (no read): its window's card goes,
+    answered by A's window."""
+    _mains, a, b = team
+    on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")
+    caller, call = ask(windows, a, "Noma")
+    channel = invoke_of(on_b)["responseChannel"]
+    assert invoke_of(on_a)["responseChannel"] == channel
+
+    on_a.send(channel, {"action": "accept", "content": BOOKING})
+    assert booked(caller, call) == {"action": "accept", "content": BOOKING}
+    dismissed = dismiss_of(on_b, channel)
+    assert (dismissed["reason"], dismissed["by"]) == ("answered", on_a.window)
+
+
+def test_an_answers_values_leave_the_shared_table_once_the_main_that_asked_handed_them_on(
+        team: Team, windows: Windows) -> None:
+    """The values a window on B typed for A's request are in the store only until A's server has
+    them: A clears them with its next heartbeat (one statement a beat for all it handed on)."""
+    mains, a, b = team
+    on_b = windows.open(b, "ben")
+    caller, call = ask(windows, a, "Noma")
+    channel = invoke_of(on_b)["responseChannel"]
+    on_b.send(channel, {"action": "accept", "content": BOOKING})
+    assert booked(caller, call) == {"action": "accept", "content": BOOKING}
+
+    deadline = time.monotonic() + 10.0
+    with psycopg.connect(mains.url, autocommit=True) as conn:
+        while True:
+            row = conn.execute("SELECT state, action, answer FROM open_requests WHERE channel = %s",
+                               (channel,)).fetchone()
+            if row == ("answered", "accept", None):
+                break
+            left = deadline - time.monotonic()
+            assert left > 0, f"the answer's values stayed in the store: {row}"
+            a.stderr.wait_change(a.stderr.size, min(left, 0.1))  # main logs as it works; look again at least every 0.1 s
 
 
 def test_two_windows_on_two_mains_answer_at_once_and_exactly_one_wins(team: Team, windows: Windows) -> None:

@@ -7,19 +7,23 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
 - **Claim.** A window's valid answer (checked against the schema by the main the window is attached
   to) is decided by the store in one transaction with its audit row: this main's own requests too,
   so two mains' windows can never both win. A claim of this main's request waits for its publish.
-- **Wake-ups, then the truth.** A notification (or a reconnect: one sent meanwhile is lost) starts
-  one read of the open rows and the rows this main knows (`_sync`, never two at once: a wake
-  during one runs it again after). From that read: other mains' new requests open here as copies,
-  copies whose row ended leave the windows (`close_copy`), and this main's requests answered
-  elsewhere close through pending's one close path, their server answered (`answered_in_store`).
-- **Liveness.** Every HEARTBEAT_S this main renews its lease and ends the rows of mains that are
+- **Wake-ups, then the truth.** A notification that another main's request ended closes its copy
+  here at once (`_ended`). Any other notification of another main's write (or a reconnect: one
+  sent meanwhile is lost) starts one read of what changed for this main (`_sync`, never two at once: a
+  wake during one runs it again after): other mains' open requests it does not know, which open
+  here as copies; and the requests it knows that are no longer open: copies leave the windows
+  (`close_copy`), and this main's requests answered elsewhere close through pending's one close
+  path, their server answered (`answered_in_store`).
+- **Liveness.** Every HEARTBEAT_S this main clears the values of the answers it handed on since
+  the last beat (one statement for all), renews its lease and ends the rows of mains that are
   gone (their LISTEN connection closed: kill -9; or their lease ran out); requests of this main
   that were ended so while its own connection was cut open again. The heartbeat is also what
   finds a store that was away reachable again (postgres_backlog.py then writes what was kept).
 - **Quorum.** An approver's answer to a quorum approval (consent/quorum.py), on any main, is
   counted by the store (`vote`: once per person, decided in one transaction when it decides); a
-  count that does not decide wakes every main, whose read shows it in its windows
-  (`recount_from_store`), this main's requests and copies alike.
+  count that does not decide wakes every other main, whose read (the known rows with approvals)
+  shows it in its windows (`recount_from_store`), this main's requests and copies alike; the
+  voter's main skips its own wake-up and shows the count the vote returned (pending's `_voted`).
 - **Rules.** Remembered rules are applied from memory (consent.py); a change to the stored rules
   by any main wakes every main, which reads them again (`reload_rules`).
 """
@@ -46,6 +50,7 @@ TIDY_EVERY: Final = 60  # heartbeats
 _ENDED: Final[dict[str, Outcome]] = {  # a row's state -> the outcome its copies close with
     "expired": "expired", "cancelled": "cancelled", "host-gone": "host-gone", "server-closed": "server-closed",
     "orphaned": "server-closed",  # its main is gone: so is its server's connection
+    "gone": "cancelled",  # no row any more
 }
 
 
@@ -61,6 +66,7 @@ class SharedRequestsDesk:
         self._reload_rules = reload_rules
         self._loop = asyncio.get_running_loop()
         self._published: dict[str, asyncio.Future[bool]] = {}  # this main's open requests -> published?
+        self._taken: list[str] = []  # answers from the store handed on, their values to clear with the next beat
         self._tasks: set[asyncio.Task[None]] = set()
         self._syncing = self._sync_again = False
         self._reloading = self._reload_again = False
@@ -70,8 +76,8 @@ class SharedRequestsDesk:
         self._renewing = False
         self._heartbeat: asyncio.TimerHandle | None = None
         self._closed = False
-        self._wake_ups = inbox.wake_ups(requests=self._requests_changed, rules=self._rules_changed,
-                                        connected=self._connected)
+        self._wake_ups = inbox.wake_ups(requests=self._requests_changed, ended=self._ended,
+                                        rules=self._rules_changed, connected=self._connected)
 
     def start(self) -> None:
         self._wake_ups.start()
@@ -85,6 +91,7 @@ class SharedRequestsDesk:
         await self._wake_ups.close()
         while self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._clear_taken()
         await self._inbox.leave()
 
     # ---- pending's SharedRequests ---------------------------------------------------------
@@ -180,6 +187,16 @@ class SharedRequestsDesk:
             self._syncing = True
             self._run(self._sync())
 
+    def _ended(self, row: InboxRow) -> None:
+        """Another main's write ended a request (the notification says how): its copy here closes
+        at once, with no read. This main's own request (its answer's values are in the table) and
+        a read in flight (it may have seen the request still open) go through a read."""
+        pending = self._pending.get(row.channel)
+        if self._syncing or (pending is not None and pending.held_by is None):
+            self._requests_changed()
+        elif pending is not None:
+            self._pending.close_copy(pending, *_ending(row))
+
     async def _sync(self) -> None:
         try:
             while True:
@@ -196,17 +213,13 @@ class SharedRequestsDesk:
         rows = await self._inbox.changed([*copies, *own])
         if rows is None:
             return  # unreachable: the next wake-up (or reconnect) reads again
-        by_channel = {row.channel: row for row in rows}
+        ended = {row.channel: row for row in rows if row.state != "open"}
         for channel, copy in copies.items():
-            row = by_channel.get(channel)
-            if row is None or row.state != "open":
-                self._pending.close_copy(copy, *_ending(row))
-        await self._answered_elsewhere([by_channel[channel] for channel in own if channel in by_channel])
-        new = [row for row in rows if row.state == "open" and row.main_id != self._main_id
-               and self._pending.get(row.channel) is None
-               and self._pending.closed_reason(row.channel) in (None, "server-closed")]
-        if new:
-            await self._show(new)
+            if channel in ended:
+                self._pending.close_copy(copy, *_ending(ended[channel]))
+        await self._answered_elsewhere([ended[channel] for channel in own if channel in ended])
+        self._show([row for row in rows if row.state == "open" and self._pending.get(row.channel) is None
+                    and self._pending.closed_reason(row.channel) in (None, "server-closed")])
         for row in rows:  # quorum approvals counted on any main: every window here shows the count
             counted = self._pending.get(row.channel) if row.approved else None
             if counted is not None:
@@ -215,7 +228,7 @@ class SharedRequestsDesk:
     async def _answered_elsewhere(self, rows: list[InboxRow]) -> None:
         """This main's requests that a window anywhere answered (or that were ended while this main
         was thought gone)."""
-        taken, orphaned = [], []
+        orphaned = []
         for row in rows:
             pending = self._pending.get(row.channel)
             if pending is None or pending.held_by is not None:
@@ -226,24 +239,18 @@ class SharedRequestsDesk:
                                            content=row.content if row.action == "accept" else None)
                 self._pending.answered_in_store(pending, answer, by=row.window or row.approver or "another main",
                                                 person=row.approver if pending.invoke.quorum is not None else None)
-                taken.append(row.channel)
+                self._taken.append(row.channel)
             elif row.state == "orphaned":
                 orphaned.append(row.channel)
-        if taken:
-            await self._inbox.taken(taken)
         if orphaned:
             await self._inbox.revive(orphaned)
 
-    async def _show(self, rows: list[InboxRow]) -> None:
-        bodies = await self._inbox.invokes([row.channel for row in rows])
-        if bodies is None:
-            return
+    def _show(self, rows: list[InboxRow]) -> None:
         for row in rows:
-            body = bodies.get(row.channel)
-            if body is None:
+            if row.invoke is None:
                 continue
             try:
-                _topic, invoke = decode_from_main([channels.INVOKE.encode(), body])
+                _topic, invoke = decode_from_main([channels.INVOKE.encode(), row.invoke])
             except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
                 logger.warning("request %s of %s not shown: its invoke is unreadable: %s", row.channel, row.machine,
                                exc)
@@ -268,6 +275,7 @@ class SharedRequestsDesk:
 
     async def _renew(self, tidy: bool) -> None:
         try:
+            await self._clear_taken()
             renewed = await self._inbox.heartbeat()
             # Thought gone and forgotten, or the join on this LISTEN connection failed: here again.
             if renewed is not None and self._backend_pid is not None and (renewed is False or
@@ -277,6 +285,13 @@ class SharedRequestsDesk:
                 await self._inbox.tidy()
         finally:
             self._renewing = False
+
+    async def _clear_taken(self) -> None:
+        """The values of answers handed on leave the table: once a beat for all of them, not one
+        statement per request (they stay at most HEARTBEAT_S longer, readable only by this main)."""
+        if self._taken:
+            taken, self._taken = self._taken, []
+            await self._inbox.taken(taken)
 
     # ---- rules ------------------------------------------------------------------------------
 
@@ -308,11 +323,9 @@ class SharedRequestsDesk:
         task.add_done_callback(self._tasks.discard)
 
 
-def _ending(row: InboxRow | None) -> tuple[Outcome, str | None]:
+def _ending(row: InboxRow) -> tuple[Outcome, str | None]:
     """How a copy closes for its row: (outcome, by). Answered (by a window, a rule or a host on its
     main): by whoever did; a row gone: cancelled."""
-    if row is None:
-        return "cancelled", None
     ended = _ENDED.get(row.state)
     if ended is not None:
         return ended, None

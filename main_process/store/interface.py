@@ -192,14 +192,17 @@ class SharedInbox(Protocol):
 
     async def taken(self, channels: Sequence[str]) -> bool: ...
 
-    async def changed(self, known: Sequence[str]) -> list[InboxRow] | None: ...
+    async def changed(self, known: Sequence[str]) -> list[InboxRow] | None:
+        """What changed for this main: the `known` channels no longer open (state 'gone': no row),
+        and other mains' open rows not known, with their invoke bodies."""
+        ...
 
-    async def invokes(self, channels: Sequence[str]) -> dict[str, bytes] | None: ...
-
-    def wake_ups(self, *, requests: Callable[[], None], rules: Callable[[], None],
+    def wake_ups(self, *, requests: Callable[[], None], ended: Callable[[InboxRow], None], rules: Callable[[], None],
                  connected: Callable[[int], Awaitable[None]]) -> WakeUps:
-        """Wake-ups when a shared request opens or ends (`requests`) and when a stored rule changes
-        (`rules`); `connected(backend_pid)` on every (re)connect, to catch up."""
+        """Wake-ups when another main's shared request opens or changes (`requests`: read what
+        changed), or ended as the notification says (`ended`: its channel, state and who answered;
+        no values), and when a stored rule changes (`rules`); `connected(backend_pid)` on every
+        (re)connect, to catch up."""
         ...
 
 

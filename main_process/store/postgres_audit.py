@@ -7,7 +7,8 @@ one process:
   the row of a request (given, or written before) gets its outcome once; a row that has one
   already is left alone and the call returns False; a channel with no row gets one. Two mains
   deciding one channel at once: PostgreSQL locks the row, the second sees the first's outcome.
-- `record_requests` writes new request rows and rule-decided rows in one transaction.
+- `record_requests` writes rule-decided rows and new request rows in one transaction; request rows
+  alone (each independent of the others) in one round trip without one.
 Writes never raise (the store's failure policy). One that finds the store unreachable is kept
 and made again when it is back (postgres_backlog.py: idempotent by channel, so each row once) and
 returns False; one the store refuses is logged, counted as unrecorded, and returns False.
@@ -100,11 +101,16 @@ class PgAudit:
     async def _requests_once(self, rows: list[tuple[Any, ...]], full: list[tuple[Any, ...]]) -> bool | None:
         try:
             pool = await self._db.pool()
-            async with pool.connection() as conn, conn.transaction(), conn.cursor() as cursor:
-                if full:
-                    await cursor.executemany(_INSERT_DECIDED, full)
-                if rows:
-                    await cursor.executemany(_INSERT_REQUEST, rows)
+            async with pool.connection() as conn:
+                if not full:  # request rows alone: each its own statement, all in one round trip (no BEGIN, COMMIT)
+                    async with conn.cursor() as cursor:
+                        await cursor.executemany(_INSERT_REQUEST, rows)
+                    return self._succeeded()
+                async with conn.transaction(), conn.cursor() as cursor:
+                    if full:
+                        await cursor.executemany(_INSERT_DECIDED, full)
+                    if rows:
+                        await cursor.executemany(_INSERT_REQUEST, rows)
         except (psycopg.Error, StoreUnavailableError) as exc:
             return self._away_or_failed("record request", exc)
         return self._succeeded()

@@ -22,6 +22,7 @@ through marks it back and tells who asked (`when_back`: the kept writes, the LIS
 import asyncio
 import logging
 import os
+import secrets
 from collections.abc import Callable
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
@@ -98,6 +99,9 @@ class Database:
         self.problem: str | None = None  # why not, as `status` shows it
         self.on_change = on_change  # told when reachable or problem changes
         self._secret = _secret_in(url)
+        # This process's connections say it (setting `elicitron.sender`): the inbox's notifications
+        # carry it (postgres_schema.py, 6), so the listener knows the wake-ups of its own writes
+        self.sender = secrets.token_hex(8)
         self._pool: Pool | None = None
         self._kwargs: dict[str, Any] = {}  # what the pool connects with (the password found), for `connect`
         self._opening = asyncio.Lock()
@@ -128,6 +132,7 @@ class Database:
         if "application_name" not in params:
             kwargs["application_name"] = "elicitron"
         kwargs.update({key: value for key, value in KEEPALIVES.items() if key not in params})
+        kwargs["options"] = f"{params.get('options') or ''} -c elicitron.sender={self.sender}".strip()
         if "password" not in params and "PGPASSWORD" not in os.environ:
             password = await asyncio.to_thread(_from_keyring, keyring_user(self.url))
             if password is not None:

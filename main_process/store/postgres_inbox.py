@@ -18,8 +18,13 @@ requests and the first valid answer anywhere wins.
   other main, and the triggers wake every main.
   The heartbeat also reads the mains with a live lease (`mains`, for `status`): this main first,
   then the others as they joined.
-- **Read back** (`changed`): the open rows and the rows of channels a main knows; the tables are
-  the truth, notifications only wake (postgres_listen.py).
+- **Read back** (`changed`): what changed for a main, in one statement: the open rows of other
+  mains it does not know yet (with their invoke bodies) and the rows of channels it knows that are
+  no longer open (or gone), or open with quorum approvals (who approved so far, for every row
+  read open); the tables are the truth. A notification (postgres_listen.py) names its sender and
+  the row's new state: a main skips its own; a row that opened, or an open one whose quorum count
+  changed (postgres_quorum.py), wakes a read; a row that ended is handed on as it is (`ended`: a
+  copy closes with no read; the values of an answer are only ever read from the table).
 
 Writes never raise (the store's failure policy): they log, rate-limited, and return False (a claim:
 "unreachable"); `changed` returns None when the store cannot be read. While the store is away
@@ -82,12 +87,20 @@ _REVIVE: Final = ("UPDATE open_requests SET state = 'open', decided_at = NULL "
                   "WHERE main_id = %s AND state = 'orphaned' AND channel = ANY(%s)")
 _LEAVE: Final = ("WITH ended AS (UPDATE open_requests SET state = 'cancelled', decided_at = %s "
                  "WHERE main_id = %s AND state = 'open' RETURNING 1) DELETE FROM mains WHERE main_id = %s")
-_CHANGED: Final = ("SELECT channel, main_id, machine, state, action, "
-                   "CASE WHEN main_id = %s THEN answer::text END, answer_window, approver, answer_machine, "
-                   "CASE WHEN state = 'open' THEN (SELECT json_agg(q.person ORDER BY q.seq) FROM quorum_approvals q "
-                   "WHERE q.channel = open_requests.channel) END "
-                   "FROM open_requests WHERE state = 'open' OR channel = ANY(%s)")
-_INVOKES: Final = "SELECT channel, invoke FROM open_requests WHERE channel = ANY(%s)"
+# The known channels no longer open (a row gone: all NULL but the channel) or open with quorum
+# approvals (their count: approvals are counted on any main, postgres_quorum.py), then the other
+# mains' open rows not known yet, with their invokes and approvals: only what changed for this main,
+# so a wake-up reads a row or two, not every open request.
+_CHANGED: Final = (
+    "SELECT k.channel, o.main_id, o.machine, coalesce(o.state, 'gone'), o.action, "
+    "CASE WHEN o.main_id = %(me)s THEN o.answer::text END, o.answer_window, o.approver, o.answer_machine, NULL::bytea, "
+    "CASE WHEN o.state = 'open' THEN (SELECT json_agg(q.person ORDER BY q.seq) FROM quorum_approvals q "
+    "WHERE q.channel = k.channel) END "
+    "FROM unnest(%(known)s::text[]) AS k(channel) LEFT JOIN open_requests o ON o.channel = k.channel "
+    "WHERE o.state IS DISTINCT FROM 'open' OR EXISTS (SELECT 1 FROM quorum_approvals q WHERE q.channel = k.channel) "
+    "UNION ALL SELECT channel, main_id, machine, state, NULL, NULL, NULL, NULL, NULL, invoke, "
+    "(SELECT json_agg(q.person ORDER BY q.seq) FROM quorum_approvals q WHERE q.channel = open_requests.channel) "
+    "FROM open_requests WHERE state = 'open' AND main_id <> %(me)s AND channel <> ALL(%(known)s::text[])")
 _TAKEN: Final = "UPDATE open_requests SET answer = NULL WHERE main_id = %s AND channel = ANY(%s)"
 
 # The audit row of a claim, written in the claim's statement: the request's columns (rows.py), its
@@ -123,6 +136,7 @@ class PgInbox:
         self._record_values = record_values
         self.main_id = ""  # set by `join`
         self.mains: list[StoreMain] = []  # the live mains of the store, as the last heartbeat read them
+        self._requests_changed: Callable[[], None] = lambda: None  # `wake_ups`' requests
         self._complaints = RateLimitedLog(logger, interval_s=60.0)
 
     # ---- this main ---------------------------------------------------------------------
@@ -146,6 +160,7 @@ class PgInbox:
         self.mains = [StoreMain(machine=str(m[0]), pid=int(m[1]), started_at=int(m[2])) for m in _decode_list(row[2])]
         if orphaned:
             logger.info("shared inbox: %d request(s) of mains that are gone ended", orphaned)
+            self._requests_changed()  # their copies here close (this main's own wake-up is skipped)
         return renewed > 0
 
     async def tidy(self) -> bool:
@@ -268,24 +283,32 @@ class PgInbox:
     # ---- reading back ------------------------------------------------------------------
 
     async def changed(self, known: Sequence[str]) -> list[InboxRow] | None:
-        """Every open row, and the rows of `known` channels however they ended (a channel with no
-        row any more is not among them). None when the store cannot be read."""
-        rows = await self._read_all("read the inbox", _CHANGED, (self.main_id, list(known)))
+        """The rows of `known` channels that are no longer open (state 'gone': the row is), and the
+        other mains' open rows not in `known`, with their invokes. None when the store cannot be read."""
+        rows = await self._read_all("read the inbox", _CHANGED, {"me": self.main_id, "known": list(known)})
         if rows is None:
             return None
-        return [InboxRow(channel=r[0], main_id=r[1], machine=r[2], state=r[3], action=r[4],
+        return [InboxRow(channel=r[0], main_id=r[1] or "", machine=r[2] or "", state=r[3], action=r[4],
                          content=_decode(r[5]), window=r[6], approver=r[7], answer_machine=r[8],
-                         approved=_people(r[9])) for r in rows]
+                         invoke=None if r[9] is None else bytes(r[9]), approved=_people(r[10])) for r in rows]
 
-    async def invokes(self, channels: Sequence[str]) -> dict[str, bytes] | None:
-        """The invoke bodies of these channels, as their mains' windows got them."""
-        rows = await self._read_all("read requests", _INVOKES, (list(channels),))
-        return None if rows is None else {str(r[0]): bytes(r[1]) for r in rows}
-
-    def wake_ups(self, *, requests: Callable[[], None], rules: Callable[[], None],
+    def wake_ups(self, *, requests: Callable[[], None], ended: Callable[[InboxRow], None], rules: Callable[[], None],
                  connected: Callable[[int], Awaitable[None]]) -> Listener:
-        def wake(channel: str) -> None:
-            (rules if channel == RULES_CHANNEL else requests)()
+        self._requests_changed = requests
+
+        def wake(channel: str, payload: str) -> None:
+            if channel == RULES_CHANNEL:
+                rules()
+                return
+            note = _note(payload)
+            if note is None:
+                requests()  # not a notification of ours: the table says what changed
+            elif note[0] == self._db.sender:
+                return  # this main's own write: it knows what it changed
+            elif note[1].state == "open":
+                requests()  # a request opened (or reopened): its invoke is in the table
+            else:
+                ended(note[1])
 
         return Listener(self._db, (INBOX_CHANNEL, RULES_CHANNEL), wake=wake, connected=connected)
 
@@ -310,7 +333,8 @@ class PgInbox:
         rows = await self._read_all(what, sql, args)
         return rows[0] if rows else None
 
-    async def _read_all(self, what: str, sql: LiteralString, args: tuple[Any, ...]) -> list[tuple[Any, ...]] | None:
+    async def _read_all(self, what: str, sql: LiteralString,
+                        args: tuple[Any, ...] | dict[str, Any]) -> list[tuple[Any, ...]] | None:
         try:
             pool = await self._db.pool()
             async with pool.connection() as conn:
@@ -352,6 +376,21 @@ def _people(raw: Any) -> tuple[str, ...]:
     """A json_agg of names (parsed by psycopg already, or text; NULL: none)."""
     parsed = msgspec.json.decode(raw) if isinstance(raw, str | bytes) else raw
     return tuple(str(name) for name in parsed) if isinstance(parsed, list) else ()
+
+
+def _note(payload: str) -> tuple[str, InboxRow] | None:
+    """An inbox notification (postgres_schema.py, 6): its sender and the row as it became (no
+    values, no main id); None when it is not one."""
+    try:
+        item = msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        return None
+    if not (isinstance(item, list) and len(item) == 6 and all(v is None or isinstance(v, str) for v in item)
+            and item[1] and item[2]):
+        return None
+    sender, channel, state, window, approver, machine = item
+    return sender or "", InboxRow(channel=channel, main_id="", machine=machine or "", state=state, window=window,
+                                  approver=approver)
 
 
 def _now_ms() -> int:

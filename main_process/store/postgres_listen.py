@@ -1,17 +1,17 @@
 """LISTEN for a PostgreSQL store's wake-ups, on a connection of its own (a pooled one would be
 handed to others between statements, and its LISTEN with it).
 
-A notification only says "look": it carries nothing and one sent while this connection was away
-is gone. So `connected(backend_pid)` runs on every (re)connect, before any wake, and the caller
-catches up there with a query; `wake(channel)` runs for each notification. A lost connection is
-retried with a growing delay (logged once per outage), never raised, and at once when another
-call found the store reachable again (Database.when_back).
+A notification only says "look" (and at most what changed, never the values): one sent while this
+connection was away is gone. So `connected(backend_pid)` runs on every (re)connect, before any wake,
+and the caller catches up there with a query; `wake(channel, payload)` runs for each notification. A
+lost connection is retried with a growing delay (logged once per outage), never raised, and at once
+when another call found the store reachable again (Database.when_back).
 """
 
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Final
+from typing import Any, Final
 
 import psycopg
 from psycopg import sql
@@ -28,7 +28,7 @@ RETRY_MAX_S: Final = 5.0
 class Listener:
     """One LISTEN connection for `channels`, kept up until `close`."""
 
-    def __init__(self, database: Database, channels: Sequence[str], *, wake: Callable[[str], None],
+    def __init__(self, database: Database, channels: Sequence[str], *, wake: Callable[[str, str], None],
                  connected: Callable[[int], Awaitable[None]]) -> None:
         self._db = database
         self._channels = tuple(channels)
@@ -81,5 +81,23 @@ class Listener:
             await self._connected(conn.info.backend_pid)
             self.up.set()
             logger.info("store wake-ups: listening (%s)", ", ".join(self._channels))
-            async for note in conn.notifies():
-                self._wake(note.channel)
+            await self._notifications(conn)
+
+    async def _notifications(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Hand on each notification as it comes, woken only by the connection's socket: psycopg's
+        `notifies()` also wakes every 0.1 s to look for a Ctrl-C, which more than doubled an idle
+        main's CPU. Returns never; raises psycopg.Error when the connection is gone."""
+        loop = asyncio.get_running_loop()
+        readable = asyncio.Event()
+        pgconn = conn.pgconn
+        fd = pgconn.socket
+        loop.add_reader(fd, readable.set)
+        try:
+            while True:
+                pgconn.consume_input()  # raises OperationalError once the server or the network is gone
+                while (note := pgconn.notifies()) is not None:
+                    self._wake(note.relname.decode(errors="replace"), note.extra.decode(errors="replace"))
+                await readable.wait()
+                readable.clear()
+        finally:
+            loop.remove_reader(fd)

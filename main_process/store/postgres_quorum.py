@@ -7,7 +7,7 @@ answers at once on two mains are counted one after the other, the second sees th
 approval, so they never both decide nor is either lost. Inside it the approval is inserted keyed
 by (request, person): the same person approving twice, from any window on any main, counts once.
 The caller (postgres_inbox.py) then decides the request in the same transaction when this answer
-decides it (a deny, or the last approval needed), else wakes every main to show the new count.
+decides it (a deny, or the last approval needed), else wakes every other main to show the new count.
 """
 
 from dataclasses import dataclass
@@ -19,7 +19,11 @@ _LOCK: Final = "SELECT 1 FROM open_requests WHERE channel = %s AND state = 'open
 _APPROVE: Final = ("INSERT INTO quorum_approvals (channel, person, machine, window_id, approved_at) "
                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (channel, person) DO NOTHING RETURNING 1")
 _APPROVALS: Final = "SELECT person, machine FROM quorum_approvals WHERE channel = %s ORDER BY seq"
-_WAKE: Final = "SELECT pg_notify('elicitron_inbox', '')"  # the same wake-up the inbox's triggers send
+# The inbox triggers' notification (postgres_schema.py, 6) for a row still open whose count changed:
+# every other main reads it (postgres_inbox.py: `changed`); the voter's main skips it, as its own
+# write, and shows the count it got back from the vote (pending.py: `_voted`).
+_WAKE: Final = ("SELECT pg_notify('elicitron_inbox', json_build_array(coalesce(current_setting('elicitron.sender', "
+                "true), ''), %s::text, 'open', NULL::text, NULL::text, NULL::text)::text)")
 
 
 @dataclass(frozen=True)
@@ -44,5 +48,5 @@ async def tally(conn: psycopg.AsyncConnection[Any], channel: str, *, person: str
     approvals = [(str(r[0]), str(r[1])) for r in rows]
     decides = not approve or len(approvals) >= needed
     if added and not decides:
-        await conn.execute(_WAKE)
+        await conn.execute(_WAKE, (channel,))
     return Tally(approvals, decides)

@@ -15,9 +15,10 @@ To change the schema, append a tuple of statements to MIGRATIONS; never edit one
 Keyed for many mains on one database (issue 35): an audit row names the `machine` of the main
 that asked (the config's `"machine"`, default the host name) and is keyed by its channel (a uuid7,
 unique across mains); a rule by its id (a uuid), so one rule applies on every main of the store.
-Notifications (schema 2) carry no payload and PostgreSQL folds identical ones of one transaction
-into one: a row trigger costs one wake-up per commit, however many rows it changed, and none when
-it changed none (so a main's periodic sweep wakes nobody when it finds nothing).
+An inbox notification (schema 6) names the sending process and the row's new state, one per row
+changed; rule notifications carry nothing, and PostgreSQL folds identical ones of one transaction
+into one. A trigger sends nothing when its statement changed no row (so a main's periodic sweep
+wakes nobody when it finds nothing).
 """
 
 import logging
@@ -167,6 +168,19 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     # restarted is gone for every main, so it says nothing about that main (postgres_inbox.py)
     (
         "ALTER TABLE mains ADD COLUMN joined_at timestamptz",
+    ),
+    # 6: an inbox notification says which process's transaction sent it (its connections' setting
+    # `elicitron.sender`, postgres_connect.py: a main skips the wake-ups of its own writes) and which
+    # row became what: a JSON array [sender, channel, state, answer_window, approver, machine]
+    # (postgres_inbox.py), the approver cut to stay far below NOTIFY's 8,000 bytes
+    (
+        """
+        CREATE OR REPLACE FUNCTION elicitron_inbox_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_notify('elicitron_inbox', json_build_array(
+            coalesce(current_setting('elicitron.sender', true), ''), NEW.channel, NEW.state, NEW.answer_window,
+            left(NEW.approver, 200), NEW.machine)::text);
+        RETURN NULL; END $$
+        """,
     ),
 )
 

@@ -96,13 +96,14 @@ class InboxRow:
     channel: str
     main_id: str
     machine: str
-    state: str  # 'open' | 'answered' | an unanswered outcome | 'orphaned' (its main is gone)
+    state: str  # 'open' | 'answered' | an unanswered outcome | 'orphaned' (its main is gone) | 'gone' (no row)
     action: str | None = None
     content: dict[str, Any] | None = None
     window: str | None = None
     approver: str | None = None
     answer_machine: str | None = None
     approved: tuple[str, ...] = ()  # an open quorum approval: who approved so far, in order
+    invoke: bytes | None = None  # an open row new to the reader: the invoke body as its main's windows got it
 
 
 @dataclass(frozen=True)
