@@ -64,8 +64,8 @@ def dismiss_of(window: WirePeer, invoke: dict[str, Any]) -> dict[str, Any]:
     return dict(dismiss)
 
 
-async def book(client: Client, restaurant: str) -> types.CallToolResult:
-    return await client.call_tool("book_table", {"restaurant": restaurant})
+async def book(client: Client, restaurant: str, tool: str = "book_table") -> types.CallToolResult:
+    return await client.call_tool(tool, {"restaurant": restaurant})
 
 
 def audit_row(main: RunningMain, channel: str) -> tuple[dict[str, Any], str]:
@@ -122,30 +122,33 @@ def test_a_host_whose_session_ends_closes_the_card_saying_it_stopped_waiting(
 
 
 
-@pytest.mark.parametrize("cancelled", ["first", "second"])
+@pytest.mark.parametrize(("cancelled", "merged"), [("first", False), ("second", False), ("second", True)])
 def test_with_two_calls_in_flight_the_cancelled_calls_card_says_the_host_stopped_waiting(
-    main: RunningMain, hosts: HostLoop, window: WirePeer, cancelled: str
+    main: RunningMain, hosts: HostLoop, window: WirePeer, cancelled: str, merged: bool
 ) -> None:
     """A 2025-era server's elicitation names no call (host_cancels.py). The first call's card was
     made while only that call was at the server: cancelling it closes the card at once. The second's
     was made while both were: its card closes when the server withdraws it, attributed to the
-    host's cancel. Either way the other card stays up and is answered as usual."""
-    host = open_beside(Host(hosts, serve_params(main.connection, "--server", "demo"), f"Two-calls-{cancelled}",
-                            mode="legacy"), main)
+    host's cancel. Either way the other card stays up and is answered as usual; `merged`: through
+    serve's one session with every server (the tool is `demo__book_table`)."""
+    name = f"Two-calls-{cancelled}{'-merged' if merged else ''}"
+    serving = () if merged else ("--server", "demo")
+    host = open_beside(Host(hosts, serve_params(main.connection, *serving), name, mode="legacy"), main)
     try:
         calls: dict[str, concurrent.futures.Future[types.CallToolResult]] = {}
         cards: dict[str, dict[str, Any]] = {}
         for which in ("first", "second"):
-            restaurant = f"{which}-of-two-{cancelled}"
-            calls[which] = host.start(partial(book, restaurant=restaurant))
+            restaurant = f"{which}-of-two-{name}"
+            calls[which] = host.start(partial(book, restaurant=restaurant,
+                                              tool="demo__book_table" if merged else "book_table"))
             cards[which] = card_of(window, restaurant)
         kept = "second" if cancelled == "first" else "first"
         calls[cancelled].cancel()  # notifications/cancelled for one of the two calls at demo
         dismiss = dismiss_of(window, cards[cancelled])
         assert (dismiss["reason"], dismiss.get("cause")) == ("cancelled", "host-gone")
         row, table = audit_row(main, cards[cancelled]["responseChannel"])
-        assert row["outcome"] == "host-gone" and row["via"] == f"Two-calls-{cancelled}"
-        line = next(line for line in table.splitlines() if f"{cancelled}-of-two-{cancelled}" in line)
+        assert row["outcome"] == "host-gone" and row["via"] == name
+        line = next(line for line in table.splitlines() if f"{cancelled}-of-two-{name}" in line)
         assert "host stopped waiting" in line
         still_up = [p["responseChannel"] for p in status_json(main)["pending"]]
         assert still_up == [cards[kept]["responseChannel"]]  # the other call's card is still up

@@ -1,9 +1,11 @@
 """Whose call a server's withdrawn elicitation was for, when the server does not say (2025 era).
 
 A 2025-era server's `elicitation/create` carries no id of the tools/call it belongs to (the MCP
-SDKs keep that `related_request_id` as transport metadata: streamable HTTP routes by it, stdio
-drops it), so when a host cancels one of several calls at a server and the server then withdraws
-an elicitation (`notifications/cancelled`), main must infer whose it was. Two facts are used:
+SDKs keep that `related_request_id` as transport metadata: streamable HTTP sends the request on the
+call's own response stream, stdio has one stream; the SDK's HTTP client transport main uses hands
+messages on without saying which stream they came on), so when a host cancels one of several calls
+at a server and the server then withdraws an elicitation (`notifications/cancelled`), main must
+infer whose it was. Two facts are used:
 
 - certain: an elicitation can only be for a call the server had when it asked (main notes the
   host's calls in flight at the server then). When the host has cancelled every one of them, the
