@@ -107,7 +107,7 @@ class Controller:
         """Extension msgAudit: the newest rows of main's store (a shared one may be slow to read)."""
         reply = self._request(requests.audit(limit, server), timeout_s)
         if reply.error is not None:  # main runs, but keeps no log or cannot read its store: not "main is gone"
-            raise AuditLogError(f"main could not read its audit log: {reply.error.message}")
+            raise AuditLogError(f"main says: {reply.error.message}")
         return _given(reply.audit, "audit rows")
 
     def shutdown(self) -> None:

@@ -4,18 +4,21 @@ the card; the host cancels its call, or ends its session; the window's dismiss s
 (v1 reason "cancelled", extension cause "host-gone") and `elicitron audit` reads "host stopped waiting".
 """
 
+import concurrent.futures
 import json
 import subprocess
 import time
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
-from gateway_kit import Host, HostLoop, open_beside, serve_params
+from gateway_kit import Host, HostLoop, open_beside, serve_params, status_json, text_of
 from kit.demo import demo_stdio_entry
 from kit.env import short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.peer import WirePeer
+from mcp import Client, types
 
 pytestmark = pytest.mark.slow  # a real main, gateway and host
 
@@ -59,6 +62,10 @@ def dismiss_of(window: WirePeer, invoke: dict[str, Any]) -> dict[str, Any]:
     _, dismiss = window.expect(lambda t, b: t == "msgElicitationTransferDismiss"
                                and b["responseChannel"] == invoke["responseChannel"], WAIT_S)
     return dict(dismiss)
+
+
+async def book(client: Client, restaurant: str, tool: str = "book_table") -> types.CallToolResult:
+    return await client.call_tool(tool, {"restaurant": restaurant})
 
 
 def audit_row(main: RunningMain, channel: str) -> tuple[dict[str, Any], str]:
@@ -112,3 +119,43 @@ def test_a_host_whose_session_ends_closes_the_card_saying_it_stopped_waiting(
     finally:
         if not closed:
             host.close()
+
+
+
+@pytest.mark.parametrize(("cancelled", "merged"), [("first", False), ("second", False), ("second", True)])
+def test_with_two_calls_in_flight_the_cancelled_calls_card_says_the_host_stopped_waiting(
+    main: RunningMain, hosts: HostLoop, window: WirePeer, cancelled: str, merged: bool
+) -> None:
+    """A 2025-era server's elicitation names no call (host_cancels.py). The first call's card was
+    made while only that call was at the server: cancelling it closes the card at once. The second's
+    was made while both were: its card closes when the server withdraws it, attributed to the
+    host's cancel. Either way the other card stays up and is answered as usual; `merged`: through
+    serve's one session with every server (the tool is `demo__book_table`)."""
+    name = f"Two-calls-{cancelled}{'-merged' if merged else ''}"
+    serving = () if merged else ("--server", "demo")
+    host = open_beside(Host(hosts, serve_params(main.connection, *serving), name, mode="legacy"), main)
+    try:
+        calls: dict[str, concurrent.futures.Future[types.CallToolResult]] = {}
+        cards: dict[str, dict[str, Any]] = {}
+        for which in ("first", "second"):
+            restaurant = f"{which}-of-two-{name}"
+            calls[which] = host.start(partial(book, restaurant=restaurant,
+                                              tool="demo__book_table" if merged else "book_table"))
+            cards[which] = card_of(window, restaurant)
+        kept = "second" if cancelled == "first" else "first"
+        calls[cancelled].cancel()  # notifications/cancelled for one of the two calls at demo
+        dismiss = dismiss_of(window, cards[cancelled])
+        assert (dismiss["reason"], dismiss.get("cause")) == ("cancelled", "host-gone")
+        row, table = audit_row(main, cards[cancelled]["responseChannel"])
+        assert row["outcome"] == "host-gone" and row["via"] == name
+        line = next(line for line in table.splitlines() if f"{cancelled}-of-two-{name}" in line)
+        assert "host stopped waiting" in line
+        still_up = [p["responseChannel"] for p in status_json(main)["pending"]]
+        assert still_up == [cards[kept]["responseChannel"]]  # the other call's card is still up
+        window.answer(cards[kept], "accept", {"name": "Ada", "party_size": 2})
+        answer = json.loads(text_of(calls[kept].result(WAIT_S)))
+        assert answer["action"] == "accept" and answer["content"]["name"] == "Ada"
+        kept_row, _ = audit_row(main, cards[kept]["responseChannel"])
+        assert kept_row["outcome"] == "accept"
+    finally:
+        host.close()

@@ -394,13 +394,49 @@ def test_the_host_cancelling_its_only_call_closes_that_calls_card_as_host_gone()
     assert ports.host == []  # the host never saw the server's request, nor hears of its cancel
 
 
-def test_with_two_calls_in_flight_a_cancel_leaves_the_cards_to_the_server() -> None:
+def test_with_two_calls_in_flight_the_servers_cancel_after_the_hosts_closes_the_card_as_host_gone() -> None:
     relay, ports, _ = session("windows")
     relay.from_host(req(1, "tools/call", {"name": "t", "arguments": {}}))
     relay.from_host(req(2, "tools/call", {"name": "t", "arguments": {}}))
     relay.from_server(req(7, "elicitation/create", FORM))
+    relay.from_server(req(8, "elicitation/create", FORM))
     relay.from_host(jsonrpc.notification("notifications/cancelled", {"requestId": 1}))
-    assert ports.cards[0].withdrawn is None  # whose it is cannot be told: the server's cancel closes it
+    assert [card.withdrawn for card in ports.cards] == [None, None]  # whose it is: the server's cancel tells
+    relay.from_server(jsonrpc.notification("notifications/cancelled", {"requestId": 7}))
+    assert [card.withdrawn for card in ports.cards] == ["host-gone", None]
+    relay.from_server(jsonrpc.notification("notifications/cancelled", {"requestId": 8}))
+    assert ports.cards[1].withdrawn == "cancelled"  # one cancelled call explains one withdrawal
+
+
+def test_a_card_made_while_only_cancelled_calls_were_at_the_server_closes_at_once() -> None:
+    relay, ports, _ = session("windows")
+    relay.from_host(req(1, "tools/call", {"name": "t", "arguments": {}}))
+    relay.from_server(req(7, "elicitation/create", FORM))  # while only call 1 was at the server
+    relay.from_host(req(2, "tools/call", {"name": "t", "arguments": {}}))
+    relay.from_server(req(8, "elicitation/create", FORM))  # call 1's or call 2's
+    relay.from_host(jsonrpc.notification("notifications/cancelled", {"requestId": 1}))
+    assert [card.withdrawn for card in ports.cards] == ["host-gone", None]
+    relay.from_server(jsonrpc.notification("notifications/cancelled", {"requestId": 7}))
+    relay.from_server(jsonrpc.notification("notifications/cancelled", {"requestId": 8}))
+    assert ports.cards[1].withdrawn == "cancelled"  # call 1's card is known: this is not its
+    assert ports.host == []  # the host never saw the server's requests, nor hears of their cancels
+
+
+def test_a_servers_cancel_with_no_cancel_of_the_host_before_it_stays_cancelled() -> None:
+    relay, ports, _ = session("windows")
+    relay.from_host(req(1, "tools/call", {"name": "t", "arguments": {}}))
+    relay.from_host(req(2, "tools/call", {"name": "t", "arguments": {}}))
+    relay.from_server(req(7, "elicitation/create", FORM))
+    relay.from_server(jsonrpc.notification("notifications/cancelled", {"requestId": 7}))
+    assert ports.cards[0].withdrawn == "cancelled"
+
+
+def test_a_request_made_after_the_hosts_cancel_is_not_that_calls() -> None:
+    relay, ports, _ = session("windows")
+    relay.from_host(req(1, "tools/call", {"name": "t", "arguments": {}}))
+    relay.from_host(req(2, "tools/call", {"name": "t", "arguments": {}}))
+    relay.from_host(jsonrpc.notification("notifications/cancelled", {"requestId": 1}))
+    relay.from_server(req(7, "elicitation/create", FORM))
     relay.from_server(jsonrpc.notification("notifications/cancelled", {"requestId": 7}))
     assert ports.cards[0].withdrawn == "cancelled"
 

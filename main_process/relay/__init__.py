@@ -9,4 +9,5 @@ merge/             MergedSession: every server as one session (`<server>__<name>
                    merged_relay.py (merge/__init__.py has its map)
 host_pipes.py      HostPipes: a local serve's stdin/stdout handed to main, which then reads them itself
 progress.py        HostProgress: main's own progress notifications to a host whose request waits on a card
+host_cancels.py    HostCancels: whose call a 2025-era server's elicitation was for, when the host cancels one
 """

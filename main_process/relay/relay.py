@@ -57,6 +57,7 @@ from main_process.consent.pending import (
     Unanswered,
 )
 from main_process.relay.call_progress import CallProgress
+from main_process.relay.host_cancels import HostCancels
 from main_process.relay.merged_relay import MergedRelays
 from main_process.relay.progress import HostProgress
 from main_process.relay.upstream import StdioUpstream, UpstreamError
@@ -220,6 +221,7 @@ class RelaySession:
     _round_tokens: "count[int]" = field(default_factory=count)
     _continuations: dict[str, None] = field(default_factory=dict)  # requestStates the host got (bounded)
     _withdrawn: dict[jsonrpc.Id, None] = field(default_factory=dict)  # cards closed as host-gone (bounded)
+    _host_cancels: HostCancels = field(default_factory=HostCancels)  # whose call a server request may be for
     _modern_host: tuple[Any, bool, bool] | None = None  # the last clientInfo and modes of an envelope
     _last_meta: tuple[bytes, _Declared] | None = None  # a host sends the same `_meta` every time
     progress: HostProgress | None = None  # main's own progress to the host while a card waits (progress.py)
@@ -319,9 +321,10 @@ class RelaySession:
                 return
             if isinstance(request_id, (int, str)):
                 self._cancel_round(request_id)
-                if self._call_cancelled(request_id):
+                hosts_cards = self._call_cancelled(request_id)
+                if hosts_cards:
                     self.to_server(raw, headers)  # the server stops the call before its cards are answered
-                    self._host_stopped_waiting()
+                    self._host_stopped_waiting(hosts_cards)
                     return
         self.to_server(raw, headers)
 
@@ -438,6 +441,8 @@ class RelaySession:
             return False  # a window answered first; the server has its answer already
         asked = self._host_asked.pop(request_id, None)
         if asked is not None and asked.pending is not None:
+            if request_id not in self._windows:
+                self._host_cancels.forget(request_id)
             self.ports.answered_by_host(self, asked.pending, _elicit_result(envelope.result_dict()))
         return True
 
@@ -537,6 +542,8 @@ class RelaySession:
         if not decided.to_windows:
             recorded = self.ports.record_for_host(self, read) if isinstance(read, Elicitation) else None
             self._host_asked[request_id] = _HostAsked(recorded, first=False)
+            if recorded is not None:
+                self._host_cancels.asked(request_id, frozenset(self._calls))
             self.ports.to_host(self, raw)
             return
         assert isinstance(read, Elicitation)  # (refused otherwise)
@@ -547,6 +554,7 @@ class RelaySession:
                            None)
             return
         self._windows[request_id] = pending
+        self._host_cancels.asked(request_id, frozenset(self._calls))
         if self._waiting is not None:  # progress to the host's calls while the card waits
             self._waiting.card_opened()
         if decided.to_host:
@@ -554,7 +562,8 @@ class RelaySession:
             self.ports.to_host(self, raw)
 
     def _server_cancelled(self, envelope: jsonrpc.Envelope) -> bool:
-        """The server withdrew one of its requests (its tool call was cancelled): its card goes too.
+        """The server withdrew one of its requests (its tool call was cancelled): its card goes too,
+        as "host-gone" when a host's cancel of a call at this server explains it (host_cancels.py).
         False: only the windows had it, so the host is not told."""
         request_id = envelope.params_dict().get("requestId")
         if not isinstance(request_id, (int, str)):
@@ -562,16 +571,18 @@ class RelaySession:
         if request_id in self._withdrawn:
             del self._withdrawn[request_id]
             return False  # its card went when the host stopped waiting; the host never saw it
+        reason: Unanswered = "host-gone" if self._host_cancels.withdrawn(request_id) else "cancelled"
         pending = self._windows.pop(request_id, None)
         if pending is not None:
-            self.ports.withdraw(pending, "cancelled")
+            self.ports.withdraw(pending, reason)
         asked = self._host_asked.pop(request_id, None)
         if asked is not None and asked.pending is not None and asked.pending is not pending:
-            self.ports.withdraw(asked.pending, "cancelled")  # the audit row of a request the host had
+            self.ports.withdraw(asked.pending, reason)  # the audit row of a request the host had
         return pending is None or asked is not None
 
     def _windows_answered(self, request_id: jsonrpc.Id, answer: ElicitationResult) -> None:
         self._windows.pop(request_id, None)
+        self._host_cancels.forget(request_id)
         if self.closed:
             return
         self.to_server(jsonrpc.response(request_id, _result_json(answer)), None)
@@ -683,26 +694,30 @@ class RelaySession:
                     self._ended(request_id)
                     self.ports.calls_changed(self, -1)
 
-    def _call_cancelled(self, request_id: jsonrpc.Id) -> bool:
+    def _call_cancelled(self, request_id: jsonrpc.Id) -> list[jsonrpc.Id]:
         """The host cancelled a call at the server: it is no longer in flight. The server never
         answers it (MCP: no response to a cancelled request), so its answer cannot end the count;
-        one that comes anyway still reaches the host, which ignores it. True when it was the only
-        call in flight: the server's open requests in the windows were then that call's."""
+        one that comes anyway still reaches the host, which ignores it. Returns the server's open
+        requests that are the host's for certain: every one when it was the only call in flight,
+        else those the server made while only calls the host has cancelled were at it (the rest
+        wait for the server's own cancel, which host_cancels.py attributes)."""
         if request_id not in self._calls:
-            return False
+            return []
         only = len(self._calls) == 1
         self._calls.discard(request_id)
         self._modern.pop(request_id, None)
         self._ended(request_id)
         self.ports.calls_changed(self, -1)
-        return only
+        certain = self._host_cancels.call_cancelled(request_id)
+        return list(self._windows) if only else certain
 
-    def _host_stopped_waiting(self) -> None:
-        """The host cancelled the call the windows' cards are for: they close saying so rather
-        than wait for the server (which may never withdraw them). The server's own cancel of one
-        later is then not passed to the host, which never saw it."""
-        for request_id, pending in list(self._windows.items()):
-            if request_id in self._host_asked:
+    def _host_stopped_waiting(self, request_ids: list[jsonrpc.Id]) -> None:
+        """The host cancelled the call these cards are for: they close saying so rather than wait
+        for the server (which may never withdraw them). The server's own cancel of one later is
+        then not passed to the host, which never saw it."""
+        for request_id in request_ids:
+            pending = self._windows.get(request_id)
+            if pending is None or request_id in self._host_asked:
                 continue  # the host has it too ("first"): its own answer or the server's cancel ends it
             self._withdrawn[request_id] = None
             if len(self._withdrawn) > _MAX_WITHDRAWN:
@@ -792,6 +807,7 @@ class RelaySession:
             self.ports.withdraw(pending, reason)
         self._windows.clear()
         self._host_asked.clear()
+        self._host_cancels.clear()
         self._rounds.clear()
         self._modern.clear()
         if self._calls:

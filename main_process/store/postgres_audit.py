@@ -181,7 +181,7 @@ class PgAudit:
             raise AuditLogError(str(exc)) from None
         except psycopg.Error as exc:
             self._db.failed(exc)
-            raise AuditLogError(f"cannot read the audit log in {self._db.shown}: {self._db.explain(exc)}") from None
+            raise AuditLogError(f"cannot read the audit log: {self._db.explain(exc)}") from None  # (it names the store)
         self._db.succeeded()
         return rows
 

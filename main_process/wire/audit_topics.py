@@ -7,7 +7,7 @@ from main_process.wire.peers import Peer
 from main_process.wire.replies import Replies
 from main_process.wire.topic_routes import ReplyTo, handles
 from shared import channels
-from shared.errors import RpcCode
+from shared.errors import AuditLogError, RpcCode
 from shared.messages import AuditRequest, CallError, ChannelReply
 
 
@@ -26,4 +26,7 @@ class AuditTopics:
 
     @staticmethod
     async def _entries(audit: AuditWriter, body: AuditRequest) -> ChannelReply:
-        return ChannelReply(audit=await audit.entries(limit=body.limit, server=body.server))
+        try:
+            return ChannelReply(audit=await audit.entries(limit=body.limit, server=body.server))
+        except AuditLogError as exc:  # a store that is down is the reader's answer, not an internal error
+            return ChannelReply(error=CallError(code=RpcCode.INTERNAL_ERROR, message=str(exc)))
