@@ -24,6 +24,7 @@ from shared.messages import (
     ApprovalDecision,
     ApprovalInfo,
     ElicitationResult,
+    GrantChoice,
 )
 
 _ARGUMENTS_IN_MESSAGE: Final = 600  # characters of JSON arguments a v1 window shows in the message
@@ -85,3 +86,14 @@ def decision_of(answer: ElicitationResult) -> ApprovalDecision:
 
 def allowed(decision: ApprovalDecision) -> bool:
     return decision != "deny"
+
+
+def grant_of(answer: ElicitationResult) -> GrantChoice | None:
+    """The grant an approval's answer makes, None for allow-once and any denial. A v1 answer's
+    allow-session and allow-always grant any arguments, as before grants."""
+    decision = decision_of(answer)
+    if decision == "allow-session":
+        return GrantChoice(arguments="any", duration="session")
+    if decision == "allow-always":
+        return GrantChoice(arguments="any", duration="always")
+    return None

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from main_process.consent import approvals
-from main_process.consent.consent import Consent, now_ms, rule_decision
+from main_process.consent.consent import Consent, rule_decision
 from main_process.consent.denial import TOOL_APPROVAL_ID, Denial
 from main_process.consent.long_wait import HostWait, LongWaits, SharedCard
 from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
@@ -119,11 +119,7 @@ class ToolApproval:
         if verdict is not None and verdict.policy is not None:  # policy files come first (policy/)
             self._by_policy(call, verdict)
             return
-        identity = self._consent.identity_of(server.name)
-        rule = self._consent.book.tool_rule(server.name, tool, host=host.window, identity=identity)
-        if rule is not None and rule.expired(now_ms()):
-            self._consent.drop_expired()
-            rule = self._consent.book.tool_rule(server.name, tool, host=host.window, identity=identity)
+        rule = self._consent.tool_rule(server.name, tool, call.arguments, host.window)
         quorum = None
         if rule is not None and rule.source == "config" and rule.quorum is not None:  # asked, of several people
             quorum = QuorumInfo(needed=rule.quorum, approvers=list(rule.approvers), approved=[])
@@ -164,6 +160,7 @@ class ToolApproval:
     def _by_rule(self, call: "_HostCall", rule: Rule) -> None:
         decision = rule_decision(rule)
         row = self._record(call, decision, rule.id)
+        self._consent.used(rule)  # a single-use grant decides this call only
         if approvals.allowed(decision):
             call.run()
         else:
