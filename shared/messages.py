@@ -105,6 +105,7 @@ class ElicitationResult(Body):
     content: dict[str, Any] | None = None
     remember: Remember | None = None
     reason: Annotated[str, msgspec.Meta(max_length=REASON_MAX_CHARS)] | None = None
+    grant: GrantChoice | None = None  # an approval's allow-session / allow-always: what it covers (PROTOCOL.md §11)
 
 
 class CallTool(Body):
@@ -228,8 +229,18 @@ class AskerInfo(Body):
     machine: str | None = None
 
 
+class GrantOffer(Body):
+    """Extension `approval.grants`: the grants main accepts beside an allow (GrantChoice), and the
+    pattern it proposes for "arguments like these" (a glob per argument; the person may edit it)."""
+
+    arguments: list[GrantArguments]
+    durations: list[GrantDuration]
+    pattern: dict[str, str]
+
+
 class ApprovalInfo(Body):
-    """What a tool-call approval is about; the request's form has one enum property `decision`."""
+    """What a tool-call approval is about; the request's form has one enum property `decision`.
+    `grants`: what an allow may cover besides this call (absent: today's choices only)."""
 
     server: str
     tool: str
@@ -237,6 +248,7 @@ class ApprovalInfo(Body):
     title: str | None = None
     description: str | None = None
     annotations: dict[str, Any] | None = None
+    grants: GrantOffer | None = None
 
 
 class QuorumInfo(Body):

@@ -316,6 +316,26 @@ class Consent:
         elif remember.until is not None:
             raise ProtocolError(WireCode.BAD_BODY, "remember.until goes only with scope \"until\"", channel)
 
+    def check_grant(self, pending: PendingRequest, result: ElicitationResult) -> None:
+        """Raise ProtocolError for a `grant` main cannot make (before the answer is taken)."""
+        grant = result.grant
+        assert grant is not None
+        invoke = pending.invoke
+        channel = invoke.response_channel
+        if invoke.kind != "approval" or invoke.approval is None or invoke.quorum is not None:
+            raise ProtocolError(WireCode.BAD_BODY, "`grant` goes only with an approval (not a quorum's)", channel)
+        decision = approvals.decision_of(result)
+        if result.action != "accept" or decision not in approvals.GRANT_DECISIONS:
+            raise ProtocolError(WireCode.BAD_BODY, "`grant` goes only with decision allow-session or allow-always",
+                                channel)
+        if (grant.duration == "session") != (decision == "allow-session"):
+            raise ProtocolError(WireCode.BAD_BODY, "a session grant goes with allow-session, any other with "
+                                "allow-always", channel)
+        try:
+            self.coverage_of(grant, invoke.approval.arguments)
+        except grants.GrantError as exc:
+            raise ProtocolError(WireCode.BAD_BODY, str(exc), channel) from None
+
     def answered(self, pending: PendingRequest, answer: ElicitationResult, remember: Remember | None,
                  routing_id: bytes, window: str, requests: PendingRequests) -> None:
         """A window's answer was taken: what it remembers becomes a rule, which also answers the

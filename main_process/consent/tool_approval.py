@@ -138,7 +138,8 @@ class ToolApproval:
             info = ApprovalInfo(server=server.name, tool=tool, arguments=call.arguments,
                                 title=listed.title if listed is not None else None,
                                 description=listed.description if listed is not None else None,
-                                annotations=annotations())
+                                annotations=annotations(),
+                                grants=None if quorum is not None else approvals.grant_offer(call.arguments))
             if self._waits is not None and call.wait is not None:  # its host may give up before the person answers
                 self._waits.ask(call, lambda card: self._ask(card, info, quorum))
             else:
