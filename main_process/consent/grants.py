@@ -16,17 +16,16 @@ whose coverage does not hash to its digest is refused at load (rows.py), so an e
 covers more than what the person approved.
 """
 
-import fnmatch
-import functools
 import glob
 import hashlib
 import posixpath
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import msgspec
+
+from shared.grant_pattern import matches, uncovered, value_text
 
 ArgumentsScope = Literal["any", "exact", "pattern"]
 BREADTH: Final[dict[str, int]] = {"exact": 0, "pattern": 1, "any": 2}  # the narrowest applies first
@@ -52,7 +51,7 @@ class Coverage:
             return arguments_digest(arguments) == self.digest
         if sorted(arguments) != [name for name, _ in self.pattern]:
             return False
-        return all(_compiled(pattern).match(value_text(arguments[name])) is not None for name, pattern in self.pattern)
+        return all(matches(pattern, arguments[name]) for name, pattern in self.pattern)
 
     def key(self) -> str:
         """Canonical text of what it covers: equal for equal coverage (the book's index, the digest)."""
@@ -77,8 +76,8 @@ def pattern_of(globs: Mapping[str, str], approved: Mapping[str, Any]) -> Coverag
         raise GrantError(f"the pattern must name each argument of the call ({', '.join(sorted(approved)) or 'none'}), "
                          f"and only those; it names {', '.join(sorted(globs)) or 'none'}")
     coverage = Coverage("pattern", pattern=tuple(sorted((str(name), str(glob_)) for name, glob_ in globs.items())))
-    if not coverage.matches(approved):
-        missed = [name for name, glob_ in coverage.pattern if _compiled(glob_).match(value_text(approved[name])) is None]
+    missed = uncovered(dict(coverage.pattern), approved)
+    if missed:
         raise GrantError(f"the pattern does not cover the call it is given on: {', '.join(missed)}")
     return coverage
 
@@ -86,11 +85,6 @@ def pattern_of(globs: Mapping[str, str], approved: Mapping[str, Any]) -> Coverag
 def arguments_digest(arguments: Mapping[str, Any]) -> str:
     canonical = msgspec.json.encode(dict(arguments), order="sorted")
     return hashlib.blake2b(canonical, digest_size=16).hexdigest()
-
-
-def value_text(value: Any) -> str:
-    """What an argument's glob is matched against: a string itself, anything else its canonical JSON."""
-    return value if isinstance(value, str) else msgspec.json.encode(value, order="sorted").decode()
 
 
 def proposed_pattern(arguments: Mapping[str, Any]) -> dict[str, str]:
@@ -108,8 +102,3 @@ def covers_digest(server: str, tool: str, decision: str | None, coverage: Covera
     """The digest stored with a grant: of everything it covers."""
     text = msgspec.json.encode([server, tool, decision, coverage.key()])
     return hashlib.blake2b(text, digest_size=16).hexdigest()
-
-
-@functools.lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(fnmatch.translate(pattern), re.DOTALL)
