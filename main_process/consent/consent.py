@@ -333,8 +333,8 @@ class Consent:
                                 "allow-always", channel)
         try:
             self.coverage_of(grant, invoke.approval.arguments)
-        except grants.GrantError as exc:
-            raise ProtocolError(WireCode.BAD_BODY, str(exc), channel) from None
+        except grants.GrantError as exc:  # the person can fix it on the card: asked again (PROTOCOL.md §11)
+            raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
 
     def answered(self, pending: PendingRequest, answer: ElicitationResult, remember: Remember | None,
                  routing_id: bytes, window: str, requests: PendingRequests) -> None:
