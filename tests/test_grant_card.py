@@ -102,3 +102,27 @@ def test_a_main_that_offers_no_grants_gets_todays_four_choices(qtbot: QtBot, win
     assert [button.objectName() for button in card.findChildren(QPushButton)] == [
         "approve_once", "approve_session", "approve_always", "deny"]
     assert card.findChild(QComboBox, "grant_arguments") is None
+
+
+def test_the_remembered_panels_show_grants_in_the_cards_words(qtbot: QtBot) -> None:
+    from renderer_process.remembered_panel import RememberedPanel
+    from web_process.remembered import rule_row
+
+    rules = [
+        messages.RuleInfo(id="r-1", source="user", kind="tool", server="files", scope="session", created_at=1,
+                          created_by="laptop", tool="read_file", decision="allow", host="Claude", arguments="exact"),
+        messages.RuleInfo(id="r-2", source="user", kind="tool", server="files", scope="always", created_at=2,
+                          created_by="laptop", tool="read_file", decision="allow", arguments="pattern",
+                          pattern={"path": "/home/ada/*"}, single_use=True),
+        messages.RuleInfo(id="r-3", source="user", kind="tool", server="files", scope="always", created_at=3,
+                          created_by="laptop", tool="write_file", decision="allow", arguments="any"),
+    ]
+    panel = RememberedPanel()
+    qtbot.addWidget(panel)
+    panel.set_rules(rules)
+    assert panel.rows() == [
+        "files: tool read_file with exactly the approved arguments → allow (Claude only) · this session",
+        "files: tool read_file with path like “/home/ada/*” → allow, one call only · always",
+        "files: tool write_file with any arguments → allow · always"]
+    assert [rule_row(rule)["what"] for rule in rules] == [row.split(": ", 1)[1].rsplit(" · ", 1)[0]
+                                                          for row in panel.rows()]  # the web page's list: the same
