@@ -45,7 +45,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from main_process.consent.grants import ANY, BREADTH, Coverage, covers_digest
+from main_process.consent.grants import ANY, BREADTH, Coverage, arguments_digest, covers_digest
 from shared.elicit_params import ElicitParams, FormParams
 from shared.messages import ElicitationResult, QuorumInfo, RuleInfo
 
@@ -300,10 +300,18 @@ class RuleBook:
                 return rule
         keys = ((server, tool, host), (server, tool, None)) if host is not None else ((server, tool, None),)
         users = [rule for key in keys for rule in self._tools.get(key, {}).values()]
-        users.sort(key=lambda rule: (rule.single_use, BREADTH[rule.coverage.arguments], rule.host is None))
+        if len(users) > 1:
+            users.sort(key=_grant_order)
+        digest: str | None = None  # the call's arguments digest, made once and only for an exact grant
         for user in users:
-            if user.applies_to(identity) and (user.coverage.matches(arguments) if arguments is not None
-                                              else user.coverage.arguments == "any"):
+            coverage = user.coverage
+            if not user.applies_to(identity) or (arguments is None and coverage.arguments != "any"):
+                continue
+            if coverage.arguments == "exact":
+                digest = digest or arguments_digest(arguments or {})
+                if coverage.digest == digest:
+                    return user
+            elif coverage.arguments == "any" or coverage.matches(arguments or {}):
                 return user
         return None
 
@@ -313,6 +321,11 @@ class RuleBook:
     def next_expiry(self) -> int | None:
         times = [rule.expires_at for rule in self._by_id.values() if rule.expires_at is not None]
         return min(times) if times else None
+
+
+def _grant_order(rule: Rule) -> tuple[bool, int, bool]:
+    """A lasting grant before a single-use one, the narrowest first, a host's own first."""
+    return rule.single_use, BREADTH[rule.coverage.arguments], rule.host is None
 
 
 def _glob_ok(glob: Glob | None, text: str) -> bool:
