@@ -15,6 +15,7 @@ from main_process.clock import SettableClock
 from main_process.consent import approvals, grants
 from main_process.consent.consent import Consent
 from main_process.consent.rules import Rule
+from main_process.store.sqlite import SqliteRules
 from main_process.store.sqlite_rules import SqliteRuleStore
 from main_process.wire.peers import Peer
 from shared import channels, grant_text, rule_text
@@ -82,7 +83,7 @@ def decides(consent: Consent, arguments: dict[str, Any], host: str = HOST, tool:
     """Whether a grant decides this call (True) or a card would be asked (False); a decision uses it."""
     rule = consent.tool_rule("files", tool, arguments, host)
     if rule is not None:
-        consent.used(rule)
+        assert consent.use(rule) is None  # no store here: nothing to take it from
     return rule is not None
 
 
@@ -191,6 +192,29 @@ def test_v1_answers_grant_what_they_granted_before() -> None:
     assert approvals.grant_of(answer("allow-session")) == GrantChoice(arguments="any", duration="session")
     assert approvals.grant_of(answer("allow-always")) == GrantChoice(arguments="any", duration="always")
     assert approvals.grant_of(answer("allow-once")) is None and approvals.grant_of(answer("deny")) is None
+
+
+def test_a_stored_single_use_grant_applies_once_across_two_mains_of_one_store(tmp_path: Path) -> None:
+    async def scenario() -> list[bool | None]:
+        store = SqliteRules(tmp_path / "rules.sqlite3")
+        once = grant_rule("r-once", grants.exact({"path": "/a"}), single_use=True)
+        assert await store.add(once)
+        loop = asyncio.get_running_loop()
+        mains = [Consent(Ports(), store, await store.load(0), [], loop, {"files": PROGRAM}) for _ in range(2)]
+        taken = []
+        for consent in mains:  # each main still holds it in memory: only one takes it from the store
+            rule = consent.tool_rule("files", "read_file", {"path": "/a"}, HOST)
+            assert rule is not None and rule.id == "r-once"
+            taking = consent.use(rule)
+            assert taking is not None
+            taken.append(await taking())
+            assert consent.tool_rule("files", "read_file", {"path": "/a"}, HOST) is None
+        for consent in mains:
+            await consent.close()
+        store.close()
+        return taken
+
+    assert asyncio.run(scenario()) == [True, False]
 
 
 # ---- stored with a digest of what it covers --------------------------------------------------

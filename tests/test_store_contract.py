@@ -109,6 +109,21 @@ def test_grants_are_loaded_again_with_what_they_cover(make_store: StoreMaker) ->
     assert run(make_store, lambda store: store.rules.load(now_ms=5_000)) == grants_made
 
 
+def test_a_single_use_grant_is_taken_from_the_store_once_whichever_store_takes_it(make_store: StoreMaker) -> None:
+    once = rule("r-once", tool="read", decision="allow", single_use=True)
+
+    async def take_twice(store: Store) -> list[bool | None]:
+        assert await store.rules.add(once) is True
+        other = make_store()  # another main's connection to the same store
+        try:
+            return [await other.rules.take("r-once"), await store.rules.take("r-once")]
+        finally:
+            await other.close()
+
+    assert run(make_store, take_twice) == [True, False]
+    assert run(make_store, lambda store: store.rules.load(now_ms=5_000)) == []
+
+
 def test_only_rules_that_outlive_main_are_stored(make_store: StoreMaker) -> None:
     async def add_session_rule(store: Store) -> None:
         with pytest.raises(ValueError):

@@ -30,6 +30,7 @@ URL-mode requests and sign-ins never have a question key, so no rule ever answer
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import secrets
 import time
@@ -402,15 +403,20 @@ class Consent:
             rule = self.book.tool_rule(server, tool, host=host, identity=identity, arguments=arguments)
         return rule
 
-    def used(self, rule: Rule) -> None:
-        """A rule decided a call: a single-use grant is gone from here on (memory now, then the store)."""
-        if not rule.single_use or self.book.remove(rule.id) is None:
-            return
-        if self._store is not None and rule.scope != "session":
-            self._write(self._store.remove([rule.id]))
-        logger.info("single-use grant %s used", rule.id)
-        self._schedule_expiry()
-        self._publish()
+    def use(self, rule: Rule) -> Callable[[], Awaitable[bool | None]] | None:
+        """A rule is about to decide a call. None: it decides it (any rule but a single-use grant;
+        a single-use grant is gone from memory from here on). For a stored single-use grant, what
+        says whether this main took it from the store: only True lets it decide (False: another
+        main of a shared store used it first; None: the store could not be asked)."""
+        if not rule.single_use:
+            return None
+        if self.book.remove(rule.id) is not None:
+            logger.info("single-use grant %s used", rule.id)
+            self._schedule_expiry()
+            self._publish()
+        if self._store is None or rule.scope == "session":
+            return None
+        return functools.partial(self._store.take, rule.id)
 
     def _add_for_server(self, server: str, rule: Rule, requests: PendingRequests) -> None:
         """Add a server's rule bound to its program now; none if no server of that name is configured
@@ -458,13 +464,11 @@ class Consent:
                     pending.close_by_rule(item, answer, rule.id)
             elif rule.kind == "tool" and invoke.kind == "approval" and invoke.approval is not None \
                     and invoke.quorum is None and invoke.approval.tool == rule.tool and rule.host in (None, invoke.origin) \
-                    and rule.coverage.matches(invoke.approval.arguments):
+                    and not rule.single_use and rule.coverage.matches(invoke.approval.arguments):
+                # (a single-use grant covers one later call, never a card already open)
                 decision = rule_decision(rule)
                 pending.close_by_rule(item, ElicitationResult(action="accept", content={DECISION_PROPERTY: decision}),
                                       rule.id)
-                if rule.single_use:
-                    self.used(rule)
-                    return
 
     # ---- expiry -----------------------------------------------------------------------
 

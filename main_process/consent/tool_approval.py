@@ -14,7 +14,7 @@ never lets it through. The host may take its call back at whichever stage it is.
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from main_process.consent import approvals
@@ -159,9 +159,38 @@ class ToolApproval:
                                               reason=policy.reason, context=row).result()))
 
     def _by_rule(self, call: "_HostCall", rule: Rule) -> None:
+        taking = self._consent.use(rule)  # a single-use grant decides this call only
+        if taking is None:
+            self._decided_by_rule(call, rule)
+            return
+        task = asyncio.create_task(self._take_then_decide(call, rule, taking))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda done: _answer_if_cancelled_unstarted(call, done))
+        call.stage(task.cancel)
+
+    async def _take_then_decide(self, call: "_HostCall", rule: Rule,
+                                taking: Callable[[], Awaitable[bool | None]]) -> None:
+        """A stored single-use grant decides the call only if this main took it from the store; else
+        (another main used it first, or the store could not be asked) the call is decided again."""
+        try:
+            taken = await taking()
+        except asyncio.CancelledError:
+            if call.cancelled:
+                call.reply(cancelled_reply())
+                return
+            raise
+        if taken:
+            self._decided_by_rule(call, rule)
+            return
+        logger.info("single-use grant %s: %s; %s/%s is decided again", rule.id,
+                    "used on another main first" if taken is False else "the store could not be asked",
+                    call.server.name, call.tool)
+        self._decide(call)
+
+    def _decided_by_rule(self, call: "_HostCall", rule: Rule) -> None:
         decision = rule_decision(rule)
         row = self._record(call, decision, rule.id)
-        self._consent.used(rule)  # a single-use grant decides this call only
         if approvals.allowed(decision):
             call.run()
         else:

@@ -85,6 +85,18 @@ class PgRules:
         self._db.succeeded()
         return True
 
+    async def take(self, rule_id: str) -> bool | None:
+        """One DELETE: of two mains using the same single-use grant, only one deletes its row."""
+        try:
+            pool = await self._db.pool()
+            async with pool.connection() as conn:
+                cursor = await conn.execute("DELETE FROM rules WHERE id = %s", (rule_id,))
+        except (psycopg.Error, StoreUnavailableError) as exc:
+            self._failed(f"use up rule {rule_id}", exc)
+            return None
+        self._db.succeeded()
+        return cursor.rowcount == 1
+
     def _failed(self, what: str, exc: psycopg.Error | StoreUnavailableError) -> bool:
         if isinstance(exc, psycopg.Error):
             self._db.failed(exc)

@@ -114,6 +114,16 @@ class SqliteRuleStore:
             return True
         return self._write("remove rules", [("DELETE FROM rules WHERE id = ?", row) for row in ids])
 
+    def take(self, rule_id: str) -> bool | None:
+        """Delete one rule as it is used: True if this deleted it, False if it was gone, None on an error."""
+        with self._lock:
+            try:
+                deleted = self._connection().execute("DELETE FROM rules WHERE id = ?", (rule_id,)).rowcount
+            except (sqlite3.Error, OSError) as exc:
+                logger.error("rule store %s: cannot use up rule %s: %s", self.path, rule_id, exc)
+                return None
+        return deleted == 1
+
     def _write(self, what: str, statements: list[tuple[str, tuple[Any, ...]]]) -> bool:
         with self._lock:
             try:
