@@ -8,6 +8,9 @@ why, and whether asking again may help.
 
 A config rule with a `quorum` asks too: its card needs that many approvers (pending.py counts them).
 
+A user rule is a grant (grants.py): it decides only calls with the arguments it covers, and a
+single-use one decides one call: a stored one only once this main took it from the store.
+
 A call waiting for its server to start is decided once it is ready, so a rule revoked meanwhile
 never lets it through. The host may take its call back at whichever stage it is.
 """
