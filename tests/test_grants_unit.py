@@ -250,3 +250,14 @@ def test_the_one_line_says_what_a_grant_covers() -> None:
     assert grant_text.covers("echo", "exact", None, grant_text.duration_text("always"), False) == \
         "Allows echo with exactly the approved arguments, always"
     assert grant_text.duration_text("until", 0).startswith("until 19")
+
+
+def test_a_proposed_pattern_matches_each_value_only_as_it_is_unless_it_is_a_path() -> None:
+    call = {"query": "a*b?[c]", "ids": [1, 2], "url": "https://example.test/docs/page", "flag": True}
+    proposed = grants.proposed_pattern(call)
+    assert proposed["url"] == "https://example.test/docs/*"
+    like = grants.pattern_of(proposed, call)
+    assert like.matches(call)
+    assert like.matches({**call, "url": "https://example.test/docs/other"})
+    for other in ({"query": "axbx[c]"}, {"query": "a*b?c"}, {"ids": [1, 2, 3]}, {"flag": False}):
+        assert not like.matches({**call, **other}), other  # a glob's characters in a value match only themselves
