@@ -1,5 +1,6 @@
 """ApprovalCard: a host wants to call a tool; the user allows it once, for this session, always, or
-denies it.
+denies it. When main offers grants (`approval.grants`), "for this session" and "always" become
+"Allow as chosen" with a GrantBox (grant_box.py): which arguments, how long, one call only.
 
 It is drawn for an invoke with `kind: "approval"` and an `approval` block; the request itself is a
 plain form with one enum property `decision`, and this card answers exactly that form (accept with
@@ -31,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from renderer_process.grant_box import GrantBox
 from renderer_process.long_text import LongText, full_text_box, preview
 from shared import messages, tool_hints
 from shared.denial_reason import REASON_MAX_CHARS, clean_reason
@@ -44,6 +46,11 @@ _BUTTONS: Final = (
     ("allow-once", "Allow once", "approve_once"),
     ("allow-session", "Allow for this session", "approve_session"),
     ("allow-always", "Always allow", "approve_always"),
+    ("deny", "Deny", "deny"),
+)
+_GRANT_BUTTONS: Final = (  # when main offers grants: the grant box says what the allow covers
+    ("allow-once", "Allow once", "approve_once"),
+    ("grant", "Allow as chosen", "approve_grant"),
     ("deny", "Deny", "deny"),
 )
 
@@ -176,6 +183,11 @@ class ApprovalCard(QDialog):
         layout.addWidget(self.quorum)
         self.recount(invoke)
 
+        self.grant: GrantBox | None = None  # what an allow covers, when main offers grants (a quorum's never)
+        if info.grants is not None and invoke.quorum is None:
+            self.grant = GrantBox(info, info.grants, self)
+            layout.addWidget(self.grant)
+
         self.waiting = QLabel(self)
         self.waiting.setObjectName("waiting")
         self.waiting.hide()
@@ -183,23 +195,44 @@ class ApprovalCard(QDialog):
         buttons = QHBoxLayout()
         buttons.addStretch(1)
         self.buttons: dict[str, QPushButton] = {}
-        for decision, text, name in _BUTTONS:
+        for decision, text, name in _BUTTONS if self.grant is None else _GRANT_BUTTONS:
             button = QPushButton(text, self)
             button.setObjectName(name)
             button.setAutoDefault(False)  # Enter must not decide for the user
-            button.clicked.connect(lambda _checked=False, d=decision: self._finish("accept", {"decision": d}))
+            button.clicked.connect(lambda _checked=False, d=decision: self._decide(d))
             buttons.addWidget(button)
             self.buttons[decision] = button
         tool = f"{info.server}/{info.tool}"
-        self.buttons["allow-session"].setToolTip(f"Run {tool} now and whenever {host} calls it again until main "
-                                                 "stops; another host is still asked")
-        self.buttons["allow-always"].setToolTip(f"Run {tool} now and whenever any host calls it, until you "
-                                                "revoke it in the Remembered panel")
+        if self.grant is not None:
+            self.buttons["grant"].setToolTip(f"Run {tool} now, and as the line above says without asking")
+            self.grant.changed.connect(lambda: self.buttons["grant"].setEnabled(self._grant_ready()))
+            self.buttons["grant"].setEnabled(self._grant_ready())
+        else:
+            self.buttons["allow-session"].setToolTip(f"Run {tool} now and whenever {host} calls it again until "
+                                                     "main stops; another host is still asked")
+            self.buttons["allow-always"].setToolTip(f"Run {tool} now and whenever any host calls it, until you "
+                                                    "revoke it in the Remembered panel")
         layout.addLayout(buttons)
 
     @property
     def elicitation_id(self) -> str | None:
         return None
+
+    def _decide(self, decision: str) -> None:
+        if decision == "grant":
+            assert self.grant is not None
+            decision = self.grant.decision()
+        self._finish("accept", {"decision": decision})
+
+    def _grant_ready(self) -> bool:
+        return self.grant is not None and self.grant.ready()
+
+    def grant_for(self, action: str, content: object) -> messages.GrantChoice | None:
+        """The grant chosen in the box, with "Allow as chosen"; None with any other answer."""
+        if self.grant is None or action != "accept" or not isinstance(content, dict):
+            return None
+        decision = content.get(messages.DECISION_PROPERTY)
+        return self.grant.choice() if decision in ("allow-session", "allow-always") else None
 
     def reason_for(self, action: str, content: object) -> str | None:
         """The reason typed, with a deny (Deny, or Esc); an allow sends none."""

@@ -92,10 +92,12 @@ class MainBridge(QObject):
         self._peer.start()
 
     def send_result(self, channel: str, action: messages.Action, content: dict[str, Any] | None,
-                    remember: messages.Remember | None = None, reason: str | None = None) -> bool:
+                    remember: messages.Remember | None = None, reason: str | None = None,
+                    grant: messages.GrantChoice | None = None) -> bool:
         """Answer one elicitation on its one-time channel (with `remember`: keep it as a rule; with
-        `reason`: why an approval was denied, for the agent); False (and `refused`) if not sent."""
-        body = requests.result(action, content, remember, reason)
+        `reason`: why an approval was denied, for the agent; with `grant`: what an approval's allow
+        covers); False (and `refused`) if not sent."""
+        body = requests.result(action, content, remember, reason, grant)
         return self._send_or_refuse(channel, body, "the answer was not sent")
 
     def set_server_policy(self, server: str, decline_all: bool) -> bool:

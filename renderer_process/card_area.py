@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QLabel, QWidget
 
 from renderer_process.approval_card import ApprovalCard
 from renderer_process.card import URL, UrlOpener
-from renderer_process.consent_cards import Card, card_for, reason_given, remember_choice
+from renderer_process.consent_cards import Card, card_for, grant_given, reason_given, remember_choice
 from renderer_process.elsewhere import ElsewhereList
 from shared import messages
 from shared.window_core import (
@@ -45,6 +45,7 @@ class CardArea(QObject):
     answer_ready = Signal(str, str, object)  # response channel, action, content or None
     answer_remembered = Signal(str, str, object, object)  # ... and what to remember (messages.Remember)
     answer_explained = Signal(str, str, object, str)  # ... an approval denied, and the reason typed on it
+    answer_granted = Signal(str, str, object, object)  # ... an approval allowed with a grant (messages.GrantChoice)
     accepted = Signal(object)  # the Card just accepted, before its answer goes
     arrived = Signal(object)  # list[ElicitationInvoke]: new here, for a notification
     decline_all_requested = Signal(str)  # server
@@ -161,6 +162,8 @@ class CardArea(QObject):
                 case Withdraw(invoke, why, brief) if self._card is not None \
                         and self._card.invoke.response_channel == invoke.response_channel:
                     self._drop_current(why, BRIEF_MS if brief else STATUS_MS)
+                case SendAnswer(invoke, action, content, _, _, messages.GrantChoice() as grant):
+                    self.answer_granted.emit(invoke.response_channel, action, content, grant)
                 case SendAnswer(invoke, action, content, _, str(reason)):  # an approval: never remembered
                     self.answer_explained.emit(invoke.response_channel, action, content, reason)
                 case SendAnswer(invoke, action, content, None):
@@ -199,7 +202,7 @@ class CardArea(QObject):
         if action == "accept":
             self.accepted.emit(card)
         self._render(self._core.answer(card.invoke.response_channel, action, content, remember_choice(card, action),
-                                       reason_given(card, action, content)))
+                                       reason_given(card, action, content), grant_given(card, action, content)))
 
     def _drop_current(self, status: str, status_ms: int) -> None:
         card = self._card

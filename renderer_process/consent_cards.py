@@ -30,3 +30,8 @@ def remember_choice(card: Card, action: str) -> messages.Remember | None:
 def reason_given(card: Card, action: str, content: object) -> str | None:
     """An approval's deny: the reason typed on it (None when none); only an approval asks for one."""
     return card.reason_for(action, content) if isinstance(card, ApprovalCard) else None
+
+
+def grant_given(card: Card, action: str, content: object) -> messages.GrantChoice | None:
+    """An approval's "Allow as chosen": the grant chosen on it (None for anything else)."""
+    return card.grant_for(action, content) if isinstance(card, ApprovalCard) else None

@@ -57,6 +57,7 @@ class MainWindow(QMainWindow):
     answer_ready = Signal(str, str, object)  # response channel, action, content or None
     answer_remembered = Signal(str, str, object, object)  # ... and what to remember (messages.Remember)
     answer_explained = Signal(str, str, object, str)  # ... an approval denied, with the reason typed on it
+    answer_granted = Signal(str, str, object, object)  # ... an approval allowed with a grant (messages.GrantChoice)
     call_requested = Signal(str, str, str, object)  # response channel, server, tool, arguments
     control_requested = Signal(str, str, str)  # response channel, server, "start" | "stop" | "restart"
     reload_requested = Signal(str)  # response channel
@@ -123,6 +124,7 @@ class MainWindow(QMainWindow):
         self.cards.answer_ready.connect(self.answer_ready)
         self.cards.answer_remembered.connect(self.answer_remembered)
         self.cards.answer_explained.connect(self.answer_explained)
+        self.cards.answer_granted.connect(self.answer_granted)
         self.cards.accepted.connect(self._on_accepted)
         self.cards.arrived.connect(self.notifier.announce)
         self.cards.decline_all_requested.connect(self.declining.decline_all)
@@ -171,6 +173,8 @@ class MainWindow(QMainWindow):
         self.answer_remembered.connect(bridge.send_result)
         self.answer_explained.connect(lambda channel, action, content, reason:
                                       bridge.send_result(channel, action, content, reason=reason))
+        self.answer_granted.connect(lambda channel, action, content, grant:
+                                    bridge.send_result(channel, action, content, grant=grant))
         bridge.rules_changed.connect(self.remembered_panel.set_rules)
         bridge.replied.connect(self.remembered_panel.on_reply)
         bridge.welcomed.connect(lambda _welcome: bridge.request_rules())

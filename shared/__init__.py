@@ -27,6 +27,7 @@ relay_pump.py       RelayPump: one host's relayed session, nothing lost while ma
 host_pipes.py       the handover of a local serve's stdio to main and the records main sends back
 lines.py            newline-delimited JSON-RPC on descriptors (stdio): split, write, oversized lines
 url_safety.py       inspect_url(): where a link really goes and whether it may open (both windows)
+grant_text.py       what a grant covers, in one line (approval cards, `elicitron rules`, Remembered panels)
 denial_reason.py    clean_reason(): the reason typed on an approval's deny, one capped line (windows, main)
 web_devices.py      the web window's paired devices as on disk: the reader for `devices`, `status`
 command_name.py     elicitron_command(): how to type `elicitron` here (on PATH, or .venv/bin/elicitron), for

@@ -77,6 +77,24 @@ class Remember(Body):
     until: int | None = None
 
 
+GrantArguments = Literal["exact", "pattern", "any"]
+GrantDuration = Literal["session", "hour", "until", "always"]
+
+
+class GrantChoice(Body):
+    """What an approval's allow covers besides its own call (a grant, main_process/consent/grants.py):
+    `arguments` "exact" (these arguments only), "pattern" (`pattern`: a glob per argument, naming
+    each argument of the call) or "any"; `duration` "session" (this host, until main stops), "hour"
+    (an hour on main's clock), "until" (`until`, epoch ms in the future) or "always"; `single_use`:
+    it covers one later call, then it is gone."""
+
+    arguments: GrantArguments = "any"
+    duration: GrantDuration = "session"
+    pattern: dict[str, str] | None = None
+    until: int | None = None
+    single_use: bool = False
+
+
 class ElicitationResult(Body):
     """Body of `msgElicitationTransferResult-<uuid7>`. `remember` is an extension (form-mode
     accept or decline only); a v1 window never sends it. `reason` too (optional, at most
@@ -87,6 +105,7 @@ class ElicitationResult(Body):
     content: dict[str, Any] | None = None
     remember: Remember | None = None
     reason: Annotated[str, msgspec.Meta(max_length=REASON_MAX_CHARS)] | None = None
+    grant: GrantChoice | None = None  # an approval's allow-session / allow-always: what it covers (PROTOCOL.md §11)
 
 
 class CallTool(Body):
@@ -210,8 +229,18 @@ class AskerInfo(Body):
     machine: str | None = None
 
 
+class GrantOffer(Body):
+    """Extension `approval.grants`: the grants main accepts beside an allow (GrantChoice), and the
+    pattern it proposes for "arguments like these" (a glob per argument; the person may edit it)."""
+
+    arguments: list[GrantArguments]
+    durations: list[GrantDuration]
+    pattern: dict[str, str]
+
+
 class ApprovalInfo(Body):
-    """What a tool-call approval is about; the request's form has one enum property `decision`."""
+    """What a tool-call approval is about; the request's form has one enum property `decision`.
+    `grants`: what an allow may cover besides this call (absent: today's choices only)."""
 
     server: str
     tool: str
@@ -219,6 +248,7 @@ class ApprovalInfo(Body):
     title: str | None = None
     description: str | None = None
     annotations: dict[str, Any] | None = None
+    grants: GrantOffer | None = None
 
 
 class QuorumInfo(Body):
@@ -553,6 +583,11 @@ class RuleInfo(Body):
     host: str | None = None
     applies: bool = True
     quorum: QuorumInfo | None = None  # a config rule that asks several people (no `decision`; `approved` empty)
+    # a user tool rule (a grant): which arguments it covers ("exact": those approved, kept as a digest;
+    # "pattern": `pattern`, a glob per argument; "any"), and whether it covers one call only
+    arguments: Literal["exact", "pattern", "any"] | None = None
+    pattern: dict[str, str] | None = None
+    single_use: bool = False
 
 
 class RulesUpdate(Body):

@@ -22,6 +22,7 @@ from shared.messages import (
     ChannelReply,
     ElicitationResult,
     ErrorNotice,
+    GrantChoice,
     McpMethod,
     McpRequest,
     Progress,
@@ -136,12 +137,14 @@ def auth(server: str, action: AuthAction, channel: str | None = None) -> Request
     return Request(body, channel, f"{action} of {server}")
 
 
-def result(action: Action, content: dict[str, Any] | None,
-           remember: Remember | None = None, reason: str | None = None) -> ElicitationResult:
+def result(action: Action, content: dict[str, Any] | None, remember: Remember | None = None,
+           reason: str | None = None, grant: GrantChoice | None = None) -> ElicitationResult:
     """The answer to one elicitation, sent on its one-time channel: content goes only with accept;
-    `reason`, why the person denied an approval, cleaned and capped (shared/denial_reason.py)."""
+    `reason`, why the person denied an approval, cleaned and capped (shared/denial_reason.py);
+    `grant`, what an approval's allow covers (only with accept)."""
     kept = content if action == "accept" else None
-    return ElicitationResult(action=action, content=kept, remember=remember, reason=clean_reason(reason))
+    return ElicitationResult(action=action, content=kept, remember=remember, reason=clean_reason(reason),
+                             grant=grant if action == "accept" else None)
 
 
 class Answer:

@@ -2,6 +2,7 @@
 
 import time
 
+from shared import grant_text
 from shared.messages import RuleInfo
 
 
@@ -20,6 +21,9 @@ def describe(rule: RuleInfo) -> str:
 def _what(rule: RuleInfo) -> str:
     if rule.kind == "tool" and rule.quorum is not None:
         return f"tool {rule.tool} → ask {rule.quorum.needed} of {', '.join(rule.quorum.approvers)}"
+    if rule.kind == "tool" and rule.arguments is not None:  # a grant: what it covers, in the card's words
+        once = ", one call only" if rule.single_use else ""
+        return f"tool {grant_text.arguments_text(rule.tool or '', rule.arguments, rule.pattern)} → {rule.decision}{once}"
     if rule.kind == "tool":
         return f"tool {rule.tool} → {rule.decision}"
     if rule.message is None:

@@ -46,6 +46,7 @@ from shared.messages import (
     ElicitationDismiss,
     ElicitationInvoke,
     ErrorNotice,
+    GrantChoice,
     PeerInfo,
     QuorumInfo,
     Remember,
@@ -90,6 +91,7 @@ class SendAnswer:
     content: dict[str, Any] | None
     remember: Remember | None
     reason: str | None = None  # an approval denied: why, for the agent (shared/denial_reason.py)
+    grant: GrantChoice | None = None  # an approval allowed: what the allow covers besides its call
 
 
 @dataclass(frozen=True)
@@ -294,12 +296,13 @@ class WindowCore:
     # ---- what the user does -------------------------------------------------------------------
 
     def answer(self, channel: str, action: Action, content: dict[str, Any] | None = None,
-               remember: Remember | None = None, reason: str | None = None) -> list[Effect]:
+               remember: Remember | None = None, reason: str | None = None,
+               grant: GrantChoice | None = None) -> list[Effect]:
         invoke = self._shown.pop(channel, None)
         if invoke is None:
             return [NotOpen(channel)]
         self._sent[channel] = invoke
-        return [SendAnswer(invoke, action, content, remember, reason), *self._after()]
+        return [SendAnswer(invoke, action, content, remember, reason, grant), *self._after()]
 
     def answer_here(self, channel: str) -> list[Effect]:
         """Make a request waiting in another window this window's (it comes in queue order)."""

@@ -10,7 +10,7 @@ import pytest
 from consent_kit import ConsentMain, ConsentMains, demo, started_mains
 from gateway_kit import Host, HostLoop, serve_params, text_of
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLineEdit, QPushButton
+from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QPushButton
 from pytestqt.qtbot import QtBot
 
 from renderer_process.approval_card import ApprovalCard
@@ -98,14 +98,21 @@ def test_a_host_that_cancels_its_call_takes_the_approval_card_back(
         host.close()
 
 
-def test_always_allow_from_one_host_lets_the_next_call_through_without_a_card(
+def test_a_grant_for_any_arguments_always_from_one_host_lets_the_next_call_through_without_a_card(
         qtbot: QtBot, consent_mains: ConsentMains, hosts: HostLoop) -> None:
     main = consent_mains({"demo": demo(toolApproval="ask")})
     window = open_window(qtbot, main)
     host = Host(hosts, serve_params(main.connection, "--server", "demo"), "VS Code").open()
     try:
         first = host.start(lambda c: c.call_tool("echo", {"text": "one"}))
-        click(qtbot, approval_card(qtbot, window), "approve_always")
+        card = approval_card(qtbot, window)  # main offers grants: "always allow" is any arguments, always
+        for name, value in (("grant_arguments", "any"), ("grant_duration", "always")):
+            combo = card.findChild(QComboBox, name)
+            assert combo is not None
+            combo.setCurrentIndex(combo.findData(value))
+        summary = card.findChild(QLabel, "grant_summary")
+        assert summary is not None and summary.text() == "Allows echo with any arguments, always"
+        click(qtbot, card, "approve_grant")
         assert text_of(first.result(30)) == "one"
         result: types.CallToolResult = host.call("echo", {"text": "two"})
         assert text_of(result) == "two" and window.current_card() is None

@@ -268,7 +268,7 @@ def test_a_schema_1_store_is_upgraded_in_place_and_its_rules_come_unbound(tmp_pa
         loaded = {r.id: (r.party, r.identity) for r in again.load(now_ms=0)}
     assert loaded == {"r-1": ("server", "prog"), "r-2": ("asker", None)}
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
 
 
 def test_a_store_that_cannot_be_written_says_so_and_does_not_raise(tmp_path: Path) -> None:

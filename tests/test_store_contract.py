@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from main_process.config import parse_config
+from main_process.consent import grants
 from main_process.consent.rules import Rule
 from main_process.store.factory import check_store_url, open_store
 from main_process.store.interface import Store
@@ -92,6 +93,35 @@ def test_a_rule_added_is_loaded_again_by_the_next_store_and_a_removed_one_is_not
         return await store.rules.load(now_ms=5_000)
 
     assert run(make_store, remove) == [rule("r-answer", created_at=2, tool="echo", decision="deny")]
+
+
+def test_grants_are_loaded_again_with_what_they_cover(make_store: StoreMaker) -> None:
+    grants_made = [rule("r-exact", coverage=grants.exact({"path": "/a", "n": 1}), tool="read", decision="allow"),
+                   rule("r-like", coverage=grants.pattern_of({"path": "/tmp/*"}, {"path": "/tmp/x"}), tool="read",
+                        decision="allow", single_use=True, scope="until", expires_at=9_000)]
+
+    async def write_and_load(store: Store) -> list[Rule]:
+        for made in grants_made:
+            assert await store.rules.add(made) is True
+        return await store.rules.load(now_ms=5_000)
+
+    run(make_store, write_and_load)
+    assert run(make_store, lambda store: store.rules.load(now_ms=5_000)) == grants_made
+
+
+def test_a_single_use_grant_is_taken_from_the_store_once_whichever_store_takes_it(make_store: StoreMaker) -> None:
+    once = rule("r-once", tool="read", decision="allow", single_use=True)
+
+    async def take_twice(store: Store) -> list[bool | None]:
+        assert await store.rules.add(once) is True
+        other = make_store()  # another main's connection to the same store
+        try:
+            return [await other.rules.take("r-once"), await store.rules.take("r-once")]
+        finally:
+            await other.close()
+
+    assert run(make_store, take_twice) == [True, False]
+    assert run(make_store, lambda store: store.rules.load(now_ms=5_000)) == []
 
 
 def test_only_rules_that_outlive_main_are_stored(make_store: StoreMaker) -> None:

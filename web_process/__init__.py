@@ -15,7 +15,8 @@ streams.py   event streams capped per device and in all, a place taken as a stre
 connections.py  the connections bounded (shared/http_guard.py): open-files limit raised, caps, head deadline
 server.py    uvicorn's server, ending the pages' streams at once when the web window stops
 static/      index.html, app.css and the page's modules: app.js (stream, cards), dom.js, time_left.js,
-             sign_in.js, remembered.js, policy.js, notify.js, elsewhere.js ("waiting in another window");
+             sign_in.js, grant.js (an approval's grant), remembered.js, policy.js, notify.js, elsewhere.js
+             ("waiting in another window");
              sw.js (the service worker: notifications), manifest.webmanifest and icon.svg
              (installable); pair.html, pair.js. No build step, no inline script, nothing from
              anywhere else

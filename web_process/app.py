@@ -71,8 +71,8 @@ _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=
 # What a browser not yet paired may load; the manifest and icon too, since browsers fetch them
 # without cookies, and the service worker, which holds nothing but its notification click.
 PUBLIC_FILES = ("pair.html", "pair.js", "app.css", "manifest.webmanifest", "icon.svg", "sw.js")
-PAIRED_FILES = ("index.html", "app.js", "dom.js", "elsewhere.js", "notify.js", "policy.js", "remembered.js",
-                "sign_in.js", "time_left.js")
+PAIRED_FILES = ("index.html", "app.js", "dom.js", "elsewhere.js", "grant.js", "notify.js", "policy.js",
+                "remembered.js", "sign_in.js", "time_left.js")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -33,6 +33,9 @@ APPROVAL_BUTTONS = (  # the Qt approval card's buttons, in its order
     ("deny", "Deny"),
 )
 assert tuple(decision for decision, _ in APPROVAL_BUTTONS) == APPROVAL_DECISIONS
+GRANT_BUTTONS = (("allow-once", "Allow once"), ("grant", "Allow as chosen"), ("deny", "Deny"))  # main offers grants
+ARGUMENT_TITLES = {"exact": "these exact arguments", "pattern": "arguments like these", "any": "any arguments"}
+DURATION_TITLES = {"session": "for this session", "hour": "for an hour", "until": "until…", "always": "always"}
 
 _INPUT_TYPES = {"email": "email", "uri": "url", "date": "date", "date-time": "datetime-local"}
 
@@ -73,10 +76,15 @@ def card_of(invoke: ElicitationInvoke, now: int | None = None) -> Card:
         card["asker"] = {"name": invoke.asker.name, "pid": invoke.asker.pid, "machine": invoke.asker.machine}
     if invoke.kind == "approval" and invoke.approval is not None:
         info = invoke.approval
+        offer = info.grants if invoke.quorum is None else None
         card.update(kind="approval", approval={
             "server": info.server, "tool": info.tool, "title": info.title, "description": info.description,
             "arguments": [[str(key), value_text(value)] for key, value in info.arguments.items()],
-            "buttons": [list(button) for button in APPROVAL_BUTTONS], "reasonMaxChars": REASON_MAX_CHARS})
+            "buttons": [list(button) for button in (APPROVAL_BUTTONS if offer is None else GRANT_BUTTONS)],
+            "reasonMaxChars": REASON_MAX_CHARS, "grant": None if offer is None else {
+                "arguments": [[scope, ARGUMENT_TITLES.get(scope, scope)] for scope in offer.arguments],
+                "durations": [[duration, DURATION_TITLES.get(duration, duration)] for duration in offer.durations],
+                "pattern": [[name, offer.pattern.get(name, "")] for name in info.arguments]}})
         return card
     if params.get("mode") == "url" and invoke.kind == "sign-in" and invoke.sign_in is not None:
         link, sign_in = link_of(str(params.get("url", ""))), invoke.sign_in

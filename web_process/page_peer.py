@@ -61,6 +61,7 @@ from shared.messages import (
     ElicitationInvoke,
     ElicitationResult,
     ErrorNotice,
+    GrantChoice,
     PeersUpdate,
     Progress,
     Remember,
@@ -115,6 +116,7 @@ class PageAnswer(msgspec.Struct, tag_field="type", tag="answer"):
     content: dict[str, Any] | None = None
     remember: Remember | None = None
     reason: Annotated[str, msgspec.Meta(max_length=REASON_MAX_CHARS)] | None = None  # an approval's deny
+    grant: GrantChoice | None = None  # an approval's "Allow as chosen": what it covers (main checks it)
 
 
 class PageRevoke(msgspec.Struct, tag_field="type", tag="revoke", rename={"revoke_all": "all"}):
@@ -224,7 +226,9 @@ class PagePeer:
             self._render([NotOpen(message.channel)])
             return
         remember = message.remember if message.action in ("accept", "decline") else None
-        self._render(self.cards.answer(message.channel, message.action, message.content, remember, message.reason))
+        grant = message.grant if message.action == "accept" else None
+        self._render(self.cards.answer(message.channel, message.action, message.content, remember, message.reason,
+                                       grant))
 
     def answer_refused(self, channel: str, notice: ErrorNotice) -> None:
         """main refused our answer on `channel`: asked again when it is still open."""
@@ -281,8 +285,8 @@ class PagePeer:
                     self.say({"type": "dismiss", "channel": invoke.response_channel,
                               "reason": dismiss.reason if dismiss is not None else "gone",
                               "mine": dismiss is not None and dismiss.by == self.window})
-                case SendAnswer(invoke, action, content, remember, reason):
-                    self._send_answer(invoke.response_channel, result(action, content, remember, reason))
+                case SendAnswer(invoke, action, content, remember, reason, grant):
+                    self._send_answer(invoke.response_channel, result(action, content, remember, reason, grant))
                 case NotOpen(channel, why):
                     self.say({"type": "refused", "channel": channel, "message": why})
                 case AnswerRefused(invoke, message, _):

@@ -7,6 +7,7 @@ elicitation_gate.py  ElicitationGate: what becomes of every elicitation first (r
 questions.py         QuestionDesk: programs' msgAsk, checked, perhaps answered by a rule, then opened
 consent.py           Consent: rules and remembered answers before any window
 rules.py             rules and what they match (pure); consent_config.py: their config keys, parsed strictly
+grants.py            grants: what an approval's allow covers (arguments, how long, single use), pure
 approvals.py         tool-call approval: which calls are asked, the request
 denial.py            Denial: every denied call's result (the sentence, SEP-2643's `_meta` and ours)
 tool_approval.py     ToolApproval: a host's tools/call in its relayed session: policy files (policy/),

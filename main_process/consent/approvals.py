@@ -5,8 +5,9 @@ An approval travels as a plain form-mode invoke, so any v1 window can answer it:
 one required enum property `decision` (`allow-once`, `allow-session`, `allow-always`, `deny`), and
 its message says who wants to call what, with the arguments. The invoke's extension fields
 (`kind: "approval"`, `via`, `approval: {server, tool, arguments, title, description, annotations}`)
-let Elicitron's own window draw an approval card instead. Any answer other than an accepted
-`allow-*` (deny, decline, cancel, expiry, the host going away) means the call is not made.
+let Elicitron's own window draw an approval card instead; `approval.grants` offers grants (grants.py)
+and an answer's `grant` says which one an allow-session / allow-always makes. Any answer other than
+an accepted `allow-*` (deny, decline, cancel, expiry, the host going away) means the call is not made.
 """
 
 import functools
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from main_process.config import ServerConfig
+from main_process.consent import grants
 from main_process.consent.consent_config import ToolPolicy
 from main_process.consent.rules import Glob
 from shared import tool_hints
@@ -24,6 +26,8 @@ from shared.messages import (
     ApprovalDecision,
     ApprovalInfo,
     ElicitationResult,
+    GrantChoice,
+    GrantOffer,
 )
 
 _ARGUMENTS_IN_MESSAGE: Final = 600  # characters of JSON arguments a v1 window shows in the message
@@ -85,3 +89,25 @@ def decision_of(answer: ElicitationResult) -> ApprovalDecision:
 
 def allowed(decision: ApprovalDecision) -> bool:
     return decision != "deny"
+
+
+GRANT_DECISIONS: Final = ("allow-session", "allow-always")  # the decisions a `grant` may go with
+
+
+def grant_offer(arguments: dict[str, Any]) -> GrantOffer:
+    """What an approval card may offer besides allow once and deny (`approval.grants`)."""
+    return GrantOffer(arguments=["exact", "pattern", "any"], durations=["session", "hour", "until", "always"],
+                      pattern=grants.proposed_pattern(arguments))
+
+
+def grant_of(answer: ElicitationResult) -> GrantChoice | None:
+    """The grant an approval's answer makes, None for allow-once and any denial: its `grant`, or
+    for a v1 answer, allow-session and allow-always for any arguments, as before grants."""
+    decision = decision_of(answer)
+    if decision in GRANT_DECISIONS and answer.grant is not None:
+        return answer.grant
+    if decision == "allow-session":
+        return GrantChoice(arguments="any", duration="session")
+    if decision == "allow-always":
+        return GrantChoice(arguments="any", duration="always")
+    return None

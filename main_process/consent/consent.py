@@ -30,13 +30,14 @@ URL-mode requests and sign-ins never have a question key, so no rule ever answer
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
-from main_process.consent import approvals
+from main_process.consent import approvals, grants
 from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests
 from main_process.consent.rules import Party, Rule, RuleBook, question_key, schema_fields
 from main_process.policy.live import Policies
@@ -55,6 +56,7 @@ from shared.messages import (
     ChannelReply,
     ElicitationInvoke,
     ElicitationResult,
+    GrantChoice,
     Remember,
     RevokeReport,
     RevokeRules,
@@ -108,10 +110,12 @@ async def remembered_rules(store: RuleTable, ports: ConsentPorts) -> list[Rule]:
 class Consent:
     def __init__(self, ports: ConsentPorts, store: RuleTable | None, remembered: Iterable[Rule],
                  config_rules: Iterable[Rule], loop: asyncio.AbstractEventLoop,
-                 identities: Mapping[str, str] | None = None, policies: Policies | None = None) -> None:
+                 identities: Mapping[str, str] | None = None, policies: Policies | None = None,
+                 now: Callable[[], int] = now_ms) -> None:
         """`store` keeps the changes that outlive main; `remembered` is what it held at start
         (`remembered_rules`); `policies` the config's policy files (reloaded in place; tool_approval.py
-        asks them first). Made on main's running loop."""
+        asks them first); `now` the time in epoch ms (a test's settable clock). Made on main's running loop."""
+        self.now = now
         self.policies = policies or Policies()
         self._ports = ports
         self._store = store
@@ -146,7 +150,7 @@ class Consent:
     # ---- reading and revoking ---------------------------------------------------------
 
     def infos(self) -> list[RuleInfo]:
-        now = now_ms()
+        now = self.now()
         return [rule.info(applies=rule.applies_to(self._identities.get(rule.server)))
                 for rule in self.book.all() if not rule.expired(now)]
 
@@ -207,7 +211,7 @@ class Consent:
         if self._store is None:
             return
         try:
-            stored = {rule.id: rule for rule in await self._store.load(now_ms())}
+            stored = {rule.id: rule for rule in await self._store.load(self.now())}
         except RuleStoreError as exc:
             logger.warning("%s; the rules in memory stay as they were", exc)
             return
@@ -261,7 +265,7 @@ class Consent:
         return self._answer(asker, "asker", params)
 
     def _answer(self, name: str, party: Party, params: ElicitParams) -> tuple[str, ElicitationResult] | None:
-        now = now_ms()
+        now = self.now()
         identity = self._identities.get(name) if party == "server" else None
         for rule in self.book.answer_candidates(name, params, party=party, identity=identity):
             if rule.expired(now):
@@ -307,11 +311,31 @@ class Consent:
             raise ProtocolError(WireCode.BAD_BODY, "a cancel is not remembered: remember an accept or a decline",
                                 channel)
         if remember.scope == "until":
-            if remember.until is None or remember.until <= now_ms():
+            if remember.until is None or remember.until <= self.now():
                 raise ProtocolError(WireCode.BAD_BODY, "remember.until must be a time in the future (epoch ms)",
                                     channel)
         elif remember.until is not None:
             raise ProtocolError(WireCode.BAD_BODY, "remember.until goes only with scope \"until\"", channel)
+
+    def check_grant(self, pending: PendingRequest, result: ElicitationResult) -> None:
+        """Raise ProtocolError for a `grant` main cannot make (before the answer is taken)."""
+        grant = result.grant
+        assert grant is not None
+        invoke = pending.invoke
+        channel = invoke.response_channel
+        if invoke.kind != "approval" or invoke.approval is None or invoke.quorum is not None:
+            raise ProtocolError(WireCode.BAD_BODY, "`grant` goes only with an approval (not a quorum's)", channel)
+        decision = approvals.decision_of(result)
+        if result.action != "accept" or decision not in approvals.GRANT_DECISIONS:
+            raise ProtocolError(WireCode.BAD_BODY, "`grant` goes only with decision allow-session or allow-always",
+                                channel)
+        if (grant.duration == "session") != (decision == "allow-session"):
+            raise ProtocolError(WireCode.BAD_BODY, "a session grant goes with allow-session, any other with "
+                                "allow-always", channel)
+        try:
+            self.coverage_of(grant, invoke.approval.arguments)
+        except grants.GrantError as exc:  # the person can fix it on the card: asked again (PROTOCOL.md §11)
+            raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
 
     def answered(self, pending: PendingRequest, answer: ElicitationResult, remember: Remember | None,
                  routing_id: bytes, window: str, requests: PendingRequests) -> None:
@@ -320,13 +344,13 @@ class Consent:
         invoke = pending.invoke
         server = invoke.request.server
         if invoke.kind == "approval":
-            decision = approvals.decision_of(answer)
-            if decision in ("allow-session", "allow-always") and invoke.approval is not None:
-                session = decision == "allow-session"  # covers the host whose card it was (its link id)
-                self._add_for_server(server, self._new_rule(
-                    server, self._who(routing_id, window), "session" if session else "always", None,
-                    tool=invoke.approval.tool, decision="allow", host=invoke.origin if session else None,
-                    host_name=(invoke.via or invoke.origin) if session else None), requests)
+            choice = approvals.grant_of(answer)
+            if choice is not None and invoke.approval is not None:
+                try:
+                    self.grant(invoke, choice, self._who(routing_id, window), requests)
+                except grants.GrantError as exc:  # checked before the answer was taken; a race at most
+                    logger.warning("%s/%s: no grant made: %s", server, invoke.approval.tool, exc)
+                    self._ports.publish_notice("warning", f"not remembered: {exc}", server)
             return
         if remember is None:
             return
@@ -339,6 +363,60 @@ class Consent:
             self._add(rule, requests)
         else:
             self._add_for_server(server, rule, requests)
+
+    def grant(self, invoke: ElicitationInvoke, choice: GrantChoice, who: str, requests: PendingRequests) -> None:
+        """An approval's allow that covers more than its own call (grants.py): the arguments chosen,
+        for as long as chosen; a session grant covers the host whose card it was (its link id).
+        Raises GrantError when the choice does not fit the call."""
+        approval = invoke.approval
+        assert approval is not None
+        coverage = self.coverage_of(choice, approval.arguments)
+        session = choice.duration == "session"
+        scope, until = {"session": ("session", None), "hour": ("until", self.now() + grants.HOUR_MS),
+                        "until": ("until", choice.until), "always": ("always", None)}[choice.duration]
+        self._add_for_server(invoke.request.server, self._new_rule(
+            invoke.request.server, who, scope, until, tool=approval.tool, decision="allow",
+            host=invoke.origin if session else None, host_name=(invoke.via or invoke.origin) if session else None,
+            coverage=coverage, single_use=choice.single_use), requests)
+
+    def coverage_of(self, choice: GrantChoice, approved: Mapping[str, Any]) -> grants.Coverage:
+        """What `choice` covers of calls like `approved`; GrantError when it cannot be given."""
+        if choice.duration == "until" and (choice.until is None or choice.until <= self.now()):
+            raise grants.GrantError("a grant until a time needs `until` in the future (epoch ms)")
+        if choice.duration != "until" and choice.until is not None:
+            raise grants.GrantError("`until` goes only with duration \"until\"")
+        if choice.arguments != "pattern" and choice.pattern is not None:
+            raise grants.GrantError("`pattern` goes only with arguments \"pattern\"")
+        if choice.arguments == "exact":
+            return grants.exact(approved)
+        if choice.arguments == "pattern":
+            return grants.pattern_of(choice.pattern or {}, approved)
+        return grants.ANY
+
+    def tool_rule(self, server: str, tool: str, arguments: Mapping[str, Any], host: str | None) -> Rule | None:
+        """The rule that decides this call of `host` (its link id), or None: one given to the
+        program configured as `server` now, covering these arguments, not expired."""
+        identity = self._identities.get(server)
+        rule = self.book.tool_rule(server, tool, host=host, identity=identity, arguments=arguments)
+        if rule is not None and rule.expired(self.now()):
+            self.drop_expired()
+            rule = self.book.tool_rule(server, tool, host=host, identity=identity, arguments=arguments)
+        return rule
+
+    def use(self, rule: Rule) -> Callable[[], Awaitable[bool | None]] | None:
+        """A rule is about to decide a call. None: it decides it (any rule but a single-use grant;
+        a single-use grant is gone from memory from here on). For a stored single-use grant, what
+        says whether this main took it from the store: only True lets it decide (False: another
+        main of a shared store used it first; None: the store could not be asked)."""
+        if not rule.single_use:
+            return None
+        if self.book.remove(rule.id) is not None:
+            logger.info("single-use grant %s used", rule.id)
+            self._schedule_expiry()
+            self._publish()
+        if self._store is None or rule.scope == "session":
+            return None
+        return functools.partial(self._store.take, rule.id)
 
     def _add_for_server(self, server: str, rule: Rule, requests: PendingRequests) -> None:
         """Add a server's rule bound to its program now; none if no server of that name is configured
@@ -356,7 +434,7 @@ class Consent:
         rule_id = "r-" + secrets.token_hex(4)
         while self.book.get(rule_id) is not None:
             rule_id = "r-" + secrets.token_hex(4)
-        return Rule(id=rule_id, source="user", server=server, created_at=now_ms(), created_by=who,
+        return Rule(id=rule_id, source="user", server=server, created_at=self.now(), created_by=who,
                     scope=scope, expires_at=until if scope == "until" else None, **what)  # type: ignore[arg-type]
 
     def _add(self, rule: Rule, requests: PendingRequests) -> None:
@@ -385,7 +463,9 @@ class Consent:
                 if answer is not None:
                     pending.close_by_rule(item, answer, rule.id)
             elif rule.kind == "tool" and invoke.kind == "approval" and invoke.approval is not None \
-                    and invoke.quorum is None and invoke.approval.tool == rule.tool and rule.host in (None, invoke.origin):
+                    and invoke.quorum is None and invoke.approval.tool == rule.tool and rule.host in (None, invoke.origin) \
+                    and not rule.single_use and rule.coverage.matches(invoke.approval.arguments):
+                # (a single-use grant covers one later call, never a card already open)
                 decision = rule_decision(rule)
                 pending.close_by_rule(item, ElicitationResult(action="accept", content={DECISION_PROPERTY: decision}),
                                       rule.id)
@@ -397,7 +477,7 @@ class Consent:
         return self._identities.get(server)
 
     def drop_expired(self) -> None:
-        expired = self.book.expired(now_ms())
+        expired = self.book.expired(self.now())
         if not expired:
             return
         for rule in expired:
@@ -413,7 +493,7 @@ class Consent:
             self._expiry = None
         next_at = self.book.next_expiry()
         if next_at is not None:
-            delay = min(max((next_at - now_ms()) / 1000, 0.0), _MAX_TIMER_S)
+            delay = min(max((next_at - self.now()) / 1000, 0.0), _MAX_TIMER_S)
             self._expiry = self._loop.call_later(delay, self._on_expiry)
 
     def _on_expiry(self) -> None:

@@ -95,6 +95,9 @@ class RuleHook(Protocol):
     def check_remember(self, pending: "PendingRequest", result: ElicitationResult) -> None:
         """Raise ProtocolError for a `remember` main cannot keep (before the answer is taken)."""
 
+    def check_grant(self, pending: "PendingRequest", result: ElicitationResult) -> None:
+        """Raise ProtocolError for an approval's `grant` main cannot make (before the answer is taken)."""
+
     def answered(self, pending: "PendingRequest", answer: ElicitationResult, remember: Remember | None,
                  routing_id: bytes, window: str, requests: "PendingRequests") -> None:
         """A window's answer was taken (and handed to the asker); a rule it makes may answer other
@@ -342,7 +345,11 @@ class PendingRequests:
                 raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
         if result.remember is not None and self.rules is not None:
             self.rules.check_remember(pending, result)
-        answer = ElicitationResult(action=result.action, content=content)
+        grant = None
+        if result.grant is not None and self.rules is not None:
+            self.rules.check_grant(pending, result)
+            grant = result.grant  # what the allow covers besides this call (consent.py makes it a rule)
+        answer = ElicitationResult(action=result.action, content=content, grant=grant)
         if result.reason is not None and _decision(pending.invoke, answer) == "deny":  # for the agent (approvals)
             answer = ElicitationResult(action=result.action, content=content, reason=clean_reason(result.reason))
         if pending.invoke.quorum is not None:

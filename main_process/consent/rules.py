@@ -18,7 +18,9 @@ Consent is bound to whom it was given to:
   applying, and apply again if the old program comes back). Config rules are not bound: they live
   in the config beside the entry they are about;
 - **which host** (`host`, "Allow for this session"): the host's link id; such a rule covers that
-  host's calls only. "Always allow" covers every host.
+  host's calls only. "Always allow" covers every host;
+- **which arguments** (user tool rules: grants.py): the approved arguments exactly, arguments like
+  them (a glob per argument), or any; a single-use grant covers one call.
 
 "The same question" (user answer rules): the same asker (party and name), the same message and the
 same requested schema, compared after normalising, so nothing a server varies from one request to the next
@@ -43,6 +45,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from main_process.consent.grants import ANY, BREADTH, Coverage, arguments_digest, covers_digest
 from shared.elicit_params import ElicitParams, FormParams
 from shared.messages import ElicitationResult, QuorumInfo, RuleInfo
 
@@ -77,6 +80,9 @@ class Rule:
     identity: str | None = None  # user rules of servers: server_identity when made; None = not bound
     host: str | None = None  # a session approval: the host's link id (Peer.window); None = every host
     host_name: str | None = None  # that host's name, to show
+    # a grant (user tool rules, grants.py): which arguments it covers, and whether it covers one call only
+    coverage: Coverage = ANY
+    single_use: bool = False
 
     @property
     def kind(self) -> Literal["answer", "tool"]:
@@ -97,6 +103,10 @@ class Rule:
             return self.party == "server" and self.server == server
         return asker is None or (self.party == "asker" and self.server == asker)
 
+    def covers_digest(self) -> str:
+        """The digest of what a tool rule covers (grants.py), stored with it."""
+        return covers_digest(self.server, self.tool or "", self.decision, self.coverage)
+
     def info(self, applies: bool = True) -> RuleInfo:
         """What windows and the CLI see: never the remembered values (nor the program's identity)."""
         action = self.answer.action if self.answer is not None else None
@@ -107,6 +117,8 @@ class Rule:
             action=action if action in ("accept", "decline") else None, party=self.party, host=self.host_name,
             applies=applies, quorum=None if self.quorum is None else
             QuorumInfo(needed=self.quorum, approvers=list(self.approvers), approved=[]),
+            arguments=self.coverage.arguments if self.kind == "tool" and self.source == "user" else None,
+            pattern=self.coverage.pattern_dict(), single_use=self.single_use,
         )
 
 
@@ -172,7 +184,8 @@ class RuleBook:
         self._config: list[Rule] = []
         self._config_globs: dict[str, tuple[Glob | None, Glob | None]] = {}  # id -> (tool, message)
         self._answers: dict[tuple[Party, str, str], Rule] = {}  # (party, name, question key) -> user rule
-        self._tools: dict[tuple[str, str, str | None], Rule] = {}  # (server, tool, host) -> user rule
+        # (server, tool, host) -> {coverage key -> user rule}: grants of one tool differ by the arguments they cover
+        self._tools: dict[tuple[str, str, str | None], dict[str, Rule]] = {}
         self._by_id: dict[str, Rule] = {}
         self._answer_askers: set[tuple[Party, str]] = set()
         self._tool_servers: set[str] = set()
@@ -194,12 +207,12 @@ class RuleBook:
 
     def add(self, rule: Rule) -> Rule | None:
         """Add a user rule; returns the user rule it replaces (the same asker and question, or the
-        same server, tool and host), whichever program that one was given to."""
+        same server, tool, host and coverage of arguments), whichever program that one was given to."""
         replaced = self._index_get(rule)
         if replaced is not None:
             self._by_id.pop(replaced.id, None)
         if rule.tool is not None:
-            self._tools[(rule.server, rule.tool, rule.host)] = rule
+            self._tools.setdefault((rule.server, rule.tool, rule.host), {})[rule.coverage.key()] = rule
         else:
             self._answers[(rule.party, rule.server, rule.question or "")] = rule
         self._by_id[rule.id] = rule
@@ -208,7 +221,7 @@ class RuleBook:
 
     def _index_get(self, rule: Rule) -> Rule | None:
         if rule.tool is not None:
-            return self._tools.get((rule.server, rule.tool, rule.host))
+            return self._tools.get((rule.server, rule.tool, rule.host), {}).get(rule.coverage.key())
         return self._answers.get((rule.party, rule.server, rule.question or ""))
 
     def remove(self, rule_id: str) -> Rule | None:
@@ -219,7 +232,10 @@ class RuleBook:
         del self._by_id[rule_id]
         if self._index_get(rule) is rule:
             if rule.tool is not None:
-                del self._tools[(rule.server, rule.tool, rule.host)]
+                grants = self._tools[(rule.server, rule.tool, rule.host)]
+                del grants[rule.coverage.key()]
+                if not grants:
+                    del self._tools[(rule.server, rule.tool, rule.host)]
             else:
                 del self._answers[(rule.party, rule.server, rule.question or "")]
         self._reindex_servers()
@@ -271,18 +287,31 @@ class RuleBook:
             found.append(user)
         return found
 
-    def tool_rule(self, server: str, tool: str, *, host: str | None = None, identity: str | None = None) -> Rule | None:
-        """The first tool rule for this call of `host` (its link id): config rules, then this host's
-        session approval, then one for every host; user rules only if given to the program
-        `identity`. Expiry is the caller's to check."""
+    def tool_rule(self, server: str, tool: str, *, host: str | None = None, identity: str | None = None,
+                  arguments: Mapping[str, Any] | None = None) -> Rule | None:
+        """The first tool rule for this call of `host` (its link id) with `arguments` (None: not
+        known, so only grants for any arguments): config rules, then the user grants of this host and
+        of every host: one that lasts before a single-use one, the narrowest first, this host's first; user rules
+        only if given to the program `identity`. Expiry is the caller's to check."""
         if server not in self._tool_servers:
             return None
         for rule in self._config:
             if rule.tool is not None and rule.server == server and _glob_ok(self._config_globs[rule.id][0], tool):
                 return rule
-        for key in ((server, tool, host), (server, tool, None)) if host is not None else ((server, tool, None),):
-            user = self._tools.get(key)
-            if user is not None and user.applies_to(identity):
+        keys = ((server, tool, host), (server, tool, None)) if host is not None else ((server, tool, None),)
+        users = [rule for key in keys for rule in self._tools.get(key, {}).values()]
+        if len(users) > 1:
+            users.sort(key=_grant_order)
+        digest: str | None = None  # the call's arguments digest, made once and only for an exact grant
+        for user in users:
+            coverage = user.coverage
+            if not user.applies_to(identity) or (arguments is None and coverage.arguments != "any"):
+                continue
+            if coverage.arguments == "exact":
+                digest = digest or arguments_digest(arguments or {})
+                if coverage.digest == digest:
+                    return user
+            elif coverage.arguments == "any" or coverage.matches(arguments or {}):
                 return user
         return None
 
@@ -292,6 +321,11 @@ class RuleBook:
     def next_expiry(self) -> int | None:
         times = [rule.expires_at for rule in self._by_id.values() if rule.expires_at is not None]
         return min(times) if times else None
+
+
+def _grant_order(rule: Rule) -> tuple[bool, int, bool]:
+    """A lasting grant before a single-use one, the narrowest first, a host's own first."""
+    return rule.single_use, BREADTH[rule.coverage.arguments], rule.host is None
 
 
 def _glob_ok(glob: Glob | None, text: str) -> bool:

@@ -8,17 +8,20 @@ why, and whether asking again may help.
 
 A config rule with a `quorum` asks too: its card needs that many approvers (pending.py counts them).
 
+A user rule is a grant (grants.py): it decides only calls with the arguments it covers, and a
+single-use one decides one call: a stored one only once this main took it from the store.
+
 A call waiting for its server to start is decided once it is ready, so a rule revoked meanwhile
 never lets it through. The host may take its call back at whichever stage it is.
 """
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from main_process.consent import approvals
-from main_process.consent.consent import Consent, now_ms, rule_decision
+from main_process.consent.consent import Consent, rule_decision
 from main_process.consent.denial import TOOL_APPROVAL_ID, Denial
 from main_process.consent.long_wait import HostWait, LongWaits, SharedCard
 from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests, RequestOptions
@@ -119,11 +122,7 @@ class ToolApproval:
         if verdict is not None and verdict.policy is not None:  # policy files come first (policy/)
             self._by_policy(call, verdict)
             return
-        identity = self._consent.identity_of(server.name)
-        rule = self._consent.book.tool_rule(server.name, tool, host=host.window, identity=identity)
-        if rule is not None and rule.expired(now_ms()):
-            self._consent.drop_expired()
-            rule = self._consent.book.tool_rule(server.name, tool, host=host.window, identity=identity)
+        rule = self._consent.tool_rule(server.name, tool, call.arguments, host.window)
         quorum = None
         if rule is not None and rule.source == "config" and rule.quorum is not None:  # asked, of several people
             quorum = QuorumInfo(needed=rule.quorum, approvers=list(rule.approvers), approved=[])
@@ -142,7 +141,8 @@ class ToolApproval:
             info = ApprovalInfo(server=server.name, tool=tool, arguments=call.arguments,
                                 title=listed.title if listed is not None else None,
                                 description=listed.description if listed is not None else None,
-                                annotations=annotations())
+                                annotations=annotations(),
+                                grants=None if quorum is not None else approvals.grant_offer(call.arguments))
             if self._waits is not None and call.wait is not None:  # its host may give up before the person answers
                 self._waits.ask(call, lambda card: self._ask(card, info, quorum))
             else:
@@ -162,6 +162,36 @@ class ToolApproval:
                                               reason=policy.reason, context=row).result()))
 
     def _by_rule(self, call: "_HostCall", rule: Rule) -> None:
+        taking = self._consent.use(rule)  # a single-use grant decides this call only
+        if taking is None:
+            self._decided_by_rule(call, rule)
+            return
+        task = asyncio.create_task(self._take_then_decide(call, rule, taking))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda done: _answer_if_cancelled_unstarted(call, done))
+        call.stage(task.cancel)
+
+    async def _take_then_decide(self, call: "_HostCall", rule: Rule,
+                                taking: Callable[[], Awaitable[bool | None]]) -> None:
+        """A stored single-use grant decides the call only if this main took it from the store; else
+        (another main used it first, or the store could not be asked) the call is decided again."""
+        try:
+            taken = await taking()
+        except asyncio.CancelledError:
+            if call.cancelled:
+                call.reply(cancelled_reply())
+                return
+            raise
+        if taken:
+            self._decided_by_rule(call, rule)
+            return
+        logger.info("single-use grant %s: %s; %s/%s is decided again", rule.id,
+                    "used on another main first" if taken is False else "the store could not be asked",
+                    call.server.name, call.tool)
+        self._decide(call)
+
+    def _decided_by_rule(self, call: "_HostCall", rule: Rule) -> None:
         decision = rule_decision(rule)
         row = self._record(call, decision, rule.id)
         if approvals.allowed(decision):

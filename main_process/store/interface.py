@@ -80,6 +80,11 @@ class RuleTable(Protocol):
         """Delete these rules (unknown ids are no error) in one commit; True once committed."""
         ...
 
+    async def take(self, rule_id: str) -> bool | None:
+        """Delete a single-use grant as it is used: True if this call deleted it, False if it was
+        gone already (another main used it first), None when the store could not be asked."""
+        ...
+
 
 class AuditTable(Protocol):
     """One row per request, from the request to its outcome."""

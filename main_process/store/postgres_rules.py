@@ -21,16 +21,17 @@ from shared.errors import RuleStoreError, StoreUnavailableError
 logger = logging.getLogger(__name__)
 
 _COLUMNS: Final = ("id, server, tool, decision, question, message, fields, action, content, scope, expires_at, "
-                   "created_at, created_by, party, identity")
-_VALUES: Final = "%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb, %s, %s, %s, %s, %s, %s"
+                   "created_at, created_by, party, identity, arguments, single_use, covers")
+_VALUES: Final = "%s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s"
 _SELECT: Final = ("id, server, tool, decision, question, message, fields::text, action, content::text, scope, "
-                  "expires_at, created_at, created_by, party, identity")
+                  "expires_at, created_at, created_by, party, identity, arguments::text, single_use, covers")
 _ADD: Final = (f"INSERT INTO rules ({_COLUMNS}) VALUES ({_VALUES}) ON CONFLICT (id) DO UPDATE SET "
                "server = excluded.server, tool = excluded.tool, decision = excluded.decision, "
                "question = excluded.question, message = excluded.message, fields = excluded.fields, "
                "action = excluded.action, content = excluded.content, scope = excluded.scope, "
                "expires_at = excluded.expires_at, created_at = excluded.created_at, "
-               "created_by = excluded.created_by, party = excluded.party, identity = excluded.identity")
+               "created_by = excluded.created_by, party = excluded.party, identity = excluded.identity, "
+               "arguments = excluded.arguments, single_use = excluded.single_use, covers = excluded.covers")
 
 
 class PgRules:
@@ -83,6 +84,18 @@ class PgRules:
             return self._failed("remove rules", exc)
         self._db.succeeded()
         return True
+
+    async def take(self, rule_id: str) -> bool | None:
+        """One DELETE: of two mains using the same single-use grant, only one deletes its row."""
+        try:
+            pool = await self._db.pool()
+            async with pool.connection() as conn:
+                cursor = await conn.execute("DELETE FROM rules WHERE id = %s", (rule_id,))
+        except (psycopg.Error, StoreUnavailableError) as exc:
+            self._failed(f"use up rule {rule_id}", exc)
+            return None
+        self._db.succeeded()
+        return cursor.rowcount == 1
 
     def _failed(self, what: str, exc: psycopg.Error | StoreUnavailableError) -> bool:
         if isinstance(exc, psycopg.Error):

@@ -182,6 +182,13 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         RETURN NULL; END $$
         """,
     ),
+    # 7: grants (consent/grants.py): a tool rule's coverage of arguments (NULL: any, as every tool
+    # rule before), single use, and the digest of what it covers (a row that does not match it is refused)
+    (
+        "ALTER TABLE rules ADD COLUMN arguments jsonb",
+        "ALTER TABLE rules ADD COLUMN single_use boolean NOT NULL DEFAULT false",
+        "ALTER TABLE rules ADD COLUMN covers text",
+    ),
 )
 
 

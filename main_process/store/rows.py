@@ -7,10 +7,11 @@ PostgreSQL has the same ones (jsonb where SQLite has JSON text) plus its own (`m
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
+from main_process.consent.grants import ANY, Coverage
 from main_process.consent.rules import Rule
 from main_process.store.records import AuditEntry
 from shared.elicit_params import mode_of
@@ -21,7 +22,8 @@ logger = logging.getLogger(__name__)
 # ---- remembered rules and approvals ----------------------------------------------------------
 
 RULE_COLUMNS: Final = ("id, server, tool, decision, question, message, fields, action, content, scope, expires_at, "
-                       "created_at, created_by, party, identity")
+                       "created_at, created_by, party, identity, arguments, single_use, covers")
+RULE_COLUMN_COUNT: Final = 18
 
 
 def rule_row(rule: Rule) -> tuple[Any, ...]:
@@ -30,12 +32,41 @@ def rule_row(rule: Rule) -> tuple[Any, ...]:
     fields = msgspec.json.encode(list(rule.fields)).decode() if rule.fields else None
     return (rule.id, rule.server, rule.tool, rule.decision, rule.question, rule.message, fields,
             answer.action if answer is not None else None, content, rule.scope, rule.expires_at,
-            rule.created_at, rule.created_by, rule.party, rule.identity)
+            rule.created_at, rule.created_by, rule.party, rule.identity, *_grant_columns(rule))
+
+
+def _grant_columns(rule: Rule) -> tuple[str | None, bool, str | None]:
+    """A tool rule's coverage (JSON: {"arguments", "digest"?, "pattern"?}), single use, and the
+    digest of what it covers (grants.py); answer rules have none."""
+    if rule.tool is None:
+        return None, False, None
+    coverage = rule.coverage
+    stored: dict[str, Any] = {"arguments": coverage.arguments}
+    if coverage.digest is not None:
+        stored["digest"] = coverage.digest
+    if coverage.arguments == "pattern":
+        stored["pattern"] = dict(coverage.pattern)
+    return msgspec.json.encode(stored).decode(), rule.single_use, rule.covers_digest()
+
+
+class _StoredCoverage(msgspec.Struct, forbid_unknown_fields=True):
+    arguments: Literal["any", "exact", "pattern"]
+    digest: str | None = None
+    pattern: dict[str, str] | None = None
+
+
+def _coverage(stored: str | None) -> Coverage:
+    if stored is None:  # stored before grants: any arguments, as it was given
+        return ANY
+    read = msgspec.json.decode(stored, type=_StoredCoverage)
+    if (read.arguments == "exact") != (read.digest is not None) or (read.arguments == "pattern") != (read.pattern is not None):
+        raise ValueError(f"a coverage of {read.arguments} arguments with the wrong parts")
+    return Coverage(read.arguments, digest=read.digest, pattern=tuple(sorted((read.pattern or {}).items())))
 
 
 def rule_from_row(row: Sequence[Any]) -> Rule:
     (rule_id, server, tool, decision, question, message, fields, action, content, scope, expires_at,
-     created_at, created_by, party, identity) = row
+     created_at, created_by, party, identity, arguments, single_use, covers) = row
     if scope not in ("always", "until") or (tool is None) == (question is None):
         raise ValueError("neither a tool rule nor an answer rule")
     if party not in (None, "server", "asker") or (party == "asker" and tool is not None):
@@ -48,11 +79,15 @@ def rule_from_row(row: Sequence[Any]) -> Rule:
         answer = ElicitationResult(action=action, content=values if action == "accept" else None)
     elif decision not in ("allow", "deny"):
         raise ValueError(f"unknown decision {decision!r}")
-    return Rule(id=rule_id, source="user", server=server, created_at=created_at, created_by=created_by,
+    rule = Rule(id=rule_id, source="user", server=server, created_at=created_at, created_by=created_by,
                 scope=scope, expires_at=expires_at, tool=tool, decision=decision, answer=answer,
                 question=question, message=message,
                 fields=tuple(msgspec.json.decode(fields, type=list[str])) if fields else (),
-                party=party or "server", identity=identity)  # schema 1: a server's, not bound (unbound)
+                party=party or "server", identity=identity,  # schema 1: a server's, not bound (unbound)
+                coverage=_coverage(arguments) if tool is not None else ANY, single_use=bool(single_use))
+    if tool is not None and (arguments is not None or covers is not None) and covers != rule.covers_digest():
+        raise ValueError("what the grant covers does not match its digest")  # never applied beyond what was approved
+    return rule
 
 
 # ---- the audit log ----------------------------------------------------------------------------

@@ -46,6 +46,9 @@ class SqliteRules:
     async def remove(self, rule_ids: Iterable[str]) -> bool:
         return self._file.remove(rule_ids)
 
+    async def take(self, rule_id: str) -> bool | None:
+        return self._file.take(rule_id)
+
     def close(self) -> None:
         self._file.close()
 

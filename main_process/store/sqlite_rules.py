@@ -28,13 +28,13 @@ import msgspec
 
 from main_process.consent.rules import Rule
 from main_process.private_files import open_private_sqlite
-from main_process.store.rows import RULE_COLUMNS, rule_from_row, rule_row
+from main_process.store.rows import RULE_COLUMN_COUNT, RULE_COLUMNS, rule_from_row, rule_row
 from shared.errors import RuleStoreError
 
 logger = logging.getLogger(__name__)
 
 FILENAME: Final = "rules.sqlite3"
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 _SCHEMA: Final = (
     """
     CREATE TABLE rules (
@@ -59,6 +59,12 @@ _SCHEMA: Final = (
 )
 # Schema 1 had no party and no identity: its rules are bound by main at its first load (consent.py).
 _FROM_1: Final = ("ALTER TABLE rules ADD COLUMN party TEXT", "ALTER TABLE rules ADD COLUMN identity TEXT")
+# Schema 3 adds grants (consent/grants.py): a tool rule's coverage of arguments (JSON; NULL: any, as
+# every tool rule before), single use, and the digest of what it covers.
+_FROM_2: Final = ("ALTER TABLE rules ADD COLUMN arguments TEXT",
+                  "ALTER TABLE rules ADD COLUMN single_use INTEGER NOT NULL DEFAULT 0",
+                  "ALTER TABLE rules ADD COLUMN covers TEXT")
+_UPGRADES: Final = {0: (*_SCHEMA, *_FROM_2), 1: (*_FROM_1, *_FROM_2), 2: _FROM_2}
 
 
 def path_beside(audit_path: Path) -> Path:
@@ -100,13 +106,23 @@ class SqliteRuleStore:
         if rule.scope == "session" or rule.source != "user":
             raise ValueError("only user rules that outlive main are stored")
         return self._write("save a rule", [(
-            f"INSERT OR REPLACE INTO rules ({RULE_COLUMNS}) VALUES ({', '.join('?' * 15)})", rule_row(rule))])
+            f"INSERT OR REPLACE INTO rules ({RULE_COLUMNS}) VALUES ({', '.join('?' * RULE_COLUMN_COUNT)})", rule_row(rule))])
 
     def remove(self, rule_ids: Iterable[str]) -> bool:
         ids = [(rule_id,) for rule_id in rule_ids]
         if not ids:
             return True
         return self._write("remove rules", [("DELETE FROM rules WHERE id = ?", row) for row in ids])
+
+    def take(self, rule_id: str) -> bool | None:
+        """Delete one rule as it is used: True if this deleted it, False if it was gone, None on an error."""
+        with self._lock:
+            try:
+                deleted = self._connection().execute("DELETE FROM rules WHERE id = ?", (rule_id,)).rowcount
+            except (sqlite3.Error, OSError) as exc:
+                logger.error("rule store %s: cannot use up rule %s: %s", self.path, rule_id, exc)
+                return None
+        return deleted == 1
 
     def _write(self, what: str, statements: list[tuple[str, tuple[Any, ...]]]) -> bool:
         with self._lock:
@@ -159,7 +175,7 @@ class SqliteRuleStore:
                     raise RuleStoreError(f"the rule store {self.path} has schema version {version}, newer than "
                                          f"this elicitron's {SCHEMA_VERSION}")
                 if version < SCHEMA_VERSION:
-                    for statement in _SCHEMA if version == 0 else _FROM_1:
+                    for statement in _UPGRADES[version]:
                         conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 conn.execute("COMMIT")

@@ -10,6 +10,7 @@
 import {buttons, el, linkParts, post, text} from "./dom.js";
 import {clearElsewhere, showElsewhere} from "./elsewhere.js";
 import {notifyNew, setUpNotifications, unnotify} from "./notify.js";
+import {grantBox} from "./grant.js";
 import {declineAllButton, policyNews} from "./policy.js";
 import {rememberBox, rememberedPanel} from "./remembered.js";
 import {signInBody, signInNews} from "./sign_in.js";
@@ -37,7 +38,7 @@ function updateCount() {
   document.title = count ? `(${count}) Elicitron` : "Elicitron";
 }
 
-async function answer(card, action, content, remember, reason) {
+async function answer(card, action, content, remember, reason, grant) {
   const entry = cards.get(card.channel);
   if (!entry) return;
   entry.element.querySelectorAll("button").forEach((b) => { b.disabled = true; });
@@ -46,6 +47,7 @@ async function answer(card, action, content, remember, reason) {
   if (content !== undefined) body.content = content;
   if (remember !== undefined) body.remember = remember;
   if (reason) body.reason = reason;  // an approval's deny: for the agent (main cleans it again)
+  if (grant) body.grant = grant;  // an approval's "Allow as chosen" (grant.js)
   const problem = await send(body);
   if (problem) refused(card.channel, problem);
   return !problem;
@@ -202,9 +204,14 @@ function approvalBody(card, article) {
   const reason = el("input", {type: "text", id: `${card.channel}-reason`, name: "reason",
     maxlength: info.reasonMaxChars, placeholder: "optional, if you deny"});
   const reasonRow = el("div", {class: "field"}, el("label", {for: reason.id, text: "Reason (sent to the agent)"}), reason);
-  article.append(list, reasonRow, buttons(...info.buttons.map(([decision, label]) =>
-    [label, () => answer(card, "accept", {decision}, undefined, decision === "deny" ? reason.value.trim() : undefined),
-      decision === "allow-once", decision])));
+  const grant = info.grant ? grantBox(card) : null;  // main offers grants: "Allow as chosen"
+  const decide = (decision) => decision === "grant"
+    ? answer(card, "accept", {decision: grant.decision()}, undefined, undefined, grant.choice())
+    : answer(card, "accept", {decision}, undefined, decision === "deny" ? reason.value.trim() : undefined);
+  article.append(list, reasonRow);
+  if (grant) article.append(grant.element);
+  article.append(buttons(...info.buttons.map(([decision, label]) =>
+    [label, () => decide(decision), decision === "allow-once", decision])));
 }
 
 const HEADINGS = {form: " asks for input", url: " asks you to open a link", "sign-in": " needs you to sign in",
