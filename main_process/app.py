@@ -180,6 +180,7 @@ class MainApp:
                             policies=consent.policies.status if consent is not None else None,
                             store=store.status))
         stack.push_async_callback(broker.close)
+        shared: SharedRequestsDesk | None = None
         if store.inbox is not None:  # a store many mains share: one inbox for all of them
             shared = SharedRequestsDesk(store.inbox, broker.pending, main_id=broker.session,
                                         reload_rules=consent.reload_stored if consent is not None else None)
@@ -207,7 +208,9 @@ class MainApp:
         broker.start(Receivers(
             calls=servers, servers=servers, server_policy=ServerPolicies(servers, wire.publisher).set_server_policy,
             reload=reloader.reload, shutdown=self._stop.set, rules=consent if consent is not None else NoRules(),
-            questions=QuestionDesk(broker.pending, broker.gate), relay=relay, merged=relay.merged))
+            questions=QuestionDesk(broker.pending, broker.gate,
+                                   resume=shared.resume_question if shared is not None else None),
+            relay=relay, merged=relay.merged))
         host_pipes = HostPipes(pipes_path, token, wire.host_peer, relay)
         host_pipes.start()
         stack.push_async_callback(host_pipes.close)  # before the relay's sessions end: serve takes its pipes back

@@ -20,6 +20,9 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
   counted by the store (`vote`: once per person, decided in one transaction when it decides); a
   count that does not decide wakes every main, whose read shows it in its windows
   (`recount_from_store`), this main's requests and copies alike.
+- **Questions.** An asker's question outlives its main on the store (postgres_inbox.py); an asker
+  re-attached here asks it again naming its old channel, and `resume_question` hands over the
+  answer given meanwhile, once, or ends the old row so the question opens here anew.
 - **Rules.** Remembered rules are applied from memory (consent.py); a change to the stored rules
   by any main wakes every main, which reads them again (`reload_rules`).
 """
@@ -34,7 +37,7 @@ import msgspec
 
 from main_process.consent.pending import Outcome, PendingRequest, PendingRequests
 from main_process.store.interface import SharedInbox
-from main_process.store.records import Approver, Claim, InboxRow, QuorumVote
+from main_process.store.records import Approver, Claim, InboxRow, QuorumVote, ResumedQuestion
 from shared import channels
 from shared.codec import decode_from_main
 from shared.messages import ElicitationInvoke, ElicitationResult
@@ -46,6 +49,7 @@ TIDY_EVERY: Final = 60  # heartbeats
 _ENDED: Final[dict[str, Outcome]] = {  # a row's state -> the outcome its copies close with
     "expired": "expired", "cancelled": "cancelled", "host-gone": "host-gone", "server-closed": "server-closed",
     "orphaned": "server-closed",  # its main is gone: so is its server's connection
+    "resumed": "cancelled",  # a question its asker asked again on another main: the new copy replaces it
 }
 
 
@@ -100,7 +104,7 @@ class SharedRequestsDesk:
         self._run(self._publish(pending, published))
 
     async def _publish(self, pending: PendingRequest, published: asyncio.Future[bool]) -> None:
-        published.set_result(await self._inbox.publish(pending.invoke, pending.frames[1]))
+        published.set_result(await self._inbox.publish(pending.invoke, pending.frames[1], pending.asked_on))
 
     def claim(self, pending: PendingRequest, answer: ElicitationResult, approver: Approver, decision: str | None,
               then: Callable[[Claim], None]) -> None:
@@ -140,6 +144,10 @@ class SharedRequestsDesk:
     async def _end(self, channel: str, published: asyncio.Future[bool], outcome: str) -> None:
         if await published:
             await self._inbox.end(channel, outcome)
+
+    async def resume_question(self, asked_on: str, asker: str) -> ResumedQuestion:
+        """An asker re-attached here asks again what it asked on `asked_on` (questions.py)."""
+        return await self._inbox.resume(asked_on, asker)
 
     # ---- wake-ups ------------------------------------------------------------------------
 

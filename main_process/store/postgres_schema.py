@@ -168,6 +168,13 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (
         "ALTER TABLE mains ADD COLUMN joined_at timestamptz",
     ),
+    # 6: which requests are questions of `elicitron ask`: when their main is gone they stay open
+    # (any main's windows may answer, the asker takes the answer on the main it re-attaches to)
+    (
+        "ALTER TABLE open_requests ADD COLUMN kind text",  # the invoke's kind; NULL: a server's elicitation
+        "ALTER TABLE open_requests ADD COLUMN asked_on text",  # a question: its asker's responseChannel
+        "CREATE INDEX open_requests_asked_on ON open_requests (asked_on) WHERE asked_on IS NOT NULL",
+    ),
 )
 
 

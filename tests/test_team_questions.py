@@ -1,0 +1,105 @@
+"""Questions of `elicitron ask` outlive their main on a shared store (issue 35, item 4): `kill -9`
+of the main an asker was attached to leaves its question open in the store, shown by the windows
+of every other main; an answer given there waits for the asker, which re-attaches to another main
+of the store (`elicitron ask --connection A --connection B`) and gets it exactly once. Real mains,
+the real `elicitron ask` process, contract-only windows (kit.peer), the session's PostgreSQL."""
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from consent_kit import invoke_of
+from kit.env import child_env
+from kit.paths import ROOT
+from kit.postgres import PostgresServer
+from team_kit import Windows, dismiss_of, store_state, team_on
+
+YES = {"answer": True}
+
+
+@pytest.fixture
+def windows() -> Iterator[Windows]:
+    opened = Windows()
+    yield opened
+    opened.close()
+
+
+def ask(message: str, *connections: Path) -> "subprocess.Popen[str]":
+    """`elicitron ask MESSAGE --yes-no --connection FILE...` as its own process."""
+    argv = [sys.executable, "-m", "cli_process", "--log-level", "info", "ask", message, "--yes-no", "--name", "deploy.sh"]
+    for connection in connections:
+        argv += ["--connection", str(connection)]
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=child_env(), cwd=ROOT)
+
+
+def finished(proc: "subprocess.Popen[str]", timeout_s: float = 30.0) -> tuple[int, str, str]:
+    """Its exit code, stdout and stderr; one still running after `timeout_s` is killed (-9)."""
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate(timeout=10)
+    return proc.returncode, out, err
+
+
+def question_on(window: Any, message: str) -> dict[str, Any]:
+    body: dict[str, Any] = window.expect(
+        lambda t, b: t == "msgElicitationTransferInvoke" and b["request"]["params"]["message"] == message)[1]
+    return body
+
+
+def only_main_left(store: dict[str, Any]) -> bool:
+    return [m["machine"] for m in store.get("mains", [])] == ["build-server"]
+
+
+def test_an_answer_given_while_the_askers_main_was_gone_reaches_the_asker_on_another_main_once(
+        postgres: PostgresServer, windows: Windows) -> None:
+    with team_on(postgres, "laptop-a", "build-server") as (_mains, [a, b]):
+        on_b = windows.open(b, "ben's window", user="ben")
+        proc = ask("Deploy 1.4 to prod?", a.connection, b.connection)  # attaches to A, the first that runs
+        try:
+            copy = invoke_of(on_b)
+            channel = copy["responseChannel"]
+            assert (copy["machine"], copy["request"]["server"]) == ("laptop-a", "deploy.sh")
+
+            proc.send_signal(signal.SIGSTOP)  # the asker does not notice A is gone until it is answered
+            os.kill(a.pid, signal.SIGKILL)
+            store_state(on_b, only_main_left)  # B took A for gone: the question is still on B's window
+            on_b.send(channel, {"action": "accept", "content": YES})
+            dismissed = dismiss_of(on_b, channel)
+            assert (dismissed["reason"], dismissed["by"]) == ("answered", on_b.window)
+        finally:
+            proc.send_signal(signal.SIGCONT)
+        code, out, err = finished(proc)
+        assert (code, out) == (0, "true\n"), err + b.stderr.tail()
+
+        # Once: the answer went to the asker; B opened no question of its own for it.
+        assert not [p for p in on_b.status()["pending"] if p["server"] == "deploy.sh"]
+
+        rows = [row for row in b.audit() if row["channel"] == channel]
+        assert [(r["outcome"], r["kind"], r["machine"], r["answerMachine"], r["answerUser"]) for r in rows] == \
+            [("accept", "question", "laptop-a", "build-server", "ben")]
+
+
+def test_a_question_still_open_moves_with_its_asker_to_another_main(postgres: PostgresServer,
+                                                                    windows: Windows) -> None:
+    with team_on(postgres, "laptop-a", "build-server") as (_mains, [a, b]):
+        on_b = windows.open(b, "ben")
+        proc = ask("Rotate the keys?", a.connection, b.connection)
+        try:
+            first = question_on(on_b, "Rotate the keys?")["responseChannel"]
+            os.kill(a.pid, signal.SIGKILL)
+            # The asker re-attached to B and asked again: A's copy leaves, B's own question shows.
+            assert dismiss_of(on_b, first)["reason"] == "cancelled"
+            moved = question_on(on_b, "Rotate the keys?")
+            assert moved["responseChannel"] != first and moved.get("machine") is None
+            on_b.send(moved["responseChannel"], {"action": "decline"})
+        finally:
+            code, out, err = finished(proc)
+        assert (code, out) == (1, "false\n"), err
