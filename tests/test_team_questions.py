@@ -4,10 +4,13 @@ of every other main; an answer given there waits for the asker, which re-attache
 of the store (`elicitron ask --connection A --connection B`) and gets it exactly once. Real mains,
 the real `elicitron ask` process, contract-only windows (kit.peer), the session's PostgreSQL."""
 
+import asyncio
 import os
 import signal
 import subprocess
 import sys
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,12 @@ from kit.env import child_env
 from kit.paths import ROOT
 from kit.postgres import PostgresServer
 from team_kit import Windows, dismiss_of, store_state, team_on
+
+from main_process.store.factory import open_store
+from main_process.store.records import Approver
+from shared import channels
+from shared.codec import encode
+from shared.messages import AskerInfo, ElicitationInvoke, ElicitationRequest, ElicitationResult
 
 YES = {"answer": True}
 
@@ -52,6 +61,60 @@ def question_on(window: Any, message: str) -> dict[str, Any]:
     body: dict[str, Any] = window.expect(
         lambda t, b: t == "msgElicitationTransferInvoke" and b["request"]["params"]["message"] == message)[1]
     return body
+
+
+# ---- the store alone ------------------------------------------------------------------------------
+
+
+def test_a_question_outlives_its_gone_main_and_its_answer_is_taken_once(pg_url: str) -> None:
+    """Main A (gone: its LISTEN connection's server pid is none) held a question and a server's
+    request; B's heartbeat ends the request, not the question; B's window answers the question;
+    the asker asks again twice at once (two mains' connections): one gets the answer, the other
+    hears it was taken. A question still open ends 'resumed' for the main it moves to."""
+    yes = ElicitationResult(action="accept", content={"answer": True})
+
+    async def scenario() -> None:
+        laptop, server = open_store(pg_url, machine="laptop-a"), open_store(pg_url, machine="build-server")
+        try:
+            await asyncio.gather(laptop.open(), server.open())
+            held, other = laptop.inbox, server.inbox
+            assert held is not None and other is not None
+            await held.join(f"main-a-{uuid.uuid4()}", 0, 1)  # backend pid 0: gone at B's first heartbeat
+            await other.join(f"main-b-{uuid.uuid4()}", 0, 2)
+            question, moving, elicitation = question_invoke(), question_invoke(), question_invoke(kind=None)
+            for invoke, asked_on in ((question, "ask-1"), (moving, "ask-2"), (elicitation, None)):
+                assert await held.publish(invoke, encode(channels.INVOKE, invoke)[1], asked_on)
+            await other.heartbeat()
+            rows = {row.channel: row.state for row in await other.changed([]) or []}
+            assert question.response_channel in rows and moving.response_channel in rows  # still open
+            assert elicitation.response_channel not in rows  # orphaned with its main
+
+            assert await other.claim(question, yes, Approver(window="ben-w", machine="build-server", name="ben"),
+                                     None) == "won"
+            assert (await other.resume("ask-1", "someone else")).state == "unknown"  # another asker's name
+            both = await asyncio.gather(held.resume("ask-1", "deploy.sh"), other.resume("ask-1", "deploy.sh"))
+            assert sorted((r.state, r.action, r.content == yes.content) for r in both) == [
+                ("answered", "accept", True), ("taken", None, False)]
+
+            assert (await other.resume("ask-2", "deploy.sh")).state == "moved"
+            assert (await other.resume("ask-2", "deploy.sh")).state == "resumed"
+            assert (await other.resume("ask-3", "deploy.sh")).state == "unknown"
+        finally:
+            await asyncio.gather(laptop.close(), server.close())
+
+    asyncio.run(scenario())
+
+
+def question_invoke(kind: str | None = "question") -> ElicitationInvoke:
+    now_ms = time.time_ns() // 1_000_000
+    return ElicitationInvoke(
+        request=ElicitationRequest(server="deploy.sh", params={"mode": "form", "message": "Deploy?",
+                                                               "requestedSchema": {"type": "object", "properties": {}}}),
+        response_channel=channels.new_result_channel(), created_at=now_ms, expires_at=now_ms + 60_000, origin=None,
+        kind=kind, asker=AskerInfo(name="deploy.sh") if kind else None)  # type: ignore[arg-type]
+
+
+# ---- real mains, the real `elicitron ask` ------------------------------------------------------------
 
 
 def only_main_left(store: dict[str, Any]) -> bool:
