@@ -28,6 +28,7 @@ from main_process.consent.long_wait import LongWaits, WaitSettings
 from main_process.consent.questions import QuestionDesk
 from main_process.consent.shared_requests import SharedRequestsDesk
 from main_process.consent.tool_approval import ToolApproval
+from main_process.device_mirror import DeviceMirror
 from main_process.http_gateway import (
     HttpGatewayChild,
     check_listen,
@@ -61,6 +62,7 @@ from shared.connection_file import ConnectionInfo, ensure_private_dir, ipc_endpo
 from shared.descriptors import raise_soft_limit
 from shared.errors import ConfigError, RpcCode
 from shared.messages import ListenerStatus
+from shared.web_devices import default_web_dir
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +189,10 @@ class MainApp:
             broker.pending.shared = shared
             shared.start()
             stack.push_async_callback(shared.close)  # after the servers stopped: their requests ended
+        if store.devices is not None:  # paired web devices every main of the store accepts
+            mirror = DeviceMirror(store.devices, default_web_dir())
+            mirror.start()
+            stack.push_async_callback(mirror.close)
         stack.callback(calls.close, STOPPING)  # calls answered while the socket is open
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, self._stop.set)

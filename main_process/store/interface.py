@@ -29,12 +29,12 @@ unreachable keeps the audit rows and writes them once it is back: postgres_backl
 also has a `SharedInbox`: every main's open requests, decided by one transaction per answer
 (consent/shared_requests.py is main's side of it); SQLite has none, one main owns its requests.
 
-**Paired web devices** (`DeviceTable`) are not kept by any backend yet: the web window is a child
-process that never imports main's internals (the rule for every peer), and it pairs, checks and
-revokes devices itself in `devices.json` (web_process/devices.py; shared/web_devices.py reads them
-for the CLI and the Qt window). Behind main's store they would need the web child to ask main on
-every page request and pairing, i.e. new topics in the wire contract; that, with the store shared
-by many mains, is issue 35's work. Moving only main's side now would leave two owners of one file.
+**Paired web devices** (`DeviceTable`): the web window is a process that never imports main's
+internals, and it pairs, checks and revokes devices itself in `devices.json` (web_process/devices.py;
+shared/web_devices.py reads them for the CLI and the Qt window), read again on every check. On a
+shared store (PostgreSQL) main mirrors that file and the store's `web_devices` both ways
+(device_mirror.py): a device paired through one main is written to every main's file, a revoke on
+any main removes it from all of them. SQLite keeps devices.json alone, as before.
 
 **Open questions of `elicitron ask`** are requests of kind "question": on a shared store they are
 rows of the `SharedInbox` like any request, except that a main that is gone (kill -9) leaves them
@@ -61,7 +61,6 @@ from main_process.store.records import (
     ResumedQuestion,
 )
 from shared.messages import ElicitationInvoke, ElicitationResult, StoreState
-from shared.web_devices import PairedDevice
 
 
 class RuleTable(Protocol):
@@ -121,19 +120,19 @@ class AuditTable(Protocol):
 
 
 class DeviceTable(Protocol):
-    """Paired web devices (not kept by any backend yet: this module's docstring says why)."""
+    """Paired web devices of a store many mains share, as each main's web dir keeps them
+    (devices.json entries: {id, name, tokenSha256, pairedAt}); main_process/device_mirror.py keeps
+    the two the same. Writes never raise (False); `entries` is None when unreachable."""
 
-    async def devices(self) -> list[PairedDevice]: ...
-
-    async def pair(self, device: PairedDevice, credential_sha256: str) -> None: ...
-
-    async def device_for(self, credential_sha256: str) -> PairedDevice | None: ...
-
-    async def seen(self, device_id: str, at: float) -> None: ...
-
-    async def revoke(self, name_or_id: str) -> list[PairedDevice]:
-        """Raises DeviceError when none matches, or when the name is several devices'."""
+    async def entries(self) -> tuple[list[dict[str, object]], set[str]] | None:
+        """(the devices paired and not revoked, as devices.json entries; the ids revoked)."""
         ...
+
+    async def add(self, entries: Sequence[dict[str, object]]) -> bool:
+        """Devices paired through this main (an id the store has, revoked or not, is left alone)."""
+        ...
+
+    async def revoke(self, device_ids: Iterable[str]) -> bool: ...
 
 
 class WakeUps(Protocol):
@@ -211,6 +210,11 @@ class Store(Protocol):
     @property
     def inbox(self) -> SharedInbox | None:
         """The shared inbox of a store many mains share (PostgreSQL); None for SQLite (one main)."""
+        ...
+
+    @property
+    def devices(self) -> DeviceTable | None:
+        """Paired web devices every main of a shared store accepts; None for SQLite (devices.json alone)."""
         ...
 
     @property
