@@ -96,7 +96,10 @@ def test_a_question_outlives_its_gone_main_and_its_answer_is_taken_once(pg_url: 
             assert sorted((r.state, r.action, r.content == yes.content) for r in both) == [
                 ("answered", "accept", True), ("taken", None, False)]
 
+            assert await laptop.audit.record_requests([moving])
             assert (await other.resume("ask-2", "deploy.sh")).state == "moved"
+            [entry] = [e for e in await server.audit.entries() if e.channel == moving.response_channel]
+            assert entry.outcome == "cancelled"  # asked again under a new channel: this row ends
             assert (await other.resume("ask-2", "deploy.sh")).state == "resumed"
             assert (await other.resume("ask-3", "deploy.sh")).state == "unknown"
         finally:
@@ -166,3 +169,8 @@ def test_a_question_still_open_moves_with_its_asker_to_another_main(postgres: Po
         finally:
             code, out, err = finished(proc)
         assert (code, out) == (1, "false\n"), err
+        outcomes = {row["channel"]: (row["outcome"], row["machine"]) for row in b.audit()}
+        assert outcomes[moved["responseChannel"]] == ("decline", "build-server")
+        # A's row of the first asking, if A wrote it before it was killed (rows are written in
+        # batches), ended with it: never left pending.
+        assert outcomes.get(first, ("cancelled", "laptop-a")) == ("cancelled", "laptop-a")

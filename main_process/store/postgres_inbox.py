@@ -107,7 +107,10 @@ _RESUME: Final = (
     "took AS (UPDATE open_requests SET answer = NULL, state = 'taken' WHERE channel = (SELECT channel FROM asked) "
     "AND state = 'answered' RETURNING 1), "  # (RETURNING would give the values after: NULL)
     "moved AS (UPDATE open_requests SET state = 'resumed', decided_at = %s WHERE channel = (SELECT channel FROM asked) "
-    "AND state IN ('open', 'orphaned') RETURNING 1) "
+    "AND state IN ('open', 'orphaned') RETURNING channel, decided_at), "
+    # its audit row ends too (the question goes on under its new channel, with a row of its own)
+    "audited AS (UPDATE elicitations e SET outcome = 'cancelled', decided_at = moved.decided_at FROM moved "
+    "WHERE e.channel = moved.channel AND e.outcome IS NULL) "
     "SELECT (SELECT state FROM asked), "
     "(SELECT count(*) FROM took), (SELECT action FROM asked), (SELECT answer FROM asked), (SELECT count(*) FROM moved)")
 RESUME_TRIES: Final = 3  # a window's answer committed between the statement's snapshot and its update: read again

@@ -84,7 +84,8 @@ class InboxRow:
     channel: str
     main_id: str
     machine: str
-    state: str  # 'open' | 'answered' | an unanswered outcome | 'orphaned' (its main is gone)
+    state: str  # 'open' | 'answered' | an unanswered outcome | 'orphaned' (its main is gone) | a question's
+    # 'taken' (answered, and handed to its asker) or 'resumed' (asked again on another main: a new row)
     action: str | None = None
     content: dict[str, Any] | None = None
     window: str | None = None
