@@ -152,6 +152,13 @@ class QuestionDesk:
             reply(ChannelReply(error=CallError(code=RpcCode.INVALID_PARAMS,
                                                message=f"question not shown: {exc}")))
 
+    def asker_gone(self, asker_id: bytes) -> None:
+        """Its questions still being looked up on the store (`resumes`) are not opened: nobody
+        would take their answer here (the open ones are withdrawn by pending's `withdraw_owner`)."""
+        for key in self._resuming:
+            if key[0] == asker_id:
+                self._resuming[key] = True
+
     def withdraw(self, asker_id: bytes, request: Withdraw) -> None:
         """The asker takes one question back; one already closed (or never asked) is no error."""
         key = (asker_id, request.response_channel)
