@@ -6,11 +6,13 @@ connection file: after a restart the token is new). While questions are open it 
 listens for main's (shared/peer.py's core on shared/peer_asyncio.py's adapter): a main that goes
 quiet for 3 s, whose pid is gone, that says `bye` or `not-attached` is lost; the client then
 attaches again (for up to REATTACH_GRACE_S, so a main being restarted is found) and asks every open
-question again with the time it has left. Given several connection files (the mains of one shared
-PostgreSQL store), it attaches to the first whose main runs, and after a loss to the next one
-that does; each question asked again names the channel it was asked on before (`resumes`), so a
-main of the store hands over the answer a window gave while the asker was away, once. A new socket after a loss: if the old main still held
+question again with the time it has left. A new socket after a loss: if the old main still held
 this window, the new hello replaces it and main withdraws the old copies, so no question shows twice.
+
+Given several connection files (the mains of one shared PostgreSQL store), it attaches to the first
+whose main runs, and after a loss to the next one that does; each question asked again names the
+channel it was asked on before (`resumes`), so a main of the store hands over the answer a window
+gave while the asker was away, once (docs/teams.md).
 
 Failure is an exception, never a wait without end: MainNotRunningError when no main runs (no
 connection file, a stale pid, no welcome within the attach timeout, or main lost for good);

@@ -111,8 +111,6 @@ class QuestionDesk:
             return
         match resumed.state:
             case "answered" if resumed.action in ("accept", "decline", "cancel"):
-                logger.info("question %s of %r: answered while its main was gone; handed over", request.resumes,
-                            request.asker.name[:80])
                 answer = ElicitationResult(action=resumed.action,  # type: ignore[arg-type]
                                            content=resumed.content if resumed.action == "accept" else None)
                 reply(_answer(answer, answer.action))
