@@ -13,10 +13,9 @@ Both connect when a question is asked (not before), find a restarted main by the
 turned into its `ElicitResult`, so the CLI, which shares the client, never loads it.
 """
 
-import os
 from typing import TYPE_CHECKING, Any
 
-from asker_process.client import AskerClient
+from asker_process.client import AskerClient, Connection
 from asker_process.identity import this_program
 from shared.errors import QuestionRefusedError
 from shared.messages import AskerInfo, QuestionAnswer
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 
 async def ask(message: str, schema: dict[str, Any] | None = None, *, url: str | None = None,
               timeout: float | None = None, name: str | None = None,
-              connection: str | os.PathLike[str] | None = None) -> "ElicitResult":
+              connection: Connection = None) -> "ElicitResult":
     """Ask the person at Elicitron's windows; returns MCP's `ElicitResult`.
 
     `schema` is an MCP elicitation `requestedSchema` (flat object of string, number, integer,
@@ -37,7 +36,8 @@ async def ask(message: str, schema: dict[str, Any] | None = None, *, url: str | 
     `cancel`. `name` is who the card says asks (default: this program's script name).
 
     Raises QuestionRefusedError (e.g. a schema outside MCP's subset, naming the property) and
-    MainNotRunningError (no main runs). Cancelling the call withdraws the question."""
+    MainNotRunningError (no main runs). Cancelling the call withdraws the question. `connection`:
+    a connection file, or a list of the files of the mains of one shared store (docs/teams.md)."""
     client = AskerClient(this_program(name), connection)
     try:
         answer = await client.ask(question_params(message, schema, url), timeout)
@@ -50,7 +50,7 @@ class ElicitationCallback:
     """An MCP client's `elicitation_callback` that asks Elicitron's windows. One connection for all
     of the agent's clients, opened while a question is open."""
 
-    def __init__(self, name: str | None = None, connection: str | os.PathLike[str] | None = None,
+    def __init__(self, name: str | None = None, connection: Connection = None,
                  timeout: float | None = None) -> None:
         self._asker = this_program(name)
         self._timeout = timeout
@@ -82,7 +82,7 @@ class ElicitationCallback:
         await self._client.aclose()
 
 
-def elicitation_callback(name: str | None = None, *, connection: str | os.PathLike[str] | None = None,
+def elicitation_callback(name: str | None = None, *, connection: Connection = None,
                          timeout: float | None = None) -> ElicitationCallback:
     """A callable for `mcp.Client(server, elicitation_callback=elicitation_callback(name="agent"))` or
     `ClientSession(..., elicitation_callback=...)`; its `(context, params)` returns `ElicitResult`,

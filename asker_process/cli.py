@@ -1,7 +1,7 @@
 """`elicitron ask`: a shell script or CI job asks the person at Elicitron's windows.
 
     elicitron ask [--message] TEXT [--schema JSON | --schema @FILE | --yes-no | --url URL]
-                  [--timeout SECONDS] [--name NAME] [--connection FILE] [--start]
+                  [--timeout SECONDS] [--name NAME] [--connection FILE ...] [--start]
 
 Prints the accepted content as JSON on stdout (`--yes-no`: `true` or `false`). The exit code is
 the answer: 0 accept, 1 decline, 2 usage or a refused question (one line on stderr naming the
@@ -61,7 +61,9 @@ def parser(prog: str = "elicitron ask") -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="give up after this long (default 600): exit 5")
     p.add_argument("--name", help="who asks, as the card shows it (default: the program running this)")
-    p.add_argument("--connection", help="connection file (default: $ELICITRON_CONNECTION or the runtime dir)")
+    p.add_argument("--connection", action="append", metavar="FILE",
+                   help="connection file (default: $ELICITRON_CONNECTION or the runtime dir); repeat it for "
+                        "the mains of one shared store: when one is gone, the question moves to the next")
     p.add_argument("--start", action="store_true", help="start main in the background first if none runs")
     return p
 
@@ -119,7 +121,7 @@ async def _ask(args: argparse.Namespace, params: dict[str, Any], start_main: Sta
     from asker_process.identity import parent_program
     from shared.errors import MainUnreachableError, QuestionRefusedError
 
-    client = AskerClient(parent_program(args.name), args.connection)
+    client = AskerClient(parent_program(args.name), args.connection)  # None, or the files given
     loop = asyncio.get_running_loop()
     signalled: asyncio.Future[int] = loop.create_future()
 

@@ -9,6 +9,11 @@ attaches again (for up to REATTACH_GRACE_S, so a main being restarted is found) 
 question again with the time it has left. A new socket after a loss: if the old main still held
 this window, the new hello replaces it and main withdraws the old copies, so no question shows twice.
 
+Given several connection files (the mains of one shared PostgreSQL store), it attaches to the first
+whose main runs, and after a loss to the next one that does; each question asked again names the
+channel it was asked on before (`resumes`), so a main of the store hands over the answer a window
+gave while the asker was away, once (docs/teams.md).
+
 Failure is an exception, never a wait without end: MainNotRunningError when no main runs (no
 connection file, a stale pid, no welcome within the attach timeout, or main lost for good);
 QuestionRefusedError when main refuses the question (bad schema, bad timeout). A cancelled `ask`
@@ -33,20 +38,25 @@ from shared.questions import check_asker, check_question, check_timeout
 
 logger = logging.getLogger(__name__)
 
+Connection = str | os.PathLike[str] | list[str | os.PathLike[str]] | tuple[str | os.PathLike[str], ...] | None
+"""A connection file, or several: the mains of one shared store, each tried in turn when one is gone."""
+
 
 class AskerClient:
-    def __init__(self, asker: AskerInfo, connection: str | os.PathLike[str] | None = None, *,
+    def __init__(self, asker: AskerInfo, connection: Connection = None, *,
                  attach_timeout_s: float = peer.ATTACH_TIMEOUT_S,
                  reattach_grace_s: float = peer.REATTACH_GRACE_S) -> None:
         check_asker(asker)
         self.asker = asker
-        self.connection_path = resolve_connection_path(connection)
+        paths = [resolve_connection_path(c) for c in connection] \
+            if isinstance(connection, list | tuple) else [resolve_connection_path(connection)]
+        self.connection_path = paths[0]
         self.window = str(uuid.uuid4())  # the same peer to main across re-attaches
         self._questions = OpenQuestions()
         timing = peer.Timing(attach_timeout=attach_timeout_s, give_up_after=reattach_grace_s)
         self._core = peer.PeerCore(role="asker", name=asker.name, window=self.window, timing=timing)
         self._peer = AsyncPeer(self.connection_path, self._core, self._on_effect, unreachable=MainNotRunningError,
-                               fail_on_retry=False)
+                               fail_on_retry=False, alternates=paths)
         self.session: str | None = None  # of the main attached to, for callers and tests
 
     # ---- asking --------------------------------------------------------------------------

@@ -28,11 +28,12 @@ class Question:
     asker: AskerInfo
     channel: str = field(default_factory=_new_channel)
     sent: bool = False  # to the main attached now (a re-attach asks only these again)
+    resumes: str | None = None  # the channel it was asked on before a loss (a shared store keeps its answer)
 
     def frames(self, timeout_s: float) -> list[bytes]:
         """The question as main reads it, on its channel; QuestionRefusedError when it is too large."""
         body = Ask(response_channel=self.channel, params=self.params, asker=self.asker,
-                   timeout_seconds=timeout_s)
+                   timeout_seconds=timeout_s, resumes=self.resumes)
         try:
             return encode_request(channels.ASK, body, DEFAULT_MAX_BODY_BYTES)
         except UndeliverableRequestError as exc:
@@ -76,8 +77,9 @@ class OpenQuestions:
             question.answer.set_exception(error)
 
     def renew(self, now: float) -> list[tuple[Question, float]]:
-        """After a loss: every question the lost main was asked, each on a fresh channel, with the
-        seconds it has left; one whose time ran out meanwhile ends `expired`."""
+        """After a loss: every question the lost main was asked, each on a fresh channel naming
+        the one before (`resumes`), with the seconds it has left; one whose time ran out meanwhile
+        ends `expired`."""
         again: list[tuple[Question, float]] = []
         for old_channel, question in list(self._by_channel.items()):
             if not question.sent or question.answer.done():
@@ -87,7 +89,7 @@ class OpenQuestions:
             if left <= 0:
                 question.answer.set_result(QuestionAnswer(action="cancel", outcome="expired"))
                 continue
-            question.channel = _new_channel()
+            question.resumes, question.channel = old_channel, _new_channel()
             self.add(question)
             again.append((question, left))
         return again

@@ -32,6 +32,8 @@ log_limiter.py   RateLimitedLog and cut(): logs a peer cannot flood or forge
 capped_log.py    a child's stderr copied into its log file, capped in size (the --mcp-http child)
 child.py         SupervisedChild: a peer process main runs and restarts (http_gateway.py's --mcp-http
                  gateway, web_child.py's --web web window)
+device_mirror.py DeviceMirror: on a shared store, the web dir's devices.json and the store's paired
+                 devices kept the same, so a device paired through one main is every main's
 demo_server.py   the demo MCP server (the embedded default config), run as its own process
 __main__.py      `python -m main_process ...`: exec's `python -m cli_process ...` (old host entries)
 """

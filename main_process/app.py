@@ -28,6 +28,7 @@ from main_process.consent.long_wait import LongWaits, WaitSettings
 from main_process.consent.questions import QuestionDesk
 from main_process.consent.shared_requests import SharedRequestsDesk
 from main_process.consent.tool_approval import ToolApproval
+from main_process.device_mirror import DeviceMirror
 from main_process.http_gateway import (
     HttpGatewayChild,
     check_listen,
@@ -61,6 +62,7 @@ from shared.connection_file import ConnectionInfo, ensure_private_dir, ipc_endpo
 from shared.descriptors import raise_soft_limit
 from shared.errors import ConfigError, RpcCode
 from shared.messages import ListenerStatus
+from shared.web_devices import default_web_dir
 
 logger = logging.getLogger(__name__)
 
@@ -180,12 +182,17 @@ class MainApp:
                             policies=consent.policies.status if consent is not None else None,
                             store=store.status))
         stack.push_async_callback(broker.close)
+        shared: SharedRequestsDesk | None = None
         if store.inbox is not None:  # a store many mains share: one inbox for all of them
             shared = SharedRequestsDesk(store.inbox, broker.pending, main_id=broker.session,
                                         reload_rules=consent.reload_stored if consent is not None else None)
             broker.pending.shared = shared
             shared.start()
             stack.push_async_callback(shared.close)  # after the servers stopped: their requests ended
+        if store.devices is not None:  # paired web devices every main of the store accepts
+            mirror = DeviceMirror(store.devices, default_web_dir())
+            mirror.start()
+            stack.push_async_callback(mirror.close)
         stack.callback(calls.close, STOPPING)  # calls answered while the socket is open
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.add_signal_handler(signum, self._stop.set)
@@ -207,7 +214,9 @@ class MainApp:
         broker.start(Receivers(
             calls=servers, servers=servers, server_policy=ServerPolicies(servers, wire.publisher).set_server_policy,
             reload=reloader.reload, shutdown=self._stop.set, rules=consent if consent is not None else NoRules(),
-            questions=QuestionDesk(broker.pending, broker.gate), relay=relay, merged=relay.merged))
+            questions=QuestionDesk(broker.pending, broker.gate,
+                                   resume=shared.resume_question if shared is not None else None),
+            relay=relay, merged=relay.merged))
         host_pipes = HostPipes(pipes_path, token, wire.host_peer, relay)
         host_pipes.start()
         stack.push_async_callback(host_pipes.close)  # before the relay's sessions end: serve takes its pipes back

@@ -620,6 +620,9 @@ class Ask(Body):
     params: dict[str, Any]
     asker: AskerInfo
     timeout_seconds: float | None = None  # default DEFAULT_QUESTION_TIMEOUT_S, at most MAX_QUESTION_TIMEOUT_S
+    # The channel this question was asked on before its main was lost: on a shared store, main
+    # hands over the answer given meanwhile (once), or ends that copy and asks it here anew.
+    resumes: ShortText | None = None
 
 
 class Withdraw(Body):

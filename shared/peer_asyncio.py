@@ -10,7 +10,7 @@ reader, the pid check and the ticks; shared/peer_socket.py runs the socket, the 
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import zmq
@@ -30,7 +30,8 @@ class AsyncPeer:
 
     def __init__(self, connection_path: Path, core: PeerCore, on_effect: Callable[[Effect], None], *,
                  unreachable: type[MainUnreachableError] = MainUnreachableError,
-                 fail_on_retry: bool = True, close_linger_ms: int = BYE_LINGER_MS, hwm: int = 10_000) -> None:
+                 fail_on_retry: bool = True, close_linger_ms: int = BYE_LINGER_MS, hwm: int = 10_000,
+                 alternates: Sequence[Path] = ()) -> None:
         self.connection_path = connection_path
         self.core = core
         self._on_effect = on_effect
@@ -44,7 +45,8 @@ class AsyncPeer:
         self._pid_checked = 0.0  # monotonic time of the last look at main's pid from the ticker
         self._socket = MainSocket(connection_path, core, self._apply,
                                   options=((zmq.LINGER, 0), (zmq.SNDHWM, hwm), (zmq.RCVHWM, hwm)),
-                                  watch=self._watch, unwatch=self._unwatch, after_send=self._drain_later)
+                                  watch=self._watch, unwatch=self._unwatch, after_send=self._drain_later,
+                                  alternates=alternates)
         self._work = SocketWork(self.send, self._socket.connect, self._socket.close)
 
     @property

@@ -38,8 +38,9 @@ class MainSocket:
     def __init__(self, path: Path, core: PeerCore, handle: Callable[[list[Effect]], None], *,
                  options: Sequence[tuple[int, int]] = ((zmq.LINGER, 0),), check_pid: bool = True,
                  watch: Callable[[int], None] | None = None, unwatch: Callable[[int], None] | None = None,
-                 after_send: Callable[[], None] | None = None) -> None:
+                 after_send: Callable[[], None] | None = None, alternates: Sequence[Path] = ()) -> None:
         self.path = path
+        self.alternates = tuple(alternates)  # other mains' files, tried in turn when this one's main is gone
         self.core = core
         self.sock: zmq.Socket[bytes] | None = None
         self.problem: ConnectionFileError | None = None  # why the last connect found no file to use
@@ -55,10 +56,7 @@ class MainSocket:
     def connect(self) -> None:
         now = time.monotonic()
         try:
-            info = read_connection_file(self.path)
-            if self._check_pid and main_is_gone(info):
-                raise ConnectionFileError(f"no main is running (stale connection file {self.path}: "
-                                          f"pid {info.pid} is gone)")
+            info = self._read_live()
             options = curve_options(info, self.path)
             self.problem = None
         except ConnectionFileError as exc:
@@ -73,6 +71,26 @@ class MainSocket:
                 self._handle(self.core.connect_failed(str(exc), now))
                 return
         self._handle(self.core.connected(info, now))
+
+    def _read_live(self) -> ConnectionInfo:
+        """The connection file of a main that runs: this one's, else the first alternate's that
+        is (which is then the one to use). Raises this file's ConnectionFileError when none is."""
+        first: ConnectionFileError | None = None
+        for path in (self.path, *[p for p in self.alternates if p != self.path]):
+            try:
+                info = read_connection_file(path)
+                if self._check_pid and main_is_gone(info):
+                    raise ConnectionFileError(f"no main is running (stale connection file {path}: "
+                                              f"pid {info.pid} is gone)")
+            except ConnectionFileError as exc:
+                first = first or exc
+                continue
+            if path != self.path:
+                logger.info("main of %s is gone; trying %s", self.path, path)
+                self.path = path
+            return info
+        assert first is not None
+        raise first
 
     def send(self, topic: str, body: Body) -> bool:
         return self.send_frames(encode(topic, body))

@@ -14,14 +14,20 @@ The web dir is `--web-dir`, else `$ELICITRON_WEB_DIR`, else `<user state dir>/el
 a device's id (random, not its credential) and name are read here; the credential's hash stays put.
 """
 
+import contextlib
+import fcntl
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
 
+from shared.connection_file import ensure_private_dir, replace_private
+
 DEVICES_FILE = "devices.json"
+LOCK_FILE = "devices.lock"
 SEEN_DIR = "seen"
 RUNNING_FILE = "web.json"
 
@@ -57,6 +63,24 @@ def device_entries(web_dir: Path) -> list[dict[str, object]]:
     except (OSError, ValueError, AttributeError):
         return []
     return [entry for entry in devices if isinstance(entry, dict)] if isinstance(devices, list) else []
+
+
+@contextlib.contextmanager
+def devices_locked(web_dir: Path) -> Iterator[None]:
+    """Held while devices.json is read and rewritten (pairing, revoking, and a main of a shared store
+    mirroring the store's devices, main_process/device_mirror.py): none can undo another's change."""
+    ensure_private_dir(web_dir)
+    fd = os.open(web_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def write_device_entries(web_dir: Path, entries: list[dict[str, object]]) -> None:
+    """devices.json replaced whole (0600; a reader sees the old file or the new); under devices_locked."""
+    replace_private(web_dir / DEVICES_FILE, json.dumps({"devices": entries}, indent=1).encode())
 
 
 def last_seen(web_dir: Path, device_id: str) -> float | None:

@@ -94,6 +94,9 @@ class FakePorts:
     def withdraw(self, asker_id: bytes, request: Withdraw) -> None:
         pass
 
+    def asker_gone(self, asker_id: bytes) -> None:
+        pass
+
     def from_peer(self, peer: AttachedPeer, body: McpRelay) -> None:
         pass
 

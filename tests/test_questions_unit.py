@@ -1,5 +1,6 @@
-"""QuestionDesk in one process: the gate's rules answering a question and the per-asker cap (wire:
-test_ask_*)."""
+"""QuestionDesk in one process: the gate's rules answering a question, the per-asker cap, and a
+question asked again after its main was lost, as a shared store says it stands (wire: test_ask_*;
+real mains on PostgreSQL: test_team_questions.py)."""
 
 import asyncio
 from collections.abc import Iterable
@@ -8,6 +9,7 @@ from main_process.clock import SettableClock
 from main_process.consent.elicitation_gate import ElicitationGate
 from main_process.consent.pending import Elicitation, PendingRequests
 from main_process.consent.questions import MAX_OPEN_PER_ASKER, QuestionDesk
+from main_process.store.records import ResumedQuestion
 from shared import channels
 from shared.codec import decode_from_main
 from shared.elicit_params import ElicitParams
@@ -95,5 +97,65 @@ def test_one_asker_has_at_most_its_cap_of_open_questions_others_are_not_affected
         assert refused.error is not None and "100 open questions" in refused.error.message
         desk.ask(b"other", Ask(response_channel="q0", params=FORM, asker=ASKER), replies.append)
         assert len(replies) == 1 and windows.topics.count(channels.INVOKE) == MAX_OPEN_PER_ASKER + 1
+
+    asyncio.run(scenario())
+
+
+class Store:
+    """A shared store's `resume`, saying what it was told to, once its `ready` is set."""
+
+    def __init__(self, resumed: ResumedQuestion) -> None:
+        self.resumed = resumed
+        self.asked: list[tuple[str, str]] = []
+        self.ready = asyncio.Event()
+
+    async def resume(self, asked_on: str, asker: str) -> ResumedQuestion:
+        self.asked.append((asked_on, asker))
+        await self.ready.wait()
+        return self.resumed
+
+
+def test_a_question_asked_again_gets_the_answer_kept_for_it_or_opens_anew_or_nothing_once_withdrawn() -> None:
+    async def asked_again(resumed: ResumedQuestion, *, withdraw: bool = False,
+                          resumes: str | None = "old") -> tuple[list[str], list[ChannelReply], Store]:
+        store = Store(resumed)
+        windows = Windows()
+        decided = asyncio.Event()  # the asker heard something, or the question opened for the windows
+        pending = PendingRequests(windows, asyncio.get_running_loop(), clock=SettableClock(),
+                                  opened=lambda _pending, _shown: decided.set())
+        desk = QuestionDesk(pending, ElicitationGate(pending, None), resume=store.resume)
+        replies: list[ChannelReply] = []
+
+        def reply(answer: ChannelReply) -> None:
+            replies.append(answer)
+            decided.set()
+
+        desk.ask(b"asker", Ask(response_channel="new", params=FORM, asker=ASKER, resumes=resumes), reply)
+        if withdraw:
+            desk.withdraw(b"asker", Withdraw(response_channel="new"))
+        store.ready.set()
+        await asyncio.wait_for(decided.wait(), 5)
+        return windows.topics, replies, store
+
+    async def scenario() -> None:
+        topics, [reply], store = await asked_again(ResumedQuestion("answered", "accept", {"ok": True}))
+        assert store.asked == [("old", "deploy.sh")] and topics == []  # no window asked again
+        assert reply.answer is not None and (reply.answer.outcome, reply.answer.content) == ("accept", {"ok": True})
+
+        topics, [reply], _ = await asked_again(ResumedQuestion("taken"))
+        assert topics == [] and reply.error is not None and "handed to its asker already" in reply.error.message
+
+        topics, [reply], _ = await asked_again(ResumedQuestion("expired"))
+        assert topics == [] and reply.answer is not None and reply.answer.outcome == "expired"
+
+        for state in ("moved", "unknown", "unreachable", "cancelled"):
+            topics, replies, _ = await asked_again(ResumedQuestion(state))
+            assert (topics, replies) == ([channels.INVOKE], []), state  # open here, as a new question
+
+        topics, [reply], _ = await asked_again(ResumedQuestion("moved"), withdraw=True)
+        assert topics == [] and reply.answer is not None and reply.answer.outcome == "withdrawn"
+
+        topics, replies, store = await asked_again(ResumedQuestion("answered"), resumes=None)
+        assert (topics, replies, store.asked) == ([channels.INVOKE], [], [])  # not asked again: the store is not read
 
     asyncio.run(scenario())

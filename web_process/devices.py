@@ -23,7 +23,6 @@ page's stream within REVOKE_CHECK_S, and before each event it would get).
 """
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -41,7 +40,9 @@ from shared.web_devices import (
     PairedDevice,
     default_web_dir,
     device_entries,
+    devices_locked,
     read_announcement,
+    write_device_entries,
 )
 from web_process.user_agent import device_name
 
@@ -149,15 +150,11 @@ class WebDir:
     @contextlib.contextmanager
     def _devices_locked(self) -> Iterator[None]:
         self._ensure()
-        fd = os.open(self.path / "devices.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with devices_locked(self.path):
             yield
-        finally:
-            os.close(fd)  # closing releases the lock
 
     def _write_devices(self, devices: list[dict[str, object]]) -> None:
-        replace_private(self.path / DEVICES_FILE, json.dumps({"devices": devices}, indent=1).encode())
+        write_device_entries(self.path, devices)
 
     def device_for(self, token: str | None) -> Device | None:
         """The paired device whose credential `token` is, or None."""

@@ -175,6 +175,7 @@ class RequestOptions:
     call: str | None = None  # the response channel of the call that caused it
     quorum: QuorumInfo | None = None  # an approval that needs several people's (consent/quorum.py)
     record_only: bool = False  # sent to no window, only kept and audited (a host answers it itself)
+    asked_on: str | None = None  # a question: the asker's responseChannel (a shared store finds it by that)
 
 
 def _invoke(elicitation: Elicitation, options: RequestOptions) -> ElicitationInvoke:
@@ -209,6 +210,7 @@ class PendingRequest:
     held_by: str | None = None  # another main's request on a shared store: that main's machine (a copy)
     decided_by: str | None = None  # a quorum approval: the person whose answer decided it
     people: list[str] = field(default_factory=list)  # a quorum approval: every approver, for the audit
+    asked_on: str | None = None  # a question: the asker's responseChannel (RequestOptions.asked_on)
 
     @property
     def channel(self) -> str:
@@ -276,7 +278,7 @@ class PendingRequests:
             raise UndeliverableRequestError(f"{len(self._open)} requests already wait "
                                             f"({self._open_bytes:,} bytes); try again once some are answered")
         pending = PendingRequest(invoke=invoke, params=elicitation.params, frames=frames, resolve=resolve,
-                                 owner=options.owner, for_windows=not options.record_only)
+                                 owner=options.owner, for_windows=not options.record_only, asked_on=options.asked_on)
         self._open[pending.channel] = pending
         self._open_bytes += pending.size
         record_only = options.record_only

@@ -24,6 +24,12 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
   count that does not decide wakes every other main, whose read (the known rows with approvals)
   shows it in its windows (`recount_from_store`), this main's requests and copies alike; the
   voter's main skips its own wake-up and shows the count the vote returned (pending's `_voted`).
+- **Questions.** An asker's question outlives its main on the store (postgres_inbox.py); an asker
+  re-attached here asks it again naming its old channel, and `resume_question` hands over the
+  answer given meanwhile, once, or ends the old row so the question opens here anew. A row that
+  went 'resumed' or 'taken' closes copies like any ending (`_ended`, or a read); an answer of this
+  main's own question handed to its asker is marked 'taken' when its values are cleared, with the
+  next heartbeat (a resume elsewhere meanwhile takes it only if the asker is still asking).
 - **Rules.** Remembered rules are applied from memory (consent.py); a change to the stored rules
   by any main wakes every main, which reads them again (`reload_rules`).
 """
@@ -38,7 +44,7 @@ import msgspec
 
 from main_process.consent.pending import Outcome, PendingRequest, PendingRequests
 from main_process.store.interface import SharedInbox
-from main_process.store.records import Approver, Claim, InboxRow, QuorumVote
+from main_process.store.records import Approver, Claim, InboxRow, QuorumVote, ResumedQuestion
 from shared import channels
 from shared.codec import decode_from_main
 from shared.messages import ElicitationInvoke, ElicitationResult
@@ -51,6 +57,7 @@ _ENDED: Final[dict[str, Outcome]] = {  # a row's state -> the outcome its copies
     "expired": "expired", "cancelled": "cancelled", "host-gone": "host-gone", "server-closed": "server-closed",
     "orphaned": "server-closed",  # its main is gone: so is its server's connection
     "gone": "cancelled",  # no row any more
+    "resumed": "cancelled",  # a question its asker asked again on another main: the new copy replaces it
 }
 
 
@@ -107,7 +114,7 @@ class SharedRequestsDesk:
         self._run(self._publish(pending, published))
 
     async def _publish(self, pending: PendingRequest, published: asyncio.Future[bool]) -> None:
-        published.set_result(await self._inbox.publish(pending.invoke, pending.frames[1]))
+        published.set_result(await self._inbox.publish(pending.invoke, pending.frames[1], pending.asked_on))
 
     def claim(self, pending: PendingRequest, answer: ElicitationResult, approver: Approver, decision: str | None,
               then: Callable[[Claim], None]) -> None:
@@ -147,6 +154,15 @@ class SharedRequestsDesk:
     async def _end(self, channel: str, published: asyncio.Future[bool], outcome: str) -> None:
         if await published:
             await self._inbox.end(channel, outcome)
+
+    async def resume_question(self, asked_on: str, asker: str) -> ResumedQuestion:
+        """An asker re-attached here asks again what it asked on `asked_on` (questions.py). An open
+        row it ended ('resumed') closes the other mains' copies by its notification; this main skips
+        its own, so its copy closes by a read."""
+        resumed = await self._inbox.resume(asked_on, asker)
+        if resumed.state == "moved":
+            self._requests_changed()
+        return resumed
 
     # ---- wake-ups ------------------------------------------------------------------------
 

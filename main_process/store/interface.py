@@ -27,21 +27,21 @@ unreachable keeps the audit rows and writes them once it is back: postgres_backl
 (`AuditTable`): main reaches both only through a `Store` that app.py opens once from the config
 (`factory.open_store`) and passes to the parts that need it. A store many mains share (PostgreSQL)
 also has a `SharedInbox`: every main's open requests, decided by one transaction per answer
-(consent/shared_requests.py is main's side of it); SQLite has none, one main owns its requests. Two more things outlive a request,
-and their interfaces are defined here, but no backend keeps them yet, for reasons of where they
-live today rather than of the interface:
-- **Paired web devices** (`DeviceTable`): the web window is a child process that never imports
-  main's internals (the rule for every peer), and it pairs, checks and revokes devices itself in
-  `devices.json` (web_process/devices.py; shared/web_devices.py reads them for the CLI and the Qt
-  window). Behind main's store they would need the web child to ask main on every page request
-  and pairing, i.e. new topics in the wire contract; that, with the store shared by many mains,
-  is issue 35's work. Moving only main's side now would leave two owners of one file.
-- **Open questions of `elicitron ask`** (`QuestionTable`): they live in main's memory as pending
-  requests (questions.py, pending.py), owned by the asker's connection: when the asker goes, its
-  questions close `cancelled`, by design, since on one machine nobody else could receive their
-  answer. Keeping them open in a store means an asker that re-attaches gets its questions back
-  (issue 35: "answered when the asker re-attaches to a main of the store"), which needs a way to
-  re-attach in the contract first. Today nothing of them outlives main, so nothing is moved.
+(consent/shared_requests.py is main's side of it); SQLite has none, one main owns its requests.
+
+**Paired web devices** (`DeviceTable`): the web window is a process that never imports main's
+internals, and it pairs, checks and revokes devices itself in `devices.json` (web_process/devices.py;
+shared/web_devices.py reads them for the CLI and the Qt window), read again on every check. On a
+shared store (PostgreSQL) main mirrors that file and the store's `web_devices` both ways
+(device_mirror.py): a device paired through one main is written to every main's file, a revoke on
+any main removes it from all of them. SQLite keeps devices.json alone, as before.
+
+**Open questions of `elicitron ask`** are requests of kind "question": on a shared store they are
+rows of the `SharedInbox` like any request, except that a main that is gone (kill -9) leaves them
+open, so every other main's windows still show them and one may answer; the answer waits in the
+row (until the inbox tidies ended rows) for the asker, which asks again on the main it re-attaches
+to, naming the channel it asked on before (`msgAsk.resumes`), and takes it there once (`resume`).
+On SQLite they live in main's memory, owned by the asker's connection, as before.
 """
 
 import asyncio
@@ -58,10 +58,9 @@ from main_process.store.records import (
     InboxRow,
     OutcomeRecord,
     QuorumVote,
-    StoredQuestion,
+    ResumedQuestion,
 )
 from shared.messages import ElicitationInvoke, ElicitationResult, StoreState
-from shared.web_devices import PairedDevice
 
 
 class RuleTable(Protocol):
@@ -126,31 +125,19 @@ class AuditTable(Protocol):
 
 
 class DeviceTable(Protocol):
-    """Paired web devices (not kept by any backend yet: this module's docstring says why)."""
+    """Paired web devices of a store many mains share, as each main's web dir keeps them
+    (devices.json entries: {id, name, tokenSha256, pairedAt}); main_process/device_mirror.py keeps
+    the two the same. Writes never raise (False); `entries` is None when unreachable."""
 
-    async def devices(self) -> list[PairedDevice]: ...
-
-    async def pair(self, device: PairedDevice, credential_sha256: str) -> None: ...
-
-    async def device_for(self, credential_sha256: str) -> PairedDevice | None: ...
-
-    async def seen(self, device_id: str, at: float) -> None: ...
-
-    async def revoke(self, name_or_id: str) -> list[PairedDevice]:
-        """Raises DeviceError when none matches, or when the name is several devices'."""
+    async def entries(self) -> tuple[list[dict[str, object]], set[str]] | None:
+        """(the devices paired and not revoked, as devices.json entries; the ids revoked)."""
         ...
 
-
-class QuestionTable(Protocol):
-    """Open questions of `elicitron ask` (not kept by any backend yet: this module's docstring says why)."""
-
-    async def open(self, question: StoredQuestion) -> None: ...
-
-    async def of_asker(self, asker: str) -> list[StoredQuestion]: ...
-
-    async def answer(self, channel: str, answer: ElicitationResult) -> bool:
-        """Close one question with its answer; False when it was closed already (the first wins)."""
+    async def add(self, entries: Sequence[dict[str, object]]) -> bool:
+        """Devices paired through this main (an id the store has, revoked or not, is left alone)."""
         ...
+
+    async def revoke(self, device_ids: Iterable[str]) -> bool: ...
 
 
 class WakeUps(Protocol):
@@ -178,7 +165,9 @@ class SharedInbox(Protocol):
 
     async def leave(self) -> bool: ...
 
-    async def publish(self, invoke: ElicitationInvoke, body: bytes) -> bool: ...
+    async def publish(self, invoke: ElicitationInvoke, body: bytes, asked_on: str | None = None) -> bool:
+        """`asked_on`: a question's asker's responseChannel (what `resume` finds it by)."""
+        ...
 
     async def end(self, channel: str, outcome: str) -> bool: ...
 
@@ -196,6 +185,12 @@ class SharedInbox(Protocol):
         ...
 
     async def taken(self, channels: Sequence[str]) -> bool: ...
+
+    async def resume(self, asked_on: str, asker: str) -> ResumedQuestion:
+        """Asker `asker` asks again the question it asked on `asked_on` of a main now gone: its answer,
+        taken once (the first caller gets it, no one after), or that question's row ended as
+        'resumed' when still open, in one statement. Never raises: "unreachable"."""
+        ...
 
     async def changed(self, known: Sequence[str]) -> list[InboxRow] | None:
         """What changed for this main: the `known` channels no longer open (state 'gone': no row),
@@ -223,6 +218,11 @@ class Store(Protocol):
     @property
     def inbox(self) -> SharedInbox | None:
         """The shared inbox of a store many mains share (PostgreSQL); None for SQLite (one main)."""
+        ...
+
+    @property
+    def devices(self) -> DeviceTable | None:
+        """Paired web devices every main of a shared store accepts; None for SQLite (devices.json alone)."""
         ...
 
     @property

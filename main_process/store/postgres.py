@@ -4,7 +4,7 @@
 postgres_connect.py reaches the database (password, pool, one line when it cannot), postgres_schema.py
 migrates it, postgres_rules.py and postgres_audit.py hold the SQL of the two tables, postgres_inbox.py
 the shared inbox (every main's open requests, who answered them) and postgres_listen.py its
-wake-ups. Unlike SQLite,
+wake-ups, postgres_devices.py the paired web devices. Unlike SQLite,
 these coroutines suspend (a network round trip): callers await a write, or run it with `run_now`
 and go on in its callback, as interface.py says.
 
@@ -22,6 +22,7 @@ from pathlib import Path
 from main_process.store.postgres_audit import PgAudit
 from main_process.store.postgres_backlog import Backlog
 from main_process.store.postgres_connect import Database
+from main_process.store.postgres_devices import PgDevices
 from main_process.store.postgres_inbox import PgInbox
 from main_process.store.postgres_rules import PgRules
 from shared.messages import StoreState
@@ -39,6 +40,7 @@ class PgStore:
         self._rules = PgRules(self._db)
         self._audit = PgAudit(self._db, machine, record_values, self._backlog)
         self._inbox = PgInbox(self._db, machine, record_values, self._backlog)
+        self._devices = PgDevices(self._db, machine)
 
     @property
     def rules(self) -> PgRules:
@@ -51,6 +53,10 @@ class PgStore:
     @property
     def inbox(self) -> PgInbox:
         return self._inbox
+
+    @property
+    def devices(self) -> PgDevices:
+        return self._devices
 
     @property
     def description(self) -> str:

@@ -18,6 +18,13 @@ requests and the first valid answer anywhere wins.
   other main, and the triggers wake every main.
   The heartbeat also reads the mains with a live lease (`mains`, for `status`): this main first,
   then the others as they joined.
+- **Questions** of `elicitron ask` (`kind` 'question', schema 8) are not orphaned with their main:
+  they stay open for every other main's windows (until they expire), and the answer waits in the
+  row for the asker, who asks again on another main naming this channel (`resume`): it takes the
+  answer once (state 'taken'), or ends the open row ('resumed') to ask it there anew; both notify
+  as an ending does (other mains' copies close). The answer a question's own main handed on is
+  'taken' as its values are cleared (`taken`, once a heartbeat). Ended rows are kept
+  KEEP_ENDED_MS, so an answer waits that long for its asker, no longer.
 - **Read back** (`changed`): what changed for a main, in one statement: the open rows of other
   mains it does not know yet (with their invoke bodies) and the rows of channels it knows that are
   no longer open (or gone), or open with quorum approvals (who approved so far, for every row
@@ -46,7 +53,7 @@ from main_process.store.postgres_backlog import Backlog
 from main_process.store.postgres_connect import Database
 from main_process.store.postgres_listen import Listener
 from main_process.store.postgres_quorum import Tally, tally
-from main_process.store.records import Approver, Claim, InboxRow, QuorumVote
+from main_process.store.records import Approver, Claim, InboxRow, QuorumVote, ResumedQuestion
 from main_process.store.rows import request_row, values_json
 from shared.errors import StoreUnavailableError
 from shared.messages import ElicitationInvoke, ElicitationResult, StoreMain
@@ -70,16 +77,19 @@ _HEARTBEAT: Final = (
     "OR (NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = m.backend_pid) "
     "AND (m.joined_at IS NULL OR m.joined_at > pg_postmaster_start_time())))), "
     "orphaned AS (UPDATE open_requests SET state = 'orphaned', decided_at = %s "
-    "WHERE state = 'open' AND main_id IN (SELECT main_id FROM gone) RETURNING 1) "
-    "SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM orphaned), "
+    "WHERE state = 'open' AND kind IS DISTINCT FROM 'question' AND main_id IN (SELECT main_id FROM gone) RETURNING 1), "
+    # a question outlives its main (its asker takes the answer elsewhere: `resume`), not its own time
+    "expired AS (UPDATE open_requests SET state = 'expired', decided_at = %s WHERE state = 'open' "
+    "AND kind = 'question' AND expires_at < %s AND main_id IN (SELECT main_id FROM gone) RETURNING 1) "
+    "SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM orphaned) + (SELECT count(*) FROM expired), "
     "(SELECT coalesce(json_agg(json_build_array(m.machine, m.pid, m.started_at) "
     "ORDER BY m.main_id = %s DESC, m.started_at, m.machine), '[]') "
     "FROM mains m WHERE m.main_id = %s OR (m.lease_until >= now() AND m.main_id NOT IN (SELECT main_id FROM gone)))")
 _TIDY: Final = ("WITH old AS (DELETE FROM open_requests WHERE state <> 'open' AND decided_at < %s RETURNING 1) "
                 "DELETE FROM mains m WHERE m.lease_until < now() - interval '1 hour' AND NOT EXISTS "
                 "(SELECT 1 FROM open_requests o WHERE o.main_id = m.main_id AND o.state = 'open')")
-_PUBLISH: Final = ("INSERT INTO open_requests (channel, main_id, machine, server, invoke, created_at, expires_at) "
-                   "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (channel) DO NOTHING")
+_PUBLISH: Final = ("INSERT INTO open_requests (channel, main_id, machine, server, invoke, created_at, expires_at, "
+                   "kind, asked_on) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (channel) DO NOTHING")
 # 'orphaned' too: decided here while the store was away, and marked gone by another main meanwhile
 _END: Final = ("UPDATE open_requests SET state = %s, decided_at = %s WHERE channel = %s "
                "AND state IN ('open', 'orphaned')")
@@ -101,7 +111,24 @@ _CHANGED: Final = (
     "UNION ALL SELECT channel, main_id, machine, state, NULL, NULL, NULL, NULL, NULL, invoke, "
     "(SELECT json_agg(q.person ORDER BY q.seq) FROM quorum_approvals q WHERE q.channel = open_requests.channel) "
     "FROM open_requests WHERE state = 'open' AND main_id <> %(me)s AND channel <> ALL(%(known)s::text[])")
-_TAKEN: Final = "UPDATE open_requests SET answer = NULL WHERE main_id = %s AND channel = ANY(%s)"
+# A question's answer handed to its asker is 'taken': an asker that asks again elsewhere does not get it twice.
+_TAKEN: Final = ("UPDATE open_requests SET answer = NULL, state = CASE WHEN kind = 'question' AND state = 'answered' "
+                 "THEN 'taken' ELSE state END WHERE main_id = %s AND channel = ANY(%s)")
+# A question by its asker's channel and name (`server` is the asker's name). The main SELECT sees the
+# row as it was before the two updates (one snapshot): its state says what happened.
+_RESUME: Final = (
+    "WITH asked AS (SELECT channel, state, action, answer::text AS answer FROM open_requests WHERE asked_on = %s "
+    "AND server = %s AND kind = 'question' ORDER BY created_at DESC LIMIT 1), "
+    "took AS (UPDATE open_requests SET answer = NULL, state = 'taken' WHERE channel = (SELECT channel FROM asked) "
+    "AND state = 'answered' RETURNING 1), "  # (RETURNING would give the values after: NULL)
+    "moved AS (UPDATE open_requests SET state = 'resumed', decided_at = %s WHERE channel = (SELECT channel FROM asked) "
+    "AND state IN ('open', 'orphaned') RETURNING channel, decided_at), "
+    # its audit row ends too (the question goes on under its new channel, with a row of its own)
+    "audited AS (UPDATE elicitations e SET outcome = 'cancelled', decided_at = moved.decided_at FROM moved "
+    "WHERE e.channel = moved.channel AND e.outcome IS NULL) "
+    "SELECT (SELECT state FROM asked), "
+    "(SELECT count(*) FROM took), (SELECT action FROM asked), (SELECT answer FROM asked), (SELECT count(*) FROM moved)")
+RESUME_TRIES: Final = 3  # a window's answer committed between the statement's snapshot and its update: read again
 
 # The audit row of a claim, written in the claim's statement: the request's columns (rows.py), its
 # outcome, the requester's machine (from the claimed row) and the answerer's.
@@ -151,8 +178,10 @@ class PgInbox:
         """Renew this main's lease and end the open rows of mains that are gone (the trigger wakes
         everyone if there were any). None: the store could not be reached; False: this main's row
         was gone (it must `join` again)."""
+        now_ms = _now_ms()
         row = await self._read_one("renew the lease", _HEARTBEAT,
-                                   (LEASE_S, self.main_id, self.main_id, _now_ms(), self.main_id, self.main_id))
+                                   (LEASE_S, self.main_id, self.main_id, now_ms, now_ms, now_ms, self.main_id,
+                                    self.main_id))
         if row is None:
             self.mains = []  # unknown while the store is away (`status` says it is unreachable)
             return None
@@ -175,14 +204,14 @@ class PgInbox:
 
     # ---- requests ----------------------------------------------------------------------
 
-    async def publish(self, invoke: ElicitationInvoke, body: bytes) -> bool:
+    async def publish(self, invoke: ElicitationInvoke, body: bytes, asked_on: str | None = None) -> bool:
         """Every main's windows may answer this request from now on (once committed). Not while
         the store is away: this main's windows alone have it."""
         if self._db.away:
             return False
         return await self._write("publish a request", _PUBLISH, (
             invoke.response_channel, self.main_id, self.machine, invoke.request.server, body, invoke.created_at,
-            invoke.expires_at))
+            invoke.expires_at, invoke.kind, asked_on))
 
     async def end(self, channel: str, outcome: str) -> bool:
         """This main ended its request otherwise than by a claim (the first ending wins)."""
@@ -275,10 +304,30 @@ class PgInbox:
         return "won" if won else "lost"
 
     async def taken(self, channels: Sequence[str]) -> bool:
-        """This main handed these answers on: their values leave the table."""
+        """This main handed these answers on: their values leave the table (a question's row is
+        'taken': its asker asking again elsewhere does not get it twice)."""
         args = (self.main_id, list(channels))
         return await self._backlog.write(f"{len(channels)} answer(s) taken",
                                          lambda: self._write_once("clear taken answers", _TAKEN, args))
+
+    async def resume(self, asked_on: str, asker: str) -> ResumedQuestion:
+        """The question asker `asker` asked on `asked_on` of a main now gone, asked again here: its
+        answer (taken by this call alone: the row locks, a second finds it 'taken'), or its row
+        ended 'resumed' if still open (its copies leave every window; the caller asks it anew)."""
+        for _ in range(RESUME_TRIES):
+            row = await self._read_one("resume a question", _RESUME, (asked_on, asker, _now_ms()))
+            if row is None:
+                return ResumedQuestion("unreachable")
+            state, took, action, answer, moved = row
+            if took:
+                return ResumedQuestion("answered", action=action, content=_decode(answer))
+            if moved:
+                return ResumedQuestion("moved")
+            if state is None:
+                return ResumedQuestion("unknown")
+            if state not in ("open", "orphaned", "answered"):
+                return ResumedQuestion(str(state))
+        return ResumedQuestion("unreachable")
 
     # ---- reading back ------------------------------------------------------------------
 

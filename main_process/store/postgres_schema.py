@@ -189,6 +189,24 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "ALTER TABLE rules ADD COLUMN single_use boolean NOT NULL DEFAULT false",
         "ALTER TABLE rules ADD COLUMN covers text",
     ),
+    # 8: which requests are questions of `elicitron ask`: when their main is gone they stay open
+    # (any main's windows may answer, the asker takes the answer on the main it re-attaches to);
+    # paired web devices every main of the store accepts (main_process/device_mirror.py)
+    (
+        "ALTER TABLE open_requests ADD COLUMN kind text",  # the invoke's kind; NULL: a server's elicitation
+        "ALTER TABLE open_requests ADD COLUMN asked_on text",  # a question: its asker's responseChannel
+        "CREATE INDEX open_requests_asked_on ON open_requests (asked_on) WHERE asked_on IS NOT NULL",
+        """
+        CREATE TABLE web_devices (
+            id            text PRIMARY KEY,   -- random, as the web window made it
+            name          text NOT NULL,
+            token_sha256  text NOT NULL,      -- the credential's hash; never the credential
+            paired_at     double precision NOT NULL,  -- epoch seconds
+            machine       text NOT NULL,      -- the machine of the main it was paired through
+            revoked_at    bigint              -- epoch ms; a revoked id never comes back
+        )
+        """,
+    ),
 )
 
 

@@ -2,18 +2,18 @@
 
 Remembered rules and approvals are `main_process.consent.rules.Rule` (the record main decides with); the
 audit log's are here (`AuditEntry` itself is in shared.messages: main sends rows to `elicitron audit`). Paired devices are `shared.web_devices.PairedDevice` (the web window and
-the CLI read them too); an open question of `elicitron ask` as a store would keep it is
-`StoredQuestion` (interface.py says why no backend keeps those yet).
+the CLI read them too). An open question of `elicitron ask` on a shared store is a row of the
+shared inbox like any request; an asker that re-attaches takes it back as a `ResumedQuestion`.
 """
 
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-from shared.messages import AskerInfo, AuditEntry, DeviceRef, ElicitationInvoke
+from shared.messages import AuditEntry, DeviceRef, ElicitationInvoke
 
 # AuditEntry is defined with the wire bodies (main sends rows to `elicitron audit`), and is one of these.
 __all__ = ["OUTCOMES", "PENDING", "Approver", "AuditEntry", "Claim", "Decided", "InboxRow", "Outcome", "OutcomeRecord",
-           "QuorumVote", "StoredQuestion"]
+           "QuorumVote", "ResumedQuestion"]
 
 Outcome = Literal["accept", "decline", "cancel", "expired", "cancelled", "server-closed", "host-gone"]
 OUTCOMES: Final[frozenset[str]] = frozenset(get_args(Outcome))
@@ -46,18 +46,6 @@ class OutcomeRecord:
     window_name: str | None = None  # the answering window's name then
     device: DeviceRef | None = None  # the paired web device a web window's page answered for
     reason: str | None = None  # a denied call: the reason the person typed (shared/denial_reason.py)
-
-
-@dataclass(frozen=True)
-class StoredQuestion:
-    """An open question of `elicitron ask` as a shared store would keep it until it is answered
-    (interface.py: `QuestionTable`)."""
-
-    channel: str  # the asker's responseChannel
-    asker: AskerInfo
-    params: dict[str, Any]  # the elicitation's params as asked
-    created_at: int  # epoch ms
-    expires_at: int  # epoch ms
 
 
 # ---- the shared inbox of a store many mains share (interface.py: SharedInbox) -------------------
@@ -97,6 +85,7 @@ class InboxRow:
     main_id: str
     machine: str
     state: str  # 'open' | 'answered' | an unanswered outcome | 'orphaned' (its main is gone) | 'gone' (no row)
+    # | a question's 'taken' (answered, and handed to its asker) or 'resumed' (asked again on another main)
     action: str | None = None
     content: dict[str, Any] | None = None
     window: str | None = None
@@ -115,3 +104,16 @@ class QuorumVote:
 
     result: Literal["counted", "won", "lost", "unreachable"]
     people: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResumedQuestion:
+    """An asker's question asked again on another main after its main was lost (interface.py:
+    `SharedInbox.resume`), as the store had it: "answered" (its answer, taken now: no one else gets
+    it), "moved" (open: that copy ended, ask it here anew), "taken" (answered and handed to the
+    asker already), "unknown" (no such question on the store), "unreachable", or how it ended
+    unanswered ("expired", "cancelled", ...)."""
+
+    state: str
+    action: str | None = None
+    content: dict[str, Any] | None = None

@@ -125,6 +125,11 @@ class SqliteStore:
         return None
 
     @property
+    def devices(self) -> None:
+        """One main per SQLite store: its web window's devices.json alone."""
+        return None
+
+    @property
     def description(self) -> str:
         return str(self._audit_path)  # main's log has always named the audit file here; rules.sqlite3 is beside it
 

@@ -176,7 +176,7 @@ class Broker:
                           handlers=bind(TOPICS, groups), limiter=self._limiter, max_body_bytes=wire.max_body_bytes,
                           clock=wire.clock)
         wire.server_watch.add(receivers.merged)
-        wire.attachments.start(lambda peer: self._detached(peer, receivers.relay))
+        wire.attachments.start(lambda peer: self._detached(peer, receivers.relay, receivers.questions))
         wire.sockets.start(inbound.receive)
 
     async def close(self) -> None:
@@ -185,8 +185,9 @@ class Broker:
         if self._audit is not None:
             await self._audit.close()
 
-    def _detached(self, peer: Peer, relay: RelayReceiver) -> None:
+    def _detached(self, peer: Peer, relay: RelayReceiver, questions: QuestionPorts) -> None:
         self.pending.withdraw_owner(peer.routing_id, "host-gone" if peer.role == "host" else "cancelled")
+        questions.asker_gone(peer.routing_id)
         relay.peer_gone(peer.routing_id)
 
     def status_report(self) -> StatusReport:

@@ -16,6 +16,9 @@ class QuestionPorts(Protocol):
 
     def withdraw(self, asker_id: bytes, request: Withdraw) -> None: ...
 
+    def asker_gone(self, asker_id: bytes) -> None:
+        """The peer detached: what it is still asking (not yet open) is not opened."""
+
 
 class QuestionTopics:
     def __init__(self, ports: QuestionPorts) -> None:
