@@ -265,7 +265,7 @@ def _page_lines() -> Iterator[ErrorLine]:
             expression = statement[1]
             line = script.count("\n", 0, statement.start()) + 1
             for literal in _JS_TEXT.finditer(expression):
-                text = literal[1] if literal[1] is not None else re.sub(r"\$\{[^}]*\}", FILLED, literal[2])
+                text = literal[1] if literal[1] is not None else re.sub(r"\$\{(?:[^{}]|\{[^{}]*\})*\}", FILLED, literal[2])
                 if expression[:literal.start()].rstrip().endswith("+"):
                     text = FILLED + text
                 if expression[literal.end():].lstrip().startswith("+"):
