@@ -1,19 +1,29 @@
 """One call decided by the loaded policies: forbid, permit, or no match (Cedar's "deny" with no
-policy behind it, which here means "not decided: today's flow")."""
+policy behind it, which here means "not decided: today's flow").
 
+Cedar is asked only about a *slice* of the set (scope.py): for each (principal, action, resource)
+met, the policies whose scope can match it, parsed once into a policy set of their own, with the
+request's entities; a slice with no policy is "no match" without asking Cedar. The request carries
+only the context the slice reads (no datetime when no policy reads the time; only the arguments
+read by name), as JSON text. That keeps the decision exactly Cedar's over the whole set
+(test_policy_fast.py checks it) at a fraction of the cost: building the request from JSON was
+most of it, and it grows with what is sent (docs/benchmarks.md has the numbers).
+"""
+
+import json
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from main_process.policy import schema
+from main_process.policy import schema, scope
 from main_process.policy.load import LoadedPolicies, PolicyInfo
 
 logger = logging.getLogger(__name__)
 
 Decision = Literal["permit", "forbid", "none"]
 
-_ENTITY_CACHE = 256  # (host, server, tool) triples whose parsed entities are kept
+_SLICES = 1024  # (principal, action, resource) triples whose slice is kept
 _REPORTED = 256  # evaluation errors logged once each (a policy reading an argument most calls lack)
 
 
@@ -24,20 +34,47 @@ class Verdict:
     errors: tuple[str, ...] = ()  # policies that could not be evaluated (e.g. an argument not sent)
 
 
+_NO_MATCH = Verdict("none", None)
+
+
+@dataclass(frozen=True)
+class _Slice:
+    policies: Any  # cedarpy.PolicySet of the policies that can match; None when none can
+    entities: Any  # cedarpy.Entities of the request
+    request: dict[str, Any]  # principal, action, resource (the context is added per call)
+    reads: scope.Reads
+
+
 class Engine:
-    """A loaded set and the parsed entities of recent calls (parsing them is most of a decision's cost)."""
+    """A loaded set and the slices of the requests met so far."""
 
     def __init__(self, loaded: LoadedPolicies) -> None:
         self.loaded = loaded
-        self._entities: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
+        self._slices: OrderedDict[tuple[str, str, str, str], _Slice] = OrderedDict()
         self._reported: set[str] = set()
+        self._hints: dict[tuple[Any, ...], str] = {}  # a tool's hints as JSON, by the names sent and values
+        self._time: tuple[int, str] = (-1, "")  # the last millisecond's datetime as JSON
 
     def decide_call(self, host: str, server: str, tool: str, arguments: dict[str, Any],
                     annotations: dict[str, Any] | None, now: float | None = None) -> Verdict:
+        """A host's `tools/call` (action `callTool`, resource `Tool::"<server>/<tool>"`)."""
+        return self._decide(("Host", host), "callTool", server, tool, arguments, annotations, now)
+
+    def decide_elicit(self, principal: tuple[str, str], server: str, now: float | None = None) -> Verdict:
+        """A server's elicitation (action `elicit`, resource `Server::"<server>"`), asked on behalf of
+        `principal` (`("Host", name)`): the context has no arguments and MCP's default hints."""
+        return self._decide(principal, "elicit", server, None, {}, None, now)
+
+    def _decide(self, principal: tuple[str, str], action: str, server: str, tool: str | None,
+                arguments: dict[str, Any], annotations: dict[str, Any] | None, now: float | None) -> Verdict:
+        found = self._slice(principal, action, server, tool)
+        if found.policies is None:
+            return _NO_MATCH
         import cedarpy
 
-        request = schema.call_request(host, server, tool, arguments, annotations, now)
-        result = cedarpy.is_authorized(request, self.loaded.handle, self._entities_of(host, server, tool))
+        request = dict(found.request)
+        request["context"] = self._context(found.reads, arguments, annotations, now)
+        result = cedarpy.is_authorized(request, found.policies, found.entities)
         diagnostics = result.diagnostics
         errors = tuple(diagnostics.errors)
         for error in errors:
@@ -52,16 +89,62 @@ class Engine:
             return Verdict("forbid", deciding[0], errors)
         return Verdict("none", None, errors)
 
-    def _entities_of(self, host: str, server: str, tool: str) -> Any:
+    def _context(self, reads: scope.Reads, arguments: dict[str, Any], annotations: dict[str, Any] | None,
+                 now: float | None) -> str:
+        """The context the slice reads, as JSON text (cedarpy takes text as it is)."""
+        parts = []
+        if reads.everything or "arguments" in reads.attributes:
+            names = reads.of("arguments")
+            chosen = arguments if names is None else {name: arguments[name] for name in names if name in arguments}
+            parts.append('"arguments":' + json.dumps(schema.cedar_value(chosen)))
+        if reads.everything or "annotations" in reads.attributes:
+            parts.append('"annotations":' + self._hints_json(annotations, reads.of("annotations")))
+        if reads.everything or "time" in reads.attributes:
+            parts.append('"time":' + self._time_json(now))
+        return "{" + ",".join(parts) + "}"
+
+    def _hints_json(self, annotations: dict[str, Any] | None, names: frozenset[str] | None) -> str:
+        hints = schema.hints(annotations)
+        if names is not None:
+            hints = {name: value for name, value in hints.items() if name in names}
+        key = (names, *hints.values())
+        text = self._hints.get(key)
+        if text is None:
+            text = self._hints[key] = json.dumps(hints)
+        return text
+
+    def _time_json(self, now: float | None) -> str:
+        """The time as Cedar reads it, formatted once per millisecond (the most Cedar's datetime holds)."""
+        ms = schema.millis(now)
+        if self._time[0] != ms:
+            self._time = (ms, json.dumps({"__extn": {"fn": "datetime", "arg": schema.time_text(ms)}}))
+        return self._time[1]
+
+    def _slice(self, principal: tuple[str, str], action: str, server: str, tool: str | None) -> _Slice:
+        key = (*principal, action, f"{server}/{tool}" if tool is not None else server)
+        found = self._slices.get(key)
+        if found is not None:
+            self._slices.move_to_end(key)
+            return found
         import cedarpy
 
-        key = (host, server, tool)
-        handle = self._entities.get(key)
-        if handle is None:
-            handle = cedarpy.Entities.from_json_str(schema.entities(host, server, tool))
-            self._entities[key] = handle
-            if len(self._entities) > _ENTITY_CACHE:
-                self._entities.popitem(last=False)
-        else:
-            self._entities.move_to_end(key)
-        return handle
+        resource = ("Tool", f"{server}/{tool}") if tool is not None else ("Server", server)
+        parents = (("Server", server),) if tool is not None else ()
+        matching = {policy_id: policy for policy_id, policy in self.loaded.parsed.items()
+                    if scope.may_match(policy.get("principal", {}), principal, ())
+                    and scope.may_match(policy.get("action", {}), ("Action", action), ())
+                    and scope.may_match(policy.get("resource", {}), resource, parents)}
+        policies = cedarpy.PolicySet.from_json_str(json.dumps(
+            {"staticPolicies": matching, "templates": {}, "templateLinks": []})) if matching else None
+        found = _Slice(
+            policies=policies,
+            entities=cedarpy.Entities.from_json_str(schema.request_entities(principal, server, tool)),
+            request={"principal": {"type": principal[0], "id": principal[1]},
+                     "action": {"type": "Action", "id": action},
+                     "resource": {"type": resource[0], "id": resource[1]}},
+            reads=scope.reads(list(matching.values())),
+        )
+        self._slices[key] = found
+        if len(self._slices) > _SLICES:
+            self._slices.popitem(last=False)
+        return found

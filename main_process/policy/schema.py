@@ -6,8 +6,8 @@ has no open records, so `arguments` is declared per policy set from how the poli
 """
 
 import json
+import math
 import time
-from datetime import UTC, datetime
 from typing import Any, Final
 
 # ARGUMENTS: the record arguments.py declares for the policies being validated.
@@ -33,26 +33,55 @@ _HINT_DEFAULTS: Final = {"readOnlyHint": False, "destructiveHint": True, "idempo
 
 def entities(host: str, server: str, tool: str) -> str:
     """The request's entities as Cedar JSON: the host, the server, the tool in the server."""
-    return json.dumps([
-        {"uid": {"type": "Host", "id": host}, "attrs": {"name": host}, "parents": []},
+    return request_entities(("Host", host), server, tool)
+
+
+def request_entities(principal: tuple[str, str], server: str, tool: str | None) -> str:
+    """The entities of a request by `principal` (a Host or an Asker) about `server`, or about its
+    `tool` (which is `in` the server), as Cedar JSON."""
+    kind, name = principal
+    found: list[dict[str, Any]] = [
+        {"uid": {"type": kind, "id": name}, "attrs": {"name": name}, "parents": []},
         {"uid": {"type": "Server", "id": server}, "attrs": {"name": server}, "parents": []},
-        {"uid": {"type": "Tool", "id": f"{server}/{tool}"}, "attrs": {"name": tool, "server": server},
-         "parents": [{"type": "Server", "id": server}]},
-    ])
+    ]
+    if tool is not None:
+        found.append({"uid": {"type": "Tool", "id": f"{server}/{tool}"}, "attrs": {"name": tool, "server": server},
+                      "parents": [{"type": "Server", "id": server}]})
+    return json.dumps(found)
+
+
+def hints(annotations: dict[str, Any] | None) -> dict[str, bool]:
+    """A tool's four hints as the context has them: what it says, MCP's defaults elsewhere."""
+    found = dict(_HINT_DEFAULTS)
+    for name, value in (annotations or {}).items():
+        if name in found and isinstance(value, bool):
+            found[name] = value
+    return found
+
+
+def time_value(now: float | None) -> dict[str, Any]:
+    """The context's `time`: `now` (else the clock) as a Cedar datetime."""
+    return {"__extn": {"fn": "datetime", "arg": time_text(millis(now))}}
+
+
+def millis(now: float | None) -> int:
+    """`now` (else the clock) in whole milliseconds since the epoch."""
+    return math.floor((time.time() if now is None else now) * 1000)
+
+
+def time_text(ms: int) -> str:
+    """A time in milliseconds since the epoch as Cedar's datetime reads it (milliseconds at most)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
 
 
 def call_request(host: str, server: str, tool: str, arguments: dict[str, Any],
                  annotations: dict[str, Any] | None, now: float | None = None) -> dict[str, Any]:
-    hints = dict(_HINT_DEFAULTS)
-    for name, value in (annotations or {}).items():
-        if name in hints and isinstance(value, bool):
-            hints[name] = value
-    at = datetime.fromtimestamp(time.time() if now is None else now, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    at = at[:-4] + "Z"  # Cedar's datetime takes milliseconds at most
+    """A call as one whole Cedar request (what `elicitron policy test` and the fast path's test
+    ask cedarpy; main sends only what the policies read: engine.py)."""
     return {"principal": {"type": "Host", "id": host}, "action": {"type": "Action", "id": "callTool"},
             "resource": {"type": "Tool", "id": f"{server}/{tool}"},
-            "context": {"arguments": cedar_value(arguments), "annotations": hints,
-                        "time": {"__extn": {"fn": "datetime", "arg": at}}}}
+            "context": {"arguments": cedar_value(arguments), "annotations": hints(annotations),
+                        "time": time_value(now)}}
 
 
 def cedar_value(value: Any) -> Any:
