@@ -122,3 +122,19 @@ def test_a_tool_no_policy_can_match_is_not_asked_of_cedar(tmp_path: Path, monkey
     monkeypatch.setattr(cedarpy, "is_authorized", refuse)
     verdict = engine.decide_call("evil", "elsewhere", "tool", {"path": "/"}, None, NOON)
     assert (verdict.decision, verdict.policy, verdict.errors) == ("none", None, ())
+
+
+@pytest.mark.parametrize(("condition", "guarded"), [
+    ('when { context.arguments has path && context.arguments.path like "/tmp/*" }', {"path"}),
+    (('when { context.annotations.destructiveHint && context.time.toTime() > duration("19h") '
+      '&& context.arguments has path && context.arguments has mode }'), {"path", "mode"}),
+    ('when { principal is Host && resource in Server::"s" } when { context.arguments has path }', {"path"}),
+    # tested after something that can fail (an argument's value, arithmetic): Cedar must see it
+    ("when { context.arguments.count > 1 && context.arguments has path }", set()),
+    ("when { context.annotations.readOnlyHint || context.arguments has path }", set()),
+    ("unless { context.arguments has path }", set()),
+])
+def test_a_policy_is_left_out_only_when_a_missing_argument_makes_it_false_without_error(
+        condition: str, guarded: set[str]) -> None:
+    policy = parsed(f'forbid(principal, action == Action::"callTool", resource)\n{condition};')
+    assert scope.guards(policy) == guarded

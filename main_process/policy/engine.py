@@ -23,7 +23,8 @@ logger = logging.getLogger(__name__)
 
 Decision = Literal["permit", "forbid", "none"]
 
-_SLICES = 1024  # (principal, action, resource) triples whose slice is kept
+_SCOPES = 1024  # (principal, action, resource) triples whose policies are kept
+_SLICES_PER_SCOPE = 64  # of those, the sets of tested arguments calls sent
 _REPORTED = 256  # evaluation errors logged once each (a policy reading an argument most calls lack)
 
 
@@ -39,10 +40,20 @@ _NO_MATCH = Verdict("none", None)
 
 @dataclass(frozen=True)
 class _Slice:
-    policies: Any  # cedarpy.PolicySet of the policies that can match; None when none can
+    policies: Any  # cedarpy.PolicySet of the policies that can apply; None when none can
+    reads: scope.Reads  # what of the context they read
+
+
+@dataclass(frozen=True)
+class _Scoped:
+    """The policies whose scope can match one (principal, action, resource), and its request."""
+
+    matching: dict[str, dict[str, Any]]  # by id, as parsed
+    guards: dict[str, frozenset[str]]  # by id: the arguments without which it cannot apply
+    tested: frozenset[str]  # all of those
     entities: Any  # cedarpy.Entities of the request
     request: dict[str, Any]  # principal, action, resource (the context is added per call)
-    reads: scope.Reads
+    slices: dict[frozenset[str], _Slice]  # by which of `tested` a call has
 
 
 class Engine:
@@ -50,7 +61,7 @@ class Engine:
 
     def __init__(self, loaded: LoadedPolicies) -> None:
         self.loaded = loaded
-        self._slices: OrderedDict[tuple[str, str, str, str], _Slice] = OrderedDict()
+        self._scoped: OrderedDict[tuple[str, str, str, str], _Scoped] = OrderedDict()
         self._reported: set[str] = set()
         self._hints: dict[tuple[Any, ...], str] = {}  # a tool's hints as JSON, by the names sent and values
         self._time: tuple[int, str] = (-1, "")  # the last millisecond's datetime as JSON
@@ -67,14 +78,15 @@ class Engine:
 
     def _decide(self, principal: tuple[str, str], action: str, server: str, tool: str | None,
                 arguments: dict[str, Any], annotations: dict[str, Any] | None, now: float | None) -> Verdict:
-        found = self._slice(principal, action, server, tool)
+        scoped = self._scoped_for(principal, action, server, tool)
+        found = self._slice(scoped, frozenset(name for name in scoped.tested if schema.sent(arguments, name)))
         if found.policies is None:
             return _NO_MATCH
         import cedarpy
 
-        request = dict(found.request)
+        request = dict(scoped.request)
         request["context"] = self._context(found.reads, arguments, annotations, now)
-        result = cedarpy.is_authorized(request, found.policies, found.entities)
+        result = cedarpy.is_authorized(request, found.policies, scoped.entities)
         diagnostics = result.diagnostics
         errors = tuple(diagnostics.errors)
         for error in errors:
@@ -120,11 +132,11 @@ class Engine:
             self._time = (ms, json.dumps({"__extn": {"fn": "datetime", "arg": schema.time_text(ms)}}))
         return self._time[1]
 
-    def _slice(self, principal: tuple[str, str], action: str, server: str, tool: str | None) -> _Slice:
+    def _scoped_for(self, principal: tuple[str, str], action: str, server: str, tool: str | None) -> _Scoped:
         key = (*principal, action, f"{server}/{tool}" if tool is not None else server)
-        found = self._slices.get(key)
+        found = self._scoped.get(key)
         if found is not None:
-            self._slices.move_to_end(key)
+            self._scoped.move_to_end(key)
             return found
         import cedarpy
 
@@ -134,17 +146,33 @@ class Engine:
                     if scope.may_match(policy.get("principal", {}), principal, ())
                     and scope.may_match(policy.get("action", {}), ("Action", action), ())
                     and scope.may_match(policy.get("resource", {}), resource, parents)}
-        policies = cedarpy.PolicySet.from_json_str(json.dumps(
-            {"staticPolicies": matching, "templates": {}, "templateLinks": []})) if matching else None
-        found = _Slice(
-            policies=policies,
+        guards = {policy_id: scope.guards(policy) for policy_id, policy in matching.items()}
+        found = _Scoped(
+            matching=matching, guards=guards, tested=frozenset().union(*guards.values()),
             entities=cedarpy.Entities.from_json_str(schema.request_entities(principal, server, tool)),
             request={"principal": {"type": principal[0], "id": principal[1]},
                      "action": {"type": "Action", "id": action},
                      "resource": {"type": resource[0], "id": resource[1]}},
-            reads=scope.reads(list(matching.values())),
+            slices={},
         )
-        self._slices[key] = found
-        if len(self._slices) > _SLICES:
-            self._slices.popitem(last=False)
+        self._scoped[key] = found
+        if len(self._scoped) > _SCOPES:
+            self._scoped.popitem(last=False)
+        return found
+
+    def _slice(self, scoped: _Scoped, sent: frozenset[str]) -> _Slice:
+        """The policies that can apply to a call that sent these of the tested arguments."""
+        found = scoped.slices.get(sent)
+        if found is not None:
+            return found
+        import cedarpy
+
+        applying = {policy_id: policy for policy_id, policy in scoped.matching.items()
+                    if scoped.guards[policy_id] <= sent}
+        policies = cedarpy.PolicySet.from_json_str(json.dumps(
+            {"staticPolicies": applying, "templates": {}, "templateLinks": []})) if applying else None
+        found = _Slice(policies, scope.reads(list(applying.values())))
+        if len(scoped.slices) >= _SLICES_PER_SCOPE:
+            scoped.slices.clear()
+        scoped.slices[sent] = found
         return found

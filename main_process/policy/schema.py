@@ -84,13 +84,21 @@ def call_request(host: str, server: str, tool: str, arguments: dict[str, Any],
                         "time": time_value(now)}}
 
 
+_ESCAPES: Final = ("__entity", "__extn", "__expr")  # keys Cedar's JSON reads as other than a record's
+
+
+def sent(arguments: dict[str, Any], name: str) -> bool:
+    """Whether `context.arguments has <name>` for these arguments (cedar_value leaves out the rest)."""
+    return arguments.get(name) is not None and name not in _ESCAPES
+
+
 def cedar_value(value: Any) -> Any:
     """JSON as Cedar reads it: no nulls (left out), no floats (Cedar has none: as text), and no object
     that Cedar's JSON would take for an entity or an extension value (its escape keys are dropped),
     so an agent's arguments can only ever be plain values."""
     if isinstance(value, dict):
         return {str(k): cedar_value(v) for k, v in value.items()
-                if v is not None and k not in ("__entity", "__extn", "__expr")}
+                if v is not None and k not in _ESCAPES}
     if isinstance(value, list):
         return [cedar_value(v) for v in value if v is not None]
     if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)

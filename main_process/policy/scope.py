@@ -118,3 +118,69 @@ class _Walk:
                     return
         for value in node.values():
             self.visit(value)
+
+
+# Nodes that cannot fail when evaluated, in a policy that passed the schema's validation: the
+# context's hints and time and the entities' attributes are always there, typed as declared.
+# An argument's value is not (it may be missing, or of another type), nor arithmetic (overflow).
+_SAFE_OPS = frozenset({"&&", "||", "!", "==", "!=", "<", "<=", ">", ">=", "like", "in", "is", "has"})
+_SAFE_CALLS = frozenset({"toTime", "toDays", "toHours", "toMinutes", "toSeconds", "toMilliseconds"})
+_LITERAL_CALLS = frozenset({"duration", "datetime"})  # their literal arguments were validated at load
+
+
+def guards(policy: dict[str, Any]) -> frozenset[str]:
+    """The arguments without which `policy` cannot apply and evaluates to false without an error:
+    those its conditions test with `context.arguments has <name>` before anything that could fail
+    (Cedar evaluates a policy's conditions in order, each `&&` left to right, and stops at the
+    first false)."""
+    found: set[str] = set()
+    for condition in policy.get("conditions", []):
+        body = condition.get("body")
+        conjuncts = _conjuncts(body) if condition.get("kind") == "when" else [body]
+        for conjunct in conjuncts:
+            tested = _argument_test(conjunct) if condition.get("kind") == "when" else None
+            if tested is not None:
+                found.add(tested)
+            elif not _cannot_fail(conjunct):
+                return frozenset(found)
+    return frozenset(found)
+
+
+def _conjuncts(node: Any) -> list[Any]:
+    """`a && b && c` as [a, b, c], in the order Cedar evaluates them."""
+    if isinstance(node, dict) and len(node) == 1 and isinstance(node.get("&&"), dict):
+        return [*_conjuncts(node["&&"].get("left")), *_conjuncts(node["&&"].get("right"))]
+    return [node]
+
+
+def _argument_test(node: Any) -> str | None:
+    """`name` if `node` is `context.arguments has name`."""
+    if isinstance(node, dict) and len(node) == 1 and isinstance(node.get("has"), dict):
+        body = node["has"]
+        if _record(body.get("left")) == "arguments" and isinstance(body.get("attr"), str):
+            return str(body["attr"])
+    return None
+
+
+def _cannot_fail(node: Any) -> bool:
+    if not isinstance(node, dict) or len(node) != 1:
+        return False
+    (op, body), = node.items()
+    if op == "Value":
+        return isinstance(body, (bool, int, str)) or (isinstance(body, dict) and list(body) == ["__entity"])
+    if op == "Var":
+        return True
+    if op == ".":
+        left = body.get("left") if isinstance(body, dict) else None
+        return left in ({"Var": "principal"}, {"Var": "resource"}) or (
+            left == _CONTEXT and body.get("attr") in ("annotations", "time")) or _record(left) == "annotations"
+    if op in _SAFE_OPS and isinstance(body, dict):
+        if op == "has":
+            return _cannot_fail(body.get("left"))
+        operands = [body.get(key) for key in ("left", "right", "arg", "in") if key in body]
+        return bool(operands) and all(_cannot_fail(operand) for operand in operands)
+    if op in _SAFE_CALLS and isinstance(body, list):
+        return all(_cannot_fail(arg) for arg in body)
+    if op in _LITERAL_CALLS and isinstance(body, list):
+        return all(isinstance(arg, dict) and isinstance(arg.get("Value"), str) for arg in body)
+    return False
