@@ -52,6 +52,13 @@ class Policies:
             return None
         return self._engine.decide_call(host, server, tool, arguments, annotations)
 
+    def elicitation(self, host: str, server: str) -> Verdict | None:
+        """The policies' verdict on `server` eliciting in `host`'s relayed session (action `elicit`);
+        None when no policies are configured."""
+        if self._engine is None:
+            return None
+        return self._engine.decide_elicit(("Host", host), server)
+
     def status(self) -> PolicyStatus | None:
         if self._engine is None and self.problem is None:
             return None
