@@ -36,6 +36,7 @@ class Verdict:
 
 
 _NO_MATCH = Verdict("none", None)
+_NONE: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ class Engine:
     def _decide(self, principal: tuple[str, str], action: str, server: str, tool: str | None,
                 arguments: dict[str, Any], annotations: dict[str, Any] | None, now: float | None) -> Verdict:
         scoped = self._scoped_for(principal, action, server, tool)
-        found = self._slice(scoped, frozenset(name for name in scoped.tested if schema.sent(arguments, name)))
+        sent = frozenset(name for name in scoped.tested if schema.sent(arguments, name)) if scoped.tested else _NONE
+        found = self._slice(scoped, sent)
         if found.policies is None:
             return _NO_MATCH
         import cedarpy
@@ -93,12 +95,13 @@ class Engine:
             if error not in self._reported and len(self._reported) < _REPORTED:
                 self._reported.add(error)
                 logger.warning("policies: %s (a policy that errs does not apply; `has` tests an argument)", error)
-        deciding = sorted((self.loaded.infos[r] for r in diagnostics.reasons if r in self.loaded.infos),
-                          key=lambda info: info.order)
+        infos = self.loaded.infos
+        deciding = [infos[r] for r in diagnostics.reasons if r in infos]
+        first = min(deciding, key=lambda info: info.order) if deciding else None
         if result.allowed:
-            return Verdict("permit", deciding[0] if deciding else None, errors)
-        if deciding:
-            return Verdict("forbid", deciding[0], errors)
+            return Verdict("permit", first, errors)
+        if first is not None:
+            return Verdict("forbid", first, errors)
         return Verdict("none", None, errors)
 
     def _context(self, reads: scope.Reads, arguments: dict[str, Any], annotations: dict[str, Any] | None,
