@@ -75,6 +75,11 @@ when { context.annotations.readOnlyHint && resource.name == "read" };
 @id("server-name") forbid(principal, action == Action::"callTool", resource in Server::"s") when { resource.server == "s" && context has time
   && context.time.toTime() > duration("22h") };
 @id("errs") forbid(principal, action, resource == Tool::"s/errs") when { context.arguments.missing == 1 };
+@id("star") permit(principal, action == Action::"callTool", resource == Tool::"s/star")
+when { context.arguments has q && context.arguments.q like "a\\*b*" && principal.name != "Cursor" };
+@id("flags") forbid(principal, action == Action::"callTool", resource == Tool::"s/flags")
+when { context.arguments has flag && (context.arguments.flag == true || !context.annotations.idempotentHint) }
+unless { context.arguments has n && context.arguments.n >= 3 };
 """
 
 
@@ -85,6 +90,16 @@ when { context.annotations.readOnlyHint && resource.name == "read" };
     ("Claude", "errs", {"other": 1}, None, NOON),
     ("Claude", "errs", {"missing": 1}, None, NOON),
     ("Claude", "other", {"a": None, "__entity": {"type": "Host", "id": "x"}}, None, NOON),
+    ("Claude", "star", {"q": "a*bc"}, None, NOON),
+    ("Claude", "star", {"q": "axbc"}, None, NOON),
+    ("Cursor", "star", {"q": "a*b"}, None, NOON),
+    ("Claude", "star", {"q": 7}, None, NOON),  # `like` on a number: Cedar's type error
+    ("Claude", "flags", {"flag": True}, {"idempotentHint": True}, NOON),
+    ("Claude", "flags", {"flag": 1}, {"idempotentHint": True}, NOON),  # 1 is not true
+    ("Claude", "flags", {"flag": "x"}, None, NOON),
+    ("Claude", "flags", {"flag": True, "n": 3}, None, NOON),
+    ("Claude", "flags", {"flag": True, "n": "3"}, None, NOON),  # `>=` on text: Cedar's type error
+    ("Claude", "flags", {"flag": True, "n": 2.5}, None, NOON),
 ])
 def test_scopes_and_whole_values_decide_as_cedarpy_does(tmp_path: Path, host: str, tool: str,
                                                          arguments: dict[str, Any],
@@ -138,3 +153,25 @@ def test_a_policy_is_left_out_only_when_a_missing_argument_makes_it_false_withou
         condition: str, guarded: set[str]) -> None:
     policy = parsed(f'forbid(principal, action == Action::"callTool", resource)\n{condition};')
     assert scope.guards(policy) == guarded
+
+
+def test_plain_conditions_are_decided_without_cedar_and_the_time_by_cedar(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plain_ones = "".join(f"{policy};" for policy in EDGE_CASES.split(";")
+                         if any(f'@id("{name}")' in policy for name in ("star", "flags")))
+    engine = Engine(write(tmp_path, plain_ones + '\n@id("late") forbid(principal, action, resource == Tool::"s/read") '
+                                                 'when { context.time.toTime() > duration("22h") };'))
+    asked: list[str] = []
+    plain_is_authorized = cedarpy.is_authorized
+
+    def counting(request: dict[str, Any], *args: Any) -> Any:
+        asked.append(request["resource"]["id"])
+        return plain_is_authorized(request, *args)
+
+    monkeypatch.setattr(cedarpy, "is_authorized", counting)
+    assert engine.decide_call("Claude", "s", "star", {"q": "a*b"}, None, NOON).decision == "permit"
+    assert engine.decide_call("Claude", "s", "flags", {"flag": True}, None, NOON).decision == "forbid"
+    assert asked == []
+    # late reads the time, which only Cedar evaluates
+    assert engine.decide_call("Claude", "s", "read", {}, {"readOnlyHint": True}, NIGHT).decision == "forbid"
+    assert asked == ["s/read"]

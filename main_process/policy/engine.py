@@ -16,7 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from main_process.policy import schema, scope
+from main_process.policy import direct, schema, scope
 from main_process.policy.load import LoadedPolicies, PolicyInfo
 
 logger = logging.getLogger(__name__)
@@ -43,6 +43,7 @@ _NONE: frozenset[str] = frozenset()
 class _Slice:
     policies: Any  # cedarpy.PolicySet of the policies that can apply; None when none can
     reads: scope.Reads  # what of the context they read
+    parsed: tuple[tuple[str, dict[str, Any]], ...]  # (id, EST) of each, for direct.py
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class _Scoped:
     entities: Any  # cedarpy.Entities of the request
     request: dict[str, Any]  # principal, action, resource (the context is added per call)
     slices: dict[frozenset[str], _Slice]  # by which of `tested` a call has
+    principal: tuple[str, str]
+    action: str
+    resource: tuple[str, str]
+    parents: tuple[tuple[str, str], ...]
+    attributes: dict[tuple[str, str], dict[str, str]]  # the entities' attributes, as schema.py gives them
 
 
 class Engine:
@@ -84,6 +90,9 @@ class Engine:
         found = self._slice(scoped, sent)
         if found.policies is None:
             return _NO_MATCH
+        directly = self._directly(found, scoped, arguments, annotations)
+        if directly is not None:
+            return directly
         import cedarpy
 
         request = dict(scoped.request)
@@ -103,6 +112,29 @@ class Engine:
         if first is not None:
             return Verdict("forbid", first, errors)
         return Verdict("none", None, errors)
+
+    def _directly(self, found: _Slice, scoped: _Scoped, arguments: dict[str, Any],
+                  annotations: dict[str, Any] | None) -> Verdict | None:
+        """The verdict decided in Python (direct.py), or None: Cedar decides."""
+        names = found.reads.of("arguments")
+        chosen = arguments if names is None else {name: arguments[name] for name in names if name in arguments}
+        call = direct.Call(principal=scoped.principal, action=scoped.action, resource=scoped.resource,
+                           parents=scoped.parents, attributes=scoped.attributes,
+                           arguments=schema.cedar_value(chosen), hints=schema.hints(annotations))
+        forbids: list[PolicyInfo] = []
+        permits: list[PolicyInfo] = []
+        try:
+            for policy_id, policy in found.parsed:
+                if direct.applies(policy, call):
+                    info = self.loaded.infos[policy_id]
+                    (forbids if info.effect == "forbid" else permits).append(info)
+        except direct.Unsure:
+            return None
+        if forbids:
+            return Verdict("forbid", min(forbids, key=lambda info: info.order))
+        if permits:
+            return Verdict("permit", min(permits, key=lambda info: info.order))
+        return _NO_MATCH
 
     def _context(self, reads: scope.Reads, arguments: dict[str, Any], annotations: dict[str, Any] | None,
                  now: float | None) -> str:
@@ -156,7 +188,8 @@ class Engine:
             request={"principal": {"type": principal[0], "id": principal[1]},
                      "action": {"type": "Action", "id": action},
                      "resource": {"type": resource[0], "id": resource[1]}},
-            slices={},
+            slices={}, principal=principal, action=action, resource=resource, parents=parents,
+            attributes=schema.attributes(principal, server, tool),
         )
         self._scoped[key] = found
         if len(self._scoped) > _SCOPES:
@@ -174,7 +207,7 @@ class Engine:
                     if scoped.guards[policy_id] <= sent}
         policies = cedarpy.PolicySet.from_json_str(json.dumps(
             {"staticPolicies": applying, "templates": {}, "templateLinks": []})) if applying else None
-        found = _Slice(policies, scope.reads(list(applying.values())))
+        found = _Slice(policies, scope.reads(list(applying.values())), tuple(applying.items()))
         if len(scoped.slices) >= _SLICES_PER_SCOPE:
             scoped.slices.clear()
         scoped.slices[sent] = found

@@ -39,15 +39,18 @@ def entities(host: str, server: str, tool: str) -> str:
 def request_entities(principal: tuple[str, str], server: str, tool: str | None) -> str:
     """The entities of a request by `principal` (a Host or an Asker) about `server`, or about its
     `tool` (which is `in` the server), as Cedar JSON."""
-    kind, name = principal
-    found: list[dict[str, Any]] = [
-        {"uid": {"type": kind, "id": name}, "attrs": {"name": name}, "parents": []},
-        {"uid": {"type": "Server", "id": server}, "attrs": {"name": server}, "parents": []},
-    ]
+    return json.dumps([
+        {"uid": {"type": kind, "id": name}, "attrs": attrs,
+         "parents": [{"type": "Server", "id": server}] if kind == "Tool" else []}
+        for (kind, name), attrs in attributes(principal, server, tool).items()])
+
+
+def attributes(principal: tuple[str, str], server: str, tool: str | None) -> dict[tuple[str, str], dict[str, str]]:
+    """Each entity of such a request and its attributes."""
+    found = {principal: {"name": principal[1]}, ("Server", server): {"name": server}}
     if tool is not None:
-        found.append({"uid": {"type": "Tool", "id": f"{server}/{tool}"}, "attrs": {"name": tool, "server": server},
-                      "parents": [{"type": "Server", "id": server}]})
-    return json.dumps(found)
+        found[("Tool", f"{server}/{tool}")] = {"name": tool, "server": server}
+    return found
 
 
 def hints(annotations: dict[str, Any] | None) -> dict[str, bool]:
