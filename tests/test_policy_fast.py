@@ -159,8 +159,10 @@ def test_plain_conditions_are_decided_without_cedar_and_the_time_by_cedar(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plain_ones = "".join(f"{policy};" for policy in EDGE_CASES.split(";")
                          if any(f'@id("{name}")' in policy for name in ("star", "flags")))
-    engine = Engine(write(tmp_path, plain_ones + '\n@id("late") forbid(principal, action, resource == Tool::"s/read") '
-                                                 'when { context.time.toTime() > duration("22h") };'))
+    engine = Engine(write(tmp_path, plain_ones + '\n@id("late") forbid(principal, action, resource == Tool::"s/late") '
+                                                 'when { context.time.toTime() > duration("22h59m59s999ms") };'
+                                                 '\n@id("until") forbid(principal, action, resource == Tool::"s/read") '
+                                                 'when { context.time > datetime("2026-12-07") };'))
     asked: list[str] = []
     plain_is_authorized = cedarpy.is_authorized
 
@@ -171,7 +173,9 @@ def test_plain_conditions_are_decided_without_cedar_and_the_time_by_cedar(
     monkeypatch.setattr(cedarpy, "is_authorized", counting)
     assert engine.decide_call("Claude", "s", "star", {"q": "a*b"}, None, NOON).decision == "permit"
     assert engine.decide_call("Claude", "s", "flags", {"flag": True}, None, NOON).decision == "forbid"
+    assert engine.decide_call("Claude", "s", "late", {}, None, NIGHT).decision == "forbid"  # 23:00:00.123
+    assert engine.decide_call("Claude", "s", "late", {}, None, NOON).decision == "none"
     assert asked == []
-    # late reads the time, which only Cedar evaluates
+    # a datetime literal: only Cedar evaluates it
     assert engine.decide_call("Claude", "s", "read", {}, {"readOnlyHint": True}, NIGHT).decision == "forbid"
     assert asked == ["s/read"]

@@ -1,7 +1,8 @@
 """The plainest policies decided in Python, without building a Cedar request: the scope, and
 conditions made of `has`, `like`, `==`/`!=`, `<`/`>` on numbers, `&&`, `||`, `!` over the call's
-arguments, its hints and the entities' names. Whatever else a policy says, and any value Cedar
-would refuse (a missing argument, a number compared with text, a record, the time), is `Unsure`:
+arguments, its hints and the entities' names, and the time of day (`context.time.toTime()` against
+a `duration("…")`). Whatever else a policy says, and any value Cedar would refuse (a missing
+argument, a number compared with text, a record), is `Unsure`:
 the engine then asks Cedar about the whole slice, so a decision is always Cedar's own
 (test_policy_fast.py checks the two agree, errors included).
 """
@@ -28,6 +29,21 @@ class Call:
     attributes: dict[tuple[str, str], dict[str, str]]  # entity -> its attributes (all strings here)
     arguments: dict[str, Any]  # as Cedar reads them (schema.cedar_value)
     hints: dict[str, bool]
+    millis: int  # the context's time, in milliseconds since the epoch
+
+
+@dataclass(frozen=True)
+class _Instant:
+    """A Cedar datetime (`context.time`), in milliseconds since the epoch."""
+
+    millis: int
+
+
+@dataclass(frozen=True)
+class _Duration:
+    """A Cedar duration, in milliseconds."""
+
+    millis: int
 
 
 def applies(policy: dict[str, Any], call: Call) -> bool:
@@ -75,9 +91,9 @@ def _boolean(node: Any, call: Call) -> bool:
     return value
 
 
-def _scalar(node: Any, call: Call) -> bool | int | str:
+def _scalar(node: Any, call: Call) -> bool | int | str | _Duration:
     value = _value(node, call)
-    if not isinstance(value, (bool, int, str)):
+    if not isinstance(value, (bool, int, str, _Duration)):
         raise Unsure  # a record or a set: Cedar compares those by its own rules
     return value
 
@@ -90,6 +106,8 @@ def _value(node: Any, call: Call) -> Any:
         if isinstance(body, (bool, int, str)):
             return body
         raise Unsure
+    if op in ("toTime", "duration"):
+        return _time(op, body, call)
     if not isinstance(body, dict):
         raise Unsure
     if op == "&&":
@@ -105,6 +123,8 @@ def _value(node: Any, call: Call) -> Any:
         return (left == right) == (op == "==")
     if op in ("<", "<=", ">", ">="):
         left, right = _scalar(body.get("left"), call), _scalar(body.get("right"), call)
+        if isinstance(left, _Duration) and isinstance(right, _Duration):
+            return _COMPARE[op](left.millis, right.millis)
         if _kind(left) is not int or _kind(right) is not int:
             raise Unsure
         return _COMPARE[op](left, right)
@@ -122,8 +142,35 @@ def _value(node: Any, call: Call) -> Any:
     raise Unsure
 
 
+def _time(op: str, args: Any, call: Call) -> _Duration:
+    """`context.time.toTime()` (the time of day, UTC) and `duration("…")` literals."""
+    if not isinstance(args, list) or len(args) != 1:
+        raise Unsure
+    if op == "toTime":
+        instant = _value(args[0], call)
+        if not isinstance(instant, _Instant) or instant.millis < 0:
+            raise Unsure
+        return _Duration(instant.millis % _DAY)
+    literal = args[0].get("Value") if isinstance(args[0], dict) else None
+    parsed = _DURATION.fullmatch(literal) if isinstance(literal, str) and literal not in ("", "-") else None
+    if parsed is None:
+        raise Unsure
+    sign, *amounts = parsed.groups()
+    millis = sum(int(amount or 0) * unit for amount, unit in zip(amounts, _UNITS, strict=True))
+    if millis > 2**63 - 1:
+        raise Unsure  # Cedar: overflow
+    return _Duration(-millis if sign else millis)
+
+
+_DAY = 86_400_000
+_UNITS = (_DAY, 3_600_000, 60_000, 1_000, 1)
+_DURATION = re.compile(r"(-)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?")
+
+
 def _attribute(body: dict[str, Any], call: Call) -> Any:
     left, attr = body.get("left"), body.get("attr")
+    if left == {"Var": "context"} and attr == "time":
+        return _Instant(call.millis)
     if _is_arguments(left):
         if attr in call.arguments:
             return call.arguments[attr]
@@ -143,7 +190,7 @@ def _is_arguments(node: Any) -> bool:
     return isinstance(node, dict) and node.get(".") == {"left": {"Var": "context"}, "attr": "arguments"}
 
 
-def _kind(value: bool | int | str) -> type:
+def _kind(value: bool | int | str | _Duration) -> type:
     return bool if isinstance(value, bool) else type(value)
 
 

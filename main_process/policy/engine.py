@@ -90,7 +90,7 @@ class Engine:
         found = self._slice(scoped, sent)
         if found.policies is None:
             return _NO_MATCH
-        directly = self._directly(found, scoped, arguments, annotations)
+        directly = self._directly(found, scoped, arguments, annotations, now)
         if directly is not None:
             return directly
         import cedarpy
@@ -114,13 +114,14 @@ class Engine:
         return Verdict("none", None, errors)
 
     def _directly(self, found: _Slice, scoped: _Scoped, arguments: dict[str, Any],
-                  annotations: dict[str, Any] | None) -> Verdict | None:
+                  annotations: dict[str, Any] | None, now: float | None) -> Verdict | None:
         """The verdict decided in Python (direct.py), or None: Cedar decides."""
         names = found.reads.of("arguments")
         chosen = arguments if names is None else {name: arguments[name] for name in names if name in arguments}
         call = direct.Call(principal=scoped.principal, action=scoped.action, resource=scoped.resource,
                            parents=scoped.parents, attributes=scoped.attributes,
-                           arguments=schema.cedar_value(chosen), hints=schema.hints(annotations))
+                           arguments=schema.cedar_value(chosen), hints=schema.hints(annotations),
+                           millis=schema.millis(now))
         forbids: list[PolicyInfo] = []
         permits: list[PolicyInfo] = []
         try:
