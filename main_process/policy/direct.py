@@ -1,13 +1,15 @@
 """The plainest policies decided in Python, without building a Cedar request: the scope, and
 conditions made of `has`, `like`, `==`/`!=`, `<`/`>` on numbers, `&&`, `||`, `!` over the call's
 arguments, its hints and the entities' names, and the time of day (`context.time.toTime()` against
-a `duration("…")`). Whatever else a policy says, and any value Cedar would refuse (a missing
-argument, a number compared with text, a record), is `Unsure`:
-the engine then asks Cedar about the whole slice, so a decision is always Cedar's own
-(test_policy_fast.py checks the two agree, errors included).
+a `duration("…")`). Each such policy is compiled once into Python functions (`compile_policy`); one
+that says anything else is not (None), and any value Cedar would refuse at a call (a missing
+argument, a number compared with text, a record) raises `Unsure`: either way the engine asks Cedar
+about the whole slice, so a decision is always Cedar's own (test_policy_fast.py checks the two
+agree, errors included).
 """
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,9 +20,13 @@ class Unsure(Exception):
     """This policy, for this call, is not decided here: Cedar decides."""
 
 
+class _Unsupported(Exception):
+    """A policy that says something this module does not evaluate (it is left to Cedar)."""
+
+
 @dataclass(frozen=True)
 class Call:
-    """A request as the direct evaluator reads it."""
+    """A request as the compiled policies read it."""
 
     principal: tuple[str, str]
     action: str
@@ -46,119 +52,170 @@ class _Duration:
     millis: int
 
 
-def applies(policy: dict[str, Any], call: Call) -> bool:
-    """Whether `policy` is satisfied by `call` (scope and every condition); Unsure if not decidable here."""
-    if not (_scope(policy.get("principal"), call.principal, ())
-            and _scope(policy.get("action"), ("Action", call.action), ())
-            and _scope(policy.get("resource"), call.resource, call.parents)):
-        return False
-    satisfied = True
-    for condition in policy.get("conditions", []):  # all evaluated: any Unsure leaves it to Cedar
-        value = _boolean(condition.get("body"), call)
-        if (condition.get("kind") == "when") != value:
-            satisfied = False
-    return satisfied
+Compiled = Callable[[Call], bool]
+_Expr = Callable[[Call], Any]
+
+
+def compile_policy(policy: dict[str, Any]) -> Compiled | None:
+    """`policy` as a function telling whether a call satisfies it (its scope and every condition;
+    raises Unsure), or None if it says something evaluated only by Cedar."""
+    try:
+        scopes = [_scope(policy.get("principal"), lambda call: (call.principal, ())),
+                  _scope(policy.get("action"), lambda call: (("Action", call.action), ())),
+                  _scope(policy.get("resource"), lambda call: (call.resource, call.parents))]
+        conditions = [(condition.get("kind") == "when", _boolean(condition.get("body")))
+                      for condition in policy.get("conditions", [])]
+    except _Unsupported:
+        return None
+
+    def applies(call: Call) -> bool:
+        if not all(scope(call) for scope in scopes):
+            return False
+        satisfied = True
+        for when, condition in conditions:  # all evaluated: any Unsure leaves it to Cedar
+            if when != condition(call):
+                satisfied = False
+        return satisfied
+
+    return applies
 
 
 def _uid(entity: Any) -> tuple[str, str]:
     if isinstance(entity, dict) and isinstance(entity.get("type"), str) and isinstance(entity.get("id"), str):
         return entity["type"], entity["id"]
-    raise Unsure
+    raise _Unsupported
 
 
-def _scope(constraint: Any, uid: tuple[str, str], ancestors: tuple[tuple[str, str], ...]) -> bool:
+def _scope(constraint: Any, of: Callable[[Call], tuple[tuple[str, str], tuple[tuple[str, str], ...]]]) -> Compiled:
     if not isinstance(constraint, dict):
-        raise Unsure
+        raise _Unsupported
     op = constraint.get("op")
     if op == "All":
-        return True
+        return lambda call: True
     if op == "==":
-        return _uid(constraint.get("entity")) == uid
+        uid = _uid(constraint.get("entity"))
+        return lambda call: of(call)[0] == uid
     if op == "in":
-        within = constraint["entities"] if "entities" in constraint else [constraint.get("entity")]
-        return any(_uid(entity) in (uid, *ancestors) for entity in within)
+        within = {_uid(entity) for entity in (constraint["entities"] if "entities" in constraint
+                                              else [constraint.get("entity")])}
+        return lambda call: not within.isdisjoint((of(call)[0], *of(call)[1]))
     if op == "is":
-        inside = constraint.get("in")
-        return constraint.get("entity_type") == uid[0] and (
-            inside is None or _uid(inside.get("entity")) in (uid, *ancestors))
-    raise Unsure
+        kind = constraint.get("entity_type")
+        inside = _uid(constraint["in"].get("entity")) if constraint.get("in") is not None else None
+        return lambda call: of(call)[0][0] == kind and (inside is None or inside in (of(call)[0], *of(call)[1]))
+    raise _Unsupported
 
 
-def _boolean(node: Any, call: Call) -> bool:
-    value = _value(node, call)
-    if not isinstance(value, bool):
-        raise Unsure  # Cedar: a type error
-    return value
+def _boolean(node: Any) -> Compiled:
+    value = _value(node)
+
+    def boolean(call: Call) -> bool:
+        found = value(call)
+        if not isinstance(found, bool):
+            raise Unsure  # Cedar: a type error
+        return found
+
+    return boolean
 
 
-def _scalar(node: Any, call: Call) -> bool | int | str | _Duration:
-    value = _value(node, call)
-    if not isinstance(value, (bool, int, str, _Duration)):
-        raise Unsure  # a record or a set: Cedar compares those by its own rules
-    return value
+def _scalar(node: Any) -> _Expr:
+    value = _value(node)
+
+    def scalar(call: Call) -> Any:
+        found = value(call)
+        if not isinstance(found, (bool, int, str, _Duration)):
+            raise Unsure  # a record or a set: Cedar compares those by its own rules
+        return found
+
+    return scalar
 
 
-def _value(node: Any, call: Call) -> Any:
+def _value(node: Any) -> _Expr:
     if not isinstance(node, dict) or len(node) != 1:
-        raise Unsure
+        raise _Unsupported
     (op, body), = node.items()
     if op == "Value":
         if isinstance(body, (bool, int, str)):
-            return body
-        raise Unsure
-    if op in ("toTime", "duration"):
-        return _time(op, body, call)
-    if not isinstance(body, dict):
-        raise Unsure
-    if op == "&&":
-        return _boolean(body.get("left"), call) and _boolean(body.get("right"), call)
-    if op == "||":
-        return _boolean(body.get("left"), call) or _boolean(body.get("right"), call)
-    if op == "!":
-        return not _boolean(body.get("arg"), call)
-    if op in ("==", "!="):
-        left, right = _scalar(body.get("left"), call), _scalar(body.get("right"), call)
-        if _kind(left) != _kind(right):
-            raise Unsure
-        return (left == right) == (op == "==")
-    if op in ("<", "<=", ">", ">="):
-        left, right = _scalar(body.get("left"), call), _scalar(body.get("right"), call)
-        if isinstance(left, _Duration) and isinstance(right, _Duration):
-            return _COMPARE[op](left.millis, right.millis)
-        if _kind(left) is not int or _kind(right) is not int:
-            raise Unsure
-        return _COMPARE[op](left, right)
-    if op == "like":
-        text = _value(body.get("left"), call)
-        if not isinstance(text, str):
-            raise Unsure
-        return _pattern(body.get("pattern")).fullmatch(text) is not None
-    if op == "has":
-        if _is_arguments(body.get("left")) and isinstance(body.get("attr"), str):
-            return schema.sent(call.arguments, body["attr"])
-        raise Unsure
-    if op == ".":
-        return _attribute(body, call)
-    raise Unsure
-
-
-def _time(op: str, args: Any, call: Call) -> _Duration:
-    """`context.time.toTime()` (the time of day, UTC) and `duration("…")` literals."""
-    if not isinstance(args, list) or len(args) != 1:
-        raise Unsure
+            return lambda call: body
+        raise _Unsupported
+    if op == "duration":
+        duration = _duration(body)
+        return lambda call: duration
     if op == "toTime":
-        instant = _value(args[0], call)
-        if not isinstance(instant, _Instant) or instant.millis < 0:
+        return _time_of_day(body)
+    if not isinstance(body, dict):
+        raise _Unsupported
+    if op in ("&&", "||", "!"):
+        return _logic(op, body)
+    if op in _COMPARE:
+        return _compare(op, body)
+    if op == "like":
+        text, pattern = _value(body.get("left")), _pattern(body.get("pattern"))
+
+        def like(call: Call) -> bool:
+            found = text(call)
+            if not isinstance(found, str):
+                raise Unsure
+            return pattern.fullmatch(found) is not None
+
+        return like
+    if op == "has" and _is_arguments(body.get("left")) and isinstance(body.get("attr"), str):
+        name = body["attr"]
+        return lambda call: schema.sent(call.arguments, name)
+    if op == ".":
+        return _attribute(body)
+    raise _Unsupported
+
+
+def _logic(op: str, body: dict[str, Any]) -> _Expr:
+    if op == "!":
+        arg = _boolean(body.get("arg"))
+        return lambda call: not arg(call)
+    left, right = _boolean(body.get("left")), _boolean(body.get("right"))
+    if op == "&&":
+        return lambda call: left(call) and right(call)  # Cedar's order: the right side only if needed
+    return lambda call: left(call) or right(call)
+
+
+def _compare(op: str, body: dict[str, Any]) -> _Expr:
+    left, right = _scalar(body.get("left")), _scalar(body.get("right"))
+    test = _COMPARE[op]
+    ordered = op not in ("==", "!=")
+
+    def compare(call: Call) -> bool:
+        a, b = left(call), right(call)
+        if _kind(a) is not _kind(b) or (ordered and _kind(a) not in (int, _Duration)):
+            raise Unsure  # Cedar: false for == across types, a type error for <; either way, Cedar says
+        if isinstance(a, _Duration):
+            return test(a.millis, b.millis)
+        return test(a, b)
+
+    return compare
+
+
+def _time_of_day(args: Any) -> _Expr:
+    if not isinstance(args, list) or len(args) != 1:
+        raise _Unsupported
+    instant = _value(args[0])
+
+    def time_of_day(call: Call) -> _Duration:
+        found = instant(call)
+        if not isinstance(found, _Instant) or found.millis < 0:
             raise Unsure
-        return _Duration(instant.millis % _DAY)
-    literal = args[0].get("Value") if isinstance(args[0], dict) else None
+        return _Duration(found.millis % _DAY)
+
+    return time_of_day
+
+
+def _duration(args: Any) -> _Duration:
+    literal = args[0].get("Value") if isinstance(args, list) and len(args) == 1 and isinstance(args[0], dict) else None
     parsed = _DURATION.fullmatch(literal) if isinstance(literal, str) and literal not in ("", "-") else None
     if parsed is None:
-        raise Unsure
+        raise _Unsupported
     sign, *amounts = parsed.groups()
     millis = sum(int(amount or 0) * unit for amount, unit in zip(amounts, _UNITS, strict=True))
     if millis > 2**63 - 1:
-        raise Unsure  # Cedar: overflow
+        raise _Unsupported  # Cedar: overflow
     return _Duration(-millis if sign else millis)
 
 
@@ -167,51 +224,62 @@ _UNITS = (_DAY, 3_600_000, 60_000, 1_000, 1)
 _DURATION = re.compile(r"(-)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?")
 
 
-def _attribute(body: dict[str, Any], call: Call) -> Any:
+def _attribute(body: dict[str, Any]) -> _Expr:
     left, attr = body.get("left"), body.get("attr")
+    if not isinstance(attr, str):
+        raise _Unsupported
     if left == {"Var": "context"} and attr == "time":
-        return _Instant(call.millis)
+        return lambda call: _Instant(call.millis)
     if _is_arguments(left):
-        if attr in call.arguments:
-            return call.arguments[attr]
-        raise Unsure  # Cedar: the record has no such attribute
+        def argument(call: Call) -> Any:
+            if attr in call.arguments:
+                return call.arguments[attr]
+            raise Unsure  # Cedar: the record has no such attribute
+
+        return argument
     if isinstance(left, dict) and left.get(".") == {"left": {"Var": "context"}, "attr": "annotations"}:
-        if attr in call.hints:
-            return call.hints[attr]
-        raise Unsure
-    entity = {"principal": call.principal, "resource": call.resource}.get(left.get("Var", "")) \
-        if isinstance(left, dict) and len(left) == 1 else None
-    if entity is not None and attr in call.attributes.get(entity, {}):
-        return call.attributes[entity][attr]
-    raise Unsure
+        def hint(call: Call) -> bool:
+            if attr in call.hints:
+                return call.hints[attr]
+            raise Unsure
+
+        return hint
+    if left in ({"Var": "principal"}, {"Var": "resource"}):
+        principal = left == {"Var": "principal"}
+
+        def entity_attribute(call: Call) -> str:
+            attributes = call.attributes.get(call.principal if principal else call.resource, {})
+            if attr in attributes:
+                return attributes[attr]
+            raise Unsure
+
+        return entity_attribute
+    raise _Unsupported
 
 
 def _is_arguments(node: Any) -> bool:
     return isinstance(node, dict) and node.get(".") == {"left": {"Var": "context"}, "attr": "arguments"}
 
 
-def _kind(value: bool | int | str | _Duration) -> type:
+def _kind(value: Any) -> type:
     return bool if isinstance(value, bool) else type(value)
 
 
-_COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
-_PATTERNS: dict[str, re.Pattern[str]] = {}
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
 
 
 def _pattern(parts: Any) -> re.Pattern[str]:
-    """Cedar's `like` pattern (literal pieces and `*`) as a regular expression, made once."""
+    """Cedar's `like` pattern (literal pieces and `*`) as a regular expression."""
     if not isinstance(parts, list):
-        raise Unsure
-    key = repr(parts)
-    found = _PATTERNS.get(key)
-    if found is None:
-        pieces = []
-        for part in parts:
-            if part == "Wildcard":
-                pieces.append(".*")
-            elif isinstance(part, dict) and isinstance(part.get("Literal"), str):
-                pieces.append(re.escape(part["Literal"]))
-            else:
-                raise Unsure
-        found = _PATTERNS[key] = re.compile("".join(pieces), re.DOTALL)
-    return found
+        raise _Unsupported
+    pieces = []
+    for part in parts:
+        if part == "Wildcard":
+            pieces.append(".*")
+        elif isinstance(part, dict) and isinstance(part.get("Literal"), str):
+            pieces.append(re.escape(part["Literal"]))
+        else:
+            raise _Unsupported
+    return re.compile("".join(pieces), re.DOTALL)

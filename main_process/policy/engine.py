@@ -43,7 +43,7 @@ _NONE: frozenset[str] = frozenset()
 class _Slice:
     policies: Any  # cedarpy.PolicySet of the policies that can apply; None when none can
     reads: scope.Reads  # what of the context they read
-    parsed: tuple[tuple[str, dict[str, Any]], ...]  # (id, EST) of each, for direct.py
+    compiled: tuple[tuple[PolicyInfo, direct.Compiled], ...] | None  # each in Python; None: Cedar only
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class Engine:
         self._reported: set[str] = set()
         self._hints: dict[tuple[Any, ...], str] = {}  # a tool's hints as JSON, by the names sent and values
         self._time: tuple[int, str] = (-1, "")  # the last millisecond's datetime as JSON
+        self._compiled = {policy_id: direct.compile_policy(policy) for policy_id, policy in loaded.parsed.items()}
 
     def decide_call(self, host: str, server: str, tool: str, arguments: dict[str, Any],
                     annotations: dict[str, Any] | None, now: float | None = None) -> Verdict:
@@ -116,6 +117,8 @@ class Engine:
     def _directly(self, found: _Slice, scoped: _Scoped, arguments: dict[str, Any],
                   annotations: dict[str, Any] | None, now: float | None) -> Verdict | None:
         """The verdict decided in Python (direct.py), or None: Cedar decides."""
+        if found.compiled is None:
+            return None
         names = found.reads.of("arguments")
         chosen = arguments if names is None else {name: arguments[name] for name in names if name in arguments}
         call = direct.Call(principal=scoped.principal, action=scoped.action, resource=scoped.resource,
@@ -125,9 +128,8 @@ class Engine:
         forbids: list[PolicyInfo] = []
         permits: list[PolicyInfo] = []
         try:
-            for policy_id, policy in found.parsed:
-                if direct.applies(policy, call):
-                    info = self.loaded.infos[policy_id]
+            for info, applies in found.compiled:
+                if applies(call):
                     (forbids if info.effect == "forbid" else permits).append(info)
         except direct.Unsure:
             return None
@@ -208,7 +210,10 @@ class Engine:
                     if scoped.guards[policy_id] <= sent}
         policies = cedarpy.PolicySet.from_json_str(json.dumps(
             {"staticPolicies": applying, "templates": {}, "templateLinks": []})) if applying else None
-        found = _Slice(policies, scope.reads(list(applying.values())), tuple(applying.items()))
+        compiled = [(self.loaded.infos[policy_id], fn) for policy_id in applying
+                    if (fn := self._compiled[policy_id]) is not None]
+        found = _Slice(policies, scope.reads(list(applying.values())),
+                       tuple(compiled) if len(compiled) == len(applying) else None)
         if len(scoped.slices) >= _SLICES_PER_SCOPE:
             scoped.slices.clear()
         scoped.slices[sent] = found
