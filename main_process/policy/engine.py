@@ -1,13 +1,13 @@
 """One call decided by the loaded policies: forbid, permit, or no match (Cedar's "deny" with no
 policy behind it, which here means "not decided: today's flow").
 
-Cedar is asked only about a *slice* of the set (scope.py): for each (principal, action, resource)
-met, the policies whose scope can match it, parsed once into a policy set of their own, with the
-request's entities; a slice with no policy is "no match" without asking Cedar. The request carries
-only the context the slice reads (no datetime when no policy reads the time; only the arguments
-read by name), as JSON text. That keeps the decision exactly Cedar's over the whole set
-(test_policy_fast.py checks it) at a fraction of the cost: building the request from JSON was
-most of it, and it grows with what is sent (docs/benchmarks.md has the numbers).
+Only a *slice* of the set is looked at (scope.py): for each (principal, action, resource) met, the
+policies whose scope can match it, less those whose `has` tests the call's arguments fail; a slice
+with no policy is "no match" at once. A slice whose policies are all plain is decided in Python
+(direct.py, compiled once per policy); otherwise, or when a value is one Cedar would refuse, Cedar
+decides, with a policy set of the slice's own and only the context it reads (no datetime unless a
+policy reads the time). The decision is Cedar's over the whole set either way
+(test_policy_fast.py checks it); docs/benchmarks.md has the costs.
 """
 
 import json

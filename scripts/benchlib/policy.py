@@ -1,7 +1,8 @@
 """Figure `policy` (issue 36): what 200 Cedar policies cost a decision, and main per call.
 
 - In-process: one decision of main's engine (main_process/policy/engine.py: the slice of the set
-  whose scope can match, only the context it reads) over 200 generated policies
+  that can match, decided in Python when its policies are plain, else by Cedar with only the
+  context it reads) over 200 generated policies
   (tests/kit/policy_set.py) and a mix of calls that hit and miss them, p50/p90 of each decision's
   CPU time (thread clock: time the scheduler gives others does not count); beside it, cedarpy's
   plain `is_authorized` over the whole set with the whole request (what main did before), on the
