@@ -24,14 +24,12 @@ class _Unsupported(Exception):
     """A policy that says something this module does not evaluate (it is left to Cedar)."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Call:
     """A request as the compiled policies read it."""
 
     principal: tuple[str, str]
-    action: str
     resource: tuple[str, str]
-    parents: tuple[tuple[str, str], ...]
     attributes: dict[tuple[str, str], dict[str, str]]  # entity -> its attributes (all strings here)
     arguments: dict[str, Any]  # as Cedar reads them (schema.cedar_value)
     hints: dict[str, bool]
@@ -57,20 +55,21 @@ _Expr = Callable[[Call], Any]
 
 
 def compile_policy(policy: dict[str, Any]) -> Compiled | None:
-    """`policy` as a function telling whether a call satisfies it (its scope and every condition;
-    raises Unsure), or None if it says something evaluated only by Cedar."""
+    """`policy`'s conditions as a function telling whether a call satisfies them all (raises Unsure),
+    or None if it says something evaluated only by Cedar. Its scope is not in it: the engine looks
+    only at policies whose scope matches (scope.py, exact for every scope this module accepts)."""
     try:
-        scopes = [_scope(policy.get("principal"), lambda call: (call.principal, ())),
-                  _scope(policy.get("action"), lambda call: (("Action", call.action), ())),
-                  _scope(policy.get("resource"), lambda call: (call.resource, call.parents))]
+        for part in ("principal", "action", "resource"):
+            _scope(policy.get(part))
         conditions = [(condition.get("kind") == "when", _boolean(condition.get("body")))
                       for condition in policy.get("conditions", [])]
     except _Unsupported:
         return None
+    if len(conditions) == 1:
+        (when, condition), = conditions
+        return condition if when else lambda call: not condition(call)
 
     def applies(call: Call) -> bool:
-        if not all(scope(call) for scope in scopes):
-            return False
         satisfied = True
         for when, condition in conditions:  # all evaluated: any Unsure leaves it to Cedar
             if when != condition(call):
@@ -86,24 +85,23 @@ def _uid(entity: Any) -> tuple[str, str]:
     raise _Unsupported
 
 
-def _scope(constraint: Any, of: Callable[[Call], tuple[tuple[str, str], tuple[tuple[str, str], ...]]]) -> Compiled:
+def _scope(constraint: Any) -> None:
+    """Raises _Unsupported unless the scope constraint is one scope.may_match decides exactly."""
     if not isinstance(constraint, dict):
         raise _Unsupported
     op = constraint.get("op")
-    if op == "All":
-        return lambda call: True
     if op == "==":
-        uid = _uid(constraint.get("entity"))
-        return lambda call: of(call)[0] == uid
-    if op == "in":
-        within = {_uid(entity) for entity in (constraint["entities"] if "entities" in constraint
-                                              else [constraint.get("entity")])}
-        return lambda call: not within.isdisjoint((of(call)[0], *of(call)[1]))
-    if op == "is":
-        kind = constraint.get("entity_type")
-        inside = _uid(constraint["in"].get("entity")) if constraint.get("in") is not None else None
-        return lambda call: of(call)[0][0] == kind and (inside is None or inside in (of(call)[0], *of(call)[1]))
-    raise _Unsupported
+        _uid(constraint.get("entity"))
+    elif op == "in":
+        for entity in constraint["entities"] if "entities" in constraint else [constraint.get("entity")]:
+            _uid(entity)
+    elif op == "is":
+        if not isinstance(constraint.get("entity_type"), str):
+            raise _Unsupported
+        if constraint.get("in") is not None:
+            _uid(constraint["in"].get("entity"))
+    elif op != "All":
+        raise _Unsupported
 
 
 def _boolean(node: Any) -> Compiled:

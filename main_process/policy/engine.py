@@ -57,9 +57,7 @@ class _Scoped:
     request: dict[str, Any]  # principal, action, resource (the context is added per call)
     slices: dict[frozenset[str], _Slice]  # by which of `tested` a call has
     principal: tuple[str, str]
-    action: str
     resource: tuple[str, str]
-    parents: tuple[tuple[str, str], ...]
     attributes: dict[tuple[str, str], dict[str, str]]  # the entities' attributes, as schema.py gives them
 
 
@@ -121,10 +119,8 @@ class Engine:
             return None
         names = found.reads.of("arguments")
         chosen = arguments if names is None else {name: arguments[name] for name in names if name in arguments}
-        call = direct.Call(principal=scoped.principal, action=scoped.action, resource=scoped.resource,
-                           parents=scoped.parents, attributes=scoped.attributes,
-                           arguments=schema.cedar_value(chosen), hints=schema.hints(annotations),
-                           millis=schema.millis(now))
+        call = direct.Call(scoped.principal, scoped.resource, scoped.attributes, schema.cedar_value(chosen),
+                           schema.hints(annotations), schema.millis(now))
         forbids: list[PolicyInfo] = []
         permits: list[PolicyInfo] = []
         try:
@@ -191,7 +187,7 @@ class Engine:
             request={"principal": {"type": principal[0], "id": principal[1]},
                      "action": {"type": "Action", "id": action},
                      "resource": {"type": resource[0], "id": resource[1]}},
-            slices={}, principal=principal, action=action, resource=resource, parents=parents,
+            slices={}, principal=principal, resource=resource,
             attributes=schema.attributes(principal, server, tool),
         )
         self._scoped[key] = found
