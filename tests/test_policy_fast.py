@@ -179,3 +179,20 @@ def test_plain_conditions_are_decided_without_cedar_and_the_time_by_cedar(
     # a datetime literal: only Cedar evaluates it
     assert engine.decide_call("Claude", "s", "read", {}, {"readOnlyHint": True}, NIGHT).decision == "forbid"
     assert asked == ["s/read"]
+
+
+def test_a_tools_annotations_are_looked_up_only_when_a_policy_that_can_apply_reads_them(tmp_path: Path) -> None:
+    engine = Engine(write(tmp_path, """
+@id("tmp") permit(principal, action, resource == Tool::"files/read") when { context.arguments.path like "/tmp/*" };
+@id("ro") permit(principal, action, resource == Tool::"files/list") when { context.annotations.readOnlyHint };
+"""))
+    looked_up: list[str] = []
+
+    def annotations() -> dict[str, Any]:
+        looked_up.append("dumped")
+        return {"readOnlyHint": True}
+
+    assert engine.decide_call("Claude", "files", "read", {"path": "/tmp/a"}, annotations, NOON).decision == "permit"
+    assert looked_up == []  # tmp reads no hint
+    assert engine.decide_call("Claude", "files", "list", {}, annotations, NOON).decision == "permit"
+    assert looked_up == ["dumped"]

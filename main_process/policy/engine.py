@@ -13,6 +13,7 @@ policy reads the time). The decision is Cedar's over the whole set either way
 import json
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ class Verdict:
 
 
 _NO_MATCH = Verdict("none", None)
+Annotations = dict[str, Any] | None | Callable[[], dict[str, Any] | None]  # a tool's, or how to get them
 _NONE: frozenset[str] = frozenset()
 
 
@@ -73,8 +75,9 @@ class Engine:
         self._compiled = {policy_id: direct.compile_policy(policy) for policy_id, policy in loaded.parsed.items()}
 
     def decide_call(self, host: str, server: str, tool: str, arguments: dict[str, Any],
-                    annotations: dict[str, Any] | None, now: float | None = None) -> Verdict:
-        """A host's `tools/call` (action `callTool`, resource `Tool::"<server>/<tool>"`)."""
+                    annotations: Annotations, now: float | None = None) -> Verdict:
+        """A host's `tools/call` (action `callTool`, resource `Tool::"<server>/<tool>"`); `annotations`
+        may be a function giving them, called only if a policy that can apply reads them."""
         return self._decide(("Host", host), "callTool", server, tool, arguments, annotations, now)
 
     def decide_elicit(self, principal: tuple[str, str], server: str, now: float | None = None) -> Verdict:
@@ -83,12 +86,15 @@ class Engine:
         return self._decide(principal, "elicit", server, None, {}, None, now)
 
     def _decide(self, principal: tuple[str, str], action: str, server: str, tool: str | None,
-                arguments: dict[str, Any], annotations: dict[str, Any] | None, now: float | None) -> Verdict:
+                arguments: dict[str, Any], annotations: Annotations, now: float | None) -> Verdict:
         scoped = self._scoped_for(principal, action, server, tool)
         sent = frozenset(name for name in scoped.tested if schema.sent(arguments, name)) if scoped.tested else _NONE
         found = self._slice(scoped, sent)
         if found.policies is None:
             return _NO_MATCH
+        if callable(annotations):
+            reads = found.reads
+            annotations = annotations() if reads.everything or "annotations" in reads.attributes else None
         directly = self._directly(found, scoped, arguments, annotations, now)
         if directly is not None:
             return directly

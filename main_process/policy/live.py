@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from main_process.policy.engine import Engine, Verdict
+from main_process.policy.engine import Annotations, Engine, Verdict
 from main_process.policy.errors import PolicyError
 from main_process.policy.load import load
 from shared.messages import PolicyStatus
@@ -46,7 +46,7 @@ class Policies:
         return None
 
     def host_call(self, host: str, server: str, tool: str, arguments: dict[str, Any],
-                  annotations: dict[str, Any] | None) -> Verdict | None:
+                  annotations: Annotations) -> Verdict | None:
         """The policies' verdict on a host's call; None when no policies are configured."""
         if self._engine is None:
             return None
