@@ -7,7 +7,9 @@ with no policy is "no match" at once. A slice whose policies are all plain is de
 (direct.py, compiled once per policy); otherwise, or when a value is one Cedar would refuse, Cedar
 decides, with a policy set of the slice's own and only the context it reads (no datetime unless a
 policy reads the time). The decision is Cedar's over the whole set either way
-(test_policy_fast.py checks it); docs/benchmarks.md has the costs.
+(test_policy_fast.py checks it); docs/benchmarks.md has the costs. One difference, on purpose: text
+Cedar cannot read (a lone surrogate, which JSON escapes can carry) in an argument no policy reads
+no longer makes the whole request fail, so it no longer slips a call past a forbid.
 """
 
 import json
@@ -125,7 +127,10 @@ class Engine:
             return None
         names = found.reads.of("arguments")
         chosen = arguments if names is None else {name: arguments[name] for name in names if name in arguments}
-        call = direct.Call(scoped.principal, scoped.resource, scoped.attributes, schema.cedar_value(chosen),
+        read = schema.cedar_value(chosen)
+        if not _unicode(read):
+            return None  # text Cedar cannot read (a lone surrogate): Cedar reports it, decides nothing
+        call = direct.Call(scoped.principal, scoped.resource, scoped.attributes, read,
                            schema.hints(annotations), schema.millis(now))
         forbids: list[PolicyInfo] = []
         permits: list[PolicyInfo] = []
@@ -220,3 +225,21 @@ class Engine:
             scoped.slices.clear()
         scoped.slices[sent] = found
         return found
+
+
+def _unicode(value: Any) -> bool:
+    """Whether every string in `value` is valid Unicode text (JSON's escapes can carry halves of
+    surrogate pairs, which Cedar's request refuses)."""
+    if isinstance(value, str):
+        if value.isascii():
+            return True
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_unicode(key) and _unicode(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(_unicode(item) for item in value)
+    return True
