@@ -14,6 +14,8 @@ Figures (NAME for --only):
             only contract errors, logs refusals rate-limited, and a legit window still books a table
   rules     main's CPU per call when a rule decides (an auto-allowed call, a rule-answered
             elicitation) against a main with no rule store
+  policy    200 Cedar policies: one decision in-process (p50/p90, against cedarpy's plain is_authorized),
+            and main's CPU per call a policy permits against a main with no policy
   cli       `elicitron status` with no main, and `elicitron ask --help`: a fresh process's wall time
   card      a card's latency in an open window: the invoke leaves main -> the card is painted
   abuse     a legitimate window's round trip while a peer floods main and 500 peers attach; main's RSS;
@@ -49,8 +51,8 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from benchlib.common import Figure
 
-FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "rules", "ask", "cli", "card", "abuse",
-           "gateway", "serve", "web", "team"]
+FIGURES = ["raw", "broker", "e2e", "fanout", "replay", "coldstart", "fuzz", "rules", "policy", "ask", "cli", "card",
+           "abuse", "gateway", "serve", "web", "team"]
 
 
 def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure]:
@@ -82,6 +84,10 @@ def _run_figure(name: str, quick: bool, profile_dir: Path | None) -> list[Figure
         from benchlib import rules
 
         return rules.run(quick)
+    if name == "policy":
+        from benchlib import policy
+
+        return policy.run(quick)
     if name == "ask":
         from benchlib import ask
 

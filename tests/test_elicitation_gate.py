@@ -65,6 +65,10 @@ class Rules:
         self.looked_up.append(f"asker {asker}")
         return ("r-2", ALICE) if asker == "deploy.sh" else None
 
+    def policy_declines(self, server: str, host: str) -> tuple[str, str | None] | None:
+        self.looked_up.append(f"policies {host}")
+        return None
+
 
 def read(params: dict[str, Any]) -> Elicitation:
     return Elicitation.read("demo", params)

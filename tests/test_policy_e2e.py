@@ -1,7 +1,7 @@
 """Policy files across real processes: main with the demo server and a Cedar file that forbids one
 tool and permits another, a host (mcp's `Client` through `elicitron serve --server demo`), the
 structured denial it gets (SEP-2643's envelope and Elicitron's own in `_meta`), the audit and a
-reload with a bad file."""
+reload with a bad file; and a forbid on `elicit` declining the server's question in the host's session."""
 
 import json
 import shutil
@@ -85,3 +85,36 @@ def test_a_forbid_names_its_policy_a_permit_needs_no_card_and_the_audit_says_whi
     assert (denied["ruleId"], denied["reason"]) == ("policy:no-cancels", "bookings are cancelled by a person")
     table = main.cli("audit").stdout
     assert "policy no-cancels" in table and "policy hello-echo" in table
+
+
+ELICIT_POLICIES = """\
+@id("booking-by-policy")
+permit(principal, action == Action::"callTool", resource == Tool::"demo/book_table");
+
+@id("no-asking")
+@reason("demo asks nobody through an agent")
+forbid(principal == Host::"Claude Desktop", action == Action::"elicit", resource == Server::"demo");
+"""
+
+
+def test_a_forbid_on_elicit_declines_the_servers_question_before_any_card(tmp_path: Path, hosts: HostLoop) -> None:
+    (tmp_path / "team.cedar").write_text(ELICIT_POLICIES)
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"demo": demo(toolApproval="ask")},
+                                  "elicitron": {"policies": ["team.cedar"]}}))
+    runtime = short_tmp_dir()
+    main = launch(config, runtime, tmp_path, ["demo"])
+    host = Host(hosts, serve_params(main.connection, "--server", "demo"), "Claude Desktop").open()
+    try:
+        booked = host.call("book_table", {"restaurant": "Policy"})  # permitted, then its question declined
+        assert booked.is_error is not True
+        assert json.loads(text_of(booked)) == {"action": "decline", "content": None}
+        assert main.status()["pending"] == []  # no card opened, neither for the call nor its question
+        rows = main.audit_until(lambda rows: any(row.get("ruleId") == "policy:no-asking" for row in rows))
+        declined = next(row for row in rows if row.get("ruleId") == "policy:no-asking")
+        assert (declined["server"], declined["message"], declined["via"], declined["outcome"], declined["reason"]) == (
+            "demo", "Book a table at Policy?", "Claude Desktop", "decline", "demo asks nobody through an agent")
+    finally:
+        host.close()
+        main.stop()
+        shutil.rmtree(runtime, ignore_errors=True)

@@ -48,6 +48,9 @@ class Rules:
         self.asked.append((asker, params.message))
         return "r-1", ElicitationResult(action="accept", content={"ok": True})
 
+    def policy_declines(self, server: str, host: str) -> tuple[str, str | None] | None:
+        return None  # (a question is never asked of the policies)
+
 
 def desk_with(rules: Rules | None = None,
               clock: SettableClock | None = None) -> tuple[QuestionDesk, Windows, list[ChannelReply]]:

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from main_process.consent import approvals, grants
 from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests
 from main_process.consent.rules import Party, Rule, RuleBook, question_key, schema_fields
+from main_process.policy import hook as policy_hook
 from main_process.policy.live import Policies
 from main_process.store.interface import RuleTable, run_now
 from main_process.wire.peers import Peer
@@ -257,6 +258,12 @@ class Consent:
         if not self.book.has_answer_rules(elicitation.server):
             return None  # the common case: one set lookup
         return self._answer(elicitation.server, "server", elicitation.params)
+
+    def policy_declines(self, server: str, host: str) -> tuple[str, str | None] | None:
+        """(audit id, reason) of the policy that forbids `server` eliciting in `host`'s relayed session,
+        or None (policy/hook.py: only a forbid decides an elicitation)."""
+        policy = policy_hook.declining(self.policies.elicitation(host, server))
+        return None if policy is None else (policy_hook.audit_id(policy), policy.reason)
 
     def answer_asker(self, asker: str, params: ElicitParams) -> tuple[str, ElicitationResult] | None:
         """A program's form question answered by a rule given to that asker (never a server's), or None."""

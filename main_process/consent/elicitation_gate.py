@@ -4,9 +4,11 @@ both eras), a program's question (questions.py).
 
     rules ──► route ──► screening ──► the windows (and/or the host)
 
-1. **Rules** (consent.py): a config rule or a remembered answer of that server's program (of that
-   asker, for a question) answers a form request now, whatever the route: nothing opens, the
-   answer is audited with the rule's id (`record`). URL-mode requests never get here answered.
+1. **Rules** (consent.py): in a host's relayed session, a policy that forbids the server eliciting
+   (action `elicit`, policy/hook.py) declines a form request; else a config rule or a remembered
+   answer of that server's program (of that asker, for a question) answers it now, whatever the
+   route: nothing opens, the answer is audited with the rule's or policy's id (`record`).
+   URL-mode requests never get here answered.
 2. **Route**, for a request in a host's relayed session: the server's `elicitationRoute` and what
    the host declared for the request's mode (params main cannot read go as a form would):
    "windows" (or a host that cannot answer it): the windows; "host": the host alone, as the server
@@ -41,6 +43,9 @@ class Rules(Protocol):
     def answer_asker(self, asker: str, params: ElicitParams) -> tuple[str, ElicitationResult] | None:
         """(rule id, answer) for a program's form question, or None."""
 
+    def policy_declines(self, server: str, host: str) -> tuple[str, str | None] | None:
+        """(audit id, reason) of a policy forbidding `server` to elicit in `host`'s session, or None."""
+
 
 class Routed(Protocol):
     @property
@@ -62,14 +67,17 @@ class HostModes:
 
     form: bool
     url: bool
+    name: str | None = None  # the host's name (its clientInfo's; else its window): the policies' principal
 
 
 @dataclass(frozen=True, slots=True)
 class Answered:
-    """Answered now, before anything opens: by a rule (`rule`, audited with its id) or the screening."""
+    """Answered now, before anything opens: by a rule or a policy (`rule`, audited with its id and
+    `reason`) or the screening."""
 
     result: ElicitationResult
     rule: str | None = None
+    reason: str | None = None  # a policy's @reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +116,8 @@ class ElicitationGate:
         if answered.rule is None:
             then()
             return
-        self._pending.record_by_rule(elicitation, answered.result, answered.rule, options, then)
+        self._pending.record_by_rule(elicitation, answered.result, answered.rule, options, then,
+                                     reason=answered.reason)
 
 
 def decide(rules: Rules | None, read: Read, server: Screened | None = None, *, host: HostModes | None = None,
@@ -117,6 +126,9 @@ def decide(rules: Rules | None, read: Read, server: Screened | None = None, *, h
     question); `host`: the modes the host of its relayed session declared (None: main's own
     session, or a question); `asker`: a question's asker, whose rules alone answer it."""
     if rules is not None and isinstance(read, Elicitation) and isinstance(read.params, FormParams):
+        declined = rules.policy_declines(read.server, host.name) if host is not None and host.name else None
+        if declined is not None:
+            return Answered(ElicitationResult(action="decline"), rule=declined[0], reason=declined[1])
         ruled = rules.answer_asker(asker, read.params) if asker is not None else rules.answer_for(read)
         if ruled is not None:
             return Answered(ruled[1], rule=ruled[0])

@@ -118,7 +118,7 @@ class ToolApproval:
             return listed.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
 
         verdict = self._consent.policies.host_call(host.name or host.window, server.name, tool, call.arguments,
-                                                   annotations())
+                                                   annotations)  # dumped only if a policy reads them
         if verdict is not None and verdict.policy is not None:  # policy files come first (policy/)
             self._by_policy(call, verdict)
             return

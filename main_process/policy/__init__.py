@@ -9,9 +9,13 @@ decide hosts' tool calls before any rule or card (issue 36, item 1).
   validated against the schema with cedarpy; an error names file, line and column. A policy's id
   is its `@id` annotation, else `<file>:<line>`; its reason its `@reason`.
 - **Deciding** (engine.py): `forbid` wins (denied, naming the policy), then `permit` (allowed
-  with no card), else no match (today's flow: config rules, toolApproval, user rules, card).
+  with no card), else no match (today's flow: config rules, toolApproval, user rules, card). Only
+  the policies whose scope can match, and whose `has` tests the call passes, are looked at
+  (scope.py); plain ones are evaluated in Python (direct.py), the rest by Cedar with only the
+  context they read: the decision is Cedar's either way.
 - **Live** (live.py): main's current set; a reload with a bad file keeps the last good set and
-  says why (`status`, the reload report). hook.py is what consent.py calls.
+  says why (`status`, the reload report). hook.py is what consent.py calls: a host's call
+  (`callTool`) and a server's form question in a host's session (`elicit`: only a forbid decides).
 
 cedarpy is imported only when a config names policies: `import main_process.app` stays light.
 """

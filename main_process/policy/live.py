@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from main_process.policy.engine import Engine, Verdict
+from main_process.policy.engine import Annotations, Engine, Verdict
 from main_process.policy.errors import PolicyError
 from main_process.policy.load import load
 from shared.messages import PolicyStatus
@@ -46,11 +46,18 @@ class Policies:
         return None
 
     def host_call(self, host: str, server: str, tool: str, arguments: dict[str, Any],
-                  annotations: dict[str, Any] | None) -> Verdict | None:
+                  annotations: Annotations) -> Verdict | None:
         """The policies' verdict on a host's call; None when no policies are configured."""
         if self._engine is None:
             return None
         return self._engine.decide_call(host, server, tool, arguments, annotations)
+
+    def elicitation(self, host: str, server: str) -> Verdict | None:
+        """The policies' verdict on `server` eliciting in `host`'s relayed session (action `elicit`);
+        None when no policies are configured."""
+        if self._engine is None:
+            return None
+        return self._engine.decide_elicit(("Host", host), server)
 
     def status(self) -> PolicyStatus | None:
         if self._engine is None and self.problem is None:

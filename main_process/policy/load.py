@@ -44,6 +44,7 @@ class LoadedPolicies:
     handle: Any  # cedarpy.PolicySet (cedarpy is imported lazily, so not named in annotations)
     infos: dict[str, PolicyInfo]  # by the id the engine reports
     files: tuple[Path, ...]
+    parsed: dict[str, dict[str, Any]]  # each policy's EST JSON, by id (engine.py slices the set by scope)
 
 
 def load(paths: Iterable[Path]) -> LoadedPolicies:
@@ -66,8 +67,7 @@ def load(paths: Iterable[Path]) -> LoadedPolicies:
             statics[info.id] = est
     handle = cedarpy.PolicySet.from_json_str(json.dumps({"staticPolicies": statics, "templates": {},
                                                          "templateLinks": []}))
-    return LoadedPolicies(handle, infos, files)
-
+    return LoadedPolicies(handle, infos, files, statics)
 
 
 def _parsed(path: Path) -> tuple[str, list[source.Chunk], list[tuple[PolicyInfo, dict[str, Any]]]]:

@@ -6,8 +6,8 @@ has no open records, so `arguments` is declared per policy set from how the poli
 """
 
 import json
+import math
 import time
-from datetime import UTC, datetime
 from typing import Any, Final
 
 # ARGUMENTS: the record arguments.py declares for the policies being validated.
@@ -33,26 +33,66 @@ _HINT_DEFAULTS: Final = {"readOnlyHint": False, "destructiveHint": True, "idempo
 
 def entities(host: str, server: str, tool: str) -> str:
     """The request's entities as Cedar JSON: the host, the server, the tool in the server."""
+    return request_entities(("Host", host), server, tool)
+
+
+def request_entities(principal: tuple[str, str], server: str, tool: str | None) -> str:
+    """The entities of a request by `principal` (a Host or an Asker) about `server`, or about its
+    `tool` (which is `in` the server), as Cedar JSON."""
     return json.dumps([
-        {"uid": {"type": "Host", "id": host}, "attrs": {"name": host}, "parents": []},
-        {"uid": {"type": "Server", "id": server}, "attrs": {"name": server}, "parents": []},
-        {"uid": {"type": "Tool", "id": f"{server}/{tool}"}, "attrs": {"name": tool, "server": server},
-         "parents": [{"type": "Server", "id": server}]},
-    ])
+        {"uid": {"type": kind, "id": name}, "attrs": attrs,
+         "parents": [{"type": "Server", "id": server}] if kind == "Tool" else []}
+        for (kind, name), attrs in attributes(principal, server, tool).items()])
+
+
+def attributes(principal: tuple[str, str], server: str, tool: str | None) -> dict[tuple[str, str], dict[str, str]]:
+    """Each entity of such a request and its attributes."""
+    found = {principal: {"name": principal[1]}, ("Server", server): {"name": server}}
+    if tool is not None:
+        found[("Tool", f"{server}/{tool}")] = {"name": tool, "server": server}
+    return found
+
+
+def hints(annotations: dict[str, Any] | None) -> dict[str, bool]:
+    """A tool's four hints as the context has them: what it says, MCP's defaults elsewhere."""
+    found = dict(_HINT_DEFAULTS)
+    for name, value in (annotations or {}).items():
+        if name in found and isinstance(value, bool):
+            found[name] = value
+    return found
+
+
+def time_value(now: float | None) -> dict[str, Any]:
+    """The context's `time`: `now` (else the clock) as a Cedar datetime."""
+    return {"__extn": {"fn": "datetime", "arg": time_text(millis(now))}}
+
+
+def millis(now: float | None) -> int:
+    """`now` (else the clock) in whole milliseconds since the epoch."""
+    return math.floor((time.time() if now is None else now) * 1000)
+
+
+def time_text(ms: int) -> str:
+    """A time in milliseconds since the epoch as Cedar's datetime reads it (milliseconds at most)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
 
 
 def call_request(host: str, server: str, tool: str, arguments: dict[str, Any],
                  annotations: dict[str, Any] | None, now: float | None = None) -> dict[str, Any]:
-    hints = dict(_HINT_DEFAULTS)
-    for name, value in (annotations or {}).items():
-        if name in hints and isinstance(value, bool):
-            hints[name] = value
-    at = datetime.fromtimestamp(time.time() if now is None else now, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    at = at[:-4] + "Z"  # Cedar's datetime takes milliseconds at most
+    """A call as one whole Cedar request (what `elicitron policy test` and the fast path's test
+    ask cedarpy; main sends only what the policies read: engine.py)."""
     return {"principal": {"type": "Host", "id": host}, "action": {"type": "Action", "id": "callTool"},
             "resource": {"type": "Tool", "id": f"{server}/{tool}"},
-            "context": {"arguments": cedar_value(arguments), "annotations": hints,
-                        "time": {"__extn": {"fn": "datetime", "arg": at}}}}
+            "context": {"arguments": cedar_value(arguments), "annotations": hints(annotations),
+                        "time": time_value(now)}}
+
+
+_ESCAPES: Final = ("__entity", "__extn", "__expr")  # keys Cedar's JSON reads as other than a record's
+
+
+def sent(arguments: dict[str, Any], name: str) -> bool:
+    """Whether `context.arguments has <name>` for these arguments (cedar_value leaves out the rest)."""
+    return arguments.get(name) is not None and name not in _ESCAPES
 
 
 def cedar_value(value: Any) -> Any:
@@ -61,7 +101,7 @@ def cedar_value(value: Any) -> Any:
     so an agent's arguments can only ever be plain values."""
     if isinstance(value, dict):
         return {str(k): cedar_value(v) for k, v in value.items()
-                if v is not None and k not in ("__entity", "__extn", "__expr")}
+                if v is not None and k not in _ESCAPES}
     if isinstance(value, list):
         return [cedar_value(v) for v in value if v is not None]
     if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)

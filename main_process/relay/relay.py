@@ -1240,7 +1240,8 @@ class _Ports:
         return approval.call_in_relay(session.server, tool, arguments, session.peer, send_on, reply, wait)
 
     def decide(self, session: RelaySession, read: Read, host: HostModes) -> Decision:
-        return self._relay._ports.gate.decide(read, session.server, host=host)
+        named = HostModes(host.form, host.url, session.peer.name or session.peer.window)  # the policies' principal
+        return self._relay._ports.gate.decide(read, session.server, host=named)
 
     def record(self, session: RelaySession, elicitation: Elicitation, answered: Answered,
                then: Callable[[], None]) -> None:

@@ -185,7 +185,7 @@ def run(quick: bool) -> list[Figure]:
     figures.append(Figure(
         name="rules", title="rules: the consent code alone", value=f"{allow_us:.0f} µs / {answer_us:.0f} µs",
         target="", passed=None, absolute="per auto-allowed call / per rule-answered elicitation",
-        how="in-process, one loop: Consent.call_in_relay with an 'Always allow' rule (stub server, audit rows "
+        how="in-process, one loop: ToolApproval.call_in_relay with an 'Always allow' rule (stub server, audit rows "
             "batched as in main), and ElicitationGate answering by a remembered answer (audit row committed); "
             "real SQLite in a temp dir",
     ))
@@ -205,6 +205,7 @@ async def _hook_alone(n: int) -> tuple[float, float]:
     from main_process.consent.elicitation_gate import Answered, ElicitationGate
     from main_process.consent.pending import Elicitation, PendingRequests, RequestOptions
     from main_process.consent.rules import Rule, question_key
+    from main_process.consent.tool_approval import ToolApproval
     from main_process.servers.server_identity import server_identity
     from main_process.store.factory import open_store
     from main_process.wire.peers import Peer
@@ -256,6 +257,7 @@ async def _hook_alone(n: int) -> tuple[float, float]:
         consent = Consent(Host(pending), None, [], [], loop, {"demo": program})  # type: ignore[arg-type]
         pending.rules = consent
         gate = ElicitationGate(pending, consent)
+        approval = ToolApproval(consent, pending, Host(pending))  # type: ignore[arg-type]
         params = {"mode": "form", "message": "Book a table?", "requestedSchema": BENCH_SCHEMA}
         consent.book.add(Rule(id="r-call", source="user", server="demo", created_at=0, created_by="bench",
                               tool="echo", decision="allow", identity=program))
@@ -268,7 +270,7 @@ async def _hook_alone(n: int) -> tuple[float, float]:
         try:
             started = time.perf_counter_ns()
             for index in range(n):
-                consent.call_in_relay(server, "echo", {"text": "bench"}, host, server.send_on,  # type: ignore[arg-type]
+                approval.call_in_relay(server, "echo", {"text": "bench"}, host, server.send_on,  # type: ignore[arg-type]
                                       lambda reply: None)
                 if index % 16 == 15:
                     writer.flush()  # about what 8 calls in flight batch within 20 ms
