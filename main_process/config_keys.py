@@ -115,6 +115,10 @@ SECTIONS: Final = (
                 Key("waitRetryKeptSeconds", "how long the person's answer on such a card is kept for that retry "
                                             "(same session, tool and arguments); it answers the retry once",
                     attr="wait_retry_kept_s"),
+                Key("waitTaskTtlSeconds", "a host that asks for a task on its call (`params.task`, the tasks of "
+                                          "MCP 2025-11-25) gets one at once, `working` with `waiting for approval "
+                                          "on <machine>` while its card waits; the task is kept for the ttl the "
+                                          "host asks, at most this long", attr="wait_task_ttl_s"),
             )),
     Section("notify", "elicitron.notify", "Webhooks: `notify`",
             "One object per receiver, or a list of them (see "

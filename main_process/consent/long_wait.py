@@ -41,6 +41,8 @@ class WaitSettings:
     retry_after_s: float = 50.0  # below the 60 s most hosts give a call
     kept_s: float = 300.0
     machine: str = field(default_factory=socket.gethostname)
+    tasks_per_session: int = 32  # a host's unfinished tasks (relay/host_tasks.py)
+    task_ttl_s: float = 3600.0  # the longest a task is kept, whatever ttl the host asks
 
     @property
     def waiting_message(self) -> str:
@@ -62,6 +64,7 @@ class HostWait:
     session: SessionKey
     token: Token | None
     progress: Progress
+    in_task: bool = False  # the host holds a task for it: it waits as long as the task lives, no "retry"
 
 
 class WaitingCall(Protocol):
@@ -216,7 +219,7 @@ class SharedCard:
         assert wait is not None
         if wait.token is not None:
             waiter.timer = wait.progress.later(lambda: self._tick(waiter))
-        else:
+        elif not wait.in_task:
             waiter.timer = self._waits.clock.call_later(self._waits.settings.retry_after_s, self._deadline, waiter)
 
     def end(self) -> None:
