@@ -1,24 +1,33 @@
 """A host that asks for a task on its call while the approval takes longer than its request timeout
 (issue 36, item 4), across real processes: a real main and demo server, `elicitron serve`, a
 contract-only window answering the card, and the TypeScript SDK's task API
-(`client.experimental.tasks.callToolStream`, the tasks of MCP 2025-11-25) with a 3 s request timeout.
-The person answers once the host has polled for 6 s; the call succeeds through the task.
+(`client.experimental.tasks.callToolStream`, the tasks of MCP 2025-11-25: the host asks for the
+task) and mcp's Python `Client` with a tasks extension of its own (`ClientExtension` with a
+`ResultClaim` for `resultType: "task"`, MCP 2026-07-28 / SEP-2663: main decides on the task), both with
+a 3 s request timeout. The person answers once the host has polled for 6 s; the call succeeds through
+the task.
 """
 
 import json
+import queue
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import anyio
 import npm_kit
 import pytest
 from consent_kit import ConsentMain, demo, invoke_of, launch
-from gateway_kit import serve_params
+from gateway_kit import Host, HostLoop, open_beside, serve_params, text_of
 from kit.env import child_env, short_tmp_dir
 from kit.paths import ROOT, TESTS
+from mcp import Client
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
+from mcp_types import CallToolResult, Request, RequestParams, Result
+from pydantic import ConfigDict
 from test_long_waits_e2e import Lines, allow_once
 
 pytestmark = pytest.mark.slow
@@ -35,7 +44,7 @@ def main(tmp_path: Path) -> Iterator[ConsentMain]:
     home = Path(tempfile.mkdtemp(prefix="long-tasks-", dir=tmp_path))
     config = home / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"demo": demo(toolApproval="ask")},
-                                  "elicitron": {"waitRetrySeconds": 1.0}}))
+                                  "elicitron": {"waitRetrySeconds": 1.0, "waitTaskSeconds": 1.5}}))
     running = launch(config, runtime, home, ["demo"])
     yield running
     running.stop()
@@ -111,3 +120,90 @@ def test_a_denied_call_in_a_task_ends_with_the_denial_as_its_result(main: Consen
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+class TaskHandle(Result):
+    """SEP-2663's CreateTaskResult, as the host's extension reads it."""
+
+    model_config = ConfigDict(extra="allow")
+    result_type: Literal["task"]
+    task_id: str
+    status: str
+    status_message: str | None = None
+    poll_interval_ms: int | None = None
+
+
+class TaskIdParams(RequestParams):
+    task_id: str
+
+
+class GetTask(Request[TaskIdParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+
+
+class DetailedTask(Result):
+    model_config = ConfigDict(extra="allow")
+    task_id: str
+    status: str
+    status_message: str | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+class PollingTasks(ClientExtension):
+    """The tasks extension on mcp's `Client`: a task handle is polled with tasks/get until it ends;
+    each poll is put on `polls` (with its time since the handle came) for the test to watch."""
+
+    identifier = "io.modelcontextprotocol/tasks"
+
+    def __init__(self) -> None:
+        self.polls: queue.Queue[tuple[float, DetailedTask]] = queue.Queue()
+        self.handles: list[TaskHandle] = []
+
+    def claims(self) -> list[ResultClaim[Any]]:
+        return [ResultClaim(result_type="task", model=TaskHandle, resolve=self._resolve)]
+
+    async def _resolve(self, handle: TaskHandle, ctx: ClaimContext) -> CallToolResult:
+        self.handles.append(handle)
+        started = anyio.current_time()
+        while True:
+            await anyio.sleep((handle.poll_interval_ms or 1000) / 1000)  # the host's poll interval
+            task = await ctx.session.send_request(GetTask(params=TaskIdParams(task_id=handle.task_id)),
+                                                  DetailedTask, request_read_timeout_seconds=HOST_TIMEOUT_S)
+            self.polls.put((anyio.current_time() - started, task))
+            if task.status == "completed" and task.result is not None:
+                return CallToolResult.model_validate(task.result)
+            if task.status in ("failed", "cancelled"):
+                raise RuntimeError(f"task {task.status}: {task.error}")
+
+
+def test_a_python_host_that_declares_tasks_gets_a_task_after_the_threshold_and_its_result_when_the_person_answers(
+        main: ConsentMain, hosts: HostLoop) -> None:
+    window = main.peer(name="phone")
+    tasks = PollingTasks()
+    host = Host(hosts, serve_params(main.connection, "--server", "demo"), "Python task host")
+    host.client = Client(serve_params(main.connection, "--server", "demo"), extensions=[tasks],
+                         client_info=host.client.client_info, cache=None)
+    open_beside(host, main)
+    try:
+        call = host.start(lambda c: c.call_tool("echo", {"text": "worth the wait"}, read_timeout_seconds=HOST_TIMEOUT_S))
+        invoke = invoke_of(window)
+        assert invoke["approval"]["arguments"] == {"text": "worth the wait"}
+        polled: list[tuple[float, DetailedTask]] = []
+        waited = 0.0
+        while not polled or polled[-1][0] < ANSWER_AT_S - 1.5:  # the task came at 1.5 s: answer at ~6 s
+            try:
+                polled.append(tasks.polls.get(timeout=0.2))
+            except queue.Empty:
+                waited += 0.2
+                assert waited < 30 and not call.done(), call.result() if call.done() else "no task polls"
+            window.heartbeat_if_due()
+        assert [handle.status for handle in tasks.handles] == ["working"]
+        assert tasks.handles[0].status_message is not None
+        assert tasks.handles[0].status_message.startswith("waiting for approval on ")
+        assert {task.status for _, task in polled} == {"working"}  # not "still pending, retry"
+        allow_once(window, invoke)
+        result = call.result(30)
+        assert result.is_error is not True and text_of(result) == "worth the wait"
+    finally:
+        host.close()

@@ -42,6 +42,7 @@ class WaitSettings:
     kept_s: float = 300.0
     machine: str = field(default_factory=socket.gethostname)
     tasks_per_session: int = 32  # a host's unfinished tasks (relay/host_tasks.py)
+    task_after_s: float = 10.0  # a 2026-07-28 host that declared tasks gets one after this long
     task_ttl_s: float = 3600.0  # the longest a task is kept, whatever ttl the host asks
 
     @property

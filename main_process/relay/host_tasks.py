@@ -1,11 +1,18 @@
-"""A session's tasks: a host's task-augmented `tools/call` (issue 36, item 4; the tasks of MCP
-2025-11-25, which the TypeScript SDK's `client.experimental.tasks` speaks).
+"""A session's tasks: a host's `tools/call` that waits on its approval card, answered with a task
+(issue 36, item 4), so the host's request timeout no longer races the person deciding on the card.
+Two forms of MCP tasks:
 
-A host that puts `params.task` on a `tools/call` gets a task at once (`working`, "waiting for
-approval on <machine>"), so its request timeout no longer races the person deciding on the card.
-The call goes on in main under the task's own request id; the answer (the server's result, or the
-denial) completes the task. `tasks/get` reports it, `tasks/result` answers at once once it is done
-and otherwise waits for it, `tasks/cancel` withdraws the card (or cancels the call at the server).
+- 2025-11-25 (the TypeScript SDK's `client.experimental.tasks`): the host asks for a task with
+  `params.task`; it gets one at once (`working`, "waiting for approval on <machine>"), and the call
+  goes on in main under the task's own request id. `tasks/result` answers once the task is done
+  (waiting for it until then);
+- 2026-07-28 (SEP-2663, the `io.modelcontextprotocol/tasks` extension): the host declares the
+  extension in its request's capabilities and main decides: a call still waiting on its card after
+  `waitTaskSeconds` gets a task (`resultType: "task"`); `tasks/get` carries the result once done.
+
+Either way the answer (the server's result, or the denial) completes the task; `tasks/get` reports
+it and `tasks/cancel` withdraws the card (or cancels the call at the server). The task is `working`
+while the card waits, not `input_required`: the spec keeps that for input the host itself provides.
 
 Bounded: at most `cap` unfinished tasks a session (past it a clear error, and the call is not made);
 each task is kept for its ttl (the host's, at most `max_ttl_s`) from creation, then forgotten.
@@ -29,6 +36,7 @@ MAX_TTL_S: Final = 3600.0
 POLL_INTERVAL_MS: Final = 1000
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
 METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/cancel", "tasks/list"})
+EXTENSION: Final = "io.modelcontextprotocol/tasks"
 CAPABILITY: Final[dict[str, Any]] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}  # initialize's `tasks`
 _RELATED: Final = "io.modelcontextprotocol/related-task"
 
@@ -40,9 +48,10 @@ def _iso(seconds: float) -> str:
 @dataclass(eq=False)
 class _Task:
     task_id: str
-    call_id: str  # the request id the call goes on with in main and at the server
+    call_id: jsonrpc.Id  # the request id the call goes on with in main and at the server
     created: str
     ttl_ms: int
+    modern: bool  # 2026-07-28's form (ttlMs, the result inline) rather than 2025-11-25's
     status: str = "working"
     message: str = ""
     updated: str = ""
@@ -52,11 +61,25 @@ class _Task:
 
     def shown(self) -> dict[str, Any]:
         shown: dict[str, Any] = {"taskId": self.task_id, "status": self.status, "createdAt": self.created,
-                                 "lastUpdatedAt": self.updated or self.created, "ttl": self.ttl_ms,
-                                 "pollInterval": POLL_INTERVAL_MS}
+                                 "lastUpdatedAt": self.updated or self.created}
+        if self.modern:
+            shown.update(ttlMs=self.ttl_ms, pollIntervalMs=POLL_INTERVAL_MS)
+        else:
+            shown.update(ttl=self.ttl_ms, pollInterval=POLL_INTERVAL_MS)
         if self.message:
             shown["statusMessage"] = self.message
         return shown
+
+    def detailed(self) -> dict[str, Any]:
+        """2026-07-28's tasks/get result: the task, with its result or error once it has one."""
+        detailed = {**self.shown(), "resultType": "complete"}
+        if self.answer is not None:
+            message = jsonrpc.strict_object(self.answer)
+            if self.status == "completed" and isinstance(message.get("result"), dict):
+                detailed["result"] = {**message["result"], "resultType": "complete"}
+            elif self.status == "failed" and isinstance(message.get("error"), dict):
+                detailed["error"] = message["error"]
+        return detailed
 
 
 class HostTasks:
@@ -64,17 +87,19 @@ class HostTasks:
     card or cancels it at the server; `wall` is the wall clock for the timestamps the host sees."""
 
     def __init__(self, clock: Clock, waiting_message: str, send: Callable[[bytes], None],
-                 cancel_call: Callable[[str], None], *, cap: int = CAP, max_ttl_s: float = MAX_TTL_S,
-                 wall: Callable[[], float] | None = None) -> None:
+                 cancel_call: Callable[[jsonrpc.Id], None], *, cap: int = CAP, max_ttl_s: float = MAX_TTL_S,
+                 after_s: float = 10.0, wall: Callable[[], float] | None = None) -> None:
+        """`after_s`: how long a 2026-07-28 call waits on its card before main makes it a task."""
         self._clock = clock
         self._waiting_message = waiting_message
         self._send = send
-        self._cancel_call = cancel_call
+        self._cancel_call = cancel_call  # (the call's request id)
         self._cap = cap
+        self.after_s = after_s
         self._max_ttl_s = max_ttl_s
         self._wall = wall or (lambda: datetime.now(UTC).timestamp())
         self._tasks: dict[str, _Task] = {}
-        self._by_call: dict[str, _Task] = {}
+        self._by_call: dict[jsonrpc.Id, _Task] = {}
         self._ids = itertools.count(1)
 
     @staticmethod
@@ -86,7 +111,7 @@ class HostTasks:
     def create(self, request_id: jsonrpc.Id, requested: dict[str, Any]) -> str | None:
         """Answer the host's call with a new task; the call id it goes on with, or None when the
         session holds `cap` unfinished tasks already (the host got the error)."""
-        if sum(task.status not in TERMINAL for task in self._tasks.values()) >= self._cap:
+        if self.full():
             self._send(jsonrpc.error_response(
                 request_id, RpcCode.INVALID_REQUEST,
                 f"Too many tasks: this session has {self._cap} unfinished tasks; wait for one to finish "
@@ -94,18 +119,39 @@ class HostTasks:
             return None
         ttl = requested.get("ttl")
         ttl_s = min(ttl / 1000, self._max_ttl_s) if isinstance(ttl, int) and ttl > 0 else self._max_ttl_s
-        task = _Task(task_id=secrets.token_hex(8), call_id=f"elicitron-task-{next(self._ids)}",
-                     created=_iso(self._wall()), ttl_ms=int(ttl_s * 1000), message=self._waiting_message)
+        call_id = f"elicitron-task-{next(self._ids)}"
+        task = self._new(call_id, ttl_s, modern=False)
+        self._send(jsonrpc.response(request_id, {"task": task.shown()}))
+        return call_id
+
+    def full(self) -> bool:
+        return sum(task.status not in TERMINAL for task in self._tasks.values()) >= self._cap
+
+    def adopt(self, request_id: jsonrpc.Id) -> bool:
+        """2026-07-28: the host's call, still waiting on its card, becomes a task (the host gets it
+        now, the call goes on under its own id); False when the session holds `cap` unfinished tasks
+        (the call just keeps waiting)."""
+        if self.full():
+            return False
+        task = self._new(request_id, self._max_ttl_s, modern=True)
+        self._send(jsonrpc.response(request_id, {**task.shown(), "resultType": "task"}))
+        return True
+
+    def later(self, delay_s: float, callback: Callable[[], None]) -> Timer:
+        return self._clock.call_later(delay_s, callback)
+
+    def _new(self, call_id: jsonrpc.Id, ttl_s: float, *, modern: bool) -> _Task:
+        task = _Task(task_id=secrets.token_hex(8), call_id=call_id, created=_iso(self._wall()),
+                     ttl_ms=int(ttl_s * 1000), modern=modern, message=self._waiting_message)
         task.expiry = self._clock.call_later(ttl_s, self._expire, task)
         self._tasks[task.task_id] = task
         self._by_call[task.call_id] = task
-        self._send(jsonrpc.response(request_id, {"task": task.shown()}))
-        return task.call_id
+        return task
 
     def owns(self, call_id: jsonrpc.Id) -> bool:
-        return isinstance(call_id, str) and call_id in self._by_call
+        return call_id in self._by_call
 
-    def finished(self, call_id: str, answer: bytes) -> None:
+    def finished(self, call_id: jsonrpc.Id, answer: bytes) -> None:
         """The call's response (a result or an error, with `call_id` as its id) completes its task."""
         task = self._by_call.pop(call_id, None)
         if task is None or task.status in TERMINAL:
@@ -132,7 +178,7 @@ class HostTasks:
                                               f"or its ttl passed)"))
             return
         if method == "tasks/get":
-            self._send(jsonrpc.response(request_id, task.shown()))
+            self._send(jsonrpc.response(request_id, task.detailed() if task.modern else task.shown()))
         elif method == "tasks/result":
             if task.status in TERMINAL:
                 self._send(self._payload(task, request_id))
@@ -145,7 +191,7 @@ class HostTasks:
             self._by_call.pop(task.call_id, None)
             task.status, task.message, task.updated = "cancelled", "cancelled by the host", _iso(self._wall())
             self._cancel_call(task.call_id)
-            self._send(jsonrpc.response(request_id, task.shown()))
+            self._send(jsonrpc.response(request_id, task.detailed() if task.modern else task.shown()))
             waiting, task.waiting = task.waiting, []
             for waiter in waiting:
                 self._send(self._payload(task, waiter))

@@ -59,6 +59,7 @@ from main_process.consent.pending import (
 from main_process.relay.call_progress import CallProgress
 from main_process.relay.host_cancels import HostCancels
 from main_process.relay.host_tasks import CAPABILITY as TASK_CAPABILITY
+from main_process.relay.host_tasks import EXTENSION as TASKS_EXTENSION
 from main_process.relay.host_tasks import METHODS as TASK_METHODS
 from main_process.relay.host_tasks import HostTasks
 from main_process.relay.merged_relay import MergedRelays
@@ -161,6 +162,7 @@ class _Modern:
     host_form: bool
     host_url: bool
     headers: "Headers" = None  # the host's HTTP routing headers, which a retry carries too
+    host_tasks: bool = False  # the host declared the tasks extension: a long wait may become a task
 
     @property
     def params(self) -> dict[str, Any]:
@@ -180,6 +182,7 @@ class _Declared:
     client_info: Any
     form: bool
     url: bool
+    tasks: bool  # the tasks extension (SEP-2663) is in the host's capabilities
 
 
 @dataclass(eq=False)
@@ -381,7 +384,7 @@ class RelaySession:
         params["_meta"] = declared.meta
         message["params"] = msgspec.Raw(jsonrpc.encode(params))
         raw = jsonrpc.encode(message)
-        return raw, _Modern(method, raw, declared.form, declared.url, headers)
+        return raw, _Modern(method, raw, declared.form, declared.url, headers, declared.tasks)
 
     def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None,
               headers: Headers) -> None:
@@ -427,12 +430,21 @@ class RelaySession:
                 self._answer(request_id, jsonrpc.error_response(request_id, error.code, error.message))
 
         self._held[request_id] = None
-        in_task = self.tasks is not None and self.tasks.owns(request_id)
+        may_be_task = self.tasks is not None and modern is not None and modern.host_tasks
+        in_task = may_be_task or (self.tasks is not None and self.tasks.owns(request_id))
         wait = HostWait((self.peer.routing_id, self.name), self._waiting.token(request_id), self._waiting.progress,
                         in_task=in_task) if self._waiting is not None else None
         cancel = self.ports.decide_call(self, tool, arguments or {}, send_on, reply, wait)
         if request_id in self._held:
             self._held[request_id] = cancel
+            if may_be_task and self.tasks is not None:  # still waiting on its card: a task past the threshold
+                self.tasks.later(self.tasks.after_s, lambda: self._to_task(request_id))
+
+    def _to_task(self, request_id: jsonrpc.Id) -> None:
+        """A 2026-07-28 call still waiting on its card: the host gets a task for it (SEP-2663)."""
+        if self.tasks is not None and request_id in self._held and not self.closed \
+                and not self.tasks.owns(request_id):
+            self.tasks.adopt(request_id)
 
     def _as_task(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes) -> tuple[bytes, jsonrpc.Id] | None:
         """A task-augmented call: the host gets its task now, and the call goes on under the task's own
@@ -454,7 +466,7 @@ class RelaySession:
         message["id"] = call_id
         return jsonrpc.encode(message), call_id
 
-    def cancel_task_call(self, call_id: str) -> None:
+    def cancel_task_call(self, call_id: jsonrpc.Id) -> None:
         """tasks/cancel (or the task's ttl): as if the host had cancelled the call itself."""
         cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled",
                      "params": {"requestId": call_id, "reason": "the task was cancelled"}}
@@ -463,7 +475,6 @@ class RelaySession:
     def _answer(self, request_id: jsonrpc.Id, raw: bytes) -> None:
         """The answer to a host's call: to the host, or to its task."""
         if self.tasks is not None and self.tasks.owns(request_id):
-            assert isinstance(request_id, str)
             self.tasks.finished(request_id, raw)
             return
         if request_id == self._initialize_id and self.tasks is not None:
@@ -889,8 +900,11 @@ def _declared(meta: bytes) -> _Declared | None:
     decoded = _decode_object(meta)
     if decoded is None or _PROTOCOL_KEY not in decoded:
         return None
+    capabilities = decoded.get(_CAPABILITIES_KEY)
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    tasks = isinstance(extensions, dict) and TASKS_EXTENSION in extensions
     form, url = _declare_elicitation(decoded, _CAPABILITIES_KEY)
-    return _Declared(msgspec.Raw(jsonrpc.encode(decoded)), decoded.get(_CLIENT_INFO_KEY), form, url)
+    return _Declared(msgspec.Raw(jsonrpc.encode(decoded)), decoded.get(_CLIENT_INFO_KEY), form, url, tasks)
 
 
 def _declare_tasks(raw: bytes) -> bytes:
@@ -1189,7 +1203,7 @@ class Relay:
         if waits is not None:
             session.tasks = HostTasks(waits.clock, waits.settings.waiting_message, host.message,
                                       session.cancel_task_call, cap=waits.settings.tasks_per_session,
-                                      max_ttl_s=waits.settings.task_ttl_s)
+                                      max_ttl_s=waits.settings.task_ttl_s, after_s=waits.settings.task_after_s)
         opened = _Open(session, host)
         self._sessions[(peer.routing_id, name)] = opened
         opened.starting = asyncio.ensure_future(self._start(opened))
