@@ -189,6 +189,7 @@ def test_a_python_host_that_declares_tasks_gets_a_task_after_the_threshold_and_i
         call = host.start(lambda c: c.call_tool("echo", {"text": "worth the wait"}, read_timeout_seconds=HOST_TIMEOUT_S))
         invoke = invoke_of(window)
         assert invoke["approval"]["arguments"] == {"text": "worth the wait"}
+        assert "io.modelcontextprotocol/tasks" in (host.client.server_capabilities.extensions or {})
         polled: list[tuple[float, DetailedTask]] = []
         waited = 0.0
         while not polled or polled[-1][0] < ANSWER_AT_S - 1.5:  # the task came at 1.5 s: answer at ~6 s

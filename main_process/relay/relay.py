@@ -233,7 +233,8 @@ class RelaySession:
     progress: HostProgress | None = None  # main's own progress to the host while a card waits (progress.py)
     _waiting: CallProgress | None = None  # the calls' progress tokens, made from `progress`
     tasks: HostTasks | None = None  # the host's task-augmented calls (host_tasks.py)
-    _initialize_id: jsonrpc.Id | None = None  # the host's `initialize`, whose answer declares tasks
+    _declaring: tuple[jsonrpc.Id, str] | None = None  # the host's initialize or server/discover: its answer
+    # declares main's tasks
     unreadable: int = 0  # messages refused as not strict JSON-RPC (for the log's limit)
     closed: bool = False
 
@@ -318,7 +319,8 @@ class RelaySession:
                 return
             if method == "initialize":
                 raw = self._initialize(raw)
-                self._initialize_id = request_id
+            if method in ("initialize", "server/discover"):
+                self._declaring = (request_id, method)
             self.to_server(raw, headers)
             return
         kind = envelope.kind
@@ -477,9 +479,9 @@ class RelaySession:
         if self.tasks is not None and self.tasks.owns(request_id):
             self.tasks.finished(request_id, raw)
             return
-        if request_id == self._initialize_id and self.tasks is not None:
-            self._initialize_id = None
-            raw = _declare_tasks(raw)
+        if self._declaring is not None and self._declaring[0] == request_id and self.tasks is not None:
+            raw = _declare_tasks(raw, modern=self._declaring[1] == "server/discover")
+            self._declaring = None
         self.ports.to_host(self, raw)
 
     def _ended(self, request_id: jsonrpc.Id) -> None:
@@ -907,8 +909,9 @@ def _declared(meta: bytes) -> _Declared | None:
     return _Declared(msgspec.Raw(jsonrpc.encode(decoded)), decoded.get(_CLIENT_INFO_KEY), form, url, tasks)
 
 
-def _declare_tasks(raw: bytes) -> bytes:
-    """The server's `initialize` result with main's tasks declared (main holds the hosts' tasks)."""
+def _declare_tasks(raw: bytes, *, modern: bool) -> bytes:
+    """The server's `initialize` (2025-11-25's `tasks`) or `server/discover` result (2026-07-28's
+    extension) with main's tasks declared: main holds the hosts' tasks, whatever the server does."""
     try:
         message = jsonrpc.strict_object(raw)
     except (msgspec.DecodeError, RecursionError):
@@ -916,7 +919,14 @@ def _declare_tasks(raw: bytes) -> bytes:
     result = message.get("result")
     if not isinstance(result, dict) or not isinstance(result.get("capabilities", {}), dict):
         return raw
-    result.setdefault("capabilities", {})["tasks"] = TASK_CAPABILITY
+    capabilities = result.setdefault("capabilities", {})
+    if not modern:
+        capabilities["tasks"] = TASK_CAPABILITY
+        return jsonrpc.encode(message)
+    extensions = capabilities.get("extensions")
+    if not isinstance(extensions, dict):
+        extensions = capabilities["extensions"] = {}
+    extensions[TASKS_EXTENSION] = {}
     return jsonrpc.encode(message)
 
 
