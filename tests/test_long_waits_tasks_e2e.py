@@ -208,3 +208,40 @@ def test_a_python_host_that_declares_tasks_gets_a_task_after_the_threshold_and_i
         assert result.is_error is not True and text_of(result) == "worth the wait"
     finally:
         host.close()
+
+
+class CancelTask(Request[TaskIdParams, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+
+
+class CancellingTasks(PollingTasks):
+    """A host that gives up on its task at once: tasks/cancel, whose answer it keeps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cancelled: list[DetailedTask] = []
+
+    async def _resolve(self, handle: TaskHandle, ctx: ClaimContext) -> CallToolResult:
+        self.handles.append(handle)
+        answer = await ctx.session.send_request(CancelTask(params=TaskIdParams(task_id=handle.task_id)), DetailedTask,
+                                                request_read_timeout_seconds=HOST_TIMEOUT_S)
+        self.cancelled.append(answer)
+        return CallToolResult(content=[], is_error=True)
+
+
+def test_tasks_cancel_withdraws_the_approval_card(main: ConsentMain, hosts: HostLoop) -> None:
+    window = main.peer(name="phone")
+    tasks = CancellingTasks()
+    host = Host(hosts, serve_params(main.connection, "--server", "demo"), "Python task host")
+    host.client = Client(serve_params(main.connection, "--server", "demo"), extensions=[tasks],
+                         client_info=host.client.client_info, cache=None)
+    open_beside(host, main)
+    try:
+        call = host.start(lambda c: c.call_tool("echo", {"text": "never mind"}, read_timeout_seconds=HOST_TIMEOUT_S))
+        invoke = invoke_of(window)
+        window.expect(lambda topic, body: topic == "msgElicitationTransferDismiss"
+                      and body["responseChannel"] == invoke["responseChannel"])  # the card is gone
+        call.result(30)
+        assert [task.status for task in tasks.cancelled] == ["cancelled"]
+    finally:
+        host.close()
