@@ -177,16 +177,18 @@ class PollingTasks(ClientExtension):
                 raise RuntimeError(f"task {task.status}: {task.error}")
 
 
+@pytest.mark.parametrize("merged", [False, True], ids=["one server", "merged"])
 def test_a_python_host_that_declares_tasks_gets_a_task_after_the_threshold_and_its_result_when_the_person_answers(
-        main: ConsentMain, hosts: HostLoop) -> None:
+        main: ConsentMain, hosts: HostLoop, merged: bool) -> None:
     window = main.peer(name="phone")
     tasks = PollingTasks()
-    host = Host(hosts, serve_params(main.connection, "--server", "demo"), "Python task host")
-    host.client = Client(serve_params(main.connection, "--server", "demo"), extensions=[tasks],
-                         client_info=host.client.client_info, cache=None)
+    serve = serve_params(main.connection) if merged else serve_params(main.connection, "--server", "demo")
+    host = Host(hosts, serve, "Python task host")
+    host.client = Client(serve, extensions=[tasks], client_info=host.client.client_info, cache=None)
+    tool = "demo__echo" if merged else "echo"
     open_beside(host, main)
     try:
-        call = host.start(lambda c: c.call_tool("echo", {"text": "worth the wait"}, read_timeout_seconds=HOST_TIMEOUT_S))
+        call = host.start(lambda c: c.call_tool(tool, {"text": "worth the wait"}, read_timeout_seconds=HOST_TIMEOUT_S))
         invoke = invoke_of(window)
         assert invoke["approval"]["arguments"] == {"text": "worth the wait"}
         assert "io.modelcontextprotocol/tasks" in (host.client.server_capabilities.extensions or {})
