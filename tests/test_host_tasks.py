@@ -115,16 +115,18 @@ def test_a_task_is_forgotten_when_its_ttl_passes_and_an_unfinished_one_is_withdr
     clock.advance(1.0)
     assert host.withdrawn == [call_id]
     assert host.last()["id"] == 2 and "expired" in host.last()["error"]["message"]
-    host_tasks.handle(3, "tasks/get", {"taskId": task_id})
-    assert host.last()["error"]["code"] == -32602 and "no task" in host.last()["error"]["message"]
+    assert not host_tasks.handle(3, "tasks/get", {"taskId": task_id})  # forgotten: the server's to answer
 
 
-def test_unknown_tasks_and_tasks_list() -> None:
+def test_requests_about_tasks_main_does_not_hold_go_on_to_the_server_and_tasks_list() -> None:
     clock, host = SettableClock(), Host()
     host_tasks = tasks(clock, host)
-    host_tasks.handle(1, "tasks/get", {"taskId": 5})
-    assert host.last()["error"]["code"] == -32602
+    assert not host_tasks.handle(1, "tasks/get", {"taskId": "the-servers-own"})
+    assert not host_tasks.handle(1, "tasks/list", {})
+    assert host.sent == []
     _, task_id = created(host_tasks, host, 2)
+    assert host_tasks.handle(9, "tasks/update", {"taskId": task_id, "inputResponses": {}})
+    assert "needs no input" in host.last()["error"]["message"]
     host_tasks.handle(3, "tasks/list", {})
     assert [task["taskId"] for task in host.last()["result"]["tasks"]] == [task_id]
     host_tasks.close()

@@ -35,7 +35,7 @@ CAP: Final = 32  # unfinished tasks a session may hold
 MAX_TTL_S: Final = 3600.0
 POLL_INTERVAL_MS: Final = 1000
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
-METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/cancel", "tasks/list"})
+METHODS: Final = frozenset({"tasks/get", "tasks/result", "tasks/cancel", "tasks/list", "tasks/update"})
 EXTENSION: Final = "io.modelcontextprotocol/tasks"
 CAPABILITY: Final[dict[str, Any]] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}  # initialize's `tasks`
 _RELATED: Final = "io.modelcontextprotocol/related-task"
@@ -165,19 +165,22 @@ class HostTasks:
         for request_id in waiting:
             self._send(self._payload(task, request_id))
 
-    def handle(self, request_id: jsonrpc.Id, method: str, params: dict[str, Any]) -> None:
-        """A host's tasks/* request, answered here (the server never sees it)."""
+    def handle(self, request_id: jsonrpc.Id, method: str, params: dict[str, Any]) -> bool:
+        """A host's tasks/* request about main's tasks, answered here; False when it is not about
+        one of them (a task the server made itself, say): it goes on to the server."""
         if method == "tasks/list":
+            if not self._tasks:
+                return False
             self._send(jsonrpc.response(request_id, {"tasks": [task.shown() for task in self._tasks.values()]}))
-            return
+            return True
         task_id = params.get("taskId")
         task = self._tasks.get(task_id) if isinstance(task_id, str) else None
         if task is None:
+            return False
+        if method == "tasks/update":  # main's tasks never ask the host for input
             self._send(jsonrpc.error_response(request_id, RpcCode.INVALID_PARAMS,
-                                              f"Invalid params: no task {task_id!r} in this session (unknown, "
-                                              f"or its ttl passed)"))
-            return
-        if method == "tasks/get":
+                                              f"Invalid params: task {task.task_id} needs no input from the host"))
+        elif method == "tasks/get":
             self._send(jsonrpc.response(request_id, task.detailed() if task.modern else task.shown()))
         elif method == "tasks/result":
             if task.status in TERMINAL:
@@ -195,6 +198,7 @@ class HostTasks:
             waiting, task.waiting = task.waiting, []
             for waiter in waiting:
                 self._send(self._payload(task, waiter))
+        return True
 
     def close(self) -> None:
         for task in self._tasks.values():

@@ -298,9 +298,9 @@ class RelaySession:
         # Every message of a session comes this way, so its kind is read here, not in Envelope.kind.
         if isinstance(method, str) and request_id is not msgspec.UNSET:  # a request
             assert isinstance(request_id, (int, str))
-            if self.tasks is not None and method in TASK_METHODS:
-                self.tasks.handle(request_id, method, envelope.params_dict())  # main's own: never the server's
-                return
+            if self.tasks is not None and method in TASK_METHODS \
+                    and self.tasks.handle(request_id, method, envelope.params_dict()):
+                return  # one of main's tasks: the server never hears of it
             modern: _Modern | None = None
             if _PROTOCOL_KEY_BYTES in raw:  # cheap first look; decided on the params below
                 raw, modern = self._modern_request(raw, method, headers)
