@@ -5,6 +5,7 @@ extension and gets one past the threshold, tasks/cancel, and tasks main does not
 import json
 from typing import Any
 
+from test_long_waits import setup
 from test_relay_core import MODERN, Ports, decoded, req, resp, session
 
 from main_process.clock import SettableClock
@@ -97,3 +98,21 @@ def test_a_request_about_a_task_main_does_not_hold_goes_to_the_server_as_sent() 
     request = req(9, "tasks/get", {"taskId": "the-servers-own"})
     relay.from_host(request)
     assert sent == [request] and ports.host == []
+
+
+
+def test_a_call_with_a_progress_token_hears_progress_until_it_became_a_task_then_none_and_no_retry() -> None:
+    waited = setup()  # the card path through LongWaits: progress every 5 s, "retry" at 50 s
+    waited.relay.tasks = HostTasks(waited.clock, "waiting for approval on desk",
+                                   lambda message: waited.ports.to_host(waited.relay, message),
+                                   waited.relay.cancel_task_call, after_s=AFTER_S)
+    waited.relay.from_host(req(7, "tools/call", {"name": "echo", "arguments": {},
+                                                 "_meta": {**MODERN_TASKS, "progressToken": "p"}}))
+    waited.clock.advance(AFTER_S - 1)
+    assert [message["method"] for message in waited.host_got()] == ["notifications/progress"]  # at 5 s
+    waited.clock.advance(1)
+    assert [message["result"]["resultType"] for message in waited.host_got()] == ["task"]  # its 10 s tick: none
+    waited.clock.advance(120.0)  # past the retry deadline too
+    assert waited.host_got() == []
+    waited.ports.opened[0].run()  # the person allows it: it goes on to the server
+    assert json.loads(waited.sent[-1])["id"] == 7

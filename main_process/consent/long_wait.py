@@ -66,6 +66,7 @@ class HostWait:
     token: Token | None
     progress: Progress
     in_task: bool = False  # the host holds a task for it: it waits as long as the task lives, no "retry"
+    listening: Callable[[], bool] = lambda: True  # False once the host got a task for it: no more progress
 
 
 class WaitingCall(Protocol):
@@ -230,7 +231,7 @@ class SharedCard:
 
     def _tick(self, waiter: _Waiter) -> None:
         wait = waiter.call.wait
-        if waiter not in self._waiting or wait is None or wait.token is None:
+        if waiter not in self._waiting or wait is None or wait.token is None or not wait.listening():
             return
         wait.progress.send(wait.token)
         waiter.timer = wait.progress.later(lambda: self._tick(waiter))

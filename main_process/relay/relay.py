@@ -434,8 +434,10 @@ class RelaySession:
         self._held[request_id] = None
         may_be_task = self.tasks is not None and modern is not None and modern.host_tasks
         in_task = may_be_task or (self.tasks is not None and self.tasks.owns(request_id))
+        tasks = self.tasks
         wait = HostWait((self.peer.routing_id, self.name), self._waiting.token(request_id), self._waiting.progress,
-                        in_task=in_task) if self._waiting is not None else None
+                        in_task=in_task, listening=lambda: tasks is None or not tasks.owns(request_id)) \
+            if self._waiting is not None else None
         cancel = self.ports.decide_call(self, tool, arguments or {}, send_on, reply, wait)
         if request_id in self._held:
             self._held[request_id] = cancel
@@ -445,8 +447,8 @@ class RelaySession:
     def _to_task(self, request_id: jsonrpc.Id) -> None:
         """A 2026-07-28 call still waiting on its card: the host gets a task for it (SEP-2663)."""
         if self.tasks is not None and request_id in self._held and not self.closed \
-                and not self.tasks.owns(request_id):
-            self.tasks.adopt(request_id)
+                and not self.tasks.owns(request_id) and self.tasks.adopt(request_id):
+            self._ended(request_id)  # its request is answered: no more progress on its token
 
     def _as_task(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes) -> tuple[bytes, jsonrpc.Id] | None:
         """A task-augmented call: the host gets its task now, and the call goes on under the task's own
