@@ -10,7 +10,9 @@ While a host's `tools/call` waits on its approval card:
   and to retry the same call. The card stays open. The retry (same session, server, tool and
   arguments, by digest) waits on that card rather than opening a second one; once the person
   answered, the decision is kept for `kept_s` and answers the retry (allowed: it runs; denied: the
-  denial), once.
+  denial), once;
+- a host that speaks tasks gets a task for the call instead (relay/host_tasks.py, `in_task`): no
+  retry deadline, and no progress once the host holds the task.
 
 The card itself is opened by tool_approval.py, with a `SharedCard` in place of the host's call: it
 hands the answer to whichever calls wait on it then, or keeps it for the retry.

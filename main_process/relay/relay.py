@@ -11,8 +11,9 @@ between themselves, so what the host sees is what it would see direct. Only cons
   (the windows answer what the host cannot), so it offers what it would offer such a client;
 - a `tools/call` goes on once the consent layer allows it (rules, `toolApproval`, an approval card);
   a denial is answered to the host as the denied tool result. While it waits the host may cancel it;
-  while a card waits, a host that sent a progressToken hears main's progress (progress.py) and one
-  that sent none is told at a deadline to retry (consent/long_wait.py);
+  while a card waits, a host that sent a progressToken hears main's progress (progress.py), one
+  that speaks tasks gets a task (host_tasks.py; `tasks/*` about main's tasks are answered here),
+  and one with neither is told at a deadline to retry (consent/long_wait.py);
 - a server's `elicitation/create` is decided by the gate (elicitation_gate.py): a rule may answer
   it at once; else it goes where the server's `elicitationRoute` says: to the windows (main answers
   the server; the host never sees it), to the host (its answer goes to the server as it sent it;
