@@ -51,23 +51,24 @@ def main(tmp_path: Path) -> Iterator[ConsentMain]:
     subprocess.run(["rm", "-rf", str(runtime)], check=False)
 
 
-def run_ts_task_host(main: ConsentMain, arguments: dict[str, Any]) -> "subprocess.Popen[str]":
+def run_ts_task_host(main: ConsentMain, arguments: dict[str, Any], merged: bool = False) -> "subprocess.Popen[str]":
     package, version, name = npm_kit.TS_SDK
     node, modules = npm_kit.ensure_packages(f"{name}-{version}", {package: version})
-    serve = serve_params(main.connection, "--server", "demo")
+    serve = serve_params(main.connection) if merged else serve_params(main.connection, "--server", "demo")
     spec = {"command": serve.command, "args": serve.args, "env": child_env(), "cwd": str(ROOT),
-            "tool": "echo", "arguments": arguments, "timeoutMs": HOST_TIMEOUT_S * 1000}
+            "tool": "demo__echo" if merged else "echo", "arguments": arguments, "timeoutMs": HOST_TIMEOUT_S * 1000}
     return subprocess.Popen([str(node), str(TESTS / "ts_task_host.mjs"), str(modules / package), json.dumps(spec)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
 
 
 @pytest.mark.timeout(600)  # the first run installs the SDK and Node with npm
+@pytest.mark.parametrize("merged", [False, True], ids=["one server", "merged"])
 def test_a_typescript_host_with_a_3_s_timeout_gets_its_result_through_a_task_when_the_person_answers_at_6_s(
-        main: ConsentMain) -> None:
+        main: ConsentMain, merged: bool) -> None:
     if not npm_kit.npm_available():
         pytest.skip("npm is not installed (CI installs it): the Node host cannot be installed")
     window = main.peer(name="phone")
-    proc = run_ts_task_host(main, {"text": "worth the wait"})
+    proc = run_ts_task_host(main, {"text": "worth the wait"}, merged)
     try:
         lines = Lines(proc)
         connected = lines.next(window, 60)
