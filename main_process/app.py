@@ -202,7 +202,9 @@ class MainApp:
         stack.push_async_callback(notifications.close)  # the one running then (reload replaces it)
         # A host's call waiting on a card longer than the host waits: progress, or "retry" (issue 36)
         waits = LongWaits(WaitSettings(config.wait_progress_s, config.wait_retry_s, config.wait_retry_kept_s,
-                                       config.machine or default_machine()), MONOTONIC)
+                                       config.machine or default_machine(), task_ttl_s=config.wait_task_ttl_s,
+                                       task_after_s=config.wait_task_s),
+                          MONOTONIC)
         approval = ToolApproval(consent, broker.pending, wire.publisher, waits) if consent is not None else None
         if approval is not None:
             stack.callback(approval.close)

@@ -119,6 +119,8 @@ class Config:
     wait_progress_s: float = 5.0  # {"elicitron": {"waitProgressSeconds": …}}
     wait_retry_s: float = 50.0  # {"elicitron": {"waitRetrySeconds": …}}
     wait_retry_kept_s: float = 300.0  # {"elicitron": {"waitRetryKeptSeconds": …}}
+    wait_task_s: float = 10.0  # {"elicitron": {"waitTaskSeconds": …}}: a call's wait before it becomes a task
+    wait_task_ttl_s: float = 3600.0  # {"elicitron": {"waitTaskTtlSeconds": …}}: the longest a host's task is kept
 
 
 def default_config_path() -> Path:
@@ -189,7 +191,9 @@ def parse_config(data: Any, source: str) -> Config:
                   policies=_policy_paths(options.get("policies", []), source),
                   wait_progress_s=_seconds(options, "waitProgressSeconds", Config.wait_progress_s, source),
                   wait_retry_s=_seconds(options, "waitRetrySeconds", Config.wait_retry_s, source),
-                  wait_retry_kept_s=_seconds(options, "waitRetryKeptSeconds", Config.wait_retry_kept_s, source))
+                  wait_retry_kept_s=_seconds(options, "waitRetryKeptSeconds", Config.wait_retry_kept_s, source),
+                  wait_task_s=_seconds(options, "waitTaskSeconds", Config.wait_task_s, source),
+                  wait_task_ttl_s=_seconds(options, "waitTaskTtlSeconds", Config.wait_task_ttl_s, source))
 
 
 MAX_WAIT_SECONDS: Final = 86_400.0

@@ -115,6 +115,15 @@ SECTIONS: Final = (
                 Key("waitRetryKeptSeconds", "how long the person's answer on such a card is kept for that retry "
                                             "(same session, tool and arguments); it answers the retry once",
                     attr="wait_retry_kept_s"),
+                Key("waitTaskSeconds", "a host whose request declares the tasks extension "
+                                       "(`io.modelcontextprotocol/tasks`, MCP 2026-07-28) and whose call still "
+                                       "waits on its approval card after this long gets a task for it "
+                                       "(`working`, `waiting for approval on <machine>`); `tasks/get` gives the "
+                                       "result once the person answered", attr="wait_task_s"),
+                Key("waitTaskTtlSeconds", "a host that asks for a task on its call (`params.task`, the tasks of "
+                                          "MCP 2025-11-25) gets one at once, `working` with `waiting for approval "
+                                          "on <machine>` while its card waits; the task is kept for the ttl the "
+                                          "host asks, at most this long", attr="wait_task_ttl_s"),
             )),
     Section("notify", "elicitron.notify", "Webhooks: `notify`",
             "One object per receiver, or a list of them (see "

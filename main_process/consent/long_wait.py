@@ -10,7 +10,9 @@ While a host's `tools/call` waits on its approval card:
   and to retry the same call. The card stays open. The retry (same session, server, tool and
   arguments, by digest) waits on that card rather than opening a second one; once the person
   answered, the decision is kept for `kept_s` and answers the retry (allowed: it runs; denied: the
-  denial), once.
+  denial), once;
+- a host that speaks tasks gets a task for the call instead (relay/host_tasks.py, `in_task`): no
+  retry deadline, and no progress once the host holds the task.
 
 The card itself is opened by tool_approval.py, with a `SharedCard` in place of the host's call: it
 hands the answer to whichever calls wait on it then, or keeps it for the retry.
@@ -41,6 +43,9 @@ class WaitSettings:
     retry_after_s: float = 50.0  # below the 60 s most hosts give a call
     kept_s: float = 300.0
     machine: str = field(default_factory=socket.gethostname)
+    tasks_per_session: int = 32  # a host's unfinished tasks (relay/host_tasks.py)
+    task_after_s: float = 10.0  # a 2026-07-28 host that declared tasks gets one after this long
+    task_ttl_s: float = 3600.0  # the longest a task is kept, whatever ttl the host asks
 
     @property
     def waiting_message(self) -> str:
@@ -62,6 +67,8 @@ class HostWait:
     session: SessionKey
     token: Token | None
     progress: Progress
+    in_task: bool = False  # the host holds a task for it: it waits as long as the task lives, no "retry"
+    listening: Callable[[], bool] = lambda: True  # False once the host got a task for it: no more progress
 
 
 class WaitingCall(Protocol):
@@ -216,7 +223,7 @@ class SharedCard:
         assert wait is not None
         if wait.token is not None:
             waiter.timer = wait.progress.later(lambda: self._tick(waiter))
-        else:
+        elif not wait.in_task:
             waiter.timer = self._waits.clock.call_later(self._waits.settings.retry_after_s, self._deadline, waiter)
 
     def end(self) -> None:
@@ -226,7 +233,7 @@ class SharedCard:
 
     def _tick(self, waiter: _Waiter) -> None:
         wait = waiter.call.wait
-        if waiter not in self._waiting or wait is None or wait.token is None:
+        if waiter not in self._waiting or wait is None or wait.token is None or not wait.listening():
             return
         wait.progress.send(wait.token)
         waiter.timer = wait.progress.later(lambda: self._tick(waiter))

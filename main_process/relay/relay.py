@@ -11,8 +11,9 @@ between themselves, so what the host sees is what it would see direct. Only cons
   (the windows answer what the host cannot), so it offers what it would offer such a client;
 - a `tools/call` goes on once the consent layer allows it (rules, `toolApproval`, an approval card);
   a denial is answered to the host as the denied tool result. While it waits the host may cancel it;
-  while a card waits, a host that sent a progressToken hears main's progress (progress.py) and one
-  that sent none is told at a deadline to retry (consent/long_wait.py);
+  while a card waits, a host that sent a progressToken hears main's progress (progress.py), one
+  that speaks tasks gets a task (host_tasks.py; `tasks/*` about main's tasks are answered here),
+  and one with neither is told at a deadline to retry (consent/long_wait.py);
 - a server's `elicitation/create` is decided by the gate (elicitation_gate.py): a rule may answer
   it at once; else it goes where the server's `elicitationRoute` says: to the windows (main answers
   the server; the host never sees it), to the host (its answer goes to the server as it sent it;
@@ -58,6 +59,10 @@ from main_process.consent.pending import (
 )
 from main_process.relay.call_progress import CallProgress
 from main_process.relay.host_cancels import HostCancels
+from main_process.relay.host_tasks import CAPABILITY as TASK_CAPABILITY
+from main_process.relay.host_tasks import EXTENSION as TASKS_EXTENSION
+from main_process.relay.host_tasks import METHODS as TASK_METHODS
+from main_process.relay.host_tasks import HostTasks
 from main_process.relay.merged_relay import MergedRelays
 from main_process.relay.progress import HostProgress
 from main_process.relay.upstream import StdioUpstream, UpstreamError
@@ -158,6 +163,7 @@ class _Modern:
     host_form: bool
     host_url: bool
     headers: "Headers" = None  # the host's HTTP routing headers, which a retry carries too
+    host_tasks: bool = False  # the host declared the tasks extension: a long wait may become a task
 
     @property
     def params(self) -> dict[str, Any]:
@@ -177,6 +183,7 @@ class _Declared:
     client_info: Any
     form: bool
     url: bool
+    tasks: bool  # the tasks extension (SEP-2663) is in the host's capabilities
 
 
 @dataclass(eq=False)
@@ -226,6 +233,9 @@ class RelaySession:
     _last_meta: tuple[bytes, _Declared] | None = None  # a host sends the same `_meta` every time
     progress: HostProgress | None = None  # main's own progress to the host while a card waits (progress.py)
     _waiting: CallProgress | None = None  # the calls' progress tokens, made from `progress`
+    tasks: HostTasks | None = None  # the host's task-augmented calls (host_tasks.py)
+    _declaring: tuple[jsonrpc.Id, str] | None = None  # the host's initialize or server/discover: its answer
+    # declares main's tasks
     unreadable: int = 0  # messages refused as not strict JSON-RPC (for the log's limit)
     closed: bool = False
 
@@ -289,6 +299,9 @@ class RelaySession:
         # Every message of a session comes this way, so its kind is read here, not in Envelope.kind.
         if isinstance(method, str) and request_id is not msgspec.UNSET:  # a request
             assert isinstance(request_id, (int, str))
+            if self.tasks is not None and method in TASK_METHODS \
+                    and self.tasks.handle(request_id, method, envelope.params_dict()):
+                return  # one of main's tasks: the server never hears of it
             modern: _Modern | None = None
             if _PROTOCOL_KEY_BYTES in raw:  # cheap first look; decided on the params below
                 raw, modern = self._modern_request(raw, method, headers)
@@ -297,10 +310,18 @@ class RelaySession:
                         return
                     self._modern[request_id] = modern
             if method == "tools/call":
+                if modern is None and self.tasks is not None and b'"task"' in raw:
+                    as_task = self._as_task(envelope, request_id, raw)
+                    if as_task is None:
+                        return
+                    raw, request_id = as_task
+                    envelope = jsonrpc.peek(raw)
                 self._call(envelope, request_id, raw, modern, headers)
                 return
             if method == "initialize":
                 raw = self._initialize(raw)
+            if method in ("initialize", "server/discover"):
+                self._declaring = (request_id, method)
             self.to_server(raw, headers)
             return
         kind = envelope.kind
@@ -366,7 +387,7 @@ class RelaySession:
         params["_meta"] = declared.meta
         message["params"] = msgspec.Raw(jsonrpc.encode(params))
         raw = jsonrpc.encode(message)
-        return raw, _Modern(method, raw, declared.form, declared.url, headers)
+        return raw, _Modern(method, raw, declared.form, declared.url, headers, declared.tasks)
 
     def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None,
               headers: Headers) -> None:
@@ -388,7 +409,7 @@ class RelaySession:
         if not isinstance(tool, str) or not isinstance(arguments, (dict, type(None))):
             # Not passed on: a laxer server could read a tool out of what we cannot decide on.
             self._modern.pop(request_id, None)
-            self.ports.to_host(self, jsonrpc.error_response(
+            self._answer(request_id, jsonrpc.error_response(
                 request_id, RpcCode.INVALID_PARAMS,
                 "Invalid params: tools/call needs a string `name` and an object `arguments`; not sent to the server"))
             return
@@ -406,17 +427,65 @@ class RelaySession:
             self._ended(request_id)
             if answer.result is not None:
                 result = answer.result if modern is None else {**answer.result, "resultType": "complete"}
-                self.ports.to_host(self, jsonrpc.response(request_id, result))
+                self._answer(request_id, jsonrpc.response(request_id, result))
             else:
                 error = answer.error or CallError(code=RpcCode.INTERNAL_ERROR, message="no answer")
-                self.ports.to_host(self, jsonrpc.error_response(request_id, error.code, error.message))
+                self._answer(request_id, jsonrpc.error_response(request_id, error.code, error.message))
 
         self._held[request_id] = None
-        wait = HostWait((self.peer.routing_id, self.name), self._waiting.token(request_id), self._waiting.progress) \
+        may_be_task = self.tasks is not None and modern is not None and modern.host_tasks
+        in_task = may_be_task or (self.tasks is not None and self.tasks.owns(request_id))
+        tasks = self.tasks
+        wait = HostWait((self.peer.routing_id, self.name), self._waiting.token(request_id), self._waiting.progress,
+                        in_task=in_task, listening=lambda: tasks is None or not tasks.owns(request_id)) \
             if self._waiting is not None else None
         cancel = self.ports.decide_call(self, tool, arguments or {}, send_on, reply, wait)
         if request_id in self._held:
             self._held[request_id] = cancel
+            if may_be_task and self.tasks is not None:  # still waiting on its card: a task past the threshold
+                self.tasks.later(self.tasks.after_s, lambda: self._to_task(request_id))
+
+    def _to_task(self, request_id: jsonrpc.Id) -> None:
+        """A 2026-07-28 call still waiting on its card: the host gets a task for it (SEP-2663)."""
+        if self.tasks is not None and request_id in self._held and not self.closed \
+                and not self.tasks.owns(request_id) and self.tasks.adopt(request_id):
+            self._ended(request_id)  # its request is answered: no more progress on its token
+
+    def _as_task(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes) -> tuple[bytes, jsonrpc.Id] | None:
+        """A task-augmented call: the host gets its task now, and the call goes on under the task's own
+        request id, without `task` (the server need not know tasks) and without the host's progress
+        token (the host stopped listening on it with the task). None: refused, the host was told."""
+        assert self.tasks is not None
+        requested = HostTasks.requested(envelope.params_dict())
+        if requested is None:
+            return raw, request_id  # not a task after all (`"task"` was in its arguments)
+        call_id = self.tasks.create(request_id, requested)
+        if call_id is None:
+            return None
+        message = jsonrpc.strict_object(raw)
+        params = message["params"]
+        del params["task"]
+        meta = params.get("_meta")
+        if isinstance(meta, dict):
+            meta.pop("progressToken", None)
+        message["id"] = call_id
+        return jsonrpc.encode(message), call_id
+
+    def cancel_task_call(self, call_id: jsonrpc.Id) -> None:
+        """tasks/cancel (or the task's ttl): as if the host had cancelled the call itself."""
+        cancelled = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                     "params": {"requestId": call_id, "reason": "the task was cancelled"}}
+        self._from_host_one(jsonrpc.encode(cancelled), None)
+
+    def _answer(self, request_id: jsonrpc.Id, raw: bytes) -> None:
+        """The answer to a host's call: to the host, or to its task."""
+        if self.tasks is not None and self.tasks.owns(request_id):
+            self.tasks.finished(request_id, raw)
+            return
+        if self._declaring is not None and self._declaring[0] == request_id and self.tasks is not None:
+            raw = _declare_tasks(raw, modern=self._declaring[1] == "server/discover")
+            self._declaring = None
+        self.ports.to_host(self, raw)
 
     def _ended(self, request_id: jsonrpc.Id) -> None:
         """A host's tools/call was answered or cancelled: no more progress on its token."""
@@ -498,7 +567,7 @@ class RelaySession:
                                 self.ports.calls_changed(self, -1)
                             return
                         self._continues(result.get("requestState"))
-                self.ports.to_host(self, raw)
+                self._answer(request_id, raw)
                 if ended:  # after the answer left: the count is for `peers`, not on the host's path
                     self.ports.calls_changed(self, -1)
                 return
@@ -795,6 +864,8 @@ class RelaySession:
         self.closed = True
         if self._waiting is not None:
             self._waiting.close()
+        if self.tasks is not None:
+            self.tasks.close()
         for cancel in self._held.values():
             if cancel is not None:
                 cancel()
@@ -834,8 +905,32 @@ def _declared(meta: bytes) -> _Declared | None:
     decoded = _decode_object(meta)
     if decoded is None or _PROTOCOL_KEY not in decoded:
         return None
+    capabilities = decoded.get(_CAPABILITIES_KEY)
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    tasks = isinstance(extensions, dict) and TASKS_EXTENSION in extensions
     form, url = _declare_elicitation(decoded, _CAPABILITIES_KEY)
-    return _Declared(msgspec.Raw(jsonrpc.encode(decoded)), decoded.get(_CLIENT_INFO_KEY), form, url)
+    return _Declared(msgspec.Raw(jsonrpc.encode(decoded)), decoded.get(_CLIENT_INFO_KEY), form, url, tasks)
+
+
+def _declare_tasks(raw: bytes, *, modern: bool) -> bytes:
+    """The server's `initialize` (2025-11-25's `tasks`) or `server/discover` result (2026-07-28's
+    extension) with main's tasks declared: main holds the hosts' tasks, whatever the server does."""
+    try:
+        message = jsonrpc.strict_object(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return raw
+    result = message.get("result")
+    if not isinstance(result, dict) or not isinstance(result.get("capabilities", {}), dict):
+        return raw
+    capabilities = result.setdefault("capabilities", {})
+    if not modern:
+        capabilities["tasks"] = TASK_CAPABILITY
+        return jsonrpc.encode(message)
+    extensions = capabilities.get("extensions")
+    if not isinstance(extensions, dict):
+        extensions = capabilities["extensions"] = {}
+    extensions[TASKS_EXTENSION] = {}
+    return jsonrpc.encode(message)
 
 
 def _decode_object(raw: bytes) -> dict[str, Any] | None:
@@ -1118,6 +1213,10 @@ class Relay:
         progress = None if waits is None else HostProgress(
             host.message, waits.clock, waits.settings.progress_every_s, waits.settings.waiting_message)
         session = RelaySession(peer=peer, name=name, server=server, ports=_Ports(self, host), progress=progress)
+        if waits is not None:
+            session.tasks = HostTasks(waits.clock, waits.settings.waiting_message, host.message,
+                                      session.cancel_task_call, cap=waits.settings.tasks_per_session,
+                                      max_ttl_s=waits.settings.task_ttl_s, after_s=waits.settings.task_after_s)
         opened = _Open(session, host)
         self._sessions[(peer.routing_id, name)] = opened
         opened.starting = asyncio.ensure_future(self._start(opened))
