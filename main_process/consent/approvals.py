@@ -60,6 +60,12 @@ def policy_for(config: ServerConfig, tool: str, annotations: Callable[[], dict[s
     return policy  # type: ignore[return-value]
 
 
+def may_ask(config: ServerConfig) -> bool:
+    """Whether `policy_for` can say "ask" for some tool of this server."""
+    asking = ("ask", "ask-destructive")
+    return config.tool_approval in asking or any(policy in asking for _, policy in config.tool_approval_overrides)
+
+
 @functools.lru_cache(maxsize=1024)
 def _glob(pattern: str) -> Glob:
     return Glob(pattern)

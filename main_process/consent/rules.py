@@ -192,6 +192,10 @@ class RuleBook:
 
     # ---- changing ----------------------------------------------------------------------
 
+    def asks_quorum(self, server: str) -> bool:
+        """Whether a config rule asks a quorum of people for a tool of `server`."""
+        return any(rule.quorum is not None and rule.server == server for rule in self._config)
+
     def set_config(self, rules: Iterable[Rule]) -> None:
         for old in self._config:
             self._by_id.pop(old.id, None)

@@ -56,6 +56,12 @@ class ToolApproval:
         self._waits = waits
         self._tasks: set[asyncio.Task[None]] = set()
 
+    def may_ask(self, server: ManagedServer) -> bool:
+        """Whether a host's call of `server` can wait on a card: its toolApproval (or an override)
+        asks, or a config rule asks a quorum. A server whose calls never wait is relayed as it is:
+        main declares and holds no tasks for it (the gateway stays transparent)."""
+        return approvals.may_ask(server.config) or self._consent.book.asks_quorum(server.name)
+
     def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()

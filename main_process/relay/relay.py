@@ -1213,7 +1213,7 @@ class Relay:
         progress = None if waits is None else HostProgress(
             host.message, waits.clock, waits.settings.progress_every_s, waits.settings.waiting_message)
         session = RelaySession(peer=peer, name=name, server=server, ports=_Ports(self, host), progress=progress)
-        if waits is not None:
+        if waits is not None and self._approval is not None and self._approval.may_ask(server):
             session.tasks = HostTasks(waits.clock, waits.settings.waiting_message, host.message,
                                       session.cancel_task_call, cap=waits.settings.tasks_per_session,
                                       max_ttl_s=waits.settings.task_ttl_s, after_s=waits.settings.task_after_s)
