@@ -199,6 +199,14 @@ class Database:
         return isinstance(exc, psycopg.OperationalError) or (isinstance(exc, psycopg.Error) and
                                                              exc.sqlstate == "3D000")
 
+    def failure_text(self, exc: psycopg.Error | StoreUnavailableError) -> str:
+        """A call failed with `exc`: noted (`failed`) when it is libpq's, and said in one line
+        without the password, for a caller's log."""
+        if isinstance(exc, psycopg.Error):
+            self.failed(exc)
+            return self.explain(exc)
+        return str(exc)
+
     def failed(self, exc: psycopg.Error) -> None:
         """A call failed: the store is unreachable when the connection is what failed. The pool's
         idle connections are then checked (a restart ended them all: each would fail one call)."""

@@ -72,9 +72,5 @@ class PgDevices:
         return True
 
     def _failed(self, what: str, exc: psycopg.Error | StoreUnavailableError) -> None:
-        if isinstance(exc, psycopg.Error):
-            self._db.failed(exc)
-            problem = self._db.explain(exc)  # the password scrubbed from libpq's text
-        else:
-            problem = str(exc)
+        problem = self._db.failure_text(exc)
         self._complaints.log(logging.ERROR, ("devices", what), "paired web devices: cannot %s: %s", what, problem)

@@ -395,11 +395,7 @@ class PgInbox:
         return rows
 
     def _failed(self, what: str, exc: psycopg.Error | StoreUnavailableError) -> None:
-        if isinstance(exc, psycopg.Error):
-            self._db.failed(exc)
-            problem = self._db.explain(exc)  # the password scrubbed from libpq's text
-        else:
-            problem = str(exc)
+        problem = self._db.failure_text(exc)
         self._complaints.log(logging.ERROR, ("inbox", what), "shared inbox: cannot %s: %s", what, problem)
 
 
