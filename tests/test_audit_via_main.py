@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from consent_kit import ConsentMains, demo, invoke_of, started_mains
 from kit.env import child_env
+from kit.main import RunningMain
 from kit.paths import PYTHON, ROOT
 
 pytestmark = pytest.mark.slow  # every test here runs the CLI, most a main too
@@ -29,13 +30,8 @@ def elicitron(home: Path, *args: str, **env: str) -> "subprocess.CompletedProces
                           text=True, env=child_env(home) | env, cwd=ROOT, timeout=60, check=False)
 
 
-def audit_file(home: Path) -> Path:
-    return home / "data" / "elicitron" / "audit.sqlite3"
-
-
-def test_audit_from_another_home_shows_the_running_mains_rows_and_json_is_the_same_as_from_its_file(
-        consent_mains: ConsentMains, tmp_path: Path) -> None:
-    main = consent_mains({"demo": demo()})
+def decline_a_booking(main: RunningMain) -> None:
+    """One audited row: demo's book_table at Noma, declined by a window named kitchen."""
     window = main.peer(name="kitchen")
     caller = main.peer(name="cli", role="controller")
     call = caller.call_tool("demo", "book_table", {"restaurant": "Noma"})
@@ -43,6 +39,16 @@ def test_audit_from_another_home_shows_the_running_mains_rows_and_json_is_the_sa
     assert "result" in caller.expect_topic(call)
     window.close()
     caller.close()
+
+
+def audit_file(home: Path) -> Path:
+    return home / "data" / "elicitron" / "audit.sqlite3"
+
+
+def test_audit_from_another_home_shows_the_running_mains_rows_and_json_is_the_same_as_from_its_file(
+        consent_mains: ConsentMains, tmp_path: Path) -> None:
+    main = consent_mains({"demo": demo()})
+    decline_a_booking(main)
 
     elsewhere = Path(tempfile.mkdtemp(prefix="other-home-", dir=tmp_path))
     table = elicitron(elsewhere, "audit", ELICITRON_CONNECTION=str(main.connection))

@@ -11,10 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from consent_kit import invoke_of
 from kit.postgres import PostgresServer
 from team_kit import Mains
-from test_audit_via_main import audit_file, elicitron
+from test_audit_via_main import audit_file, decline_a_booking, elicitron
 
 from main_process.store.url import redact
 
@@ -33,13 +32,7 @@ def mains(pg_url: str) -> Iterator[Mains]:
 def test_audit_from_another_home_reads_mains_postgresql_store_and_says_when_it_is_down(
         mains: Mains, postgres: PostgresServer, tmp_path: Path) -> None:
     main = mains.start("laptop-a")
-    window = main.peer(name="kitchen")
-    caller = main.peer(name="cli", role="controller")
-    call = caller.call_tool("demo", "book_table", {"restaurant": "Noma"})
-    window.answer(invoke_of(window), "decline")
-    assert "result" in caller.expect_topic(call)
-    window.close()
-    caller.close()
+    decline_a_booking(main)
 
     elsewhere = Path(tempfile.mkdtemp(prefix="other-home-", dir=tmp_path))
     table = elicitron(elsewhere, "audit", ELICITRON_CONNECTION=str(main.connection))
