@@ -1,5 +1,5 @@
-"""`elicitron policy test`: the config's policy files asked about one call, here, without main, and
-what decided it. Exit 0 permit, 1 forbid, 2 no match (today's flow decides: rules, toolApproval, a
+"""`elicitron policy test`: the config's policy files asked about one call (or, with `--action elicit`,
+one server's form question), here, without main, and what decided it. Exit 0 permit, 1 forbid, 2 no match (today's flow decides: rules, toolApproval, a
 card); a bad file or config is a usage error (2) too, said on stderr."""
 
 import argparse
@@ -20,11 +20,14 @@ EXIT_PERMIT, EXIT_FORBID, EXIT_NO_MATCH = 0, 1, 2
 def add_policy_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser("policy", help="policy files (Cedar): test what they decide for a call")
     actions = p.add_subparsers(dest="policy_command", required=True)
-    test = actions.add_parser("test", help="decide one host's call with the config's policies; exit 0 permit, "
-                                           "1 forbid, 2 no match")
+    test = actions.add_parser("test", help="decide one host's call (or a server's form question, --action elicit) "
+                                           "with the config's policies; exit 0 permit, 1 forbid, 2 no match")
     test.add_argument("--host", required=True, help="the host's name, as in its clientInfo (\"Claude Desktop\")")
     test.add_argument("--server", required=True, help="the server's name in the config")
-    test.add_argument("--tool", required=True)
+    test.add_argument("--action", choices=("callTool", "elicit"), default="callTool",
+                      help="callTool (default): a host's tools/call of --tool; elicit: --server asking a form "
+                           "question in --host's session (no --tool, --args or --annotations)")
+    test.add_argument("--tool", help="the tool called (needed with --action callTool)")
     test.add_argument("--args", default="{}", metavar="JSON", help="the call's arguments, a JSON object")
     test.add_argument("--annotations", default="{}", metavar="JSON",
                       help="the tool's MCP annotations (readOnlyHint, …), a JSON object; MCP's defaults otherwise")
@@ -49,6 +52,15 @@ def cmd_policy_test(args: argparse.Namespace) -> int:
     from main_process.policy.engine import Engine
     from main_process.policy.load import load
 
+    elicit = args.action == "elicit"
+    if elicit and (args.tool is not None or args.args != "{}" or args.annotations != "{}"):
+        print("elicitron: --action elicit asks about a server's question, which has no tool: leave out --tool, "
+              "--args and --annotations", file=sys.stderr)
+        return EXIT_USAGE
+    if not elicit and args.tool is None:
+        print("elicitron: --tool is needed with --action callTool (the default); --action elicit asks about "
+              "a server's form question instead", file=sys.stderr)
+        return EXIT_USAGE
     arguments = _json_object(args.args, "--args")
     annotations = _json_object(args.annotations, "--annotations")
     if arguments is None or annotations is None:
@@ -58,17 +70,29 @@ def cmd_policy_test(args: argparse.Namespace) -> int:
         print("elicitron: the config names no policy files (elicitron.policies); nothing to test", file=sys.stderr)
         return EXIT_USAGE
     engine = Engine(load(paths))  # a PolicyError is a ConfigError: cli.main prints it, exit 2
-    verdict = engine.decide_call(args.host, args.server, args.tool, arguments, annotations)
+    if elicit:
+        verdict = engine.decide_elicit(("Host", args.host), args.server)
+    else:
+        verdict = engine.decide_call(args.host, args.server, args.tool, arguments, annotations)
     for error in verdict.errors:
         print(f"warning: {for_terminal(error)} (that policy does not apply)", file=sys.stderr)
     policy = verdict.policy
+    host, server = for_terminal(args.host), for_terminal(args.server)
     if verdict.decision == "none" or policy is None:
-        print(f"no match: no policy decides {for_terminal(args.server)}/{for_terminal(args.tool)} for "
-              f"{for_terminal(args.host)}; the rules, toolApproval or a card do")
+        if elicit:
+            print(f"no match: no policy decides {server}'s questions in {host}'s session; a remembered answer "
+                  "or a card does")
+        else:
+            print(f"no match: no policy decides {server}/{for_terminal(args.tool)} for {host}; the rules, "
+                  "toolApproval or a card do")
         return EXIT_NO_MATCH
     print(f"{verdict.decision}: policy {for_terminal(policy.id)} ({for_terminal(policy.where)})")
     if policy.reason:
         print(f"reason: {for_terminal(policy.reason)}")
+    if elicit:
+        # A policy cannot fill in a form: a permit leaves the question to a remembered answer or a card.
+        print(f"{server}'s question is declined before any card" if verdict.decision == "forbid" else
+              f"{server}'s question still goes to a remembered answer or a card (a policy cannot fill in a form)")
     return EXIT_PERMIT if verdict.decision == "permit" else EXIT_FORBID
 
 

@@ -21,6 +21,10 @@ when { context.arguments has path && context.arguments.path like "/tmp/*" };
 @reason("nothing under /etc")
 forbid(principal, action, resource in Server::"files")
 when { context.arguments has path && context.arguments.path like "/etc/*" };
+
+@id("no-asking-via-agents")
+@reason("the bank asks a person directly")
+forbid(principal == Host::"Claude Desktop", action == Action::"elicit", resource == Server::"bank");
 """
 
 
@@ -51,6 +55,30 @@ def test_policy_test_prints_the_decision_and_the_policy_that_made_it(tmp_path: P
     other_host = test("Cursor", "/tmp/notes.txt")
     assert other_host.returncode == 2
     assert other_host.stdout.startswith("no match: no policy decides files/read_file for Cursor")
+
+
+def test_policy_test_action_elicit_decides_a_servers_questions_in_a_hosts_session(tmp_path: Path,
+                                                                                  config: Path) -> None:
+    def test(*args: str) -> "subprocess.CompletedProcess[str]":
+        return elicitron(tmp_path, "policy", "test", "--config", str(config), *args)
+
+    forbidden = test("--action", "elicit", "--host", "Claude Desktop", "--server", "bank")
+    assert (forbidden.returncode, forbidden.stdout, forbidden.stderr) == (
+        1, (f"forbid: policy no-asking-via-agents ({tmp_path / 'team.cedar'}:11)\n"
+            "reason: the bank asks a person directly\nbank's question is declined before any card\n"), "")
+    other_host = test("--action", "elicit", "--host", "Cursor", "--server", "bank")
+    assert (other_host.returncode, other_host.stdout) == (
+        2, "no match: no policy decides bank's questions in Cursor's session; a remembered answer or a card does\n")
+    # The forbid on the server's tools under /etc is about calls: the same server's questions are not decided.
+    files = test("--action", "elicit", "--host", "Claude Desktop", "--server", "files")
+    assert files.returncode == 2
+    with_a_tool = test("--action", "elicit", "--host", "Claude Desktop", "--server", "bank", "--tool", "pay")
+    assert (with_a_tool.returncode, with_a_tool.stdout) == (2, "")
+    assert with_a_tool.stderr == ("elicitron: --action elicit asks about a server's question, which has no tool: "
+                                  "leave out --tool, --args and --annotations\n")
+    no_tool = test("--host", "Claude Desktop", "--server", "files")
+    assert (no_tool.returncode, no_tool.stdout) == (2, "")
+    assert no_tool.stderr.startswith("elicitron: --tool is needed with --action callTool (the default)")
 
 
 def test_policy_test_with_a_bad_file_names_file_line_and_column(tmp_path: Path, config: Path) -> None:
