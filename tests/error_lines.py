@@ -3,12 +3,14 @@ each error object the program makes (a subclass of shared.errors.ElicitronError,
 aside: its code is what reaches a person, see `wire_codes`), each line printed to stderr, and each
 reason given to a `fail`/`_fail` (what `elicitron ask` prints, what `status` shows of a server that
 ended), the `error` of an HTTP answer (a host, the pairing page), the Qt window's banners, and what
-the web page's script puts in its status and problem lines. A message built elsewhere (a helper's return value, a constant,
+the web page's script puts in its status and problem lines, and argparse's own usage errors as the
+commands' parsers can give them. A message built elsewhere (a helper's return value, a constant,
 `TEXT.format(...)`) is followed to its text; what the program fills in is "…".
 
 A message that only passes another's on (`f"elicitron: {exc}"`, `str(exc)`) has no text of its own
 and no row: the error it passes on has one."""
 
+import argparse
 import ast
 import re
 from collections.abc import Iterator
@@ -32,11 +34,12 @@ _NOT_SHOWN = {
 # Functions that show a person what they are given (file, name -> the argument's position), called
 # in that file: `elicitron ask`'s exit line, a server connection's end (in `status`), a question's
 # refusal, a listen address's refusal of clear text, why a command or window lost main (or never
-# reached it).
+# reached it), the window's call panel's error line and its sign-in dialog.
 _SINKS = {("asker_process/cli.py", "_fail"): -1, ("main_process/relay/upstream.py", "fail"): -1,
           ("main_process/relay/upstream_http.py", "_fail"): -1, ("shared/questions.py", "_refuse"): 0,
           ("main_process/http_gateway.py", "tls_files"): -1, ("web_process/listen.py", "tls_files"): -1,
-          ("shared/peer.py", "_failed"): 0, ("shared/peer.py", "_lose"): 0, ("shared/peer.py", "_tell_lost"): 0}
+          ("shared/peer.py", "_failed"): 0, ("shared/peer.py", "_lose"): 0, ("shared/peer.py", "_tell_lost"): 0,
+          ("renderer_process/call_panel.py", "show_error"): 0, ("renderer_process/sign_in_card.py", "QMessageBox"): 2}
 # Errors outside the ElicitronError tree that a person still reads: a server that would not start
 # (in `status` and the window's servers panel), a key given twice (passed on as a config error).
 _ALSO_SHOWN = {"UpstreamError", "_DuplicateKeyError"}
@@ -248,7 +251,72 @@ def _all_lines() -> tuple[ErrorLine, ...]:
             for text in _Renderer(source, BANNERS, None).texts(value):
                 found.append(ErrorLine(normalized(re.sub(r"\{[^{}]*\}", FILLED, text)),
                                        f"{BANNERS.relative_to(ROOT)}:{value.lineno}"))
-    return tuple(found) + tuple(_page_lines())
+    return tuple(found) + tuple(_page_lines()) + tuple(parser_lines())
+
+
+# argparse's own errors (`usage: …` then `elicitron CMD: error: <line>`, exit 2): each template
+# below, when some command's parser has what can give it.
+_ARGPARSE_TEMPLATES = {
+    "required": "the following arguments are required: %s",
+    "unrecognized": "unrecognized arguments: %s",
+    "choice": "invalid choice: %(value)r (choose from %(choices)s)",
+    "one": "expected one argument",
+    "type": "invalid %(type)s value: %(value)r",
+    "explicit": "ignored explicit argument %r",
+    "at_least_one": "expected at least one argument",
+    "exclusive": "not allowed with argument %s",
+    "one_of": "one of the arguments %s is required",
+    "ambiguous": "ambiguous option: %(option)s could match %(matches)s",
+}
+_ARGUMENT_ERRORS = {"choice", "one", "type", "explicit", "at_least_one", "exclusive"}  # "argument …: " first
+
+
+def _can_give(parser: argparse.ArgumentParser) -> set[str]:
+    kinds = {"unrecognized"}
+    longs = []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        if action.required:
+            kinds.add("required")
+        if action.choices is not None:
+            kinds.add("choice")
+        if action.type is not None:
+            kinds.add("type")
+        if action.nargs == "+":
+            kinds.add("at_least_one")
+        if action.option_strings:
+            kinds.add("explicit" if action.nargs == 0 else "one" if action.nargs is None else "")
+            longs += [option for option in action.option_strings if option.startswith("--")]
+    for group in parser._mutually_exclusive_groups:
+        kinds.add("exclusive")
+        if group.required:
+            kinds.add("one_of")
+    if parser.allow_abbrev and any(a != b and b.startswith(a[:3]) for a in longs for b in longs):
+        kinds.add("ambiguous")
+    return kinds - {""}
+
+
+def parser_lines() -> list[ErrorLine]:
+    """argparse's errors that some command's parser can give, each with the first command that can,
+    checked against argparse's own source (a template it no longer has fails here)."""
+    import inspect
+
+    from docs_kit import commands
+
+    source = inspect.getsource(argparse)
+    found: dict[str, str] = {}
+    for command, parser in commands().items():
+        for kind in sorted(_can_give(parser)):
+            found.setdefault(kind, command)
+    lines = []
+    for kind, command in sorted(found.items()):
+        template = _ARGPARSE_TEMPLATES[kind]
+        assert f"'{template}'" in source, f"argparse no longer has {template!r}"
+        text = re.sub(r"%(\([a-z_]+\))?[sr]", FILLED, template)
+        lines.append(ErrorLine(normalized(f"argument {FILLED}: {text}" if kind in _ARGUMENT_ERRORS else text),
+                               f"argparse ({command})"))
+    return lines
 
 
 # The web page's one-line states: what its status line, a card's problem line or the pairing
