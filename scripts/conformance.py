@@ -169,15 +169,18 @@ def wait_port(port: int, timeout_s: float) -> None:
 
 
 @contextmanager
-def through_elicitron(transport: str, mode: str, timeout_s: float = 60.0, *, merged: bool = False) -> Iterator[str]:
+def through_elicitron(transport: str, mode: str, timeout_s: float = 60.0, *, merged: bool = False,
+                      command: dict[str, Any] | None = None) -> Iterator[str]:
     """A fresh main serving the conformance server (stdio, or `url` to it over HTTP) to MCP hosts over
     HTTP; the URL of its /mcp/<server> endpoint, behind the bearer-token proxy (`merged`: of its /mcp
-    endpoint, every server at once, behind the proxy that maps the names back)."""
+    endpoint, every server at once, behind the proxy that maps the names back). `command`: the stdio
+    server's `command` and `args` (default: `python tests/conformance_server.py`; the test suite forks
+    it from its zygote, since main starts one per host session)."""
     server: AbstractContextManager[str | None] = (nullcontext(None) if transport == "stdio"
                                                   else conformance_server_over_http())
     with server as url:
-        entry: dict[str, Any] = ({"command": PYTHON, "args": [str(CONFORMANCE_SERVER)]} if url is None
-                                 else {"url": url})
+        stdio = command or {"command": PYTHON, "args": [str(CONFORMANCE_SERVER)]}
+        entry: dict[str, Any] = dict(stdio) if url is None else {"url": url}
         entry.update(protocolMode=mode, elicitationRoute="host")
         home = short_tmp_dir("eli-conf-")
         try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kit.zygote import launched
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 import conformance
@@ -45,7 +46,8 @@ def judged(checks: Checks) -> dict[tuple[str, str], str]:
 @pytest.mark.parametrize("transport,mode", [("stdio", "auto"), ("http", "legacy")])
 def test_the_suite_sees_the_same_server_through_elicitron(suite: tuple[Path, Path], direct: Checks,
                                                           transport: str, mode: str) -> None:
-    with conformance.through_elicitron(transport, mode) as url:
+    # main starts a server per host session (dozens in a run): forked from the zygote, not exec'd
+    with conformance.through_elicitron(transport, mode, command=launched(conformance.CONFORMANCE_SERVER)) as url:
         through, problem = conformance.run_suite(*suite, url, "default")
     assert not problem, problem
     baseline = judged(direct)

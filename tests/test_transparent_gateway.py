@@ -7,7 +7,7 @@ started as a host would start it) and THROUGH (`elicitron serve --server conform
 Hosts: mcp's own `Client` (both eras: `mode="legacy"` and `mode="auto"`, over stdio and over
 streamable HTTP), the TypeScript SDK's client (tests/ts_host.mjs), and the MCP Inspector's CLI.
 
-The server is tests/conformance_server.py with one addition (SERVER_CODE): it accepts
+The server is tests/conformance_server.py with one addition (tests/subscribing_conformance_server.py): it accepts
 `resources/subscribe` and, as the resource changes, sends `notifications/resources/updated` for it
 on the subscribe request's own stream, so a subscription has an update to deliver (the conformance
 server alone remembers subscriptions and never sends one).
@@ -24,6 +24,7 @@ as the call's answer (tests/ts_host.mjs records progress as it arrives).
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import os
@@ -44,8 +45,9 @@ import pytest
 from gateway_kit import serve_params
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
-from kit.paths import PYTHON, ROOT, TESTS
+from kit.paths import ROOT, TESTS
 from kit.procs import end_process
+from kit.zygote import launched
 from mcp import Client, StdioServerParameters
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.session import ClientRequestContext, ClientSession
@@ -68,26 +70,14 @@ TASKS = "io.modelcontextprotocol/tasks"
 TIMEOUT_S = 30.0
 Json = dict[str, Any]
 
-# The conformance server, plus a resources/updated after each subscribe (see the module docstring).
-SERVER_CODE = f"""
-import sys
-sys.path.insert(0, {str(TESTS)!r})
-import mcp_types as types
-import conformance_server as server
-
-accept = server.subscribe
-
-async def subscribe(ctx, params):
-    answer = await accept(ctx, params)
-    updated = types.ResourceUpdatedNotificationParams(uri=str(params.uri))
-    await ctx.session.send_notification(types.ResourceUpdatedNotification(params=updated),
-                                        related_request_id=ctx.request_id)
-    return answer
-
-server.subscribe = subscribe
-server.main()
-"""
-SERVER_ARGV = [PYTHON, "-c", SERVER_CODE]
+# The conformance server, plus a resources/updated after each subscribe (see the module docstring),
+# forked from the test zygote (kit/zygote.py): each host run starts one, direct and through, and
+# importing mcp for each was most of this module's CPU.
+@functools.cache
+def server_argv() -> list[str]:
+    """Its command line (made on first use: the zygote starts only for the tests that run)."""
+    entry = launched(TESTS / "subscribing_conformance_server.py")
+    return [entry["command"], *entry["args"]]
 ROOT_URI = "file:///work/project"  # the one root the hosts list
 
 
@@ -95,7 +85,7 @@ ROOT_URI = "file:///work/project"  # the one root the hosts list
 
 
 def start_http_server(timeout_s: float = TIMEOUT_S) -> tuple[subprocess.Popen[bytes], str]:
-    proc = subprocess.Popen([*SERVER_ARGV, "--http", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    proc = subprocess.Popen([*server_argv(), "--http", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=child_env(), cwd=ROOT)
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
@@ -108,7 +98,7 @@ def start_http_server(timeout_s: float = TIMEOUT_S) -> tuple[subprocess.Popen[by
 
 @pytest.fixture(scope="module")
 def server_url() -> Iterator[str]:
-    """The conformance server (SERVER_CODE) over streamable HTTP: the direct URL hosts use."""
+    """The conformance server (server_argv()) over streamable HTTP: the direct URL hosts use."""
     proc, url = start_http_server()
     yield url
     end_process(proc)
@@ -121,7 +111,7 @@ def main(server_url: str) -> Iterator[RunningMain]:
     """One main for the module: the server over stdio (`conformance`) and as a `url` server
     (`conformance-url`), both `"elicitationRoute": "host"`, and MCP hosts over HTTP."""
     home = short_tmp_dir("eli-transparent-")
-    servers = {SERVER: {"command": SERVER_ARGV[0], "args": SERVER_ARGV[1:], "elicitationRoute": "host"},
+    servers = {SERVER: {"command": server_argv()[0], "args": server_argv()[1:], "elicitationRoute": "host"},
                SERVER_URL_ENTRY: {"url": server_url, "elicitationRoute": "host"}}
     running = start_main(write_config(home / "mcp.json", servers), home, "--mcp-http", "0", home=home)
     try:
@@ -139,7 +129,7 @@ def main(server_url: str) -> Iterator[RunningMain]:
 
 def direct_stdio() -> StdioServerParameters:
     """The server's own entry, as a host's config starts it."""
-    return StdioServerParameters(command=SERVER_ARGV[0], args=SERVER_ARGV[1:], env=child_env(), cwd=str(ROOT))
+    return StdioServerParameters(command=server_argv()[0], args=server_argv()[1:], env=child_env(), cwd=str(ROOT))
 
 
 def http_transport(url: str, token: str | None = None) -> Any:
@@ -604,7 +594,7 @@ def test_a_typescript_host_sees_the_same_session_direct_and_through(
     """The TypeScript SDK's Client: over stdio on the server vs on `serve --server`, and over
     streamable HTTP on the server's URL vs main's /mcp/<server> (with the bearer token)."""
     if transport == "stdio":
-        direct, through = stdio_spec(SERVER_ARGV), stdio_spec(serve_argv(main, upstream))
+        direct, through = stdio_spec(server_argv()), stdio_spec(serve_argv(main, upstream))
     else:
         direct = {"transport": "http", "url": server_url}
         through = {"transport": "http", "url": relay_url(main, upstream),
@@ -677,7 +667,7 @@ def test_the_inspector_cli_prints_the_same_for_every_method_direct_and_through_s
 ) -> None:
     """Each run in both eras (`--protocol-era legacy` and `modern`), on the server's own command and
     on `serve --server conformance`: exit code, stdout and stderr (JSON) equal."""
-    target = {"direct": SERVER_ARGV, "through": serve_argv(main, SERVER)}
+    target = {"direct": server_argv(), "through": serve_argv(main, SERVER)}
     runs = [("legacy", run) for run in INSPECTOR_RUNS + INSPECTOR_HANDSHAKE_RUNS]
     runs += [("modern", run) for run in INSPECTOR_RUNS]
     # Each run is a Node process and one or two Python servers: about a CPU's worth at a time, so
@@ -703,7 +693,7 @@ def test_an_elicitation_the_host_did_not_declare_goes_to_the_windows_and_the_hos
     Inspector does) and the host sees only the outcome. With no window to answer, the call waits for
     one (the Inspector gives up after 60 s), where direct it ends at once."""
     run = ["--method", "tools/call", "--tool-name", "test_elicitation", "--tool-arg", "message=Who are you?"]
-    direct = run_inspector(inspector, tmp_path, "legacy", run, SERVER_ARGV)
+    direct = run_inspector(inspector, tmp_path, "legacy", run, server_argv())
     window = main.peer("transparency-window")
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
