@@ -7,7 +7,6 @@ lines name the upstream the page's `elicitron web` listens on, and its `--origin
 the web window then accepts and pairs on). A port the page names is replaced by a free one."""
 
 import json
-import re
 import socket
 import subprocess
 import urllib.error
@@ -22,41 +21,17 @@ from kit.demo import demo_stdio_entry
 from kit.env import child_env
 from kit.main import RunningMain
 from kit.paths import PYTHON, ROOT
+from kit.recipes import caddy_sites, caddyfile, command, first, lines_starting, proxy_recipe, section
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from web_kit import web_window
 
 from web_process.listen import DEFAULT_HOST, DEFAULT_PORT, check_listen
 
-DOCS = ROOT / "docs"
-
-
-def _section(page: str, heading: str) -> str:
-    text = (DOCS / page).read_text(encoding="utf-8")
-    assert f"\n## {heading}\n" in text, f"docs/{page} no longer has the section {heading!r} this test runs"
-    body = text[text.index(f"\n## {heading}\n"):]
-    return body[:body.index("\n## ", 1)]
-
-
-def _first(pattern: str, text: str) -> str:
-    """The first group of `pattern`'s first match in `text` (the page must have it)."""
-    found = re.search(pattern, text, re.DOTALL)
-    assert found is not None, f"the page no longer has {pattern!r}"
-    return found[1]
-
-
-def _command(section: str, start: str) -> list[str]:
-    """The words of the one `elicitron ...` code span (or code line) of `section` that begins `start`."""
-    found = {match.strip() for match in re.findall(rf"`({re.escape(start)}[^`\n]*)`", section)}
-    found |= {line.strip() for line in section.splitlines() if line.strip().startswith(start)}
-    assert len(found) == 1, f"{start!r} on the page: {found}"
-    return found.pop().split()
-
-
 # ---- docs/hosts.md: Hosts over HTTP -----------------------------------------------------------------
 
 
-HTTP_HOSTS = _section("hosts.md", "Hosts over HTTP")
+HTTP_HOSTS = section("hosts.md", "Hosts over HTTP")
 
 
 def _entry(printed: str) -> dict[str, object]:
@@ -95,9 +70,9 @@ def _reach(hosts: HostLoop, entry: dict[str, object]) -> None:
 @pytest.mark.slow
 def test_the_http_host_entry_the_page_prints_reaches_the_servers(
         main_factory: Callable[..., RunningMain], hosts: HostLoop, tmp_path: Path) -> None:
-    start, show = _command(HTTP_HOSTS, "elicitron main --mcp-http"), _command(HTTP_HOSTS, "elicitron serve --print")
+    start, show = command(HTTP_HOSTS, "elicitron main --mcp-http"), command(HTTP_HOSTS, "elicitron serve --print")
     page_port = start[start.index("--mcp-http") + 1]
-    shape = json.loads(_first(r'`(\{"url": .*?\})`', HTTP_HOSTS))
+    shape = json.loads(first(r'`(\{"url": .*?\})`', HTTP_HOSTS))
 
     with socket.socket() as probe:  # a free port for the page's: fixed, as the page's is, across a rotation
         probe.bind(("127.0.0.1", 0))
@@ -123,7 +98,7 @@ def test_the_http_host_entry_the_page_prints_reaches_the_servers(
     assert _refused_for_its_token(url, {})  # "Every request needs that token (401 without it)"
 
     # "The token is new ... on `elicitron serve --rotate-token`": the old entry is refused, a new one works.
-    rotated = main.cli(*_command(HTTP_HOSTS, "elicitron serve --rotate")[1:])
+    rotated = main.cli(*command(HTTP_HOSTS, "elicitron serve --rotate")[1:])
     assert rotated.returncode == 0, rotated.stderr
     assert " ".join(show) in rotated.stdout  # it says what to run again
     main.wait_status(lambda status: status["mcpHttp"]["state"] == "listening", "the gateway listening again")
@@ -137,7 +112,7 @@ def test_the_http_host_entry_the_page_prints_reaches_the_servers(
 def test_the_pages_address_for_other_machines_without_its_certificate_is_one_line_and_exit_2(tmp_path: Path) -> None:
     """"Without TLS a non-loopback address is refused at start (one line, exit 2)": the page's
     command for other machines, its --tls-cert and --tls-key left out."""
-    words = _first(r"`(elicitron main --mcp-http\s+\S+ --tls-cert [^`]*)`", HTTP_HOSTS).split()
+    words = first(r"`(elicitron main --mcp-http\s+\S+ --tls-cert [^`]*)`", HTTP_HOSTS).split()
     for option in ("--tls-cert", "--tls-key"):
         at = words.index(option)
         del words[at:at + 2]
@@ -152,27 +127,15 @@ def test_the_pages_address_for_other_machines_without_its_certificate_is_one_lin
 # ---- docs/web.md: a reverse proxy in front of the web window -----------------------------------------
 
 
-PROXY = _section("web.md", "A phone away from this network: a reverse proxy with a real certificate")
-RECIPE = _first(r"```sh\n(.*?)```", PROXY)
+RECIPE = proxy_recipe()
 
 
 def _caddyfile() -> str:
-    """The Caddyfile the recipe shows in its comment, as a file would hold it."""
-    lines = [line.lstrip("#") for line in RECIPE.splitlines() if line.startswith("#") and "Caddyfile:" in line
-             or re.match(r"#\s{3,}\S", line)]
-    return "\n".join(line.replace("Caddyfile:", "").strip() for line in lines)
-
-
-def _caddy_sites(caddyfile: str) -> dict[str, list[list[str]]]:
-    """Caddyfile's site blocks (`ADDRESS { directive args... }`) as address -> directives."""
-    sites: dict[str, list[list[str]]] = {}
-    for address, body in re.findall(r"^(\S+)\s*\{\n(.*?)^\}", caddyfile, re.MULTILINE | re.DOTALL):
-        sites[address] = [line.split() for line in body.splitlines() if line.strip()]
-    return sites
+    return caddyfile(RECIPE)
 
 
 def _web_commands() -> list[list[str]]:
-    return [line.split() for line in RECIPE.splitlines() if line.startswith("elicitron web")]
+    return lines_starting(RECIPE, "elicitron web")
 
 
 def test_the_proxies_forward_to_where_the_pages_elicitron_web_listens() -> None:
@@ -182,11 +145,11 @@ def test_the_proxies_forward_to_where_the_pages_elicitron_web_listens() -> None:
     listens = {web.parse_args(words[2:]).listen for words in _web_commands()}
     assert listens == {f"{DEFAULT_HOST}:{DEFAULT_PORT}"}, "the recipe's `elicitron web` listens elsewhere"
 
-    sites = _caddy_sites(_caddyfile())
+    sites = caddy_sites(_caddyfile())
     assert list(sites) == ["phone.example.net"], sites
     (directive,) = sites["phone.example.net"]
     assert directive == ["reverse_proxy", f"{DEFAULT_HOST}:{DEFAULT_PORT}"]
-    tailscale = next(line.split("#")[0].split() for line in RECIPE.splitlines() if line.startswith("tailscale serve"))
+    (tailscale,) = lines_starting(RECIPE, "tailscale serve")
     assert tailscale[-1] == str(DEFAULT_PORT)
 
 
@@ -198,7 +161,7 @@ def test_each_origin_the_recipe_gives_is_the_https_address_its_proxy_serves() ->
         listen = check_listen(args.listen, args.tls_cert, args.tls_key, args.insecure_http, tuple(args.origin))
         assert listen.tls is None and args.origin and all(o.startswith("https://") for o in args.origin)
         origins += args.origin
-    caddy_site, = _caddy_sites(_caddyfile())
+    caddy_site, = caddy_sites(_caddyfile())
     assert f"https://{caddy_site}" in origins  # Caddy serves its site address over https
     assert any(origin.endswith(".ts.net") for origin in origins)  # tailscale serve: <machine>.<tailnet>.ts.net
 
@@ -209,7 +172,7 @@ def test_the_recipes_web_window_accepts_what_the_proxy_forwards_and_pairs_on_its
     """Caddy's reverse_proxy keeps the browser's Host: the web window started as the recipe says
     serves its pairing page to a request for the public name (the page: "Whoever can reach the
     proxy can reach the pairing page"), refuses another name, and `pair --web` links to it."""
-    (caddy_site,) = _caddy_sites(_caddyfile())
+    (caddy_site,) = caddy_sites(_caddyfile())
     words = next(words for words in _web_commands() if f"https://{caddy_site}" in words)
     with web_window(demo_main, tmp_path / "web", *words[2:]) as web:
         def get(host: str) -> int:

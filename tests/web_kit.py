@@ -111,14 +111,15 @@ def pair(page: "Page", web: WebWindow, name: str = "test phone", timeout_ms: int
 
 
 @contextmanager
-def chromium() -> "Iterator[Browser]":
+def chromium(*extra_args: str) -> "Iterator[Browser]":
+    """Debian's chromium under Playwright (`extra_args` after CHROMIUM_ARGS); skipped where missing."""
     missing = chromium_missing()
     if missing:
         pytest.skip(missing)
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as driver:
-        browser = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = driver.chromium.launch(executable_path=CHROMIUM, args=[*CHROMIUM_ARGS, *extra_args])
         try:
             yield browser
         finally:
