@@ -21,9 +21,11 @@ from kit.env import short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from web_kit import WebWindow, web_window
 
+from shared.accept_log import ACCEPT_ERRORS
+from web_process.connections import HEAD_TIMEOUT_S
+
 IDLE = 1_200
 HARD = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-ANSWER_WITHIN_S = 1.0
 BATCH = 50  # connections opened at once: a listen backlog drops SYNs beyond it
 BATCH_WAIT_S = 0.5
 MAX_LOG_BYTES = 64 << 10
@@ -121,7 +123,12 @@ def test_1200_idle_connections_under_a_1024_limit_leave_the_paired_browser_serve
             started = time.monotonic()
             status = _request(web, "GET", "/", browser, timeout_s=15)[0]
             took = time.monotonic() - started
-            assert (status, took < ANSWER_WITHIN_S) == (200, True), f"GET / answered {status} in {took:.2f} s"
+            # Locked out, the browser waits for an idle connection's head timeout to free a descriptor;
+            # and an accept that found none is logged (asyncio then stops accepting for 1 s): neither.
+            assert (status, took < HEAD_TIMEOUT_S) == (200, True), f"GET / answered {status} in {took:.2f} s"
+            accept_errors = [line for line in log.read_text(errors="replace").splitlines()
+                             if any(error in line for error in ACCEPT_ERRORS)]
+            assert accept_errors == [], "the web window ran out of descriptors"
             assert _request(web, "GET", "/pair", {})[0] == 200  # and a browser still to pair
             assert _closed_by_server(idle[0], 10)  # the oldest idle one made room (or timed out)
         finally:
