@@ -39,16 +39,23 @@ PROCESS_FIXTURES = frozenset({"main_factory", "windows", "http_demo_server", "sh
 
 WindowFactory = Callable[[Path, str], WindowProcess]
 
-# The longest files (measured with --durations), longest first, run first: pytest-xdist hands each
+# The longest files (every file over ~5 s, measured with --durations=0 on a full run; 2026-12-06),
+# longest first, run first: pytest-xdist hands each
 # worker a file at a time in collection order, and a long file started last leaves the other
 # worker idle until it ends. A file missing here only runs in its usual place.
 LONGEST_FILES = (
-    "test_conformance.py", "test_transparent_gateway.py", "test_session_ends.py", "test_gateway_lifecycle.py",
-    "test_http_child.py",
-    "test_oauth.py", "test_supervision.py", "test_consent_binding.py", "test_gateway.py", "test_first_hour.py",
-    "test_windows.py", "test_consent_window_e2e.py", "test_terminal_text.py", "test_security.py",
-    "test_first_hour_window.py", "test_approval_gateway.py", "test_merged_gateway.py", "test_lockout.py",
-    "test_web_window.py",
+    "test_conformance.py", "test_transparent_gateway.py", "test_host_pipes.py", "test_host_gone.py",
+    "test_http_child.py", "test_long_waits_tasks_e2e.py", "test_web_cards.py", "test_round_trip.py",
+    "test_http_session_ends.py", "test_oauth.py", "test_upstream_http.py", "test_first_hour_window.py",
+    "test_web_devices.py", "test_session_ends.py", "test_quorum_team.py", "test_ask_cli.py",
+    "test_policy_fast.py", "test_fuzz.py", "test_renderer_live.py", "test_sign_in_race.py",
+    "test_audit_via_main_postgres.py", "test_first_hour.py", "test_web_window.py", "test_backpressure.py",
+    "test_windows.py", "test_stripped_env.py", "test_pair_web_wait.py", "test_gateway_lifecycle.py",
+    "test_web_guard.py", "test_gateway.py", "test_relay_fuzz.py", "test_supervision.py", "test_lockout.py",
+    "test_team_devices.py", "test_consent_binding.py", "test_web_grants.py", "test_renderer_web_devices.py",
+    "test_first_hour_cli.py", "test_long_waits_e2e.py", "test_renderer_window.py", "test_server_line_cap.py",
+    "test_rules_e2e.py", "test_bad_servers.py", "test_conformance_client.py", "test_cli.py",
+    "test_web_and_qt_window.py", "test_first_hour_launch.py", "test_renderer_tools.py",
 )
 
 
