@@ -4,7 +4,8 @@ topic's handler. Who is attached, what every peer hears, and the broker that put
 broker.py          Broker: the pending requests and gate over the wire, each topic to its handler group
 broker_ports.py    Publisher and the ports servers, consent and relayed sessions are made with
 wire.py            Wire: main's sockets, who is attached, what every peer hears (the modules below)
-router_sockets.py  RouterSockets: the ROUTER sockets (CURVE per listener), frames in and out, the drain
+router_sockets.py  FrameSockets (what the wire needs of its sockets; tests hand it plain frames) and
+                   RouterSockets: the ROUTER sockets (CURVE per listener), frames in and out, the drain
 attachments.py     Attachments: who is attached, sends to peers, liveness, the coalesced `peers` list
 greeter.py         Greeter: `hello` and `welcome`, the one topic a peer sends before it is attached
 inbound.py         Inbound: every message a peer sends, rate limits, then each message to its handler

@@ -9,7 +9,6 @@
   attached before a request (origin affinity).
 """
 
-import asyncio
 import errno
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -20,7 +19,7 @@ import zmq
 from main_process.clock import Clock, Timer
 from main_process.log_limiter import RateLimitedLog, cut
 from main_process.wire.peers import PEER_SLOTS, Peer, PeerTable
-from main_process.wire.router_sockets import RouterSockets
+from main_process.wire.router_sockets import FrameSockets
 from shared import channels
 from shared.codec import encode
 from shared.messages import Body, DeviceRef, Heartbeat, PeerInfo, PeersUpdate, Role
@@ -35,7 +34,7 @@ _HEARTBEAT_FRAMES: Final = encode(channels.HEARTBEAT, Heartbeat())
 class Attachments:
     """The attached peers over main's sockets."""
 
-    def __init__(self, sockets: RouterSockets, *, clock: Clock, heartbeat_s: float, peer_timeout_s: float,
+    def __init__(self, sockets: FrameSockets, *, clock: Clock, heartbeat_s: float, peer_timeout_s: float,
                  peer_slots: Mapping[Role, int] = PEER_SLOTS) -> None:
         self._sockets = sockets
         self._detached: Callable[[Peer], None] = lambda peer: None  # none can attach before start
@@ -44,8 +43,7 @@ class Attachments:
         self._peer_timeout_s = peer_timeout_s
         self.table = PeerTable(peer_slots)
         self._complaints = RateLimitedLog(logger)
-        self._loop = asyncio.get_running_loop()
-        self._peers_publish: asyncio.TimerHandle | None = None
+        self._peers_publish: Timer | None = None  # on the clock, as liveness is
         self._heartbeat: Timer | None = None
         self._peers_sent: dict[bytes, bytes] = {}  # the last `peers` body each peer got
 
@@ -170,7 +168,14 @@ class Attachments:
     def peers_changed(self) -> None:
         """Something `peers` shows changed: every peer hears of it, coalesced."""
         if self._peers_publish is None:
-            self._peers_publish = self._loop.call_later(PEERS_COALESCE_S, self._publish_peers)
+            self._peers_publish = self._clock.call_later(PEERS_COALESCE_S, self._publish_peers)
+
+    def send_peers(self, routing_id: bytes, infos: list[PeerInfo]) -> None:
+        """The list to one peer now (a newcomer), remembered as its last: the coalesced one that
+        follows its attach skips it when nothing changed meanwhile."""
+        frames = encode(channels.PEERS, PeersUpdate(peers=infos))
+        if self.send_frames(routing_id, frames):
+            self._peers_sent[routing_id] = frames[1]
 
     def _publish_peers(self) -> None:
         self._peers_publish = None

@@ -17,9 +17,9 @@ from main_process.log_limiter import cut
 from main_process.wire.attachments import Attachments
 from main_process.wire.peers import Peer
 from shared import PROTOCOL_VERSION, channels
-from shared.codec import encode, encode_welcome
+from shared.codec import encode_welcome
 from shared.errors import ProtocolError, WireCode
-from shared.messages import Hello, PeersUpdate, ServerInfo, Welcome
+from shared.messages import Hello, ServerInfo, Welcome
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class Greeter:
             delivered = len(open_channels)
         else:
             attachments.send_frames(routing_id, encode_welcome(welcome, []))
-        attachments.send_frames(routing_id, encode(channels.PEERS, PeersUpdate(peers=welcome.peers or [])))
+        attachments.send_peers(routing_id, welcome.peers or [])  # for a v1 window, which reads no welcome.peers
         attachments.flush()
         logger.info("attached %s %r (%r), %d pending delivered", peer.role, cut(peer.name), cut(peer.window),
                     delivered)

@@ -12,7 +12,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import zmq
 
@@ -25,6 +25,28 @@ ZAP_DOMAIN: Final = b"elicitron"  # tcp listeners authenticate CURVE clients in 
 DRAIN_BUDGET: Final = 200  # messages per drain callback before the loop gets a turn
 
 Receive = Callable[[list[bytes]], None]  # one message: [routing id, topic, body, ...]
+
+
+class FrameSockets(Protocol):
+    """What the rest of main's wire needs of its sockets: frames out, every message in (to the
+    receiver given at `start`), and the drain a send may need. RouterSockets is main's; a test
+    hands the wire a list-backed one (tests/kit/plain_frames.py) and drives the core with plain
+    frames and a SettableClock, no socket and no wait."""
+
+    draining: bool  # inside a drain: a send needs no drain of its own
+
+    def bind(self) -> None: ...
+
+    def start(self, receive: Receive) -> None: ...
+
+    def send(self, routing_id: bytes, frames: list[Any]) -> None:
+        """One message; raises zmq.ZMQError (EHOSTUNREACH: the peer is gone; EAGAIN: its queue is full)."""
+
+    def drain(self) -> None: ...
+
+    def schedule_drain(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)

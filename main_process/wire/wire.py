@@ -8,7 +8,7 @@ from main_process.clock import MONOTONIC, Clock
 from main_process.wire.attachments import Attachments
 from main_process.wire.broker_ports import ConsentSide, Publisher, ServerWatch
 from main_process.wire.peers import PEER_SLOTS, Peer
-from main_process.wire.router_sockets import Listener, RouterSockets
+from main_process.wire.router_sockets import FrameSockets, Listener, RouterSockets
 from shared.codec import DEFAULT_MAX_BODY_BYTES
 from shared.messages import PeerInfo, Role, ServerInfo
 
@@ -25,15 +25,17 @@ class Wire:
         peer_timeout_s: float = 5.0,
         peer_slots: Mapping[Role, int] = PEER_SLOTS,
         clock: Clock = MONOTONIC,
+        sockets: FrameSockets | None = None,
     ) -> None:
-        """Made on main's running loop. `server_infos`: the configured servers as peers see them."""
+        """Made on main's running loop. `server_infos`: the configured servers as peers see them;
+        `sockets`: frames in and out (default: ROUTER sockets bound to the listeners)."""
         self.endpoint = endpoint
         self.server_infos = server_infos
         self.max_body_bytes = max_body_bytes
         self.clock = clock  # liveness and expiry run on it (tests move a SettableClock)
         self.listeners = [Listener(endpoint)] + ([remote] if remote is not None else [])
-        self.sockets = RouterSockets(self.listeners, max_body_bytes=max_body_bytes, heartbeat_s=heartbeat_s,
-                                     peer_timeout_s=peer_timeout_s)
+        self.sockets: FrameSockets = sockets or RouterSockets(
+            self.listeners, max_body_bytes=max_body_bytes, heartbeat_s=heartbeat_s, peer_timeout_s=peer_timeout_s)
         self.attachments = Attachments(self.sockets, clock=clock, heartbeat_s=heartbeat_s,
                                        peer_timeout_s=peer_timeout_s, peer_slots=peer_slots)
         self.server_watch = ServerWatch()  # main's merged sessions, given at the broker's start
