@@ -28,7 +28,9 @@ On a store many mains share (PostgreSQL), `shared` (consent/shared_requests.py) 
 main's requests are published to the others, a window's answer becomes a claim that the store
 decides in one transaction before anyone hears of it (for this main's own requests too, else two
 mains' windows could both win), and other mains' requests are shown here as copies (`held_by`
-names their machine) that only the store's truth closes. A quorum approval's answers are counted
+names their machine) that only the store's truth closes. This main's request answered on another
+main is dismissed in its windows as soon as the store says so (`dismiss_answered`), and closes
+once the values are read (`answered_in_store`). A quorum approval's answers are counted
 by the store (`vote`), so approvers on every main add up, and the count it reads back is shown here
 (`recount_from_store`). Without it (SQLite) nothing here changes.
 """
@@ -204,6 +206,7 @@ class PendingRequest:
     resolve: Resolve  # hands the asker its answer; called once, by `_close`
     owner: bytes | None = None  # the peer that asked (a program, a host); its leaving withdraws it
     sent_to: set[bytes] = field(default_factory=set)  # routing ids the invoke reached
+    dismissed: set[bytes] = field(default_factory=set)  # of those, the ones dismissed before it closed
     expiry: Timer | None = None
     for_windows: bool = True  # windows get it, also those that attach later (False: a host answers it)
     answered_by: Answerer | None = None  # set as it closes with a window's (or a host's) answer
@@ -579,6 +582,15 @@ class PendingRequests:
         if self._open.get(pending.channel) is pending and pending.held_by is not None:
             self._close(pending, outcome, ElicitationResult(action="cancel"), by=by, recorded=True)
 
+    def dismiss_answered(self, pending: PendingRequest, by: str) -> None:
+        """This main's request was answered on another main (the store committed it and said so):
+        its windows get their dismiss now, without waiting for the read of the values that
+        `answered_in_store` then hands its asker (it sends no second dismiss)."""
+        if self._open.get(pending.channel) is pending and pending.held_by is None:
+            targets = pending.sent_to - pending.dismissed
+            self._outbox.send(targets, _dismiss_frames(pending.channel, "answered", by))
+            pending.dismissed |= targets
+
     def answered_in_store(self, pending: PendingRequest, answer: ElicitationResult, by: str,
                           person: str | None = None) -> None:
         """This main's request was answered on another main (the store has the decision and its
@@ -615,9 +627,8 @@ class PendingRequests:
         # A host that stopped waiting is "cancelled" to a v1 window; the extension `cause` says more.
         host_gone = outcome == HOST_GONE
         reason: DismissReason = "answered" if answered else "cancelled" if host_gone else outcome  # type: ignore[assignment]
-        dismiss = encode(channels.DISMISS, ElicitationDismiss(response_channel=pending.channel, reason=reason, by=by,
-                                                              rule=rule_id, cause=HOST_GONE if host_gone else None))
-        self._outbox.send(pending.sent_to, dismiss)  # the windows first: they are not waiting on the disk
+        dismiss = _dismiss_frames(pending.channel, reason, by, rule_id, HOST_GONE if host_gone else None)
+        self._outbox.send(pending.sent_to - pending.dismissed, dismiss)  # the windows first: they are not waiting on the disk
         answerer = None if by is None else Answerer(by, pending.decided_by or self._window_name(by),
                                                     self._window_device(by))
         pending.answered_by = answerer  # who, for the asker's resolve (a denial names the person)
@@ -645,7 +656,7 @@ class PendingRequests:
         after: list[PendingRequest] = []
         budget = self._welcome_pending_bytes
         for pending in self._open.values():
-            if not pending.for_windows:
+            if not pending.for_windows or pending.dismissed:  # (dismissed: answered elsewhere, closing)
                 continue
             pending.sent_to.add(routing_id)
             if not after and pending.size <= budget:
@@ -653,7 +664,7 @@ class PendingRequests:
                 budget -= pending.size
             else:
                 after.append(pending)  # keep the order: once one follows, all later ones follow
-        return in_welcome, after, [channel for channel, p in self._open.items() if p.for_windows]
+        return in_welcome, after, [channel for channel, p in self._open.items() if p.for_windows and not p.dismissed]
 
     # ---- reading -----------------------------------------------------------------------
 
@@ -690,6 +701,12 @@ def _with_people(quorum: QuorumInfo, people: Iterable[str]) -> QuorumInfo:
     for person in people:
         quorum = quorums.with_approval(quorum, person)
     return quorum
+
+
+def _dismiss_frames(channel: str, reason: DismissReason, by: str | None = None, rule_id: str | None = None,
+                    cause: str | None = None) -> list[bytes]:
+    return encode(channels.DISMISS, ElicitationDismiss(response_channel=channel, reason=reason, by=by, rule=rule_id,
+                                                       cause=cause))
 
 
 def _decision(invoke: ElicitationInvoke, answer: ElicitationResult) -> str | None:

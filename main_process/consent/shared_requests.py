@@ -8,7 +8,9 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
   to) is decided by the store in one transaction with its audit row: this main's own requests too,
   so two mains' windows can never both win. A claim of this main's request waits for its publish.
 - **Wake-ups, then the truth.** A notification that another main's request ended closes its copy
-  here at once (`_ended`). Any other notification of another main's write (or a reconnect: one
+  here at once (`_ended`), even while a read is in flight (that read shows no copy of it); one
+  that this main's request was answered elsewhere dismisses it in this main's windows at once,
+  and a read hands its server the values. Any other notification of another main's write (or a reconnect: one
   sent meanwhile is lost) starts one read of what changed for this main (`_sync`, never two at once: a
   wake during one runs it again after): other mains' open requests it does not know, which open
   here as copies; and the requests it knows that are no longer open: copies leave the windows
@@ -76,6 +78,7 @@ class SharedRequestsDesk:
         self._taken: list[str] = []  # answers from the store handed on, their values to clear with the next beat
         self._tasks: set[asyncio.Task[None]] = set()
         self._syncing = self._sync_again = False
+        self._ended_meanwhile: set[str] = set()  # endings heard during the read in flight (it may see them open)
         self._reloading = self._reload_again = False
         self._backend_pid: int | None = None  # this main's LISTEN connection's server process
         self._joined: int | None = None  # the one the store's `mains` row names
@@ -96,8 +99,10 @@ class SharedRequestsDesk:
         if self._heartbeat is not None:
             self._heartbeat.cancel()
         await self._wake_ups.close()
-        while self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        while self._tasks:  # (a task's discard runs a turn after it ends: awaiting ended tasks never yields)
+            tasks = list(self._tasks)
+            await asyncio.gather(*tasks, return_exceptions=True)
+            self._tasks.difference_update(tasks)
         await self._clear_taken()
         await self._inbox.leave()
 
@@ -205,13 +210,20 @@ class SharedRequestsDesk:
 
     def _ended(self, row: InboxRow) -> None:
         """Another main's write ended a request (the notification says how): its copy here closes
-        at once, with no read. This main's own request (its answer's values are in the table) and
-        a read in flight (it may have seen the request still open) go through a read."""
+        at once, with no read; a read in flight may have seen it still open, so that read shows
+        no copy of it. This main's own request answered elsewhere leaves its windows at once too,
+        and closes through a read (its answer's values are only in the table)."""
+        if self._syncing:
+            self._ended_meanwhile.add(row.channel)
         pending = self._pending.get(row.channel)
-        if self._syncing or (pending is not None and pending.held_by is None):
-            self._requests_changed()
-        elif pending is not None:
+        if pending is None:
+            return
+        if pending.held_by is not None:
             self._pending.close_copy(pending, *_ending(row))
+            return
+        if row.state == "answered":
+            self._pending.dismiss_answered(pending, _answered_by(row))
+        self._requests_changed()
 
     async def _sync(self) -> None:
         try:
@@ -226,6 +238,8 @@ class SharedRequestsDesk:
     async def _sync_once(self) -> None:
         copies = {p.channel: p for p in self._pending.all() if p.held_by is not None}
         own = self._own()
+        ended_meanwhile: set[str] = set()
+        self._ended_meanwhile = ended_meanwhile
         rows = await self._inbox.changed([*copies, *own])
         if rows is None:
             return  # unreachable: the next wake-up (or reconnect) reads again
@@ -235,6 +249,7 @@ class SharedRequestsDesk:
                 self._pending.close_copy(copy, *_ending(ended[channel]))
         await self._answered_elsewhere([ended[channel] for channel in own if channel in ended])
         self._show([row for row in rows if row.state == "open" and self._pending.get(row.channel) is None
+                    and row.channel not in ended_meanwhile
                     and self._pending.closed_reason(row.channel) in (None, "server-closed")])
         for row in rows:  # quorum approvals counted on any main: every window here shows the count
             counted = self._pending.get(row.channel) if row.approved else None
@@ -253,7 +268,7 @@ class SharedRequestsDesk:
                 self._published.pop(row.channel, None)
                 answer = ElicitationResult(action=row.action,  # type: ignore[arg-type]
                                            content=row.content if row.action == "accept" else None)
-                self._pending.answered_in_store(pending, answer, by=row.window or row.approver or "another main",
+                self._pending.answered_in_store(pending, answer, by=_answered_by(row),
                                                 person=row.approver if pending.invoke.quorum is not None else None)
                 self._taken.append(row.channel)
             elif row.state == "orphaned":
@@ -337,6 +352,11 @@ class SharedRequestsDesk:
         task = self._loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _answered_by(row: InboxRow) -> str:
+    """Who answered this main's request on another main, as its windows' dismiss names them."""
+    return row.window or row.approver or "another main"
 
 
 def _ending(row: InboxRow) -> tuple[Outcome, str | None]:
