@@ -136,7 +136,7 @@ class MainBridge(QObject):
                 signal, value = pushed
                 getattr(self, signal).emit(value)
             case peer.Refused(notice):
-                logger.warning("main refused %s: %s %s", notice.topic, notice.code, notice.message)
+                logger.warning("main refused %s: %s: %s", notice.topic, notice.code, notice.message)
                 self.refused.emit(notice)
 
     def _send_or_refuse(self, topic: str, body: messages.Body, what: str) -> bool:

@@ -3,12 +3,14 @@ each error object the program makes (a subclass of shared.errors.ElicitronError,
 aside: its code is what reaches a person, see `wire_codes`), each line printed to stderr, and each
 reason given to a `fail`/`_fail` (what `elicitron ask` prints, what `status` shows of a server that
 ended), the `error` of an HTTP answer (a host, the pairing page), the Qt window's banners, and what
-the web page's script puts in its status and problem lines, and argparse's own usage errors as the
-commands' parsers can give them. A message built elsewhere (a helper's return value, a constant,
-`TEXT.format(...)`) is followed to its text; what the program fills in is "…".
+the web page's script puts in its status and problem lines, argparse's own usage errors as the
+commands' parsers can give them, and the warnings and errors the processes log (`log_lines`: read
+in main's log file, a terminal, web.stderr.log, a window's log). A message built elsewhere (a
+helper's return value, a constant, `TEXT.format(...)`) is followed to its text; what the program
+fills in is "…", a logged message's %-placeholders too.
 
-A message that only passes another's on (`f"elicitron: {exc}"`, `str(exc)`) has no text of its own
-and no row: the error it passes on has one."""
+A message that only passes another's on (`f"elicitron: {exc}"`, `str(exc)`, `logger.error("%s",
+exc)`) has no text of its own and no row: the error it passes on has one."""
 
 import argparse
 import ast
@@ -236,8 +238,8 @@ def _source() -> _Source:
 
 
 def lines_in(tree: ast.Module, where: str) -> list[ErrorLine]:
-    """The lines one module (not among the packages) would show, read as the packages' are."""
-    return _lines(_source(), tree, ROOT / where, where)
+    """The lines one module (not among the packages) would show or log, read as the packages' are."""
+    return _lines(_source(), tree, ROOT / where, where) + _logged_lines(_source(), tree, ROOT / where, where)
 
 
 @cache
@@ -251,7 +253,7 @@ def _all_lines() -> tuple[ErrorLine, ...]:
             for text in _Renderer(source, BANNERS, None).texts(value):
                 found.append(ErrorLine(normalized(re.sub(r"\{[^{}]*\}", FILLED, text)),
                                        f"{BANNERS.relative_to(ROOT)}:{value.lineno}"))
-    return tuple(found) + tuple(_page_lines()) + tuple(parser_lines())
+    return tuple(found) + tuple(_page_lines()) + tuple(parser_lines()) + tuple(log_lines())
 
 
 # argparse's own errors (`usage: …` then `elicitron CMD: error: <line>`, exit 2): each template
@@ -340,6 +342,90 @@ def _page_lines() -> Iterator[ErrorLine]:
                     text += FILLED
                 if text[:1].isupper():  # a sentence, not a value compared ("granted") or a separator
                     yield ErrorLine(normalized(text), f"{path.relative_to(ROOT)}:{line}")
+
+
+# What the processes log for a person to read (main's log file, a terminal, web.stderr.log, a
+# window's log): warnings and errors, not info or debug. `logger.X(message, ...)` on a module's
+# logger; a RateLimitedLog's `X(key, message, ...)` and `log(level, key, message, ...)`.
+_LOGGED = {"warning", "error", "critical", "exception"}
+_QUIET = {"DEBUG", "INFO"}  # levels of `.log(level, ...)` that are not problems
+_PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[diouxXeEfFgGcrsa]")
+
+
+def _loggers(tree: ast.Module) -> set[str]:
+    """The names a module's loggers go by: each `NAME = logging.getLogger(...)` and each
+    `NAME = RateLimitedLog(...)` (attributes too: `self._complaints`)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+                and _called_name(node.value) in ("getLogger", "RateLimitedLog"):
+            names |= {target.id if isinstance(target, ast.Name) else target.attr for target in node.targets
+                      if isinstance(target, ast.Name | ast.Attribute)}
+    return names
+
+
+def _logged_message(call: ast.Call, loggers: set[str]) -> ast.expr | None:
+    """The message of a warning or error `call` logs, if it is one."""
+    if not isinstance(call.func, ast.Attribute):
+        return None
+    owner, level = call.func.value, call.func.attr
+    name = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else None
+    if name not in loggers:
+        return None
+    limited = bool(call.args) and isinstance(call.args[0], ast.Tuple)  # RateLimitedLog: its key comes first
+    if level == "log":
+        if not call.args or ast.unparse(call.args[0]).rsplit(".", 1)[-1] in _QUIET:
+            return None
+        position = 2 if len(call.args) > 1 and isinstance(call.args[1], ast.Tuple) else 1
+    elif level in _LOGGED:
+        position = 1 if limited else 0
+    else:
+        return None
+    return call.args[position] if position < len(call.args) else None
+
+
+def _filled_in(message: str, values: list[tuple[ast.expr, list[str]]]) -> list[str]:
+    """A %-message with its values put in. A message with no text of its own (`"%s: %s", server,
+    text`) shows what its values hold: each is followed (a text built before the call); in any
+    other, a `%s` shows a name's text only when that is fixed (an environment variable's name),
+    and the rest is FILLED, as another's error passed on has its own row."""
+    passes_on = not _has_own_text(_PERCENT.sub(FILLED, message))
+    pieces = re.split(r"(%%|" + _PERCENT.pattern + ")", message)
+    texts, position = [""], 0
+    for index, piece in enumerate(pieces):
+        if index % 2 == 0 or piece == "%%":
+            texts = [text + piece.replace("%%", "%") for text in texts]
+            continue
+        value, shown = values[position] if position < len(values) else (None, [FILLED])
+        fixed = isinstance(value, ast.Name) and not any(FILLED in text for text in shown)
+        position += 1
+        texts = [text + part for text in texts for part in (shown if piece == "%s" and (passes_on or fixed)
+                                                                 else [FILLED])]
+    return texts
+
+
+def _logged_lines(source: _Source, tree: ast.Module, path: Path, where: str) -> list[ErrorLine]:
+    loggers = _loggers(tree)
+    found: list[ErrorLine] = []
+    for call, scope in _enclosing_functions(tree):
+        argument = _logged_message(call, loggers)
+        if argument is None:
+            continue
+        renderer = _Renderer(source, path, scope)
+        values = call.args[call.args.index(argument) + 1:]
+        for message in renderer.texts(argument):
+            for text in _filled_in(message, [(value, renderer.texts(value)) for value in values]):
+                if _has_own_text(text):
+                    found.append(ErrorLine(normalized(text), f"{where}:{call.lineno}"))
+    return found
+
+
+def log_lines() -> list[ErrorLine]:
+    """The warnings and errors the processes log: each message's text, %-placeholders FILLED
+    (`%%` is a percent sign)."""
+    source = _source()
+    return [line for path, tree in source.files.items()
+            for line in _logged_lines(source, tree, path, str(path.relative_to(ROOT)))]
 
 
 def error_lines() -> list[ErrorLine]:

@@ -48,7 +48,7 @@ def test_every_wire_and_json_rpc_error_code_has_a_row() -> None:
 def test_the_lines_are_found_where_they_are_made() -> None:
     """The reader finds what each kind of site shows: an error raised, a line printed to stderr, a
     reason given to `_fail`, a helper's text followed to its return, a banner constant, an HTTP
-    answer's `error`, the web page's status line."""
+    answer's `error`, the web page's status line, a warning logged."""
     found = {line.text: line.where for line in error_lines()}
     assert found["no main is running (no connection file at …)"] == "shared/connection_file.py:132"
     assert found["arguments must be a JSON object"].startswith("cli_process/cli.py:")
@@ -61,6 +61,9 @@ def test_the_lines_are_found_where_they_are_made() -> None:
     assert f"Lost contact with main; reconnecting{FILLED} Nothing can be sent to it until it answers." in found
     assert found["no server named …"].startswith("gateway_process/http_app.py:")  # a JSON error a host shows
     assert found["Not connected to main (…); trying again…"].startswith("web_process/static/app.js:")  # the page
+    assert found["store … is unreachable: …"].startswith("main_process/store/postgres_connect.py:")  # logged, %s
+    assert f"{FILLED}: rule {FILLED} skipped: its answer does not fit this request ({FILLED}); asking in the windows " \
+        "instead" in found  # logger.warning("%s: %s", server, text): the text built before the call
 
 
 def test_a_new_error_without_a_row_is_named_with_its_place() -> None:
@@ -68,9 +71,16 @@ def test_a_new_error_without_a_row_is_named_with_its_place() -> None:
                        'def check(where):\n'
                        '    raise ConfigError(f"{where}: a brand new complaint")\n'
                        'def passes_on(exc):\n'
-                       '    raise ConfigError(str(exc))\n')
+                       '    raise ConfigError(str(exc))\n'
+                       'import logging\n'
+                       'log = logging.getLogger(__name__)\n'
+                       'def logs(exc):\n'
+                       '    log.warning("%s", exc)\n'
+                       '    log.error("cannot keep %r: %.1f%% full", "x", 99.5)\n'
+                       '    log.info("not a problem: %s", exc)\n')
     new = lines_in(source, "new_module.py")
-    assert new == [ErrorLine("…: a brand new complaint", "new_module.py:3")]  # str(exc) has no text of its own
+    assert new == [ErrorLine("…: a brand new complaint", "new_module.py:3"),  # str(exc) has no text of its own
+                   ErrorLine("cannot keep …: …% full", "new_module.py:10")]  # nor "%s", exc; info is no problem
     assert new[0].text not in _rows()
 
 

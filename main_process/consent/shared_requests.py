@@ -283,8 +283,8 @@ class SharedRequestsDesk:
             try:
                 _topic, invoke = decode_from_main([channels.INVOKE.encode(), row.invoke])
             except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
-                logger.warning("request %s of %s not shown: its invoke is unreadable: %s", row.channel, row.machine,
-                               exc)
+                logger.warning("request %s of %s not shown: its copy in the shared inbox is unreadable: %s",
+                               row.channel, row.machine, exc)
                 continue
             if not isinstance(invoke, ElicitationInvoke):
                 continue
