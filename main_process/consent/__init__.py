@@ -6,6 +6,7 @@ shared_requests.py   on a store many mains share: publish, claim, other mains' r
 elicitation_gate.py  ElicitationGate: what becomes of every elicitation first (rules, route, screening)
 questions.py         QuestionDesk: programs' msgAsk, checked, perhaps answered by a rule, then opened
 consent.py           Consent: rules and remembered answers before any window
+rule_expiry.py       RuleExpiry: rules whose time passed, dropped on a timer or when a lookup meets one
 rules.py             rules and what they match (pure); consent_config.py: their config keys, parsed strictly
 grants.py            grants: what an approval's allow covers (arguments, how long, single use), pure
 approvals.py         tool-call approval: which calls are asked, the request

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from main_process.consent import approvals, grants
 from main_process.consent.pending import Elicitation, PendingRequest, PendingRequests
+from main_process.consent.rule_expiry import RuleExpiry
 from main_process.consent.rules import Party, Rule, RuleBook, question_key, schema_fields
 from main_process.policy import hook as policy_hook
 from main_process.policy.live import Policies
@@ -75,7 +76,6 @@ _REMEMBERED_KINDS: frozenset[str | None] = frozenset({None, "question"})
 def _party_of(invoke: ElicitationInvoke) -> Party:
     return "asker" if invoke.kind == "question" else "server"
 
-_MAX_TIMER_S = 24 * 3600.0  # expiry timers further out are re-armed; loop timers dislike huge delays
 
 
 class ConsentPorts(Protocol):
@@ -120,23 +120,21 @@ class Consent:
         self.policies = policies or Policies()
         self._ports = ports
         self._store = store
-        self._loop = loop
         self._identities = dict(identities or {})  # server name -> server_identity of its entry now
         self.book = RuleBook()
         self.book.set_config(config_rules)
-        self._expiry: asyncio.TimerHandle | None = None
+        self._expiry = RuleExpiry(self.book, loop, now, store, self._write, self._publish)
         self._misfits: set[tuple[str, str]] = set()  # (rule id, question key) already reported
         self._writes: set[asyncio.Task[None]] = set()  # store writes of a backend that suspended
         for rule in remembered:
             self.book.add(self._bound(rule))
-        self._schedule_expiry()
+        self._expiry.schedule()
         logger.info("consent: %d config rules, %d remembered rules", len(self.book.all()) - len(self.book.user_rules()),
                     len(self.book.user_rules()))
 
     async def close(self) -> None:
         """Stop the timers and tasks; the store's writes in flight end first (the store is app.py's)."""
-        if self._expiry is not None:
-            self._expiry.cancel()
+        self._expiry.close()
         while self._writes:
             await asyncio.gather(*self._writes)
 
@@ -183,7 +181,7 @@ class Consent:
         stored = [rule_id for rule_id, rule in targets.items() if rule.scope != "session"]
         if targets:
             logger.info("revoked %s (asked by %s)", ", ".join(targets), by)
-            self._schedule_expiry()
+            self._expiry.schedule()
             self._publish()
         return self._revoked_in_store(list(targets), stored, refused)
 
@@ -227,7 +225,7 @@ class Consent:
                 changed = True
         if changed:
             logger.info("stored rules changed on another main: %d remembered rules now", len(stored))
-            self._schedule_expiry()
+            self._expiry.schedule()
             self._publish()
 
     def _bound(self, rule: Rule) -> Rule:
@@ -276,7 +274,7 @@ class Consent:
         identity = self._identities.get(name) if party == "server" else None
         for rule in self.book.answer_candidates(name, params, party=party, identity=identity):
             if rule.expired(now):
-                self.drop_expired()
+                self._expiry.drop()
                 continue
             answer = self._replay(rule, name, params)
             if answer is not None:
@@ -340,7 +338,7 @@ class Consent:
             raise ProtocolError(WireCode.BAD_BODY, "a session grant goes with allow-session, any other with "
                                 "allow-always", channel)
         try:
-            self.coverage_of(grant, invoke.approval.arguments)
+            grants.coverage_of(grant, invoke.approval.arguments, self.now())
         except grants.GrantError as exc:  # the person can fix it on the card: asked again (PROTOCOL.md §11)
             raise ProtocolError(WireCode.INVALID_CONTENT, str(exc), channel) from None
 
@@ -377,7 +375,7 @@ class Consent:
         Raises GrantError when the choice does not fit the call."""
         approval = invoke.approval
         assert approval is not None
-        coverage = self.coverage_of(choice, approval.arguments)
+        coverage = grants.coverage_of(choice, approval.arguments, self.now())
         session = choice.duration == "session"
         scope, until = {"session": ("session", None), "hour": ("until", self.now() + grants.HOUR_MS),
                         "until": ("until", choice.until), "always": ("always", None)}[choice.duration]
@@ -386,27 +384,13 @@ class Consent:
             host=invoke.origin if session else None, host_name=(invoke.via or invoke.origin) if session else None,
             coverage=coverage, single_use=choice.single_use), requests)
 
-    def coverage_of(self, choice: GrantChoice, approved: Mapping[str, Any]) -> grants.Coverage:
-        """What `choice` covers of calls like `approved`; GrantError when it cannot be given."""
-        if choice.duration == "until" and (choice.until is None or choice.until <= self.now()):
-            raise grants.GrantError("a grant until a time needs `until` in the future (epoch ms)")
-        if choice.duration != "until" and choice.until is not None:
-            raise grants.GrantError("`until` goes only with duration \"until\"")
-        if choice.arguments != "pattern" and choice.pattern is not None:
-            raise grants.GrantError("`pattern` goes only with arguments \"pattern\"")
-        if choice.arguments == "exact":
-            return grants.exact(approved)
-        if choice.arguments == "pattern":
-            return grants.pattern_of(choice.pattern or {}, approved)
-        return grants.ANY
-
     def tool_rule(self, server: str, tool: str, arguments: Mapping[str, Any], host: str | None) -> Rule | None:
         """The rule that decides this call of `host` (its link id), or None: one given to the
         program configured as `server` now, covering these arguments, not expired."""
         identity = self._identities.get(server)
         rule = self.book.tool_rule(server, tool, host=host, identity=identity, arguments=arguments)
         if rule is not None and rule.expired(self.now()):
-            self.drop_expired()
+            self._expiry.drop()
             rule = self.book.tool_rule(server, tool, host=host, identity=identity, arguments=arguments)
         return rule
 
@@ -419,7 +403,7 @@ class Consent:
             return None
         if self.book.remove(rule.id) is not None:
             logger.info("single-use grant %s used", rule.id)
-            self._schedule_expiry()
+            self._expiry.schedule()
             self._publish()
         if self._store is None or rule.scope == "session":
             return None
@@ -454,7 +438,7 @@ class Consent:
                 self._write(self._store.remove([replaced.id]))
         logger.info("new rule %s (%s, %s) for %s, made by %s", rule.id, rule.kind, rule.scope, rule.server,
                     rule.created_by)
-        self._schedule_expiry()
+        self._expiry.schedule()
         self._answer_open(rule, requests)
         self._publish()
 
@@ -477,38 +461,11 @@ class Consent:
                 pending.close_by_rule(item, ElicitationResult(action="accept", content={DECISION_PROPERTY: decision}),
                                       rule.id)
 
-    # ---- expiry -----------------------------------------------------------------------
+    # ---- helpers ----------------------------------------------------------------------
 
     def identity_of(self, server: str) -> str | None:
         """The server_identity of the program configured under that name now (None: none is)."""
         return self._identities.get(server)
-
-    def drop_expired(self) -> None:
-        expired = self.book.expired(self.now())
-        if not expired:
-            return
-        for rule in expired:
-            self.book.remove(rule.id)
-        if self._store is not None:
-            self._write(self._store.remove([rule.id for rule in expired]))
-        logger.info("rules expired: %s", ", ".join(rule.id for rule in expired))
-        self._publish()
-
-    def _schedule_expiry(self) -> None:
-        if self._expiry is not None:
-            self._expiry.cancel()
-            self._expiry = None
-        next_at = self.book.next_expiry()
-        if next_at is not None:
-            delay = min(max((next_at - self.now()) / 1000, 0.0), _MAX_TIMER_S)
-            self._expiry = self._loop.call_later(delay, self._on_expiry)
-
-    def _on_expiry(self) -> None:
-        self._expiry = None
-        self.drop_expired()
-        self._schedule_expiry()
-
-    # ---- helpers ----------------------------------------------------------------------
 
     def _who(self, routing_id: bytes, window: str) -> str:
         peer = self._ports.peer(routing_id)

@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from shared.grant_pattern import matches, uncovered, value_text
+from shared.messages import GrantChoice
 
 ArgumentsScope = Literal["any", "exact", "pattern"]
 BREADTH: Final[dict[str, int]] = {"exact": 0, "pattern": 1, "any": 2}  # the narrowest applies first
@@ -80,6 +81,22 @@ def pattern_of(globs: Mapping[str, str], approved: Mapping[str, Any]) -> Coverag
     if missed:
         raise GrantError(f"the pattern does not cover the call it is given on: {', '.join(missed)}")
     return coverage
+
+
+def coverage_of(choice: GrantChoice, approved: Mapping[str, Any], now_ms: int) -> Coverage:
+    """What `choice` covers of calls like `approved` (`now_ms`: main's time, epoch ms); GrantError
+    when it cannot be given."""
+    if choice.duration == "until" and (choice.until is None or choice.until <= now_ms):
+        raise GrantError("a grant until a time needs `until` in the future (epoch ms)")
+    if choice.duration != "until" and choice.until is not None:
+        raise GrantError("`until` goes only with duration \"until\"")
+    if choice.arguments != "pattern" and choice.pattern is not None:
+        raise GrantError("`pattern` goes only with arguments \"pattern\"")
+    if choice.arguments == "exact":
+        return exact(approved)
+    if choice.arguments == "pattern":
+        return pattern_of(choice.pattern or {}, approved)
+    return ANY
 
 
 def arguments_digest(arguments: Mapping[str, Any]) -> str:

@@ -2,6 +2,7 @@
 consent decided on the way; or with every server at once, merged.
 
 relay.py           Relay: a host's own session with one server, through main
+input_rounds.py    InputRounds: a session's 2026-07-28 input rounds (`input_required`), windows' answers joined
 upstream.py        StdioUpstream: a relayed session's own connection to a stdio server, raw JSON-RPC
 upstream_http.py   HttpUpstream: the same for a `url` server (MCP streamable HTTP)
 merged_relay.py    MergedRelays: a host's one session with every server, one relayed session per server

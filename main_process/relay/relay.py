@@ -19,7 +19,9 @@ between themselves, so what the host sees is what it would see direct. Only cons
   the server; the host never sees it), to the host (its answer goes to the server as it sent it;
   the audit records it), or to both, first answer winning (a window's answer cancels the host's
   copy with `notifications/cancelled`). A host that did not declare the request's mode never gets
-  it: the windows answer.
+  it: the windows answer;
+- a 2026-07-28 server's `input_required` result is a round of such elicitations, decided the same
+  way, each session's rounds held by its `InputRounds` (input_rounds.py) until the request goes on.
 
     opening ──► open ──► closed     (the host closed it, went away, or the server's process ended)
 
@@ -34,7 +36,6 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import count
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import msgspec
@@ -43,7 +44,6 @@ from main_process.config import HttpServerConfig
 from main_process.consent.elicitation_gate import (
     Answered,
     Decision,
-    Deliver,
     ElicitationGate,
     HostModes,
     Read,
@@ -63,6 +63,14 @@ from main_process.relay.host_tasks import CAPABILITY as TASK_CAPABILITY
 from main_process.relay.host_tasks import EXTENSION as TASKS_EXTENSION
 from main_process.relay.host_tasks import METHODS as TASK_METHODS
 from main_process.relay.host_tasks import HostTasks
+from main_process.relay.input_rounds import (
+    Headers,
+    InputRounds,
+    ModernRequest,
+    elicit_result,
+    read_elicitation,
+    result_json,
+)
 from main_process.relay.merged_relay import MergedRelays
 from main_process.relay.progress import HostProgress
 from main_process.relay.upstream import StdioUpstream, UpstreamError
@@ -98,10 +106,8 @@ _PROTOCOL_KEY_BYTES: Final = _PROTOCOL_KEY.encode()
 _CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 _CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
 _INPUT_REQUIRED: Final = b"input_required"
-_MAX_CONTINUATIONS: Final = 1000
 _MAX_WITHDRAWN: Final = 1000  # server requests withdrawn for a host that stopped waiting, whose cancel may follow
 RETRY_FULL_S: Final = 0.02  # a peer's full queue is tried again this often (ZeroMQ says nothing when it drains)
-Headers = dict[str, str] | None
 
 
 class RelayPorts(Protocol):
@@ -154,27 +160,6 @@ class _HostAsked:
     first: bool
 
 
-@dataclass(eq=False)
-class _Modern:
-    """A 2026-07-28 request on its way: what it asked and what the host declared with it."""
-
-    method: str
-    given: dict[str, Any] | bytes  # its params, or the request as sent on (read only if asked: rarely)
-    host_form: bool
-    host_url: bool
-    headers: "Headers" = None  # the host's HTTP routing headers, which a retry carries too
-    host_tasks: bool = False  # the host declared the tasks extension: a long wait may become a task
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """Raises msgspec.DecodeError when the request is not strict JSON (checked before any of
-        it is passed on)."""
-        if isinstance(self.given, bytes):
-            params = jsonrpc.strict_object(self.given).get("params")
-            self.given = params if isinstance(params, dict) else {}
-        return self.given
-
-
 @dataclass(frozen=True)
 class _Declared:
     """A 2026-07-28 envelope's `_meta` as the server gets it, and what the host declared in it."""
@@ -184,27 +169,6 @@ class _Declared:
     form: bool
     url: bool
     tasks: bool  # the tasks extension (SEP-2663) is in the host's capabilities
-
-
-@dataclass(eq=False)
-class _Round:
-    """A 2026-07-28 request the server answered with `input_required`: the input requests the
-    windows answer (the host answers the others when it retries), until the request goes on."""
-
-    request_id: jsonrpc.Id
-    request: _Modern
-    state: Any  # the server's requestState (None: it gave none)
-    windows: dict[str, PendingRequest | None] = field(default_factory=dict)  # key -> open card (None: ruled)
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # key -> the windows' answer
-    host_keys: set[str] = field(default_factory=set)
-    host_audit: dict[str, PendingRequest] = field(default_factory=dict)  # "host"/"first" keys' audit rows
-    retry: tuple[jsonrpc.Id, dict[str, Any], "Headers"] | None = None  # the host's retry, held for the windows
-    building: bool = True  # a rule may answer while the round is being set up: go on only after
-    cancelled: bool = False  # the host cancelled the request main holds for the windows
-
-    @property
-    def complete(self) -> bool:
-        return all(key in self.answers for key in self.windows)
 
 
 @dataclass(eq=False)
@@ -223,10 +187,7 @@ class RelaySession:
     _windows: dict[jsonrpc.Id, PendingRequest] = field(default_factory=dict)  # server requests in the windows
     _host_asked: dict[jsonrpc.Id, _HostAsked] = field(default_factory=dict)
     _answered_first: set[jsonrpc.Id] = field(default_factory=set)  # ... which a window answered first
-    _modern: dict[jsonrpc.Id, _Modern] = field(default_factory=dict)  # 2026-07-28 requests at the server
-    _rounds: dict[str, _Round] = field(default_factory=dict)  # by the requestState the host got
-    _round_tokens: "count[int]" = field(default_factory=count)
-    _continuations: dict[str, None] = field(default_factory=dict)  # requestStates the host got (bounded)
+    _modern: dict[jsonrpc.Id, ModernRequest] = field(default_factory=dict)  # 2026-07-28 requests at the server
     _withdrawn: dict[jsonrpc.Id, None] = field(default_factory=dict)  # cards closed as host-gone (bounded)
     _host_cancels: HostCancels = field(default_factory=HostCancels)  # whose call a server request may be for
     _modern_host: tuple[Any, bool, bool] | None = None  # the last clientInfo and modes of an envelope
@@ -238,11 +199,13 @@ class RelaySession:
     # declares main's tasks
     unreadable: int = 0  # messages refused as not strict JSON-RPC (for the log's limit)
     closed: bool = False
+    _rounds: InputRounds = field(init=False, repr=False)  # 2026-07-28 input rounds (input_rounds.py)
 
     def __post_init__(self) -> None:
+        self._rounds = InputRounds(_RoundsSide(self), name=self.name, server=self.server.name)
+
         def cards_open() -> bool:
-            return bool(self._windows) or any(pending is not None for round_ in self._rounds.values()
-                                              for pending in round_.windows.values())
+            return bool(self._windows) or self._rounds.cards_open()
 
         if self.progress is not None:
             self._waiting = CallProgress(self.progress, live_calls=lambda: self._calls, cards_open=cards_open)
@@ -302,11 +265,11 @@ class RelaySession:
             if self.tasks is not None and method in TASK_METHODS \
                     and self.tasks.handle(request_id, method, envelope.params_dict()):
                 return  # one of main's tasks: the server never hears of it
-            modern: _Modern | None = None
+            modern: ModernRequest | None = None
             if _PROTOCOL_KEY_BYTES in raw:  # cheap first look; decided on the params below
                 raw, modern = self._modern_request(raw, method, headers)
                 if modern is not None:
-                    if self._rounds and self._resume(request_id, modern):
+                    if self._rounds.resume(request_id, modern):
                         return
                     self._modern[request_id] = modern
             if method == "tools/call":
@@ -341,7 +304,7 @@ class RelaySession:
                     cancel()
                 return
             if isinstance(request_id, (int, str)):
-                self._cancel_round(request_id)
+                self._rounds.cancel(request_id)
                 hosts_cards = self._call_cancelled(request_id)
                 if hosts_cards:
                     self.to_server(raw, headers)  # the server stops the call before its cards are answered
@@ -359,7 +322,7 @@ class RelaySession:
         self.ports.note_host(self, params.get("clientInfo"))
         return jsonrpc.encode(message)
 
-    def _modern_request(self, raw: bytes, method: str, headers: Headers) -> tuple[bytes, _Modern | None]:
+    def _modern_request(self, raw: bytes, method: str, headers: Headers) -> tuple[bytes, ModernRequest | None]:
         """A 2026-07-28 request (its envelope names the protocol): the capabilities the server sees
         include elicitation, as for `initialize`; what the host declared is kept for its answer.
 
@@ -387,9 +350,9 @@ class RelaySession:
         params["_meta"] = declared.meta
         message["params"] = msgspec.Raw(jsonrpc.encode(params))
         raw = jsonrpc.encode(message)
-        return raw, _Modern(method, raw, declared.form, declared.url, headers, declared.tasks)
+        return raw, ModernRequest(method, raw, declared.form, declared.url, headers, declared.tasks)
 
-    def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: _Modern | None,
+    def _call(self, envelope: jsonrpc.Envelope, request_id: jsonrpc.Id, raw: bytes, modern: ModernRequest | None,
               headers: Headers) -> None:
         if not self.ports.needs_decision(self):  # the common case: nothing to decide, nothing to read
             if self._waiting is not None and b"progressToken" in raw:
@@ -402,7 +365,7 @@ class RelaySession:
         tool = params.get("name")
         arguments = params.get("arguments")
         state = params.get("requestState")
-        if isinstance(state, str) and state in self._continuations:
+        if self._rounds.is_continuation(state):
             # The retry of a call that was decided already (it continues after an input round).
             self._send_on_call(request_id, raw, headers)
             return
@@ -512,7 +475,7 @@ class RelaySession:
         if asked is not None and asked.pending is not None:
             if request_id not in self._windows:
                 self._host_cancels.forget(request_id)
-            self.ports.answered_by_host(self, asked.pending, _elicit_result(envelope.result_dict()))
+            self.ports.answered_by_host(self, asked.pending, elicit_result(envelope.result_dict()))
         return True
 
     # ---- server -> host ----------------------------------------------------------------
@@ -562,11 +525,11 @@ class RelaySession:
                 if modern is not None and _INPUT_REQUIRED in raw:
                     result = envelope.result_dict()
                     if result.get("resultType") == "input_required":
-                        if self._input_round(request_id, modern, result):
+                        if self._rounds.input_required(request_id, modern, result):
                             if ended:
                                 self.ports.calls_changed(self, -1)
                             return
-                        self._continues(result.get("requestState"))
+                        self._rounds.continues(result.get("requestState"))
                 self._answer(request_id, raw)
                 if ended:  # after the answer left: the count is for `peers`, not on the host's path
                     self.ports.calls_changed(self, -1)
@@ -587,19 +550,12 @@ class RelaySession:
                 self.ports.elicitation_complete(self, elicitation_id)
         self.ports.to_host(self, raw)
 
-    def _read(self, params: dict[str, Any]) -> Elicitation | UndeliverableRequestError:
-        """The server's elicitation params read once, as they enter main (`mode` set), or why not."""
-        try:
-            return Elicitation.read(self.server.name, params)
-        except UndeliverableRequestError as exc:
-            return exc
-
     def _elicit(self, envelope: jsonrpc.Envelope, raw: bytes) -> None:
         request_id = envelope.id
         assert isinstance(request_id, (int, str))
         params = envelope.params_dict()
         params.setdefault("mode", "form")
-        read = self._read(params)
+        read = read_elicitation(self.server.name, params)
         decided = self.ports.decide(self, read, HostModes(self.host_form, self.host_url))
         if isinstance(decided, Refused):
             self.to_server(jsonrpc.error_response(request_id, decided.error.code, decided.error.message), None)
@@ -654,114 +610,11 @@ class RelaySession:
         self._host_cancels.forget(request_id)
         if self.closed:
             return
-        self.to_server(jsonrpc.response(request_id, _result_json(answer)), None)
+        self.to_server(jsonrpc.response(request_id, result_json(answer)), None)
         if self._host_asked.pop(request_id, None) is not None:
             self._answered_first.add(request_id)
             self.ports.to_host(self, jsonrpc.notification("notifications/cancelled", {
                 "requestId": request_id, "reason": _CANCELLED_REASON}))
-
-    # ---- 2026-07-28: input rounds ------------------------------------------------------
-
-    def _input_round(self, request_id: jsonrpc.Id, modern: _Modern, result: dict[str, Any]) -> bool:
-        """The server needs input to go on: the windows answer the elicitations routed to them;
-        the rest goes to the host, keyed as the server keyed it. False: nothing here is ours (the
-        result goes to the host as it is)."""
-        requests = result.get("inputRequests")
-        if not isinstance(requests, dict):
-            return False
-        round_ = _Round(request_id, modern, result.get("requestState"))
-        for key, request in requests.items():
-            params = request.get("params") if isinstance(request, dict) else None
-            if not isinstance(request, dict) or request.get("method") != "elicitation/create" \
-                    or not isinstance(params, dict):
-                round_.host_keys.add(key)
-                continue
-            read = self._read({"mode": "form", **params})
-            decided = self.ports.decide(self, read, HostModes(modern.host_form, modern.host_url))
-            if isinstance(decided, Deliver) and decided.to_host:
-                round_.host_keys.add(key)
-            if isinstance(decided, Deliver) and not decided.to_windows:
-                recorded = self.ports.record_for_host(self, read) if isinstance(read, Elicitation) else None
-                if recorded is not None:
-                    round_.host_audit[key] = recorded
-                continue
-            self._ask_for_round(round_, key, read, decided)
-        round_.building = False
-        if not round_.windows and not round_.host_audit:
-            return False
-        if not round_.host_keys:
-            self._rounds[f"main-{next(self._round_tokens)}"] = round_
-            if modern.method == "tools/call" and request_id not in self._calls:  # the host still waits on it
-                self._calls.add(request_id)
-                self.ports.calls_changed(self, +1)
-            if round_.complete:
-                self._retry_ourselves(round_)
-            return True
-        token = round_.state if isinstance(round_.state, str) else f"elicitron-{self.name}-{next(self._round_tokens)}"
-        self._rounds[token] = round_
-        self._continues(token)
-        to_host_result = {**result, "inputRequests": {key: requests[key] for key in round_.host_keys},
-                          "requestState": token}
-        self.ports.to_host(self, jsonrpc.response(request_id, to_host_result))
-        return True
-
-    def _continues(self, state: Any) -> None:
-        """The host got this requestState: its retry continues a call already decided."""
-        if isinstance(state, str):
-            self._continuations[state] = None
-            if len(self._continuations) > _MAX_CONTINUATIONS:
-                self._continuations.pop(next(iter(self._continuations)))
-
-    def _ask_for_round(self, round_: _Round, key: str, read: Read, decided: Decision) -> None:
-        if isinstance(decided, Refused):  # as one the windows cannot be sent
-            round_.windows[key] = None
-            round_.answers[key] = {"action": "cancel"}
-            return
-
-        def resolve(answer: ElicitationResult) -> None:
-            round_.answers[key] = _result_json(answer)
-            round_.windows[key] = None
-            if not self.closed and not round_.building and not round_.cancelled and round_.complete:
-                self._round_complete(round_)
-
-        round_.windows[key] = None
-        assert isinstance(read, Elicitation)  # (refused otherwise)
-        if isinstance(decided, Answered):  # a rule's (audited first) or the screening's
-            self.ports.record(self, read, decided, lambda: resolve(decided.result))
-            return
-        try:
-            pending = self.ports.ask_windows(self, read, resolve)
-        except UndeliverableRequestError:
-            round_.answers[key] = {"action": "cancel"}
-            return
-        round_.windows[key] = pending
-        if self._waiting is not None:  # progress to the host's calls while the card waits
-            self._waiting.card_opened()
-        if decided.to_host:
-            round_.host_audit[key] = pending
-
-    def _round_complete(self, round_: _Round) -> None:
-        if not round_.host_keys:
-            self._retry_ourselves(round_)
-        elif round_.retry is not None:
-            request_id, params, headers = round_.retry
-            round_.retry = None
-            self._forget(round_)
-            self._send_retry(round_, request_id, params, headers)
-
-    def _cancel_round(self, request_id: jsonrpc.Id) -> None:
-        """The host cancelled a request main holds while the windows answer its round: the cards go."""
-        for token, round_ in list(self._rounds.items()):
-            if round_.request_id == request_id and not round_.host_keys:
-                del self._rounds[token]
-                round_.cancelled = True
-                for pending in [*(p for p in round_.windows.values() if p is not None), *round_.host_audit.values()]:
-                    self.ports.withdraw(pending, "host-gone")
-                self._modern.pop(request_id, None)
-                if request_id in self._calls:
-                    self._calls.discard(request_id)
-                    self._ended(request_id)
-                    self.ports.calls_changed(self, -1)
 
     def _call_cancelled(self, request_id: jsonrpc.Id) -> list[jsonrpc.Id]:
         """The host cancelled a call at the server: it is no longer in flight. The server never
@@ -793,67 +646,6 @@ class RelaySession:
                 self._withdrawn.pop(next(iter(self._withdrawn)))
             self.ports.withdraw(pending, "host-gone")
 
-    def _forget(self, round_: _Round) -> None:
-        for token, known in list(self._rounds.items()):
-            if known is round_:
-                del self._rounds[token]
-
-    def _retry_ourselves(self, round_: _Round) -> None:
-        """Every input was the windows': main sends the request again itself, with their answers
-        (and the server's requestState), under the host's own id; the host waits on that id."""
-        self._forget(round_)
-        params = {**round_.request.params, "inputResponses": dict(round_.answers)}
-        if round_.state is not None:
-            params["requestState"] = round_.state
-        else:
-            params.pop("requestState", None)
-        self._forward_modern(round_.request_id, round_.request, params, round_.request.headers)
-
-    def _resume(self, request_id: jsonrpc.Id, modern: _Modern) -> bool:
-        """The host's retry of a request with a round here: the windows' answers join its own
-        (held until they are all in). False: not a round of ours."""
-        if not self._rounds:
-            return False  # the common case: no round open, and the params need not be read
-        token = modern.params.get("requestState")
-        round_ = self._rounds.get(token) if isinstance(token, str) else None
-        if round_ is None:
-            return False
-        responses = modern.params.get("inputResponses")
-        host_answers = responses if isinstance(responses, dict) else {}
-        for key, pending in round_.host_audit.items():
-            answer = host_answers.get(key)
-            if isinstance(answer, dict) and key not in round_.answers:
-                self.ports.answered_by_host(self, pending, _elicit_result(answer))
-                round_.answers[key] = answer  # the host was first (elicitationRoute "first")
-        params = dict(modern.params)
-        if round_.complete:
-            self._forget(round_)
-            self._send_retry(round_, request_id, params, modern.headers)
-        else:
-            round_.retry = (request_id, params, modern.headers)  # the windows' answers are still to come
-        return True
-
-    def _send_retry(self, round_: _Round, request_id: jsonrpc.Id, params: dict[str, Any], headers: Headers) -> None:
-        responses = params.get("inputResponses")
-        merged = {**(responses if isinstance(responses, dict) else {}), **round_.answers}
-        params = {**params, "inputResponses": merged}
-        if round_.state is None:
-            params.pop("requestState", None)
-        else:
-            params["requestState"] = round_.state
-        self._forward_modern(request_id, _Modern(round_.request.method, params, round_.request.host_form,
-                                                 round_.request.host_url), params, headers)
-
-    def _forward_modern(self, request_id: jsonrpc.Id, modern: _Modern, params: dict[str, Any],
-                        headers: Headers) -> None:
-        if self.closed:
-            return
-        self._modern[request_id] = _Modern(modern.method, params, modern.host_form, modern.host_url, headers)
-        if modern.method == "tools/call" and request_id not in self._calls:
-            self._calls.add(request_id)
-            self.ports.calls_changed(self, +1)
-        self.to_server(jsonrpc.request(request_id, modern.method, params), headers)
-
     # ---- the end ---------------------------------------------------------------------
 
     def close(self, reason: Unanswered = "host-gone") -> None:
@@ -871,9 +663,7 @@ class RelaySession:
                 cancel()
         self._held.clear()
         open_cards = [*self._windows.values(), *(a.pending for a in self._host_asked.values() if a.pending)]
-        for round_ in self._rounds.values():
-            open_cards += [p for p in round_.windows.values() if p is not None]
-            open_cards += list(round_.host_audit.values())
+        open_cards += self._rounds.open_cards()
         for pending in open_cards:
             self.ports.withdraw(pending, reason)
         self._windows.clear()
@@ -884,6 +674,63 @@ class RelaySession:
         if self._calls:
             self.ports.calls_changed(self, -len(self._calls))
             self._calls.clear()
+
+
+class _RoundsSide:
+    """RoundsSession over one session: its ports with the session given, and its calls in flight."""
+
+    def __init__(self, session: RelaySession) -> None:
+        self._session = session
+
+    @property
+    def closed(self) -> bool:
+        return self._session.closed
+
+    def decide(self, read: Read, host: HostModes) -> Decision:
+        return self._session.ports.decide(self._session, read, host)
+
+    def record(self, elicitation: Elicitation, answered: Answered, then: Callable[[], None]) -> None:
+        self._session.ports.record(self._session, elicitation, answered, then)
+
+    def ask_windows(self, elicitation: Elicitation, resolve: Callable[[ElicitationResult], None]) -> PendingRequest:
+        return self._session.ports.ask_windows(self._session, elicitation, resolve)
+
+    def record_for_host(self, elicitation: Elicitation) -> PendingRequest | None:
+        return self._session.ports.record_for_host(self._session, elicitation)
+
+    def answered_by_host(self, pending: PendingRequest, answer: ElicitationResult) -> None:
+        self._session.ports.answered_by_host(self._session, pending, answer)
+
+    def withdraw(self, pending: PendingRequest, reason: Unanswered) -> None:
+        self._session.ports.withdraw(pending, reason)
+
+    def to_host(self, raw: bytes) -> None:
+        self._session.ports.to_host(self._session, raw)
+
+    def card_opened(self) -> None:
+        if self._session._waiting is not None:  # progress to the host's calls while the card waits
+            self._session._waiting.card_opened()
+
+    def call_started(self, request_id: jsonrpc.Id) -> None:
+        session = self._session
+        if request_id not in session._calls:
+            session._calls.add(request_id)
+            session.ports.calls_changed(session, +1)
+
+    def forget_call(self, request_id: jsonrpc.Id) -> None:
+        session = self._session
+        session._modern.pop(request_id, None)
+        if request_id in session._calls:
+            session._calls.discard(request_id)
+            session._ended(request_id)
+            session.ports.calls_changed(session, -1)
+
+    def forward(self, request_id: jsonrpc.Id, request: ModernRequest) -> None:
+        session = self._session
+        session._modern[request_id] = request
+        if request.method == "tools/call":
+            self.call_started(request_id)
+        session.to_server(jsonrpc.request(request_id, request.method, request.params), request.headers)
 
 
 _RAW_OBJECT: Final = msgspec.json.Decoder(dict[str, msgspec.Raw])  # one level of an object, values unread
@@ -954,22 +801,6 @@ def _declare_elicitation(holder: dict[str, Any], key: str) -> tuple[bool, bool]:
         return "form" in declared or not declared, "url" in declared
     capabilities["elicitation"] = dict(_ELICITATION_CAPABILITY)
     return False, False
-
-
-def _result_json(result: ElicitationResult) -> dict[str, Any]:
-    answer: dict[str, Any] = {"action": result.action}
-    if result.action == "accept" and result.content is not None:
-        answer["content"] = result.content
-    return answer
-
-
-def _elicit_result(result: dict[str, Any]) -> ElicitationResult:
-    """A host's answer to an elicitation, for the audit (anything else counts as cancel)."""
-    action = result.get("action")
-    if action not in ("accept", "decline", "cancel"):
-        return ElicitationResult(action="cancel")
-    content = result.get("content")
-    return ElicitationResult(action=action, content=content if isinstance(content, dict) else None)
 
 
 class RelayBrokerPorts(Protocol):
