@@ -16,6 +16,7 @@ from main_process.clock import SettableClock
 from main_process.config import parse_config
 from main_process.consent.long_wait import HostWait, LongWaits, SharedCard, WaitSettings
 from main_process.consent.tool_approval import _HostCall
+from main_process.relay.host_tasks import HostTasks
 from main_process.relay.progress import HostProgress
 from main_process.relay.relay import RelaySession
 from main_process.servers.servers import ManagedServer
@@ -88,7 +89,9 @@ class Setup:
         return raw
 
 
-def setup(decision: str = "ask", name: str = "s1", waits: LongWaits | None = None) -> Setup:
+def setup(decision: str = "ask", name: str = "s1", waits: LongWaits | None = None,
+          make_tasks: Callable[[SettableClock, Callable[[jsonrpc.Id], None]], HostTasks] | None = None) -> Setup:
+    """`make_tasks(clock, cancel)`: the session's tasks, on the setup's clock (none by default)."""
     clock = SettableClock()
     waits = waits or LongWaits(SETTINGS, clock)
     ports = ApprovalPorts(decision=decision, waits=waits)
@@ -96,7 +99,9 @@ def setup(decision: str = "ask", name: str = "s1", waits: LongWaits | None = Non
     progress = HostProgress(lambda message: ports.to_host(relay, message), waits.clock, SETTINGS.progress_every_s,
                             SETTINGS.waiting_message)  # to the session made next
     relay = RelaySession(peer=Peer(b"r", "w1", "Claude", "host", 0.0), name=name,
-                         server=cast(ManagedServer, _Server()), ports=ports, progress=progress)
+                         server=cast(ManagedServer, _Server()), ports=ports, progress=progress,
+                         make_tasks=None if make_tasks is None else
+                         lambda cancel: make_tasks(cast(SettableClock, waits.clock), cancel))
     relay.to_server = lambda message, headers: sent.append(message)
     return Setup(cast(SettableClock, waits.clock), waits, ports, relay, sent)
 

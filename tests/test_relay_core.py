@@ -10,6 +10,7 @@ from typing import Any, cast
 from main_process.consent.elicitation_gate import Answered, Decision, HostModes, Read, decide
 from main_process.consent.long_wait import HostWait
 from main_process.consent.pending import Elicitation, PendingRequest, Unanswered
+from main_process.relay.host_tasks import HostTasks
 from main_process.relay.relay import RelaySession
 from main_process.servers.servers import ManagedServer
 from main_process.wire.peer_calls import Cancel
@@ -19,6 +20,7 @@ from shared.elicit_params import ElicitParams
 from shared.messages import ChannelReply, ElicitationResult
 from shared.relay_pump import RelayPump
 
+MakeTasks = Callable[[Callable[[jsonrpc.Id], None]], HostTasks]  # RelaySession's make_tasks
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
           "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
           "io.modelcontextprotocol/clientInfo": {"name": "host", "version": "1"}}
@@ -124,11 +126,12 @@ class Ports:
         self.hosts.append(client_info)
 
 
-def session(route: str = "windows") -> tuple[RelaySession, Ports, list[bytes]]:
+def session(route: str = "windows", make_tasks: MakeTasks | None = None,
+            ) -> tuple[RelaySession, Ports, list[bytes]]:
     ports = Ports()
     sent: list[bytes] = []
     relay = RelaySession(peer=Peer(b"r", "w1", "Claude", "host", 0.0), name="s1",
-                         server=cast(ManagedServer, _Server(_Config(route))), ports=ports)
+                         server=cast(ManagedServer, _Server(_Config(route))), ports=ports, make_tasks=make_tasks)
     relay.to_server = lambda message, headers: sent.append(message)
     return relay, ports, sent
 

@@ -3,6 +3,7 @@ settable clock: a 2025-11-25 host that asks for a task, a 2026-07-28 host that d
 extension and gets one past the threshold, tasks/cancel, and tasks main does not hold."""
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from test_long_waits import setup
@@ -11,6 +12,7 @@ from test_relay_core import MODERN, Ports, decoded, req, resp, session
 from main_process.clock import SettableClock
 from main_process.relay.host_tasks import HostTasks
 from main_process.relay.relay import RelaySession
+from shared import jsonrpc
 from shared.messages import ChannelReply
 
 AFTER_S = 10.0
@@ -19,11 +21,13 @@ MODERN_TASKS = {**MODERN, "io.modelcontextprotocol/clientCapabilities": {
 
 
 def with_tasks(decision: str = "hold") -> tuple[RelaySession, Ports, list[bytes], SettableClock]:
-    relay, ports, sent = session()
-    ports.decision = decision
     clock = SettableClock()
-    relay.tasks = HostTasks(clock, "waiting for approval on desk", lambda message: ports.to_host(relay, message),
-                            relay.cancel_task_call, after_s=AFTER_S)
+
+    def make_tasks(cancel: Callable[[jsonrpc.Id], None]) -> HostTasks:
+        return HostTasks(clock, "waiting for approval on desk", lambda message: ports.to_host(relay, message),
+                         cancel, after_s=AFTER_S)
+    relay, ports, sent = session(make_tasks=make_tasks)
+    ports.decision = decision
     return relay, ports, sent, clock
 
 
@@ -102,10 +106,10 @@ def test_a_request_about_a_task_main_does_not_hold_goes_to_the_server_as_sent() 
 
 
 def test_a_call_with_a_progress_token_hears_progress_until_it_became_a_task_then_none_and_no_retry() -> None:
-    waited = setup()  # the card path through LongWaits: progress every 5 s, "retry" at 50 s
-    waited.relay.tasks = HostTasks(waited.clock, "waiting for approval on desk",
-                                   lambda message: waited.ports.to_host(waited.relay, message),
-                                   waited.relay.cancel_task_call, after_s=AFTER_S)
+    def make_tasks(clock: SettableClock, cancel: Callable[[jsonrpc.Id], None]) -> HostTasks:
+        return HostTasks(clock, "waiting for approval on desk", lambda message: waited.ports.to_host(waited.relay, message),
+                         cancel, after_s=AFTER_S)
+    waited = setup(make_tasks=make_tasks)  # the card path through LongWaits: progress every 5 s, "retry" at 50 s
     waited.relay.from_host(req(7, "tools/call", {"name": "echo", "arguments": {},
                                                  "_meta": {**MODERN_TASKS, "progressToken": "p"}}))
     waited.clock.advance(AFTER_S - 1)

@@ -463,10 +463,6 @@ class Consent:
 
     # ---- helpers ----------------------------------------------------------------------
 
-    def identity_of(self, server: str) -> str | None:
-        """The server_identity of the program configured under that name now (None: none is)."""
-        return self._identities.get(server)
-
     def _who(self, routing_id: bytes, window: str) -> str:
         peer = self._ports.peer(routing_id)
         return f"{peer.name} ({window})" if peer is not None and peer.name else window

@@ -194,7 +194,10 @@ class RelaySession:
     _last_meta: tuple[bytes, _Declared] | None = None  # a host sends the same `_meta` every time
     progress: HostProgress | None = None  # main's own progress to the host while a card waits (progress.py)
     _waiting: CallProgress | None = None  # the calls' progress tokens, made from `progress`
-    tasks: HostTasks | None = None  # the host's task-augmented calls (host_tasks.py)
+    # The host's task-augmented calls (host_tasks.py), made at construction from the session's own
+    # cancel: `make_tasks(cancel_task_call)`; None: this session holds no tasks.
+    make_tasks: Callable[[Callable[[jsonrpc.Id], None]], HostTasks] | None = None
+    tasks: HostTasks | None = field(init=False, default=None)
     _declaring: tuple[jsonrpc.Id, str] | None = None  # the host's initialize or server/discover: its answer
     # declares main's tasks
     unreadable: int = 0  # messages refused as not strict JSON-RPC (for the log's limit)
@@ -203,6 +206,7 @@ class RelaySession:
 
     def __post_init__(self) -> None:
         self._rounds = InputRounds(_RoundsSide(self), name=self.name, server=self.server.name)
+        self.tasks = None if self.make_tasks is None else self.make_tasks(self.cancel_task_call)
 
         def cards_open() -> bool:
             return bool(self._windows) or self._rounds.cards_open()
@@ -1043,11 +1047,16 @@ class Relay:
         waits = self._waits
         progress = None if waits is None else HostProgress(
             host.message, waits.clock, waits.settings.progress_every_s, waits.settings.waiting_message)
-        session = RelaySession(peer=peer, name=name, server=server, ports=_Ports(self, host), progress=progress)
+        make_tasks = None
         if waits is not None and self._approval is not None and self._approval.may_ask(server):
-            session.tasks = HostTasks(waits.clock, waits.settings.waiting_message, host.message,
-                                      session.cancel_task_call, cap=waits.settings.tasks_per_session,
-                                      max_ttl_s=waits.settings.task_ttl_s, after_s=waits.settings.task_after_s)
+            settings, clock = waits.settings, waits.clock
+
+            def make_tasks(cancel: Callable[[jsonrpc.Id], None]) -> HostTasks:
+                return HostTasks(clock, settings.waiting_message, host.message, cancel,
+                                 cap=settings.tasks_per_session, max_ttl_s=settings.task_ttl_s,
+                                 after_s=settings.task_after_s)
+        session = RelaySession(peer=peer, name=name, server=server, ports=_Ports(self, host), progress=progress,
+                               make_tasks=make_tasks)
         opened = _Open(session, host)
         self._sessions[(peer.routing_id, name)] = opened
         opened.starting = asyncio.ensure_future(self._start(opened))
