@@ -175,9 +175,8 @@ def tool_text(reply: dict[str, Any]) -> Any:
 
 
 def settled(peer: WirePeer) -> WirePeer:
-    """A renderer that just attached gets `peers` twice: right after its welcome, and in main's
-    coalesced update 100 ms later. Take both, so the later one cannot land inside a barrage."""
-    peer.expect_topic("peers")
+    """A renderer that just attached gets `peers` right after its welcome (main's coalesced update
+    100 ms later skips it: its list is current). Take it, so it cannot land inside a barrage."""
     peer.expect_topic("peers")
     return peer
 
