@@ -326,7 +326,6 @@ def cmd_rules(args: argparse.Namespace) -> int:
 def cmd_main(args: argparse.Namespace) -> int:
     import asyncio
 
-    from main_process.app import MainApp
     from main_process.config import load_config
     from main_process.http_gateway import ListenError, check_exposure, check_listen
     from main_process.store.factory import chosen_store
@@ -349,6 +348,10 @@ def cmd_main(args: argparse.Namespace) -> int:
     if args.max_message_bytes < 1024:
         print("elicitron: --max-message-bytes must be at least 1024", file=sys.stderr)
         return EXIT_USAGE
+    # After the checks: importing main (mcp's types) is ~0.6 s of CPU, which a bad config or option
+    # need not wait for to say so.
+    from main_process.app import MainApp
+
     app = MainApp(config, connection_of(args), auto_open_window=args.auto_open_window, listen=args.listen,
                   max_body_bytes=args.max_message_bytes, mcp_http=args.mcp_http, mcp_http_tls=tls,
                   mcp_http_insecure=args.insecure_http, web=web.address() if web is not None else None,
