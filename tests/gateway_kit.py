@@ -18,7 +18,7 @@ import mcp_types as types
 from kit.env import child_env
 from kit.main import RunningMain
 from kit.paths import ROOT
-from kit.zygote import launched
+from kit.zygote import launched, launched_cli
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ElicitationFnT
 
@@ -30,11 +30,13 @@ def probe_entry(**extra: Any) -> dict[str, Any]:
     return {**launched(PROBE_SERVER), **extra}  # forked by the test zygote (kit/zygote.py)
 
 
-def serve_params(connection: Path, *args: str) -> StdioServerParameters:
-    """`elicitron serve --connection FILE ARGS` as a host's config would start it."""
-    return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "cli_process", "serve", "--connection", str(connection), *args],
-                                 env=child_env(), cwd=str(ROOT))
+def serve_params(connection: Path, *args: str, exec_serve: bool = False) -> StdioServerParameters:
+    """`elicitron serve --connection FILE ARGS` as a host's config would start it: forked from the
+    test zygote (kit/zygote.py `launched_cli`; 0.27 s of CPU each when exec'd, and the suite starts
+    about 200), or `exec_serve`: exec'd, for a test that looks at serve's own process (its pipes)."""
+    serve = ["serve", "--connection", str(connection), *args]
+    command, *argv = [sys.executable, "-m", "cli_process", *serve] if exec_serve else launched_cli(*serve)
+    return StdioServerParameters(command=command, args=argv, env=child_env(), cwd=str(ROOT))
 
 
 class HostLoop:

@@ -145,7 +145,8 @@ def _host_of_its_own_main(hosts: HostLoop, tmp_path: Path, name: str, mode: str)
     connection = runtime / "connection.json"
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"probe": probe_entry()}, "elicitron": {"autoOpenWindow": False}}))
-    host = Host(hosts, serve_params(connection, *MODES[mode], "--config", str(config)), name)
+    # exec'd: the tests look at serve's own pipes (_serve_stdin)
+    host = Host(hosts, serve_params(connection, *MODES[mode], "--config", str(config), exec_serve=True), name)
     try:
         host.open(120)
         yield host, connection

@@ -2,7 +2,8 @@
 `python -I -S tests/kit/server_launcher.py ZYGOTE_SOCKET SCRIPT [ARGS...]` (kit/zygote.py's
 `launched`). main starts this as it starts any server; it hands its stdin, stdout and stderr, its
 environment (the stripped one a host gives) and working directory to the zygote, which forks a
-child that runs SCRIPT as `python SCRIPT ARGS` would, on those pipes. What each start costs is
+child that runs SCRIPT as `python SCRIPT ARGS` would, on those pipes (or, with `-m cli_process ARGS`
+in place of SCRIPT, an `elicitron` command: `serve` as a host starts it). What each start costs is
 then the test, not a second of CPU importing mcp for every server (the suite starts hundreds).
 
 This process stands for the server: signals main sends it are passed on, it exits as the server
@@ -36,7 +37,11 @@ def main() -> None:
     zygote, script, *args = sys.argv[1:]
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(zygote)
-    request = {"script": script, "args": args, "env": dict(os.environ), "cwd": os.getcwd(), "tied": True}
+    if script == "-m":  # `-m cli_process ARGS`: an `elicitron` command (serve, as a host starts it)
+        module, *args = args
+        assert module == "cli_process", f"the zygote runs cli_process only, not {module}"
+    request = {"script": None if script == "-m" else script, "args": args, "env": dict(os.environ),
+               "cwd": os.getcwd(), "tied": True}
     socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # the pipes are the server's now: their end of file is its exit

@@ -176,6 +176,15 @@ def launched(script: Path, *args: str) -> dict[str, Any]:
     return {"command": PYTHON, "args": ["-I", "-S", str(_LAUNCHER), _started().path, str(script), *args]}
 
 
+def launched_cli(*args: str) -> list[str]:
+    """The command line that runs `python -m cli_process ARGS` for a host (`elicitron serve` as its
+    config starts it): through kit/server_launcher.py, forked from this process's zygote, or exec'd
+    when the zygote is off. For tests whose subject is not how serve itself starts."""
+    if not enabled():
+        return [PYTHON, "-m", "cli_process", *args]
+    return [PYTHON, "-I", "-S", str(_LAUNCHER), _started().path, "-m", "cli_process", *args]
+
+
 def spawn_cli(args: list[str], env: dict[str, str], *, cwd: Path = ROOT, stdout_pipe: bool = False,
               stderr_pipe: bool = True) -> Any:
     """`python -m cli_process ARGS` with stdin on /dev/null, stdout and stderr pipes or /dev/null,
