@@ -22,6 +22,7 @@ from kit.main import RunningMain, write_config
 from kit.output import ChildOutput
 from kit.paths import ROOT
 from kit.peer import WirePeer
+from kit.zygote import launched
 
 OAUTH_SERVER = ROOT / "tests" / "oauth_server.py"
 BROWSER_SCRIPT = ROOT / "tests" / "oauth_browser.py"
@@ -46,7 +47,8 @@ class OAuthServers:
 
 @contextmanager
 def oauth_servers(*args: str) -> Iterator[OAuthServers]:
-    proc = subprocess.Popen([sys.executable, str(OAUTH_SERVER), *args], stdout=subprocess.PIPE,
+    entry = launched(OAUTH_SERVER, *args)  # forked by the test zygote (it imports mcp's server side)
+    proc = subprocess.Popen([entry["command"], *entry["args"]], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=child_env(), cwd=ROOT)
     try:
         assert proc.stdout is not None

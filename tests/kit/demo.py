@@ -5,7 +5,7 @@ import subprocess
 from typing import Any
 
 from kit.env import child_env
-from kit.paths import DEMO_SERVER, PYTHON, ROOT
+from kit.paths import DEMO_SERVER, ROOT
 from kit.procs import end_process
 from kit.zygote import launched
 
@@ -18,7 +18,8 @@ def demo_stdio_entry(**extra: Any) -> dict[str, Any]:
 def start_http_demo(port: int = 0, timeout_s: float = 30.0) -> tuple["subprocess.Popen[bytes]", str]:
     """The demo server over streamable HTTP on loopback (`port` 0: any free one) and its URL, which
     it announces as its first stdout line `LISTENING <url>`."""
-    proc = subprocess.Popen([PYTHON, str(DEMO_SERVER), "--http", "--port", str(port)], stdout=subprocess.PIPE,
+    entry = launched(DEMO_SERVER, "--http", "--port", str(port))  # forked by the test zygote
+    proc = subprocess.Popen([entry["command"], *entry["args"]], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=child_env(), cwd=ROOT)
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
