@@ -35,6 +35,8 @@ from soaklib.driver import Soak
 from soaklib.hosts import main_hosts
 from soaklib.verify import Verdict, verify
 
+from shared.messages import MAX_AUDIT_ROWS
+
 
 def soak_config(home: Path, servers: int, elicitations: int, timeout_s: float) -> Path:
     # All of a server's requests may come within one burst window: lift the limit above them.
@@ -200,11 +202,17 @@ def main(argv: list[str] | None = None) -> int:
         main.stop()  # what `elicitron stop` left (nothing, normally); main's log is complete now
         audit_rows: list[dict[str, Any]] | None = None
         audit_error = None
-        done = main.cli_plain("audit", "--json", "--limit", str(10 * args.elicitations + 100), timeout=30)
-        if done.returncode != 0:
-            audit_error = f"elicitron audit exited {done.returncode}: {done.stderr.strip()[:300]}"
+        # One row per elicitation; `elicitron audit` gives at most MAX_AUDIT_ROWS (it refused the
+        # 10 * N + 100 this asked for before, and the soak's audit check failed on that alone).
+        if args.elicitations + 100 > MAX_AUDIT_ROWS:
+            audit_error = (f"the audit check reads at most {MAX_AUDIT_ROWS} rows (elicitron audit --limit): "
+                           f"run it with --elicitations {MAX_AUDIT_ROWS - 100} or fewer")
         else:
-            audit_rows = json.loads(done.stdout)
+            done = main.cli_plain("audit", "--json", "--limit", str(args.elicitations + 100), timeout=30)
+            if done.returncode != 0:
+                audit_error = f"elicitron audit exited {done.returncode}: {done.stderr.strip()[:300]}"
+            else:
+                audit_rows = json.loads(done.stdout)
         verdict = verify(soak, audit_rows)
         summary = summarize(args, soak, verdict, main.stderr.lines(), exit_code, audit_error)
         if args.json:
