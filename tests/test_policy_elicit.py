@@ -6,7 +6,8 @@ are never answered by a policy; main's own session and programs' questions are n
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from kit.consent_parts import NoWindows, QuietConsentPorts
 
 from main_process.config import StdioServerConfig
 from main_process.consent.consent import Consent
@@ -14,7 +15,6 @@ from main_process.consent.elicitation_gate import Answered, Deliver, Elicitation
 from main_process.consent.pending import Elicitation, PendingRequests, RequestOptions
 from main_process.policy.live import Policies
 from main_process.servers.server_identity import server_identity
-from main_process.wire.peers import Peer
 from shared.elicit_params import ElicitParams
 from shared.messages import CallError, ElicitationResult
 
@@ -46,28 +46,6 @@ class Server:
         return None
 
 
-class _NoWindows:
-    def renderers(self) -> list[bytes]:
-        return []
-
-    def send(self, routing_ids: Any, frames: list[bytes]) -> list[bytes]:
-        return []
-
-
-class _Ports:
-    def __init__(self, pending: PendingRequests) -> None:
-        self.pending = pending
-
-    def publish_rules(self, rules: Any) -> None:
-        pass
-
-    def publish_notice(self, level: str, message: str, server: str | None) -> None:
-        pass
-
-    def peer(self, routing_id: bytes) -> Peer | None:
-        return None
-
-
 class _Audited(PendingRequests):
     recorded: list[tuple[str, str, str | None]]
 
@@ -85,10 +63,10 @@ def with_gate(tmp_path: Path, body: Callable[[ElicitationGate, _Audited], None])
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        pending = _Audited(_NoWindows(), loop)
+        pending = _Audited(NoWindows(), loop)
         pending.recorded = []
         config = StdioServerConfig(name="bank", command="x")
-        consent = Consent(_Ports(pending), None, [], [], loop, {"bank": server_identity(config)},
+        consent = Consent(QuietConsentPorts(pending), None, [], [], loop, {"bank": server_identity(config)},
                           Policies([path]))
         try:
             body(ElicitationGate(pending, consent), pending)

@@ -16,9 +16,7 @@
   <= +100 µs.
 """
 
-import json
 import logging
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -28,13 +26,10 @@ from statistics import quantiles
 from typing import Any
 
 from kit import policy_set
-from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain
-from kit.output import ChildOutput
-from kit.paths import PYTHON, ROOT
 
 from benchlib.common import Figure, demo_entry, fmt_us
-from benchlib.rules import CONCURRENCY, MAIN, Side, best_quarter
+from benchlib.rules import CONCURRENCY, Side, best_quarter, rules_main
 
 POLICIES = 200
 TARGET_P50_US = 50.0
@@ -111,27 +106,14 @@ def _summary(samples_ns: list[int]) -> dict[str, float]:
 
 @contextmanager
 def _main(with_policies: bool) -> Iterator[RunningMain]:
-    runtime = short_tmp_dir()
-    config = runtime / "mcp.json"
     entry: dict[str, Any] = {**demo_entry(), "toolApproval": "ask" if with_policies else "allow"}
     settings: dict[str, Any] = {"mcpServers": {"demo": entry}}
+    files = {}
     if with_policies:
-        (runtime / "team.cedar").write_text(policy_set.policies(POLICIES) + PERMIT_ECHO, encoding="utf-8")
+        files["team.cedar"] = policy_set.policies(POLICIES) + PERMIT_ECHO
         settings["elicitron"] = {"policies": ["team.cedar"]}
-    config.write_text(json.dumps(settings))
-    connection = runtime / "connection.json"
-    argv = [PYTHON, str(MAIN), str(config), str(connection), "with-rules"]
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=child_env(runtime), cwd=ROOT)
-    assert proc.stderr is not None
-    main = RunningMain(proc, connection, runtime, ChildOutput(proc.stderr))
-    try:
-        main.wait_up()
-        main.wait_server_ready("demo")
+    with rules_main(settings, with_rules=True, files=files) as main:
         yield main
-    finally:
-        main.stop()
-        subprocess.run(["rm", "-rf", str(runtime)], check=False)
 
 
 def _through_main(quick: bool) -> Figure:

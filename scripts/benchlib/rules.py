@@ -31,6 +31,7 @@ from statistics import mean
 from typing import Any
 
 import zmq
+from kit.consent_parts import NoWindows, QuietConsentPorts
 from kit.contract import INVOKE
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain
@@ -51,9 +52,20 @@ BOOKING = ("demo", "book_table", {"restaurant": "Bench"})
 
 @contextmanager
 def _main(with_rules: bool) -> Iterator[RunningMain]:
+    with rules_main({"mcpServers": {"demo": {**demo_entry(), "toolApproval": "ask"}}}, with_rules) as main:
+        yield main
+
+
+@contextmanager
+def rules_main(settings: dict[str, Any], with_rules: bool,
+               files: dict[str, str] | None = None) -> Iterator[RunningMain]:
+    """rules_main.py (the MainApp `elicitron main` builds) on `settings` as its config, with `files`
+    (name -> text) beside it, its demo server ready; stopped and its runtime dir removed after."""
     runtime = short_tmp_dir()
+    for name, text in (files or {}).items():
+        (runtime / name).write_text(text, encoding="utf-8")
     config = runtime / "mcp.json"
-    config.write_text(json.dumps({"mcpServers": {"demo": {**demo_entry(), "toolApproval": "ask"}}}))
+    config.write_text(json.dumps(settings))
     connection = runtime / "connection.json"
     argv = [PYTHON, str(MAIN), str(config), str(connection), "with-rules" if with_rules else "no-rules"]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -211,26 +223,6 @@ async def _hook_alone(n: int) -> tuple[float, float]:
     from main_process.wire.peers import Peer
     from shared.messages import ElicitationResult
 
-    class NoWindows:
-        def renderers(self) -> list[bytes]:
-            return []
-
-        def send(self, routing_ids: Any, frames: list[bytes]) -> list[bytes]:
-            return []
-
-    class Host:
-        def __init__(self, pending: PendingRequests) -> None:
-            self.pending = pending
-
-        def publish_rules(self, rules: Any) -> None:
-            pass
-
-        def publish_notice(self, level: str, message: str, server: str | None) -> None:
-            pass
-
-        def peer(self, routing_id: bytes) -> None:
-            return None
-
     class StubServer:
         name = "demo"
         config = StdioServerConfig(name="demo", command="x", tool_approval="ask")
@@ -254,10 +246,10 @@ async def _hook_alone(n: int) -> tuple[float, float]:
         writer = AuditWriter(store.audit, loop)
         pending = PendingRequests(NoWindows(), loop, audit=writer)
         program = server_identity(StubServer.config)  # user rules bind to the program they were given to
-        consent = Consent(Host(pending), None, [], [], loop, {"demo": program})  # type: ignore[arg-type]
+        consent = Consent(QuietConsentPorts(pending), None, [], [], loop, {"demo": program})  # type: ignore[arg-type]
         pending.rules = consent
         gate = ElicitationGate(pending, consent)
-        approval = ToolApproval(consent, pending, Host(pending))  # type: ignore[arg-type]
+        approval = ToolApproval(consent, pending, QuietConsentPorts(pending))  # type: ignore[arg-type]
         params = {"mode": "form", "message": "Book a table?", "requestedSchema": BENCH_SCHEMA}
         consent.book.add(Rule(id="r-call", source="user", server="demo", created_at=0, created_by="bench",
                               tool="echo", decision="allow", identity=program))
