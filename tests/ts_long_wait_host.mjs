@@ -6,19 +6,9 @@
 //   node tests/ts_long_wait_host.mjs SDK_DIR '{"command": ..., "args": [...], "env": {...}, "cwd": ...,
 //                                              "tool": ..., "arguments": {...}, "timeoutMs": 1000}'
 
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { connectStdioHost, line } from "./ts_stdio_host.mjs";
 
-const [sdkDir, specText] = process.argv.slice(2);
-const spec = JSON.parse(specText);
-const load = (path) => import(pathToFileURL(join(sdkDir, "dist", "esm", path)).href);
-const { Client } = await load("client/index.js");
-const { StdioClientTransport } = await load("client/stdio.js");
-
-const line = (record) => process.stdout.write(JSON.stringify(record) + "\n");
-const client = new Client({ name: "long-wait-ts-host", version: "1.0.0" }, { capabilities: {} });
-await client.connect(new StdioClientTransport({ command: spec.command, args: spec.args, env: spec.env,
-                                                cwd: spec.cwd, stderr: "inherit" }));
+const { client, spec } = await connectStdioHost("long-wait-ts-host");
 line({ connected: true });
 const started = Date.now();
 try {

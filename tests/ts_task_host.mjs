@@ -6,19 +6,9 @@
 //   node tests/ts_task_host.mjs SDK_DIR '{"command": ..., "args": [...], "env": {...}, "cwd": ...,
 //                                         "tool": ..., "arguments": {...}, "timeoutMs": 3000}'
 
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { connectStdioHost, line } from "./ts_stdio_host.mjs";
 
-const [sdkDir, specText] = process.argv.slice(2);
-const spec = JSON.parse(specText);
-const load = (path) => import(pathToFileURL(join(sdkDir, "dist", "esm", path)).href);
-const { Client } = await load("client/index.js");
-const { StdioClientTransport } = await load("client/stdio.js");
-
-const line = (record) => process.stdout.write(JSON.stringify(record) + "\n");
-const client = new Client({ name: "task-ts-host", version: "1.0.0" }, { capabilities: {} });
-await client.connect(new StdioClientTransport({ command: spec.command, args: spec.args, env: spec.env,
-                                                cwd: spec.cwd, stderr: "inherit" }));
+const { client, spec } = await connectStdioHost("task-ts-host");
 line({ connected: true, serverTasks: client.getServerCapabilities()?.tasks ?? null });
 const started = Date.now();
 const elapsedMs = () => Date.now() - started;
