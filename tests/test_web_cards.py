@@ -11,7 +11,6 @@ Skipped (with the reason) where /usr/bin/chromium is missing; CI installs it."""
 
 import json
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -21,9 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from gateway_kit import Host, HostLoop, serve_params, text_of
-from kit.demo import demo_stdio_entry
 from kit.env import child_env, short_tmp_dir
-from kit.main import start_main, write_config
 from kit.paths import ROOT
 from kit.peer import kept_attached
 from oauth_kit import oauth_config, oauth_servers, server_status, start_oauth_main
@@ -306,31 +303,24 @@ def test_a_sign_in_card_shows_the_real_host_and_opens_the_sign_in_link(
 
 def test_a_deny_with_a_reason_typed_on_the_page_reaches_the_agent_naming_the_device(
         context: "BrowserContext", hosts: HostLoop) -> None:
-    home = short_tmp_dir("eli-webd-")
-    main = start_main(write_config(home / "mcp.json", {"demo": demo_stdio_entry(toolApproval="ask")}), home, home=home)
-    try:
-        main.wait_server_ready("demo")
-        with web_window(main, home / "web") as web:
-            page = context.new_page()
-            pair(page, web, "Ada's phone")
-            host = Host(hosts, serve_params(main.connection, "--server", "demo"), "Claude Desktop").open()
-            try:
-                call = host.start(lambda c: c.call_tool("echo", {"text": "to prod"}))
-                card = page.locator("#cards article")
-                card.get_by_text("demo/echo").wait_for(timeout=TIMEOUT_MS)
-                reason = card.get_by_label("Reason (sent to the agent)")
-                assert reason.get_attribute("maxlength") == "500"
-                reason.fill("use staging first")
-                card.get_by_role("button", name="Deny").click()
-                result = call.result(30)
-            finally:
-                host.close()
+    with demo_web_window("eli-webd-", toolApproval="ask") as web:
+        page = context.new_page()
+        pair(page, web, "Ada's phone")
+        host = Host(hosts, serve_params(web.main.connection, "--server", "demo"), "Claude Desktop").open()
+        try:
+            call = host.start(lambda c: c.call_tool("echo", {"text": "to prod"}))
+            card = page.locator("#cards article")
+            card.get_by_text("demo/echo").wait_for(timeout=TIMEOUT_MS)
+            reason = card.get_by_label("Reason (sent to the agent)")
+            assert reason.get_attribute("maxlength") == "500"
+            reason.fill("use staging first")
+            card.get_by_role("button", name="Deny").click()
+            result = call.result(30)
+        finally:
+            host.close()
         assert result.is_error is True
         assert text_of(result).startswith('The user denied this call in Elicitron (on the device "Ada\'s phone"): '
                                           'demo/echo was not called. The user\'s reason: "use staging first".')
         assert result.meta is not None
         denial = result.meta["elicitron/denial"]
         assert (denial["deniedBy"], denial["device"], denial["reason"]) == ("person", "Ada's phone", "use staging first")
-    finally:
-        main.stop()
-        shutil.rmtree(home, ignore_errors=True)

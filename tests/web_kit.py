@@ -83,13 +83,14 @@ def web_window(main: RunningMain, web_dir: Path, *extra_args: str, open_files: t
 
 
 @contextmanager
-def demo_web_window(prefix: str, web_dir: str = "web") -> Iterator[WebWindow]:
-    """A main with the demo server, ready, and a web window on it; their dirs in one temp dir
-    (`web_dir` under it: DEFAULT_WEB_DIR is where commands without --web-dir look). A test may
-    restart main (`window.main` is then the new one, stopped at the end)."""
+def demo_web_window(prefix: str, web_dir: str = "web", **demo: Any) -> Iterator[WebWindow]:
+    """A main with the demo server (`demo`: more keys of its config entry, e.g. toolApproval),
+    ready, and a web window on it; their dirs in one temp dir (`web_dir` under it: DEFAULT_WEB_DIR
+    is where commands without --web-dir look). A test may restart main (`window.main` is then the
+    new one, stopped at the end)."""
     home = short_tmp_dir(prefix)
     try:
-        main = start_main(write_config(home / "mcp.json", {"demo": demo_stdio_entry()}), home, home=home)
+        main = start_main(write_config(home / "mcp.json", {"demo": demo_stdio_entry(**demo)}), home, home=home)
         try:
             main.wait_server_ready("demo")
             with web_window(main, home / web_dir) as window:
