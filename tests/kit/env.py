@@ -12,8 +12,12 @@ _default_home: Path | None = None
 
 
 def short_tmp_dir(prefix: str = "eli-") -> Path:
-    """A new private dir directly under /tmp: ipc:// paths are limited to 107 characters."""
-    return Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    """A new private dir directly under /tmp: ipc:// paths are limited to 107 characters. Removed
+    when this process exits (if its user has not removed it): a main stopped after its test's own
+    cleanup still leaves its lock file, and /tmp filled up with them run after run."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def default_home() -> Path:
@@ -21,7 +25,6 @@ def default_home() -> Path:
     global _default_home
     if _default_home is None:
         _default_home = short_tmp_dir("eli-home-")
-        atexit.register(shutil.rmtree, _default_home, ignore_errors=True)
     return _default_home
 
 
