@@ -68,6 +68,10 @@ _DECIDE: Final = (  # the first outcome wins; xmax = 0: the row is new (no reque
     f"ON CONFLICT (channel) DO UPDATE SET {_set((*_OUTCOME, 'approvers'))} WHERE elicitations.outcome IS NULL "
     "RETURNING (xmax = 0)")
 _APPROVED_IN_STORE: Final = "SELECT person, machine FROM quorum_approvals WHERE channel = %s"
+# An outcome found already there: this very write, made before (a kept write made again after main
+# was killed mid-replay) when its decision time and machine are this row's
+_MADE_BEFORE: Final = "SELECT 1 FROM elicitations WHERE channel = %s AND outcome = %s AND decided_at = %s AND machine = %s"
+_DECIDED_AT: Final = _ROW.index("decided_at")
 REQUESTS: Final = "requests"  # the kinds of the writes kept while the store is away (postgres_backlog.py)
 OUTCOME: Final = "outcome"
 _SELECT: Final = ", ".join(f"{column}::text" if column in _JSON else column
@@ -153,8 +157,12 @@ class PgAudit:
             async with pool.connection() as conn:
                 named = await self._approvers(conn, channel, approvers) if approvers else None
                 decided = await (await conn.execute(_DECIDE, (*row, named))).fetchone()
+                made_before = decided is None and await (await conn.execute(
+                    _MADE_BEFORE, (channel, outcome, row[_DECIDED_AT], self.machine))).fetchone() is not None
         except (psycopg.Error, StoreUnavailableError) as exc:
             return self._away_or_failed("record outcome", exc)
+        if made_before:
+            return self._succeeded()  # the same write made twice: nothing changed
         if decided is None:  # after an outage: the request was decided on another main meanwhile too
             problem = ValueError(f"{channel} already has an outcome; {outcome!r} not recorded")
             self._complain("record outcome", problem, level=logging.WARNING)
