@@ -69,9 +69,10 @@ _DECIDE: Final = (  # the first outcome wins; xmax = 0: the row is new (no reque
     "RETURNING (xmax = 0)")
 _APPROVED_IN_STORE: Final = "SELECT person, machine FROM quorum_approvals WHERE channel = %s"
 # An outcome found already there: this very write, made before (a kept write made again after main
-# was killed mid-replay) when its decision time and machine are this row's
-_MADE_BEFORE: Final = "SELECT 1 FROM elicitations WHERE channel = %s AND outcome = %s AND decided_at = %s AND machine = %s"
-_DECIDED_AT: Final = _ROW.index("decided_at")
+# was killed mid-replay) when its decision (time to the ms, window, rule, decision) and machine are this row's
+_SAME: Final = ("outcome", "decided_at", "answer_window", "rule_id", "decision", "machine")
+_MADE_BEFORE: Final = ("SELECT 1 FROM elicitations WHERE channel = %s AND " +
+                       " AND ".join(f"{column} IS NOT DISTINCT FROM %s" for column in _SAME))
 REQUESTS: Final = "requests"  # the kinds of the writes kept while the store is away (postgres_backlog.py)
 OUTCOME: Final = "outcome"
 _SELECT: Final = ", ".join(f"{column}::text" if column in _JSON else column
@@ -158,7 +159,7 @@ class PgAudit:
                 named = await self._approvers(conn, channel, approvers) if approvers else None
                 decided = await (await conn.execute(_DECIDE, (*row, named))).fetchone()
                 made_before = decided is None and await (await conn.execute(
-                    _MADE_BEFORE, (channel, outcome, row[_DECIDED_AT], self.machine))).fetchone() is not None
+                    _MADE_BEFORE, (channel, *(row[_ROW.index(column)] for column in _SAME)))).fetchone() is not None
         except (psycopg.Error, StoreUnavailableError) as exc:
             return self._away_or_failed("record outcome", exc)
         if made_before:
