@@ -38,7 +38,7 @@ from main_process.http_gateway import (
 )
 from main_process.lock import InstanceLock
 from main_process.notifications import Notifications
-from main_process.paths import default_log_dir
+from main_process.paths import default_log_dir, default_state_dir
 from main_process.policy.live import Policies
 from main_process.published_connection import PublishedConnection
 from main_process.relay.host_pipes import HostPipes
@@ -49,6 +49,7 @@ from main_process.servers.server_faults import error_reply
 from main_process.servers.server_identity import identities
 from main_process.servers.servers import ManagedServer
 from main_process.store.factory import default_audit_path, default_machine, open_store
+from main_process.store.spool import spool_path
 from main_process.web_child import WebWindowChild
 from main_process.wire.broker import ZAP_DOMAIN, Broker, Listener, Receivers, StatusSources
 from main_process.wire.consent_topics import NoRules
@@ -146,7 +147,8 @@ class MainApp:
         remote, front = self._remote_listener(stack)
         # What outlives a request, opened once and handed to the parts that keep it (store/).
         store = open_store(self.store_url, audit_path=self.audit_path, record_values=config.audit_values,
-                           machine=config.machine)
+                           machine=config.machine,
+                           spool=spool_path(default_state_dir(), self.connection_path, self.store_url or ""))
         stack.push_async_callback(store.close)
         await store.open()  # unreachable: one line, and main does not start
         endpoint = ipc_endpoint_beside(self.connection_path)

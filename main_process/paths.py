@@ -5,6 +5,11 @@ from pathlib import Path
 import platformdirs
 
 
+def default_state_dir() -> Path:
+    """main's private state: its logs, and a PostgreSQL store's spool (store/spool.py)."""
+    return Path(platformdirs.user_state_dir("elicitron"))
+
+
 def default_log_dir() -> Path:
     """main.log and one stderr log per stdio server (0700 directory, 0600 files)."""
-    return Path(platformdirs.user_state_dir("elicitron")) / "log"
+    return default_state_dir() / "log"

@@ -28,6 +28,7 @@ class Store:
         self.endings: list[tuple[str, str]] = []
         self.claims: list[tuple[str, ElicitationResult, Approver, Callable[[Claim], None]]] = []
         self.votes: list[tuple[str, str, ElicitationResult, Callable[[QuorumVote], None]]] = []
+        self.counted: list[tuple[str, str, str]] = []  # approvals counted here (the store away): (channel, person, window)
 
     def shares(self, pending: PendingRequest) -> bool:
         return True
@@ -45,6 +46,9 @@ class Store:
 
     def ended(self, pending: PendingRequest, outcome: str) -> None:
         self.endings.append((pending.channel, outcome))
+
+    def counted_here(self, pending: PendingRequest, person: str, window: str) -> None:
+        self.counted.append((pending.channel, person, window))
 
 
 def requests(tmp_path: Path, outbox: Outbox) -> tuple[PendingRequests, Store, Any]:
@@ -177,6 +181,9 @@ def test_a_quorum_of_this_main_is_counted_here_while_the_store_is_unreachable(tm
             pending.answer(routing_id, window, opened.channel, result("accept", {"decision": "allow-once"}))
             shared.votes[-1][3](QuorumVote("unreachable"))
         assert answers == [ElicitationResult(action="accept", content={"decision": "allow-once"})]
+        # each approval is handed to the store to count once it is back, before the request ends there
+        assert shared.counted == [(opened.channel, "ana", "window-a"), (opened.channel, "ben", "window-b")]
+        assert shared.endings == [(opened.channel, "accept")]
         [entry] = await store.audit.entries()
         assert (entry.decision, entry.window_name) == ("allow-once", "ana, ben")
         await store.close()

@@ -129,6 +129,10 @@ class SharedRequests(Protocol):
     def ended(self, pending: "PendingRequest", outcome: str) -> None:
         """This main closed its request otherwise than by a claim (expired, withdrawn, a rule)."""
 
+    def counted_here(self, pending: "PendingRequest", person: str, window: str) -> None:
+        """A quorum approval of this main's request counted here (the store was away): the store
+        counts it too once it is back."""
+
 
 class Outbox(Protocol):
     """What the lifecycle needs from whoever owns the sockets."""
@@ -404,6 +408,9 @@ class PendingRequests:
                     answer: ElicitationResult, remember: Remember | None) -> None:
         """Count an approver's answer on this main alone (one main, or this main's own request while
         the shared store is unreachable)."""
+        shared = self.shared
+        if shared is not None and shared.shares(pending) and _decision(pending.invoke, answer) != "deny":
+            shared.counted_here(pending, person, window)  # before `_close`: kept first, so made first
         counted = self._count(pending, person, answer)
         if counted is None:
             return  # an approval that does not decide yet: the windows show the count
@@ -643,7 +650,7 @@ class PendingRequests:
                                           window_name=(", ".join(pending.people) if pending.people else
                                                        answerer.name if answerer is not None else None),
                                           device=answerer.device if answerer is not None else None,
-                                          reason=answer.reason),
+                                          reason=answer.reason, approvers=tuple(pending.people)),
                             then=lambda _written: pending.resolve(answer))
 
     # ---- delivery to a window that attaches ---------------------------------------------

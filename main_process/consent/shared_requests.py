@@ -26,6 +26,9 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
   count that does not decide wakes every other main, whose read (the known rows with approvals)
   shows it in its windows (`recount_from_store`), this main's requests and copies alike; the
   voter's main skips its own wake-up and shows the count the vote returned (pending's `_voted`).
+  While the store is away this main counts its own requests' approvals alone (`counted_here`):
+  each is kept and added to the store's count once it is back (a request opened meanwhile: right
+  after it is published), so the store ends with every approver.
 - **Questions.** An asker's question outlives its main on the store (postgres_inbox.py); an asker
   re-attached here asks it again naming its old channel, and `resume_question` hands over the
   answer given meanwhile, once, or ends the old row so the question opens here anew. A row that
@@ -76,6 +79,8 @@ class SharedRequestsDesk:
         self._loop = asyncio.get_running_loop()
         self._published: dict[str, asyncio.Future[bool]] = {}  # this main's open requests -> published?
         self._taken: list[str] = []  # answers from the store handed on, their values to clear with the next beat
+        # quorum approvals counted here of requests not in the store yet: written once they are published
+        self._approved_unpublished: dict[str, list[tuple[str, str]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._syncing = self._sync_again = False
         self._ended_meanwhile: set[str] = set()  # endings heard during the read in flight (it may see them open)
@@ -151,10 +156,24 @@ class SharedRequestsDesk:
             self._published.pop(pending.channel, None)
         then(vote)
 
+    def counted_here(self, pending: PendingRequest, person: str, window: str) -> None:
+        published = self._published.get(pending.channel)
+        if published is None:
+            return
+        if published.done() and not published.result():
+            self._approved_unpublished.setdefault(pending.channel, []).append((person, window))
+            return
+        self._run_now(self._approved_here(pending.channel, published, person, window))
+
+    async def _approved_here(self, channel: str, published: asyncio.Future[bool], person: str, window: str) -> None:
+        if await published:
+            await self._inbox.approved_here(channel, person, window)
+
     def ended(self, pending: PendingRequest, outcome: str) -> None:
+        self._approved_unpublished.pop(pending.channel, None)  # the audit row names them (pending.people)
         published = self._published.pop(pending.channel, None)
         if published is not None:
-            self._run(self._end(pending.channel, published, outcome))
+            self._run_now(self._end(pending.channel, published, outcome))
 
     async def _end(self, channel: str, published: asyncio.Future[bool], outcome: str) -> None:
         if await published:
@@ -200,6 +219,9 @@ class SharedRequestsDesk:
             again: asyncio.Future[bool] = self._loop.create_future()
             self._published[channel] = again
             await self._publish(pending, again)
+            if again.result():
+                for person, window in self._approved_unpublished.pop(channel, []):
+                    await self._inbox.approved_here(channel, person, window)
 
     def _requests_changed(self) -> None:
         if self._syncing:
@@ -352,6 +374,14 @@ class SharedRequestsDesk:
         task = self._loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    def _run_now(self, coro: Coroutine[Any, Any, None]) -> None:
+        """As `_run`, started at once: a write kept while the store is away is on disk when this
+        returns (before the decision is reported to anyone), and kept in the order it was made."""
+        task = asyncio.Task(coro, loop=self._loop, eager_start=True)
+        if not task.done():
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
 
 def _answered_by(row: InboxRow) -> str:

@@ -16,5 +16,7 @@ postgres.py      the PostgreSQL backend (psycopg 3, async pool; loaded only for 
                  postgres_schema.py its numbered migrations, postgres_audit.py and
                  postgres_rules.py the SQL of its tables, postgres_inbox.py the shared inbox
                  (every main's open requests and questions, claims, leases), postgres_listen.py
-                 its wake-ups, postgres_devices.py the paired web devices every main mirrors
+                 its wake-ups, postgres_devices.py the paired web devices every main mirrors;
+                 postgres_backlog.py what main decided while the store was away, kept in
+                 spool.py's file on this machine's disk until the store has it
 """

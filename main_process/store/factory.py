@@ -68,16 +68,18 @@ def default_machine() -> str:
 
 
 def open_store(url: str | None, *, audit_path: Path | None = None, record_values: bool = False,
-               machine: str | None = None) -> Store:
+               machine: str | None = None, spool: Path | None = None) -> Store:
     """The store `url` names (see check_store_url). `audit_path` puts the SQLite store's files
     elsewhere (tests, the bench); `record_values` is the config's `auditValues`; `machine` the
-    config's `machine` (default: the host name; a shared store's rows name it)."""
+    config's `machine` (default: the host name; a shared store's rows name it); `spool` the file a
+    PostgreSQL store keeps what main decides while it is away in (store/spool.py: main's, by its
+    connection file; None: in memory, for the CLI)."""
     check_store_url(url)
     if is_postgres(url):
         assert url is not None
         from main_process.store.postgres import PgStore  # psycopg: only for a PostgreSQL store
 
-        return PgStore(url, machine=machine or default_machine(), record_values=record_values)
+        return PgStore(url, machine=machine or default_machine(), record_values=record_values, spool=spool)
     from main_process.store.sqlite import SqliteStore
 
     return SqliteStore(audit_path or default_audit_path(), record_values=record_values)

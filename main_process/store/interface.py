@@ -186,6 +186,11 @@ class SharedInbox(Protocol):
 
     async def taken(self, channels: Sequence[str]) -> bool: ...
 
+    async def approved_here(self, channel: str, person: str, window: str) -> bool:
+        """A quorum approval of this main's request it counted alone (the store was away): added to
+        the store's count when it is back (once per person)."""
+        ...
+
     async def resume(self, asked_on: str, asker: str) -> ResumedQuestion:
         """Asker `asker` asks again the question it asked on `asked_on` of a main now gone: its answer,
         taken once (the first caller gets it, no one after), or that question's row ended as

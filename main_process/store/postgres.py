@@ -13,7 +13,9 @@ one line). One whose store goes away later (a restart, a cut connection) never w
 says it is unreachable and why (in main's msgStatus reply, with the mains on the store), main decides
 its own requests from its own windows meanwhile, and what it decided is kept and written once the
 store is back, each row once (postgres_backlog.py); it then renews its lease, LISTENs again and
-catches up with a query (postgres_listen.py, consent/shared_requests.py).
+catches up with a query (postgres_listen.py, consent/shared_requests.py). What is kept is on this
+machine's disk (`spool`: spool.py) before anyone hears of the decision: a main stopped or killed
+before the store is back makes those writes when it next starts on this store (`open`).
 """
 
 import logging
@@ -25,18 +27,21 @@ from main_process.store.postgres_connect import Database
 from main_process.store.postgres_devices import PgDevices
 from main_process.store.postgres_inbox import PgInbox
 from main_process.store.postgres_rules import PgRules
+from main_process.store.spool import Spool
 from shared.messages import StoreState
 
 logger = logging.getLogger(__name__)
 
 
 class PgStore:
-    """The Store on one PostgreSQL database; `machine` names this main on the audit rows it writes."""
+    """The Store on one PostgreSQL database; `machine` names this main on the audit rows it writes;
+    `spool` the file what is decided while the store is away is kept in (None: in memory, for a
+    process that decides nothing: the CLI)."""
 
-    def __init__(self, url: str, *, machine: str, record_values: bool = False) -> None:
+    def __init__(self, url: str, *, machine: str, record_values: bool = False, spool: Path | None = None) -> None:
         self._db = Database(url)
         self.machine = machine
-        self._backlog = Backlog(self._db)  # what was decided while the store was away, to write when back
+        self._backlog = Backlog(self._db, Spool(spool))  # what was decided while the store was away, to write when back
         self._rules = PgRules(self._db)
         self._audit = PgAudit(self._db, machine, record_values, self._backlog)
         self._inbox = PgInbox(self._db, machine, record_values, self._backlog)
@@ -64,6 +69,8 @@ class PgStore:
 
     async def open(self) -> None:
         await self._db.pool()
+        if self._backlog.load():  # what this main's last run decided while the store was away
+            self._backlog.replay()
 
     async def claim(self, connection: Path) -> None:
         pass  # nothing to own: every main of the store changes it (the inbox and rules are shared)

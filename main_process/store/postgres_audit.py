@@ -10,8 +10,13 @@ one process:
 - `record_requests` writes rule-decided rows and new request rows in one transaction; request rows
   alone (each independent of the others) in one round trip without one.
 Writes never raise (the store's failure policy). One that finds the store unreachable is kept
-and made again when it is back (postgres_backlog.py: idempotent by channel, so each row once) and
-returns False; one the store refuses is logged, counted as unrecorded, and returns False.
+(on disk: spool.py) and made again when it is back, or when main next starts (postgres_backlog.py:
+idempotent by channel, so each row once) and returns False; one the store refuses is logged,
+counted as unrecorded, and returns False. So a kept write is data: its kind ("requests",
+"outcome") and a JSON payload of the row's columns.
+- An outcome a quorum decided on this main while the store was away names its approvers
+  (`OutcomeRecord.approvers`): the row's `approvers` says each with the machine the store has for
+  them (an approval counted in the store before the outage), else this main's.
 Readers raise AuditLogError.
 """
 
@@ -20,6 +25,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Final, LiteralString
 
+import msgspec
 import psycopg
 
 from main_process.log_limiter import RateLimitedLog
@@ -58,9 +64,17 @@ _INSERT_REQUEST: Final = (  # a repeated channel refreshes its request columns a
 _INSERT_DECIDED: Final = (
     f"INSERT INTO elicitations ({_names(_ROW)}) VALUES ({_values(_ROW)}) ON CONFLICT (channel) DO NOTHING")
 _DECIDE: Final = (  # the first outcome wins; xmax = 0: the row is new (no request row was there)
-    f"INSERT INTO elicitations ({_names(_ROW)}) VALUES ({_values(_ROW)}) "
-    f"ON CONFLICT (channel) DO UPDATE SET {_set(_OUTCOME)} WHERE elicitations.outcome IS NULL "
+    f"INSERT INTO elicitations ({_names((*_ROW, 'approvers'))}) VALUES ({_values((*_ROW, 'approvers'))}) "
+    f"ON CONFLICT (channel) DO UPDATE SET {_set((*_OUTCOME, 'approvers'))} WHERE elicitations.outcome IS NULL "
     "RETURNING (xmax = 0)")
+_APPROVED_IN_STORE: Final = "SELECT person, machine FROM quorum_approvals WHERE channel = %s"
+# An outcome found already there: this very write, made before (a kept write made again after main
+# was killed mid-replay) when its decision (time to the ms, window, rule, decision) and machine are this row's
+_SAME: Final = ("outcome", "decided_at", "answer_window", "rule_id", "decision", "machine")
+_MADE_BEFORE: Final = ("SELECT 1 FROM elicitations WHERE channel = %s AND " +
+                       " AND ".join(f"{column} IS NOT DISTINCT FROM %s" for column in _SAME))
+REQUESTS: Final = "requests"  # the kinds of the writes kept while the store is away (postgres_backlog.py)
+OUTCOME: Final = "outcome"
 _SELECT: Final = ", ".join(f"{column}::text" if column in _JSON else column
                           for column in (*_ROW, "answer_machine", "answer_user", "approvers"))
 _ERROR_INTERVAL_S: Final = 60.0
@@ -77,6 +91,10 @@ class PgAudit:
         self._unrecorded = 0
         self._unrecorded_since_ok = 0
         self._complaints = RateLimitedLog(logger, interval_s=_ERROR_INTERVAL_S)
+        backlog.handles(REQUESTS, lambda kept: self._requests_once([tuple(r) for r in kept["rows"]],
+                                                                   [tuple(r) for r in kept["full"]]))
+        backlog.handles(OUTCOME, lambda kept: self._outcome_once(
+            tuple(kept["row"]), kept["channel"], kept["outcome"], alone=kept["alone"], approvers=kept["approvers"]))
 
     @property
     def record_values(self) -> bool:
@@ -95,8 +113,8 @@ class PgAudit:
                  else None, d.rule_id, d.decision, None, None, None, d.reason, self.machine) for d in decided]
         if not rows and not full:
             return True
-        return await self._backlog.write(f"{len(rows) + len(full)} request row(s)",
-                                         lambda: self._requests_once(rows, full))
+        return await self._backlog.write(REQUESTS, f"{len(rows) + len(full)} request row(s)",
+                                         {"rows": rows, "full": full})
 
     async def _requests_once(self, rows: list[tuple[Any, ...]], full: list[tuple[Any, ...]]) -> bool | None:
         try:
@@ -129,24 +147,38 @@ class PgAudit:
         row = (*asked, outcome.outcome, outcome.window, decided_at, content, outcome.rule_id, outcome.decision,
                outcome.window_name, device.name if device is not None else None,
                device.id if device is not None else None, outcome.reason, self.machine)
-        return await self._backlog.write(f"the outcome {outcome.outcome!r} of {outcome.channel}",
-                                         lambda: self._outcome_once(row, outcome, alone=request is None))
+        return await self._backlog.write(OUTCOME, f"the outcome {outcome.outcome!r} of {outcome.channel}",
+                                         {"row": row, "channel": outcome.channel, "outcome": outcome.outcome,
+                                          "alone": request is None, "approvers": list(outcome.approvers)})
 
-    async def _outcome_once(self, row: tuple[Any, ...], outcome: OutcomeRecord, *, alone: bool) -> bool | None:
+    async def _outcome_once(self, row: tuple[Any, ...], channel: str, outcome: str, *, alone: bool,
+                            approvers: list[str]) -> bool | None:
         try:
             pool = await self._db.pool()
             async with pool.connection() as conn:
-                decided = await (await conn.execute(_DECIDE, row)).fetchone()
+                named = await self._approvers(conn, channel, approvers) if approvers else None
+                decided = await (await conn.execute(_DECIDE, (*row, named))).fetchone()
+                made_before = decided is None and await (await conn.execute(
+                    _MADE_BEFORE, (channel, *(row[_ROW.index(column)] for column in _SAME)))).fetchone() is not None
         except (psycopg.Error, StoreUnavailableError) as exc:
             return self._away_or_failed("record outcome", exc)
+        if made_before:
+            return self._succeeded()  # the same write made twice: nothing changed
         if decided is None:  # after an outage: the request was decided on another main meanwhile too
-            problem = ValueError(f"{outcome.channel} already has an outcome; {outcome.outcome!r} not recorded")
+            problem = ValueError(f"{channel} already has an outcome; {outcome!r} not recorded")
             self._complain("record outcome", problem, level=logging.WARNING)
             return False
         if decided[0] and alone:
-            logger.warning("audit log: outcome %r of %s recorded without its request", outcome.outcome,
-                           outcome.channel)
+            logger.warning("audit log: outcome %r of %s recorded without its request", outcome, channel)
         return self._succeeded()
+
+    async def _approvers(self, conn: psycopg.AsyncConnection[Any], channel: str, people: list[str]) -> str:
+        """The `approvers` column of a quorum decided here: each person with the machine the store
+        counted them on, else this main's (they approved here while the store was away)."""
+        counted = {str(person): str(machine) for person, machine in
+                   await (await conn.execute(_APPROVED_IN_STORE, (channel,))).fetchall()}
+        return msgspec.json.encode([{"person": person, "machine": counted.get(person, self.machine)}
+                                    for person in people]).decode()
 
     def _request_row(self, invoke: ElicitationInvoke) -> tuple[Any, ...]:
         arguments = invoke.approval.arguments if invoke.approval is not None else None

@@ -36,8 +36,10 @@ requests and the first valid answer anywhere wins.
 Writes never raise (the store's failure policy): they log, rate-limited, and return False (a claim:
 "unreachable"); `changed` returns None when the store cannot be read. While the store is away
 (postgres_backlog.py) a claim is "unreachable" at once, without a wait (main decides its own
-requests alone), and the ends of this main's requests and the answers it took are kept and
-written once it is back (both idempotent: a row ends only while open).
+requests alone), and the ends of this main's requests, the answers it took and the quorum
+approvals it counted alone (`approved_here`) are kept, on disk (spool.py), and written once it is
+back, or when main next starts (each idempotent: a row ends only while open, an approval counts
+once per person).
 """
 
 import logging
@@ -52,7 +54,7 @@ from main_process.log_limiter import RateLimitedLog
 from main_process.store.postgres_backlog import Backlog
 from main_process.store.postgres_connect import Database
 from main_process.store.postgres_listen import Listener
-from main_process.store.postgres_quorum import Tally, tally
+from main_process.store.postgres_quorum import Tally, approve_kept, tally
 from main_process.store.records import Approver, Claim, InboxRow, QuorumVote, ResumedQuestion
 from main_process.store.rows import request_row, values_json
 from shared.errors import StoreUnavailableError
@@ -128,6 +130,9 @@ _RESUME: Final = (
     "WHERE e.channel = moved.channel AND e.outcome IS NULL) "
     "SELECT (SELECT state FROM asked), "
     "(SELECT count(*) FROM took), (SELECT action FROM asked), (SELECT answer FROM asked), (SELECT count(*) FROM moved)")
+END: Final = "end"  # the kinds of the writes kept while the store is away (postgres_backlog.py)
+TAKEN: Final = "taken"
+APPROVAL: Final = "approval"
 RESUME_TRIES: Final = 3  # a window's answer committed between the statement's snapshot and its update: read again
 
 # The audit row of a claim, written in the claim's statement: the request's columns (rows.py), its
@@ -165,6 +170,10 @@ class PgInbox:
         self.mains: list[StoreMain] = []  # the live mains of the store, as the last heartbeat read them
         self._requests_changed: Callable[[], None] = lambda: None  # `wake_ups`' requests
         self._complaints = RateLimitedLog(logger, interval_s=60.0)
+        backlog.handles(END, lambda kept: self._write_once("end a request", _END, tuple(kept["args"])))
+        backlog.handles(TAKEN, lambda kept: self._write_once("clear taken answers", _TAKEN,
+                                                             (kept["main_id"], list(kept["channels"]))))
+        backlog.handles(APPROVAL, self._approval_once)
 
     # ---- this main ---------------------------------------------------------------------
 
@@ -215,8 +224,7 @@ class PgInbox:
 
     async def end(self, channel: str, outcome: str) -> bool:
         """This main ended its request otherwise than by a claim (the first ending wins)."""
-        args = (outcome, _now_ms(), channel)
-        return await self._backlog.write(f"the end of {channel}", lambda: self._write_once("end a request", _END, args))
+        return await self._backlog.write(END, f"the end of {channel}", {"args": [outcome, _now_ms(), channel]})
 
     async def revive(self, channels: Sequence[str]) -> bool:
         """Requests of this main marked 'orphaned' while it was away (its connection was cut) are
@@ -306,9 +314,27 @@ class PgInbox:
     async def taken(self, channels: Sequence[str]) -> bool:
         """This main handed these answers on: their values leave the table (a question's row is
         'taken': its asker asking again elsewhere does not get it twice)."""
-        args = (self.main_id, list(channels))
-        return await self._backlog.write(f"{len(channels)} answer(s) taken",
-                                         lambda: self._write_once("clear taken answers", _TAKEN, args))
+        return await self._backlog.write(TAKEN, f"{len(channels)} answer(s) taken",
+                                         {"main_id": self.main_id, "channels": list(channels)})
+
+    async def approved_here(self, channel: str, person: str, window: str) -> bool:
+        """A quorum approval this main counted alone while the store was away: written to the
+        store's count once it is back (postgres_quorum.approve_kept), so it ends with every approver."""
+        return await self._backlog.write(APPROVAL, f"the approval of {channel} by {person}",
+                                         {"channel": channel, "person": person, "machine": self.machine,
+                                          "window": window, "approved_at": _now_ms()})
+
+    async def _approval_once(self, kept: dict[str, Any]) -> bool | None:
+        try:
+            pool = await self._db.pool()
+            async with pool.connection() as conn:
+                await approve_kept(conn, kept["channel"], person=kept["person"], machine=kept["machine"],
+                                   window=kept["window"], approved_at=int(kept["approved_at"]))
+        except (psycopg.Error, StoreUnavailableError) as exc:
+            self._failed("count an approval", exc)
+            return None if self._db.unreachable(exc) else False
+        self._db.succeeded()
+        return True
 
     async def resume(self, asked_on: str, asker: str) -> ResumedQuestion:
         """The question asker `asker` asked on `asked_on` of a main now gone, asked again here: its

@@ -25,6 +25,17 @@ _APPROVALS: Final = "SELECT person, machine FROM quorum_approvals WHERE channel 
 _WAKE: Final = ("SELECT pg_notify('elicitron_inbox', json_build_array(coalesce(current_setting('elicitron.sender', "
                 "true), ''), %s::text, 'open', NULL::text, NULL::text, NULL::text)::text)")
 
+# An approval counted on one main while the store was away, made when it is back (postgres_backlog.py):
+# once per person, only while the request's row is there (one never published has none), and it wakes
+# every other main to show the new count when the row is still open.
+_APPROVE_KEPT: Final = (
+    "WITH added AS (INSERT INTO quorum_approvals (channel, person, machine, window_id, approved_at) "
+    "SELECT %(channel)s, %(person)s, %(machine)s, %(window)s, %(at)s "
+    "WHERE EXISTS (SELECT 1 FROM open_requests WHERE channel = %(channel)s) "
+    "ON CONFLICT (channel, person) DO NOTHING RETURNING channel) "
+    "SELECT count(*) FROM added")
+_OPEN: Final = "SELECT 1 FROM open_requests WHERE channel = %s AND state = 'open'"
+
 
 @dataclass(frozen=True)
 class Tally:
@@ -50,3 +61,16 @@ async def tally(conn: psycopg.AsyncConnection[Any], channel: str, *, person: str
     if added and not decides:
         await conn.execute(_WAKE, (channel,))
     return Tally(approvals, decides)
+
+
+async def approve_kept(conn: psycopg.AsyncConnection[Any], channel: str, *, person: str, machine: str, window: str,
+                       approved_at: int) -> bool:
+    """Count an approval kept while the store was away (idempotent: a person counts once); True
+    when it was new. Every other main hears of it when the request is still open."""
+    async with conn.transaction():
+        row = await (await conn.execute(_APPROVE_KEPT, {"channel": channel, "person": person, "machine": machine,
+                                                         "window": window, "at": approved_at})).fetchone()
+        added = row is not None and int(row[0]) > 0
+        if added and await (await conn.execute(_OPEN, (channel,))).fetchone() is not None:
+            await conn.execute(_WAKE, (channel,))
+    return added

@@ -46,6 +46,7 @@ class OutcomeRecord:
     window_name: str | None = None  # the answering window's name then
     device: DeviceRef | None = None  # the paired web device a web window's page answered for
     reason: str | None = None  # a denied call: the reason the person typed (shared/denial_reason.py)
+    approvers: tuple[str, ...] = ()  # a quorum decided on this main: every approver, in order (then a denier)
 
 
 # ---- the shared inbox of a store many mains share (interface.py: SharedInbox) -------------------
