@@ -380,7 +380,11 @@ class PendingRequests:
         """A listed approver's answer to a quorum approval (a valid one). On a store many mains
         share, the store counts it (every main's approvers add up) and decides it in one
         transaction; otherwise it is counted here."""
-        person = self._person(pending, window)
+        quorum = pending.invoke.quorum
+        assert quorum is not None
+        device = self._window_device(window)
+        names = (device.name if device is not None else None, self._window_name(window), self._window_user(window))
+        person = quorums.listed_approver(quorum, names, window, pending.channel)
         shared = self.shared
         if shared is None or not shared.shares(pending):
             self._count_here(pending, person, routing_id, window, answer, remember)
@@ -390,19 +394,6 @@ class PendingRequests:
                             device=self._window_device(window), user=self._window_user(window))
         shared.vote(pending, person, decides, approver, _decision(pending.invoke, decides),
                     lambda vote: self._voted(pending, person, (answer, decides), remember, routing_id, window, vote))
-
-    def _person(self, pending: PendingRequest, window: str) -> str:
-        """The listed approver `window` answers for. Raises ProtocolError for someone not listed."""
-        quorum = pending.invoke.quorum
-        assert quorum is not None
-        device = self._window_device(window)
-        names = (device.name if device is not None else None, self._window_name(window), self._window_user(window))
-        person = quorums.approver_of(quorum, names)
-        if person is None:
-            who = next((name for name in names if name), window)
-            raise ProtocolError(WireCode.NOT_APPROVER, f"{who} is not an approver of this call (approvers: "
-                                                      f"{', '.join(quorum.approvers)})", pending.channel)
-        return person
 
     def _count_here(self, pending: PendingRequest, person: str, routing_id: bytes, window: str,
                     answer: ElicitationResult, remember: Remember | None) -> None:

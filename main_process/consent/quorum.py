@@ -9,6 +9,7 @@ approving from two windows, or twice, counts once.
 
 from collections.abc import Iterable
 
+from shared.errors import ProtocolError, WireCode
 from shared.messages import QuorumInfo
 
 
@@ -16,6 +17,17 @@ def approver_of(quorum: QuorumInfo, names: Iterable[str | None]) -> str | None:
     """The listed approver among an answering window's names; None if it names nobody listed."""
     listed = set(quorum.approvers)
     return next((name for name in names if name is not None and name in listed), None)
+
+
+def listed_approver(quorum: QuorumInfo, names: tuple[str | None, ...], window: str, channel: str) -> str:
+    """The listed approver a window answers for, by its `names`. Raises ProtocolError (not-approver,
+    naming the window by its first name) for someone not listed."""
+    person = approver_of(quorum, names)
+    if person is None:
+        who = next((name for name in names if name), window)
+        raise ProtocolError(WireCode.NOT_APPROVER, f"{who} is not an approver of this call (approvers: "
+                                                  f"{', '.join(quorum.approvers)})", channel)
+    return person
 
 
 def with_approval(quorum: QuorumInfo, person: str) -> QuorumInfo:
