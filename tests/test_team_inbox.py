@@ -98,6 +98,22 @@ def test_an_answers_values_leave_the_shared_table_once_the_main_that_asked_hande
             a.stderr.wait_change(a.stderr.size, min(left, 0.1))  # main logs as it works; look again at least every 0.1 s
 
 
+def test_an_answer_too_large_for_a_notification_still_reaches_the_server_of_the_main_that_asked(
+        team: Team, windows: Windows) -> None:
+    """The winning claim tells A the values in its notification, but NOTIFY takes under 8,000 bytes:
+    an answer larger than that is told without them, and A reads them from its row."""
+    _mains, a, b = team
+    on_b = windows.open(b, "ben")
+    caller = windows.open(a, "cli", role="controller")
+    schema = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
+    call = caller.call_tool("demo", "ask", {"message": "Leave a long note", "schema": schema})
+    channel = invoke_of(on_b)["responseChannel"]
+    note = "n" * 20_000
+    on_b.send(channel, {"action": "accept", "content": {"note": note}})
+    assert booked(caller, call) == {"action": "accept", "content": {"note": note}}
+    assert dismiss_of(on_b, channel)["reason"] == "answered"
+
+
 def test_two_windows_on_two_mains_answer_at_once_and_exactly_one_wins(team: Team, windows: Windows) -> None:
     mains, a, b = team
     on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")

@@ -31,7 +31,8 @@ requests and the first valid answer anywhere wins.
   read open); the tables are the truth. A notification (postgres_listen.py) names its sender and
   the row's new state: a main skips its own; a row that opened, or an open one whose quorum count
   changed (postgres_quorum.py), wakes a read; a row that ended is handed on as it is (`ended`: a
-  copy closes with no read; the values of an answer are only ever read from the table).
+  copy closes with no read; the values of an answer are only ever read from the table: the holding
+  main reads its answered row alone, by its key, at once: `answer_of`).
 
 Writes never raise (the store's failure policy): they log, rate-limited, and return False (a claim:
 "unreachable"); `changed` returns None when the store cannot be read. While the store is away
@@ -62,6 +63,9 @@ logger = logging.getLogger(__name__)
 
 INBOX_CHANNEL: Final = "elicitron_inbox"  # what the schema's triggers notify (postgres_schema.py)
 RULES_CHANNEL: Final = "elicitron_rules"
+ANSWER_CHANNEL: Final = "elicitron_answer_"  # + a main's id (a uuid7): its requests answered on other mains
+# NOTIFY takes payloads below 8,000 bytes: an answer whose values do not fit is told without them (read instead)
+MAX_TOLD_BYTES: Final = 7_000
 LEASE_S: Final = 5.0  # a main not heard of for this long is gone (it renews every second: shared_requests.py)
 KEEP_ENDED_MS: Final = 10 * 60 * 1000  # ended rows stay this long (a main that reconnects reads how they ended)
 
@@ -111,6 +115,10 @@ _CHANGED: Final = (
     "UNION ALL SELECT channel, main_id, machine, state, NULL, NULL, NULL, NULL, NULL, invoke, "
     "(SELECT json_agg(q.person ORDER BY q.seq) FROM quorum_approvals q WHERE q.channel = open_requests.channel) "
     "FROM open_requests WHERE state = 'open' AND main_id <> %(me)s AND channel <> ALL(%(known)s::text[])")
+# One request of this main's that another main's window answered (its notification said so): its
+# row with the values, read at once, by its key, not queued behind a read of everything that changed.
+_ANSWER: Final = ("SELECT channel, main_id, machine, state, action, answer::text, answer_window, approver, "
+                  "answer_machine FROM open_requests WHERE channel = %s AND main_id = %s")
 # A question's answer handed to its asker is 'taken': an asker that asks again elsewhere does not get it twice.
 _TAKEN: Final = ("UPDATE open_requests SET answer = NULL, state = CASE WHEN kind = 'question' AND state = 'answered' "
                  "THEN 'taken' ELSE state END WHERE main_id = %s AND channel = ANY(%s)")
@@ -142,15 +150,19 @@ _AUDIT_TYPES: Final[tuple[tuple[LiteralString, LiteralString], ...]] = (
 _OUTCOME_COLUMNS: Final = ("outcome", "answer_window", "decided_at", "content", "rule_id", "decision",
                            "answer_window_name", "answer_device", "answer_device_id", "answer_machine", "answer_user",
                            "approvers")
+# A claim that wins tells the holding main, on its own channel (`answer_channel`), the answer with
+# its values, unless this main holds it: delivered once committed, as every notification; the
+# holding main hands its server the values without a read (a main that was away reads the table).
 _CLAIM: Final = (
     "WITH won AS (UPDATE open_requests SET state = 'answered', action = %s, answer = %s::jsonb, answer_window = %s, "
     "answer_machine = %s, approver = %s, decided_at = %s WHERE channel = %s AND state = 'open' AND NOT EXISTS "
-    "(SELECT 1 FROM elicitations e WHERE e.channel = %s AND e.outcome IS NOT NULL) RETURNING machine), "
+    "(SELECT 1 FROM elicitations e WHERE e.channel = %s AND e.outcome IS NOT NULL) RETURNING machine, main_id), "
+    "told AS (SELECT pg_notify(%s || won.main_id, %s) FROM won WHERE won.main_id <> %s), "
     "audited AS (INSERT INTO elicitations (" + ", ".join(name for name, _type in _AUDIT_TYPES) + ", machine) "
     "SELECT " + ", ".join(f"%s::{kind}" for _name, kind in _AUDIT_TYPES) + ", won.machine FROM won "
     "ON CONFLICT (channel) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _OUTCOME_COLUMNS) +
     " WHERE elicitations.outcome IS NULL RETURNING 1) "
-    "SELECT (SELECT count(*) FROM won), (SELECT count(*) FROM audited)")
+    "SELECT (SELECT count(*) FROM won), (SELECT count(*) FROM audited), (SELECT count(*) FROM told)")
 
 
 class PgInbox:
@@ -293,8 +305,10 @@ class PgInbox:
                  None, decision, name, device.name if device is not None else None,
                  device.id if device is not None else None, approver.machine, approver.user,
                  None if approvers is None else _json_list(approvers))
-        return (answer.action, _json(answer.content), approver.window, approver.machine, label, decided_at, channel,
-                channel, *audit)
+        values = _json(answer.content)
+        told = _told(channel, answer.action, values, approver.window, label, approver.machine)
+        return (answer.action, values, approver.window, approver.machine, label, decided_at, channel,
+                channel, ANSWER_CHANNEL, told, self.main_id, *audit)
 
     @staticmethod
     def _claimed(channel: str, row: tuple[Any, ...]) -> Claim:
@@ -341,13 +355,35 @@ class PgInbox:
                          content=_decode(r[5]), window=r[6], approver=r[7], answer_machine=r[8],
                          invoke=None if r[9] is None else bytes(r[9]), approved=_people(r[10])) for r in rows]
 
-    def wake_ups(self, *, requests: Callable[[], None], ended: Callable[[InboxRow], None], rules: Callable[[], None],
+    async def answer_of(self, channel: str) -> InboxRow | None:
+        """This main's request `channel` as the store has it (state 'gone': no row); None when the
+        store cannot be read."""
+        rows = await self._read_all("read an answer", _ANSWER, (channel, self.main_id))
+        if rows is None:
+            return None
+        if not rows:
+            return InboxRow(channel=channel, main_id=self.main_id, machine=self.machine, state="gone")
+        r = rows[0]
+        return InboxRow(channel=r[0], main_id=r[1], machine=r[2], state=r[3], action=r[4], content=_decode(r[5]),
+                        window=r[6], approver=r[7], answer_machine=r[8])
+
+    def wake_ups(self, *, main_id: str, requests: Callable[[], None], ended: Callable[[InboxRow], None],
+                 answered: Callable[[InboxRow], None], rules: Callable[[], None],
                  connected: Callable[[int], Awaitable[None]]) -> Listener:
         self._requests_changed = requests
+        own_channel = ANSWER_CHANNEL + main_id
 
         def wake(channel: str, payload: str) -> None:
             if channel == RULES_CHANNEL:
                 rules()
+                return
+            if channel == own_channel:
+                told = _told_row(payload, main_id, self.machine)
+                if told is None:
+                    logger.warning("shared inbox: an unreadable answer notification (%d chars)", len(payload))
+                    requests()  # the table says what it was
+                else:
+                    answered(told)
                 return
             note = _note(payload)
             if note is None:
@@ -359,7 +395,7 @@ class PgInbox:
             else:
                 ended(note[1])
 
-        return Listener(self._db, (INBOX_CHANNEL, RULES_CHANNEL), wake=wake, connected=connected)
+        return Listener(self._db, (INBOX_CHANNEL, RULES_CHANNEL, own_channel), wake=wake, connected=connected)
 
     # ---- the connection ------------------------------------------------------------------
 
@@ -436,6 +472,29 @@ def _note(payload: str) -> tuple[str, InboxRow] | None:
     sender, channel, state, window, approver, machine = item
     return sender or "", InboxRow(channel=channel, main_id="", machine=machine or "", state=state, window=window,
                                   approver=approver)
+
+
+def _told(channel: str, action: str, values: str | None, window: str, approver: str, machine: str) -> str:
+    """The holding main's notification of a claim that won: [channel, action, values, window,
+    approver, machine]; the values as null and no action when they would not fit (it reads the row)."""
+    told = msgspec.json.encode([channel, action, values, window, approver[:200], machine]).decode()
+    if len(told.encode()) <= MAX_TOLD_BYTES:
+        return told
+    return msgspec.json.encode([channel, None, None, window, approver[:200], machine]).decode()
+
+
+def _told_row(payload: str, main_id: str, machine: str) -> InboxRow | None:
+    """_told's notification as this main's answered row (action None: read it); None when it is not one."""
+    try:
+        item = msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        return None
+    if not (isinstance(item, list) and len(item) == 6 and all(v is None or isinstance(v, str) for v in item)
+            and item[0] and item[1] in (None, "accept", "decline", "cancel")):
+        return None
+    channel, action, values, window, approver, answer_machine = item
+    return InboxRow(channel=channel, main_id=main_id, machine=machine, state="answered", action=action,
+                    content=_decode(values), window=window, approver=approver, answer_machine=answer_machine)
 
 
 def _now_ms() -> int:
