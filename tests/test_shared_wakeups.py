@@ -48,15 +48,16 @@ class Inbox:
         self.reads: list[tuple[list[str], asyncio.Future[list[InboxRow]]]] = []
         self.read_started = asyncio.Event()
         self.requests: Callable[[], None] = lambda: None
+        self.opened: Callable[[InboxRow], None] = lambda _row: None
         self.ended: Callable[[InboxRow], None] = lambda _row: None
         self.answered: Callable[[InboxRow], None] = lambda _row: None
         self.row_reads: list[tuple[str, asyncio.Future[InboxRow]]] = []  # `answer_of`, answered by the test
         self.row_read_started = asyncio.Event()
 
-    def wake_ups(self, *, main_id: str, requests: Callable[[], None], ended: Callable[[InboxRow], None],
-                 answered: Callable[[InboxRow], None], rules: Callable[[], None],
+    def wake_ups(self, *, main_id: str, requests: Callable[[], None], opened: Callable[[InboxRow], None],
+                 ended: Callable[[InboxRow], None], answered: Callable[[InboxRow], None], rules: Callable[[], None],
                  connected: Callable[[int], Awaitable[None]]) -> Any:
-        self.requests, self.ended, self.answered = requests, ended, answered
+        self.requests, self.opened, self.ended, self.answered = requests, opened, ended, answered
         return WakeUps()  # the desk is never started here: the test wakes it
 
     async def publish(self, invoke: ElicitationInvoke, body: bytes, asked_on: str | None = None) -> bool:
@@ -223,6 +224,29 @@ def test_an_answer_too_large_to_tell_is_read_from_its_row_without_waiting_for_a_
         inbox.answer_read([])
         await desk.close()
         assert len(inbox.row_reads) == 1 and len(outbox.topics(channels.DISMISS)) == 2
+        await store.close()
+
+    asyncio.run(body())
+
+
+def test_a_request_opened_with_its_invoke_told_shows_its_copy_with_no_read(tmp_path: Path) -> None:
+    async def body() -> None:
+        outbox = Windows()
+        pending, inbox, desk, store = desk_on(tmp_path, outbox)
+        inbox.opened(InboxRow(channel="chan-1", main_id="", machine="build-server", state="open",
+                              invoke=other_mains_invoke("chan-1")))
+        assert {rid for rid, _ in outbox.topics(channels.INVOKE)} == {WINDOW_A, WINDOW_B}
+        copy = pending.get("chan-1")
+        assert copy is not None and copy.held_by == "build-server"
+
+        # answered there: it closes; a late copy of the same opening shows nothing again
+        inbox.ended(InboxRow(channel="chan-1", main_id="", machine="build-server", state="answered",
+                             window="window-z"))
+        inbox.opened(InboxRow(channel="chan-1", main_id="", machine="build-server", state="open",
+                              invoke=other_mains_invoke("chan-1")))
+        assert pending.get("chan-1") is None and len(outbox.topics(channels.INVOKE)) == 2
+        await desk.close()
+        assert inbox.reads == []
         await store.close()
 
     asyncio.run(body())

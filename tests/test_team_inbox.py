@@ -114,6 +114,21 @@ def test_an_answer_too_large_for_a_notification_still_reaches_the_server_of_the_
     assert dismiss_of(on_b, channel)["reason"] == "answered"
 
 
+def test_a_request_too_large_to_tell_in_a_notification_still_shows_on_the_other_main(
+        team: Team, windows: Windows) -> None:
+    """Another main's new request is told with its invoke body, unless that is over 5,000 bytes:
+    then B reads it from the table, and shows it all the same."""
+    _mains, a, b = team
+    on_b = windows.open(b, "ben")
+    caller = windows.open(a, "cli", role="controller")
+    call = caller.call_tool("demo", "ask", {"message": "Read this. ", "repeat": 1_000, "schema": {
+        "type": "object", "properties": {"ok": {"type": "boolean"}}}})
+    shown = invoke_of(on_b)
+    assert shown["request"]["params"]["message"] == "Read this. " * 1_000
+    on_b.send(shown["responseChannel"], {"action": "accept", "content": {"ok": True}})
+    assert booked(caller, call) == {"action": "accept", "content": {"ok": True}}
+
+
 def test_two_windows_on_two_mains_answer_at_once_and_exactly_one_wins(team: Team, windows: Windows) -> None:
     mains, a, b = team
     on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")

@@ -7,17 +7,19 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
 - **Claim.** A window's valid answer (checked against the schema by the main the window is attached
   to) is decided by the store in one transaction with its audit row: this main's own requests too,
   so two mains' windows can never both win. A claim of this main's request waits for its publish.
-- **Wake-ups, then the truth.** A notification that another main's request ended closes its copy
-  here at once (`_ended`), even while a read is in flight (that read shows no copy of it); one
-  that this main's request was answered elsewhere dismisses it in this main's windows at once.
-  The winning claim also tells this main, on its own channel, the answer it committed, values
-  and all (`_answered`): its server has them with no read (values too large for a notification:
-  a read of that one row, `answer_of`, not queued behind a read in flight). Any other
-  notification of another main's write (or a reconnect: one sent meanwhile is lost) starts one read of what changed for this main (`_sync`, never two at once: a
-  wake during one runs it again after): other mains' open requests it does not know, which open
-  here as copies; and the requests it knows that are no longer open: copies leave the windows
-  (`close_copy`), and this main's requests answered elsewhere close through pending's one close
-  path, their server answered (`answered_in_store`).
+- **Wake-ups, then the truth.** A notification that another main's request opened tells its
+  invoke body (schema 9): its copy opens here at once, with no read (`_opened`). One that it ended
+  closes its copy here at once (`_ended`), even while a read is in flight (that read shows no copy
+  of it); one that this main's request was answered elsewhere dismisses it in this main's windows
+  at once. The winning claim also tells this main, on its own channel, the answer it committed,
+  values and all (`_answered`): its server has them with no read (values too large for a
+  notification: a read of that one row, `answer_of`, not queued behind a read in flight). Any
+  other notification of another main's write (an invoke too large to tell, a quorum's count; or a
+  reconnect: one sent meanwhile is lost) starts one read of what changed for this main (`_sync`,
+  never two at once: a wake during one runs it again after): other mains' open requests it does
+  not know, which open here as copies; and the requests it knows that are no longer open: copies
+  leave the windows (`close_copy`), and this main's requests answered elsewhere close through
+  pending's one close path, their server answered (`answered_in_store`).
 - **Liveness.** Every HEARTBEAT_S this main clears the values of the answers it handed on since
   the last beat (one statement for all), renews its lease and ends the rows of mains that are
   gone (their LISTEN connection closed: kill -9; or their lease ran out); requests of this main
@@ -89,8 +91,8 @@ class SharedRequestsDesk:
         self._heartbeat: asyncio.TimerHandle | None = None
         self._closed = False
         self._taking: set[str] = set()  # this main's requests answered elsewhere whose row is being read
-        self._wake_ups = inbox.wake_ups(main_id=main_id, requests=self._requests_changed, ended=self._ended,
-                                        answered=self._answered, rules=self._rules_changed,
+        self._wake_ups = inbox.wake_ups(main_id=main_id, requests=self._requests_changed, opened=self._opened,
+                                        ended=self._ended, answered=self._answered, rules=self._rules_changed,
                                         connected=self._connected)
 
     def start(self) -> None:
@@ -211,6 +213,12 @@ class SharedRequestsDesk:
         elif not self._closed:
             self._syncing = True
             self._run(self._sync())
+
+    def _opened(self, row: InboxRow) -> None:
+        """Another main's request opened and its notification told its invoke: its copy opens here
+        with no read (notifications come in commit order: one that ended it comes after this one)."""
+        if not self._closed and self._pending.closed_reason(row.channel) in (None, "server-closed"):
+            self._show([row])
 
     def _ended(self, row: InboxRow) -> None:
         """Another main's write ended a request (the notification says how): its copy here closes

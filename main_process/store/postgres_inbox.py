@@ -29,8 +29,9 @@ requests and the first valid answer anywhere wins.
   mains it does not know yet (with their invoke bodies) and the rows of channels it knows that are
   no longer open (or gone), or open with quorum approvals (who approved so far, for every row
   read open); the tables are the truth. A notification (postgres_listen.py) names its sender and
-  the row's new state: a main skips its own; a row that opened, or an open one whose quorum count
-  changed (postgres_quorum.py), wakes a read; a row that ended is handed on as it is (`ended`: a
+  the row's new state: a main skips its own; a row that opened tells its invoke body (schema 9:
+  the copy opens with no read, `opened`), unless too large to tell; that, or an open row whose
+  quorum count changed (postgres_quorum.py), wakes a read; a row that ended is handed on as it is (`ended`: a
   copy closes with no read; the values of an answer are only ever read from the table: the holding
   main reads its answered row alone, by its key, at once: `answer_of`).
 
@@ -41,6 +42,8 @@ requests alone), and the ends of this main's requests and the answers it took ar
 written once it is back (both idempotent: a row ends only while open).
 """
 
+import base64
+import binascii
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -367,8 +370,8 @@ class PgInbox:
         return InboxRow(channel=r[0], main_id=r[1], machine=r[2], state=r[3], action=r[4], content=_decode(r[5]),
                         window=r[6], approver=r[7], answer_machine=r[8])
 
-    def wake_ups(self, *, main_id: str, requests: Callable[[], None], ended: Callable[[InboxRow], None],
-                 answered: Callable[[InboxRow], None], rules: Callable[[], None],
+    def wake_ups(self, *, main_id: str, requests: Callable[[], None], opened: Callable[[InboxRow], None],
+                 ended: Callable[[InboxRow], None], answered: Callable[[InboxRow], None], rules: Callable[[], None],
                  connected: Callable[[int], Awaitable[None]]) -> Listener:
         self._requests_changed = requests
         own_channel = ANSWER_CHANNEL + main_id
@@ -390,8 +393,10 @@ class PgInbox:
                 requests()  # not a notification of ours: the table says what changed
             elif note[0] == self._db.sender:
                 return  # this main's own write: it knows what it changed
+            elif note[1].state == "open" and note[1].invoke is not None:
+                opened(note[1])  # a request opened (or reopened), its invoke told: no read
             elif note[1].state == "open":
-                requests()  # a request opened (or reopened): its invoke is in the table
+                requests()  # opened with an invoke too large to tell, or a quorum's count: in the table
             else:
                 ended(note[1])
 
@@ -460,18 +465,24 @@ def _people(raw: Any) -> tuple[str, ...]:
 
 
 def _note(payload: str) -> tuple[str, InboxRow] | None:
-    """An inbox notification (postgres_schema.py, 6): its sender and the row as it became (no
-    values, no main id); None when it is not one."""
+    """An inbox notification (postgres_schema.py, 6 and 9): its sender and the row as it became (no
+    values, no main id; an open row's invoke body when it fit); None when it is not one."""
     try:
         item = msgspec.json.decode(payload)
     except msgspec.DecodeError:
         return None
-    if not (isinstance(item, list) and len(item) == 6 and all(v is None or isinstance(v, str) for v in item)
+    if not (isinstance(item, list) and len(item) in (6, 7) and all(v is None or isinstance(v, str) for v in item)
             and item[1] and item[2]):
         return None
-    sender, channel, state, window, approver, machine = item
+    sender, channel, state, window, approver, machine = item[:6]
+    invoke = None
+    if len(item) == 7 and item[6] is not None:
+        try:
+            invoke = base64.b64decode(item[6])  # (PostgreSQL's base64 breaks lines: decoding skips them)
+        except binascii.Error:
+            invoke = None  # read from the table instead
     return sender or "", InboxRow(channel=channel, main_id="", machine=machine or "", state=state, window=window,
-                                  approver=approver)
+                                  approver=approver, invoke=invoke)
 
 
 def _told(channel: str, action: str, values: str | None, window: str, approver: str, machine: str) -> str:
