@@ -129,6 +129,26 @@ def test_a_request_too_large_to_tell_in_a_notification_still_shows_on_the_other_
     assert booked(caller, call) == {"action": "accept", "content": {"ok": True}}
 
 
+def test_a_requests_audit_row_is_in_the_store_by_the_time_another_main_shows_it(team: Team,
+                                                                                windows: Windows) -> None:
+    """A's publish writes the request's audit row in the same statement (one round trip, and the
+    audit writer writes no second one): once B's window has the request, `elicitron audit` on any
+    machine shows it pending; the answer then decides that same row."""
+    mains, a, b = team
+    on_b = windows.open(b, "ben")
+    caller, call = ask(windows, a, "Septime")
+    channel = invoke_of(on_b)["responseChannel"]
+    with psycopg.connect(mains.url, autocommit=True) as conn:
+        row = conn.execute("SELECT server, message, machine, outcome FROM elicitations WHERE channel = %s",
+                           (channel,)).fetchone()
+        assert row == ("demo", "Book a table at Septime?", "laptop-a", None)
+        on_b.send(channel, {"action": "accept", "content": BOOKING})
+        assert booked(caller, call) == {"action": "accept", "content": BOOKING}
+        row = conn.execute("SELECT server, machine, outcome, answer_machine FROM elicitations WHERE channel = %s",
+                           (channel,)).fetchone()
+        assert row == ("demo", "laptop-a", "accept", "build-server")
+
+
 def test_two_windows_on_two_mains_answer_at_once_and_exactly_one_wins(team: Team, windows: Windows) -> None:
     mains, a, b = team
     on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")

@@ -1,8 +1,8 @@
 """main's side of a store many mains share (store/interface.py: SharedInbox; PostgreSQL): one inbox
 for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do to its requests.
 
-- **Publish.** Each request this main opens for its windows goes to the store (a sign-in does not:
-  it finishes in a browser on this machine). Every other main shows it to its windows as a copy.
+- **Publish.** Each request this main opens for its windows goes to the store with its audit row
+  (a sign-in does not: it finishes in a browser on this machine). Every other main shows it to its windows as a copy.
   One opened while the store was away is published when this main is back on it, if still open.
 - **Claim.** A window's valid answer (checked against the schema by the main the window is attached
   to) is decided by the store in one transaction with its audit row: this main's own requests too,
@@ -125,7 +125,10 @@ class SharedRequestsDesk:
         self._run(self._publish(pending, published))
 
     async def _publish(self, pending: PendingRequest, published: asyncio.Future[bool]) -> None:
-        published.set_result(await self._inbox.publish(pending.invoke, pending.frames[1], pending.asked_on))
+        done = await self._inbox.publish(pending.invoke, pending.frames[1], pending.asked_on)
+        if done:
+            self._pending.audited_in_store(pending.channel)  # the publish wrote its audit row too
+        published.set_result(done)
 
     def claim(self, pending: PendingRequest, answer: ElicitationResult, approver: Approver, decision: str | None,
               then: Callable[[Claim], None]) -> None:

@@ -3,7 +3,8 @@
 requests and the first valid answer anywhere wins.
 
 - **Publish**: a main inserts each request its windows may answer (the invoke body as its windows
-  got it: nothing a window does not see), keyed by the responseChannel, with its main id.
+  got it: nothing a window does not see), keyed by the responseChannel, with its main id, and its
+  audit row in the same statement (so the audit writer need not: one round trip, not two).
 - **Claim**: a window's answer, valid on the main it is attached to, decides a request in ONE
   statement: `UPDATE open_requests ... WHERE state = 'open'` and the audit row's outcome (with the
   approver and both machines) commit together, or neither does. Two answers at once: PostgreSQL
@@ -95,8 +96,6 @@ _HEARTBEAT: Final = (
 _TIDY: Final = ("WITH old AS (DELETE FROM open_requests WHERE state <> 'open' AND decided_at < %s RETURNING 1) "
                 "DELETE FROM mains m WHERE m.lease_until < now() - interval '1 hour' AND NOT EXISTS "
                 "(SELECT 1 FROM open_requests o WHERE o.main_id = m.main_id AND o.state = 'open')")
-_PUBLISH: Final = ("INSERT INTO open_requests (channel, main_id, machine, server, invoke, created_at, expires_at, "
-                   "kind, asked_on) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (channel) DO NOTHING")
 # 'orphaned' too: decided here while the store was away, and marked gone by another main meanwhile
 _END: Final = ("UPDATE open_requests SET state = %s, decided_at = %s WHERE channel = %s "
                "AND state IN ('open', 'orphaned')")
@@ -150,6 +149,15 @@ _AUDIT_TYPES: Final[tuple[tuple[LiteralString, LiteralString], ...]] = (
     ("outcome", "text"), ("answer_window", "text"), ("decided_at", "bigint"), ("content", "jsonb"),
     ("rule_id", "text"), ("decision", "text"), ("answer_window_name", "text"), ("answer_device", "text"),
     ("answer_device_id", "text"), ("answer_machine", "text"), ("answer_user", "text"), ("approvers", "jsonb"))
+_REQUEST_TYPES: Final = _AUDIT_TYPES[:13]  # the request's columns (rows.request_row), the audit row before its outcome
+# A request and its audit row in one statement (the audit writer then drops the row it had queued):
+# the row as elicitations has it until an outcome, written only with a first publish.
+_PUBLISH: Final = (
+    "WITH published AS (INSERT INTO open_requests (channel, main_id, machine, server, invoke, created_at, expires_at, "
+    "kind, asked_on) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (channel) DO NOTHING RETURNING machine) "
+    "INSERT INTO elicitations (" + ", ".join(name for name, _type in _REQUEST_TYPES) + ", machine) "
+    "SELECT " + ", ".join(f"%s::{kind}" for _name, kind in _REQUEST_TYPES) + ", published.machine FROM published "
+    "ON CONFLICT (channel) DO NOTHING")
 _OUTCOME_COLUMNS: Final = ("outcome", "answer_window", "decided_at", "content", "rule_id", "decision",
                            "answer_window_name", "answer_device", "answer_device_id", "answer_machine", "answer_user",
                            "approvers")
@@ -220,13 +228,16 @@ class PgInbox:
     # ---- requests ----------------------------------------------------------------------
 
     async def publish(self, invoke: ElicitationInvoke, body: bytes, asked_on: str | None = None) -> bool:
-        """Every main's windows may answer this request from now on (once committed). Not while
-        the store is away: this main's windows alone have it."""
+        """Every main's windows may answer this request from now on (once committed), and its audit
+        row is written. Not while the store is away: this main's windows alone have it."""
         if self._db.away:
             return False
+        channel = invoke.response_channel
+        arguments = invoke.approval.arguments if invoke.approval is not None else None
         return await self._write("publish a request", _PUBLISH, (
-            invoke.response_channel, self.main_id, self.machine, invoke.request.server, body, invoke.created_at,
-            invoke.expires_at, invoke.kind, asked_on))
+            channel, self.main_id, self.machine, invoke.request.server, body, invoke.created_at,
+            invoke.expires_at, invoke.kind, asked_on,
+            *request_row(invoke, values_json(channel, arguments, self._record_values))))
 
     async def end(self, channel: str, outcome: str) -> bool:
         """This main ended its request otherwise than by a claim (the first ending wins)."""

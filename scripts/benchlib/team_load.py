@@ -19,6 +19,7 @@ from psycopg import sql
 # A statement's first words -> what it does (main_process/store/postgres_*.py)
 KINDS: Final = (
     ("INSERT INTO open_requests", "publish"),
+    ("WITH published AS", "publish"),  # with its audit row
     ("WITH won AS", "claim"),
     ("SELECT k.channel", "read changes"),
     ("SELECT channel, main_id, machine, state", "read an answer"),
