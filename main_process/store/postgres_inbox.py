@@ -499,10 +499,10 @@ def _note(payload: str) -> tuple[str, InboxRow] | None:
 def _told(channel: str, action: str, values: str | None, window: str, approver: str, machine: str) -> str:
     """The holding main's notification of a claim that won: [channel, action, values, window,
     approver, machine]; the values as null and no action when they would not fit (it reads the row)."""
-    told = msgspec.json.encode([channel, action, values, window, approver[:200], machine]).decode()
+    told = msgspec.json.encode([channel, action, values, window[:200], approver[:200], machine[:200]]).decode()
     if len(told.encode()) <= MAX_TOLD_BYTES:
         return told
-    return msgspec.json.encode([channel, None, None, window, approver[:200], machine]).decode()
+    return msgspec.json.encode([channel, None, None, window[:200], approver[:200], machine[:200]]).decode()
 
 
 def _told_row(payload: str, main_id: str, machine: str) -> InboxRow | None:
