@@ -48,11 +48,16 @@ class Inbox:
         self.reads: list[tuple[list[str], asyncio.Future[list[InboxRow]]]] = []
         self.read_started = asyncio.Event()
         self.requests: Callable[[], None] = lambda: None
+        self.opened: Callable[[InboxRow], None] = lambda _row: None
         self.ended: Callable[[InboxRow], None] = lambda _row: None
+        self.answered: Callable[[InboxRow], None] = lambda _row: None
+        self.row_reads: list[tuple[str, asyncio.Future[InboxRow]]] = []  # `answer_of`, answered by the test
+        self.row_read_started = asyncio.Event()
 
-    def wake_ups(self, *, requests: Callable[[], None], ended: Callable[[InboxRow], None], rules: Callable[[], None],
+    def wake_ups(self, *, main_id: str, requests: Callable[[], None], opened: Callable[[InboxRow], None],
+                 ended: Callable[[InboxRow], None], answered: Callable[[InboxRow], None], rules: Callable[[], None],
                  connected: Callable[[int], Awaitable[None]]) -> Any:
-        self.requests, self.ended = requests, ended
+        self.requests, self.opened, self.ended, self.answered = requests, opened, ended, answered
         return WakeUps()  # the desk is never started here: the test wakes it
 
     async def publish(self, invoke: ElicitationInvoke, body: bytes, asked_on: str | None = None) -> bool:
@@ -73,6 +78,18 @@ class Inbox:
         self.reads.append((list(known), answer))
         self.read_started.set()
         return await answer
+
+    async def answer_of(self, channel: str) -> InboxRow | None:
+        row: asyncio.Future[InboxRow] = asyncio.get_running_loop().create_future()
+        self.row_reads.append((channel, row))
+        self.row_read_started.set()
+        return await row
+
+    async def next_row_read(self) -> str:
+        """Wait for a read of one of this main's rows; its channel."""
+        await asyncio.wait_for(self.row_read_started.wait(), 5)
+        self.row_read_started.clear()
+        return self.row_reads[-1][0]
 
     async def next_read(self) -> list[str]:
         """Wait for a read to be in flight; the channels it asked about."""
@@ -113,11 +130,12 @@ def test_this_mains_request_answered_elsewhere_leaves_its_windows_before_the_val
                              window="window-z"))
         assert {(rid, body["reason"], body["by"]) for rid, body in outbox.topics(channels.DISMISS)} == \
             {(WINDOW_A, "answered", "window-z"), (WINDOW_B, "answered", "window-z")}
-        assert await inbox.next_read() == [opened.channel] and not answered.done()
+        assert await inbox.next_row_read() == opened.channel and not answered.done()
         assert pending.deliver_on_attach(b"\x00c") == ([], [], [])  # a window attaching now never shows it
 
-        inbox.answer_read([InboxRow(channel=opened.channel, main_id="main-a", machine="laptop-a", state="answered",
-                                    action="accept", content={"name": "Ada"}, window="window-z")])
+        inbox.row_reads[-1][1].set_result(InboxRow(channel=opened.channel, main_id="main-a", machine="laptop-a",
+                                                   state="answered", action="accept", content={"name": "Ada"},
+                                                   window="window-z"))
         assert await asyncio.wait_for(answered, 5) == ElicitationResult(action="accept", content={"name": "Ada"})
         assert len(outbox.topics(channels.DISMISS)) == 2  # each window heard it once
         assert pending.get(opened.channel) is None
@@ -154,6 +172,84 @@ def test_an_ending_heard_during_a_read_closes_the_copy_at_once_and_that_read_sho
         await desk.close()  # once what is in flight has run
         assert pending.all() == [] and len(outbox.topics(channels.INVOKE)) == 2
         assert len(inbox.reads) == 2  # no read again for the endings
+        await store.close()
+
+    asyncio.run(body())
+
+
+def test_an_answer_told_with_its_values_reaches_the_server_at_once_while_a_read_is_in_flight(tmp_path: Path) -> None:
+    async def body() -> None:
+        outbox = Windows()
+        pending, inbox, desk, store = desk_on(tmp_path, outbox)
+        answered: asyncio.Future[ElicitationResult] = asyncio.get_running_loop().create_future()
+        opened = pending.open(request(), MINUTE, answered.set_result)
+        await asyncio.wait_for(inbox.published.wait(), 5)
+        inbox.requests()  # another main's request opened: a read of what changed is in flight...
+        assert await inbox.next_read() == [opened.channel]
+
+        # ... when the winning claim on build-server tells this main the answer it committed
+        inbox.answered(InboxRow(channel=opened.channel, main_id="main-a", machine="laptop-a", state="answered",
+                                action="accept", content={"name": "Ada"}, window="window-z"))
+        assert await asyncio.wait_for(answered, 5) == ElicitationResult(action="accept", content={"name": "Ada"})
+        assert {(rid, body["reason"], body["by"]) for rid, body in outbox.topics(channels.DISMISS)} == \
+            {(WINDOW_A, "answered", "window-z"), (WINDOW_B, "answered", "window-z")}
+        # then the store's notification for everyone: nothing more here (no read, no second dismiss)
+        inbox.ended(InboxRow(channel=opened.channel, main_id="", machine="laptop-a", state="answered",
+                             window="window-z"))
+        inbox.answer_read([])
+        await desk.close()
+        assert inbox.row_reads == [] and len(inbox.reads) == 1 and len(outbox.topics(channels.DISMISS)) == 2
+        await store.close()
+
+    asyncio.run(body())
+
+
+def test_an_answer_too_large_to_tell_is_read_from_its_row_without_waiting_for_a_read_in_flight(tmp_path: Path) -> None:
+    async def body() -> None:
+        outbox = Windows()
+        pending, inbox, desk, store = desk_on(tmp_path, outbox)
+        answered: asyncio.Future[ElicitationResult] = asyncio.get_running_loop().create_future()
+        opened = pending.open(request(), MINUTE, answered.set_result)
+        await asyncio.wait_for(inbox.published.wait(), 5)
+        inbox.requests()
+        assert await inbox.next_read() == [opened.channel]
+
+        inbox.answered(InboxRow(channel=opened.channel, main_id="main-a", machine="laptop-a", state="answered",
+                                window="window-z"))  # told without its values
+        assert len(outbox.topics(channels.DISMISS)) == 2  # the windows hear it at once
+        assert await inbox.next_row_read() == opened.channel  # the read of everything is still in flight
+        inbox.ended(InboxRow(channel=opened.channel, main_id="", machine="laptop-a", state="answered",
+                             window="window-z"))  # the notification for everyone: the row is being read already
+        inbox.row_reads[-1][1].set_result(InboxRow(channel=opened.channel, main_id="main-a", machine="laptop-a",
+                                                   state="answered", action="accept", content={"name": "Ada"},
+                                                   window="window-z"))
+        assert await asyncio.wait_for(answered, 5) == ElicitationResult(action="accept", content={"name": "Ada"})
+        inbox.answer_read([])
+        await desk.close()
+        assert len(inbox.row_reads) == 1 and len(outbox.topics(channels.DISMISS)) == 2
+        await store.close()
+
+    asyncio.run(body())
+
+
+def test_a_request_opened_with_its_invoke_told_shows_its_copy_with_no_read(tmp_path: Path) -> None:
+    async def body() -> None:
+        outbox = Windows()
+        pending, inbox, desk, store = desk_on(tmp_path, outbox)
+        inbox.opened(InboxRow(channel="chan-1", main_id="", machine="build-server", state="open",
+                              invoke=other_mains_invoke("chan-1")))
+        assert {rid for rid, _ in outbox.topics(channels.INVOKE)} == {WINDOW_A, WINDOW_B}
+        copy = pending.get("chan-1")
+        assert copy is not None and copy.held_by == "build-server"
+
+        # answered there: it closes; a late copy of the same opening shows nothing again
+        inbox.ended(InboxRow(channel="chan-1", main_id="", machine="build-server", state="answered",
+                             window="window-z"))
+        inbox.opened(InboxRow(channel="chan-1", main_id="", machine="build-server", state="open",
+                              invoke=other_mains_invoke("chan-1")))
+        assert pending.get("chan-1") is None and len(outbox.topics(channels.INVOKE)) == 2
+        await desk.close()
+        assert inbox.reads == []
         await store.close()
 
     asyncio.run(body())

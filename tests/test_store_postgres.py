@@ -4,6 +4,8 @@ migrations when several mains start at once, and psycopg loaded only when the st
 The store's own tests run on the session's private server (tests/kit/postgres.py)."""
 
 import asyncio
+import base64
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -141,6 +143,26 @@ def test_mains_starting_at_once_migrate_once_and_a_newer_schema_is_refused(postg
         conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (len(MIGRATIONS) + 1,))
     with pytest.raises(StoreUnavailableError, match="newer than this elicitron's"):
         opened(pg_url)
+
+
+def test_a_request_that_opens_tells_its_invoke_when_the_notification_can_carry_it(pg_url: str) -> None:
+    """Schema 9: the other mains show a new request from its notification alone, with no read; a
+    notification takes under 8,000 bytes, so a large invoke, or a long machine name in many-byte
+    letters beside one near the limit, is left out (the mains read it) and the insert never fails."""
+    opened(pg_url, machine="laptop")
+    long_machine = "\U0001d55e" * 255  # the longest name config allows, 4 bytes a letter
+    rows = [("small", "laptop", b"\x81\xa1k\x01" * 10), ("large", "laptop", b"x" * 6_000),
+            ("long-machine", long_machine, b"x" * 5_000)]
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("LISTEN elicitron_inbox")
+        for channel, machine, invoke in rows:
+            conn.execute("INSERT INTO open_requests (channel, main_id, machine, server, invoke, created_at) "
+                         "VALUES (%s, 'main-a', %s, 'demo', %s, 1)", (channel, machine, invoke))
+        told = {note[1]: note for note in (json.loads(n.payload) for n in conn.notifies(timeout=5, stop_after=3))}
+    assert base64.b64decode(told["small"][6]) == rows[0][2]
+    assert told["small"][:6] == ["", "small", "open", None, None, "laptop"]
+    assert len(told["large"]) == 6 and len(told["long-machine"]) == 6
+    assert told["long-machine"][5] == long_machine
 
 
 def test_two_mains_deciding_one_request_at_once_record_one_outcome(pg_url: str) -> None:

@@ -98,6 +98,57 @@ def test_an_answers_values_leave_the_shared_table_once_the_main_that_asked_hande
             a.stderr.wait_change(a.stderr.size, min(left, 0.1))  # main logs as it works; look again at least every 0.1 s
 
 
+def test_an_answer_too_large_for_a_notification_still_reaches_the_server_of_the_main_that_asked(
+        team: Team, windows: Windows) -> None:
+    """The winning claim tells A the values in its notification, but NOTIFY takes under 8,000 bytes:
+    an answer larger than that is told without them, and A reads them from its row."""
+    _mains, a, b = team
+    on_b = windows.open(b, "ben")
+    caller = windows.open(a, "cli", role="controller")
+    schema = {"type": "object", "properties": {"note": {"type": "string"}}, "required": ["note"]}
+    call = caller.call_tool("demo", "ask", {"message": "Leave a long note", "schema": schema})
+    channel = invoke_of(on_b)["responseChannel"]
+    note = "n" * 20_000
+    on_b.send(channel, {"action": "accept", "content": {"note": note}})
+    assert booked(caller, call) == {"action": "accept", "content": {"note": note}}
+    assert dismiss_of(on_b, channel)["reason"] == "answered"
+
+
+def test_a_request_too_large_to_tell_in_a_notification_still_shows_on_the_other_main(
+        team: Team, windows: Windows) -> None:
+    """Another main's new request is told with its invoke body, unless that is over 5,000 bytes:
+    then B reads it from the table, and shows it all the same."""
+    _mains, a, b = team
+    on_b = windows.open(b, "ben")
+    caller = windows.open(a, "cli", role="controller")
+    call = caller.call_tool("demo", "ask", {"message": "Read this. ", "repeat": 1_000, "schema": {
+        "type": "object", "properties": {"ok": {"type": "boolean"}}}})
+    shown = invoke_of(on_b)
+    assert shown["request"]["params"]["message"] == "Read this. " * 1_000
+    on_b.send(shown["responseChannel"], {"action": "accept", "content": {"ok": True}})
+    assert booked(caller, call) == {"action": "accept", "content": {"ok": True}}
+
+
+def test_a_requests_audit_row_is_in_the_store_by_the_time_another_main_shows_it(team: Team,
+                                                                                windows: Windows) -> None:
+    """A's publish writes the request's audit row in the same statement (one round trip, and the
+    audit writer writes no second one): once B's window has the request, `elicitron audit` on any
+    machine shows it pending; the answer then decides that same row."""
+    mains, a, b = team
+    on_b = windows.open(b, "ben")
+    caller, call = ask(windows, a, "Septime")
+    channel = invoke_of(on_b)["responseChannel"]
+    with psycopg.connect(mains.url, autocommit=True) as conn:
+        row = conn.execute("SELECT server, message, machine, outcome FROM elicitations WHERE channel = %s",
+                           (channel,)).fetchone()
+        assert row == ("demo", "Book a table at Septime?", "laptop-a", None)
+        on_b.send(channel, {"action": "accept", "content": BOOKING})
+        assert booked(caller, call) == {"action": "accept", "content": BOOKING}
+        row = conn.execute("SELECT server, machine, outcome, answer_machine FROM elicitations WHERE channel = %s",
+                           (channel,)).fetchone()
+        assert row == ("demo", "laptop-a", "accept", "build-server")
+
+
 def test_two_windows_on_two_mains_answer_at_once_and_exactly_one_wins(team: Team, windows: Windows) -> None:
     mains, a, b = team
     on_a, on_b = windows.open(a, "ana"), windows.open(b, "ben")

@@ -2,7 +2,8 @@
 
 - A request's row is written REQUEST_ROW_DELAY_S after the invoke went out, with the other
   requests of that moment in one transaction, or together with its outcome if that comes first:
-  a scripted or quick answer costs one commit, and the windows never wait on the disk.
+  a scripted or quick answer costs one commit, and the windows never wait on the disk. A shared
+  store (PostgreSQL) writes it with the request's publish instead (`drop_request`).
 - An outcome is committed right there on the loop (`outcome`), before the caller hands the answer
   to the server. Under WAL + synchronous=NORMAL a commit is a write to the WAL, no fsync (~20 us
   here), cheaper than a hand-off to a thread and back, which cost ~270 us per answer.
@@ -54,6 +55,10 @@ class AuditWriter:
         """Write the request's row within REQUEST_ROW_DELAY_S, or with its outcome if sooner."""
         self._queued[invoke.response_channel] = invoke
         self._schedule_flush()
+
+    def drop_request(self, channel: str) -> None:
+        """The request's row is written already (a shared store's publish wrote it): not again."""
+        self._queued.pop(channel, None)
 
     def decided(self, invoke: ElicitationInvoke, outcome: str, *, content: dict[str, Any] | None = None,
                 rule_id: str | None = None, decision: str | None = None, reason: str | None = None) -> None:

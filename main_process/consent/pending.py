@@ -589,6 +589,12 @@ class PendingRequests:
             self._outbox.send(targets, _dismiss_frames(pending.channel, "answered", by))
             pending.dismissed |= targets
 
+    def audited_in_store(self, channel: str) -> None:
+        """The shared store wrote this request's audit row as it published it: the audit writer
+        does not write it again."""
+        if self._audit is not None:
+            self._audit.drop_request(channel)
+
     def answered_in_store(self, pending: PendingRequest, answer: ElicitationResult, by: str,
                           person: str | None = None) -> None:
         """This main's request was answered on another main (the store has the decision and its

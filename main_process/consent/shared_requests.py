@@ -1,21 +1,25 @@
 """main's side of a store many mains share (store/interface.py: SharedInbox; PostgreSQL): one inbox
 for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do to its requests.
 
-- **Publish.** Each request this main opens for its windows goes to the store (a sign-in does not:
-  it finishes in a browser on this machine). Every other main shows it to its windows as a copy.
+- **Publish.** Each request this main opens for its windows goes to the store with its audit row
+  (a sign-in does not: it finishes in a browser on this machine). Every other main shows it to its windows as a copy.
   One opened while the store was away is published when this main is back on it, if still open.
 - **Claim.** A window's valid answer (checked against the schema by the main the window is attached
   to) is decided by the store in one transaction with its audit row: this main's own requests too,
   so two mains' windows can never both win. A claim of this main's request waits for its publish.
-- **Wake-ups, then the truth.** A notification that another main's request ended closes its copy
-  here at once (`_ended`), even while a read is in flight (that read shows no copy of it); one
-  that this main's request was answered elsewhere dismisses it in this main's windows at once,
-  and a read hands its server the values. Any other notification of another main's write (or a reconnect: one
-  sent meanwhile is lost) starts one read of what changed for this main (`_sync`, never two at once: a
-  wake during one runs it again after): other mains' open requests it does not know, which open
-  here as copies; and the requests it knows that are no longer open: copies leave the windows
-  (`close_copy`), and this main's requests answered elsewhere close through pending's one close
-  path, their server answered (`answered_in_store`).
+- **Wake-ups, then the truth.** A notification that another main's request opened tells its
+  invoke body (schema 9): its copy opens here at once, with no read (`_opened`). One that it ended
+  closes its copy here at once (`_ended`), even while a read is in flight (that read shows no copy
+  of it); one that this main's request was answered elsewhere dismisses it in this main's windows
+  at once. The winning claim also tells this main, on its own channel, the answer it committed,
+  values and all (`_answered`): its server has them with no read (values too large for a
+  notification: a read of that one row, `answer_of`, not queued behind a read in flight). Any
+  other notification of another main's write (an invoke too large to tell, a quorum's count; or a
+  reconnect: one sent meanwhile is lost) starts one read of what changed for this main (`_sync`,
+  never two at once: a wake during one runs it again after): other mains' open requests it does
+  not know, which open here as copies; and the requests it knows that are no longer open: copies
+  leave the windows (`close_copy`), and this main's requests answered elsewhere close through
+  pending's one close path, their server answered (`answered_in_store`).
 - **Liveness.** Every HEARTBEAT_S this main clears the values of the answers it handed on since
   the last beat (one statement for all), renews its lease and ends the rows of mains that are
   gone (their LISTEN connection closed: kill -9; or their lease ran out); requests of this main
@@ -91,8 +95,10 @@ class SharedRequestsDesk:
         self._renewing = False
         self._heartbeat: asyncio.TimerHandle | None = None
         self._closed = False
-        self._wake_ups = inbox.wake_ups(requests=self._requests_changed, ended=self._ended,
-                                        rules=self._rules_changed, connected=self._connected)
+        self._taking: set[str] = set()  # this main's requests answered elsewhere whose row is being read
+        self._wake_ups = inbox.wake_ups(main_id=main_id, requests=self._requests_changed, opened=self._opened,
+                                        ended=self._ended, answered=self._answered, rules=self._rules_changed,
+                                        connected=self._connected)
 
     def start(self) -> None:
         self._wake_ups.start()
@@ -124,7 +130,10 @@ class SharedRequestsDesk:
         self._run(self._publish(pending, published))
 
     async def _publish(self, pending: PendingRequest, published: asyncio.Future[bool]) -> None:
-        published.set_result(await self._inbox.publish(pending.invoke, pending.frames[1], pending.asked_on))
+        done = await self._inbox.publish(pending.invoke, pending.frames[1], pending.asked_on)
+        if done:
+            self._pending.audited_in_store(pending.channel)  # the publish wrote its audit row too
+        published.set_result(done)
 
     def claim(self, pending: PendingRequest, answer: ElicitationResult, approver: Approver, decision: str | None,
               then: Callable[[Claim], None]) -> None:
@@ -230,11 +239,17 @@ class SharedRequestsDesk:
             self._syncing = True
             self._run(self._sync())
 
+    def _opened(self, row: InboxRow) -> None:
+        """Another main's request opened and its notification told its invoke: its copy opens here
+        with no read (notifications come in commit order: one that ended it comes after this one)."""
+        if not self._closed and self._pending.closed_reason(row.channel) in (None, "server-closed"):
+            self._show([row])
+
     def _ended(self, row: InboxRow) -> None:
         """Another main's write ended a request (the notification says how): its copy here closes
         at once, with no read; a read in flight may have seen it still open, so that read shows
         no copy of it. This main's own request answered elsewhere leaves its windows at once too,
-        and closes through a read (its answer's values are only in the table)."""
+        and closes through a read of its row (its answer's values are only in the table)."""
         if self._syncing:
             self._ended_meanwhile.add(row.channel)
         pending = self._pending.get(row.channel)
@@ -245,7 +260,40 @@ class SharedRequestsDesk:
             return
         if row.state == "answered":
             self._pending.dismiss_answered(pending, _answered_by(row))
+            self._take_answer(row.channel)
+            return
         self._requests_changed()
+
+    def _answered(self, row: InboxRow) -> None:
+        """A window on another main answered this main's request: the winning claim told this main
+        the values it committed (sent after the commit, like every notification), so its server has
+        them without a read; values too large to tell are read from the row."""
+        pending = self._pending.get(row.channel)
+        if pending is None or pending.held_by is not None:
+            return
+        if row.action is None:
+            self._pending.dismiss_answered(pending, _answered_by(row))
+            self._take_answer(row.channel)
+            return
+        self._hand_on(pending, row)
+
+    def _take_answer(self, channel: str) -> None:
+        if channel not in self._taking:
+            self._taking.add(channel)
+            self._run(self._read_answer(channel))
+
+    async def _read_answer(self, channel: str) -> None:
+        """This main's request answered on another main: its row alone, read at once (a read of
+        everything that changed may be in flight; waiting for it and then another cost the server
+        a read or two), its server handed the values. Unreadable: the full read catches up."""
+        try:
+            row = await self._inbox.answer_of(channel)
+        finally:
+            self._taking.discard(channel)
+        if row is None or row.state == "open":
+            self._requests_changed()
+            return
+        await self._answered_elsewhere([row])
 
     async def _sync(self) -> None:
         try:
@@ -287,16 +335,22 @@ class SharedRequestsDesk:
             if pending is None or pending.held_by is not None:
                 continue
             if row.state == "answered" and row.action in ("accept", "decline", "cancel"):
-                self._published.pop(row.channel, None)
-                answer = ElicitationResult(action=row.action,  # type: ignore[arg-type]
-                                           content=row.content if row.action == "accept" else None)
-                self._pending.answered_in_store(pending, answer, by=_answered_by(row),
-                                                person=row.approver if pending.invoke.quorum is not None else None)
-                self._taken.append(row.channel)
+                self._hand_on(pending, row)
             elif row.state == "orphaned":
                 orphaned.append(row.channel)
         if orphaned:
             await self._inbox.revive(orphaned)
+
+    def _hand_on(self, pending: PendingRequest, row: InboxRow) -> None:
+        """This main's request answered on another main, with its values: its server has them."""
+        if row.action not in ("accept", "decline", "cancel"):
+            return
+        self._published.pop(row.channel, None)
+        answer = ElicitationResult(action=row.action,  # type: ignore[arg-type]
+                                   content=row.content if row.action == "accept" else None)
+        self._pending.answered_in_store(pending, answer, by=_answered_by(row),
+                                        person=row.approver if pending.invoke.quorum is not None else None)
+        self._taken.append(row.channel)
 
     def _show(self, rows: list[InboxRow]) -> None:
         for row in rows:

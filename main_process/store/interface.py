@@ -202,11 +202,19 @@ class SharedInbox(Protocol):
         and other mains' open rows not known, with their invoke bodies."""
         ...
 
-    def wake_ups(self, *, requests: Callable[[], None], ended: Callable[[InboxRow], None], rules: Callable[[], None],
+    async def answer_of(self, channel: str) -> InboxRow | None:
+        """This main's request `channel` as the store has it now, with an answer's values (state
+        'gone': no row); None when the store cannot be read."""
+        ...
+
+    def wake_ups(self, *, main_id: str, requests: Callable[[], None], opened: Callable[[InboxRow], None],
+                 ended: Callable[[InboxRow], None], answered: Callable[[InboxRow], None], rules: Callable[[], None],
                  connected: Callable[[int], Awaitable[None]]) -> WakeUps:
         """Wake-ups when another main's shared request opens or changes (`requests`: read what
-        changed), or ended as the notification says (`ended`: its channel, state and who answered;
-        no values), and when a stored rule changes (`rules`); `connected(backend_pid)` on every
+        changed; `opened`: it opened, its invoke body told, so no read), or ended as the notification says (`ended`: its channel, state and who answered;
+        no values), when a window on another main answered a request of this main (`main_id`'s:
+        `answered`, with the values as committed; action None: too large to tell, read them with
+        `answer_of`), and when a stored rule changes (`rules`); `connected(backend_pid)` on every
         (re)connect, to catch up."""
         ...
 

@@ -3,7 +3,8 @@
 requests and the first valid answer anywhere wins.
 
 - **Publish**: a main inserts each request its windows may answer (the invoke body as its windows
-  got it: nothing a window does not see), keyed by the responseChannel, with its main id.
+  got it: nothing a window does not see), keyed by the responseChannel, with its main id, and its
+  audit row in the same statement (so the audit writer need not: one round trip, not two).
 - **Claim**: a window's answer, valid on the main it is attached to, decides a request in ONE
   statement: `UPDATE open_requests ... WHERE state = 'open'` and the audit row's outcome (with the
   approver and both machines) commit together, or neither does. Two answers at once: PostgreSQL
@@ -29,9 +30,11 @@ requests and the first valid answer anywhere wins.
   mains it does not know yet (with their invoke bodies) and the rows of channels it knows that are
   no longer open (or gone), or open with quorum approvals (who approved so far, for every row
   read open); the tables are the truth. A notification (postgres_listen.py) names its sender and
-  the row's new state: a main skips its own; a row that opened, or an open one whose quorum count
-  changed (postgres_quorum.py), wakes a read; a row that ended is handed on as it is (`ended`: a
-  copy closes with no read; the values of an answer are only ever read from the table).
+  the row's new state: a main skips its own; a row that opened tells its invoke body (schema 9:
+  the copy opens with no read, `opened`), unless too large to tell; that, or an open row whose
+  quorum count changed (postgres_quorum.py), wakes a read; a row that ended is handed on as it is (`ended`: a
+  copy closes with no read; the values of an answer are only ever read from the table: the holding
+  main reads its answered row alone, by its key, at once: `answer_of`).
 
 Writes never raise (the store's failure policy): they log, rate-limited, and return False (a claim:
 "unreachable"); `changed` returns None when the store cannot be read. While the store is away
@@ -42,6 +45,8 @@ back, or when main next starts (each idempotent: a row ends only while open, an 
 once per person).
 """
 
+import base64
+import binascii
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -64,6 +69,9 @@ logger = logging.getLogger(__name__)
 
 INBOX_CHANNEL: Final = "elicitron_inbox"  # what the schema's triggers notify (postgres_schema.py)
 RULES_CHANNEL: Final = "elicitron_rules"
+ANSWER_CHANNEL: Final = "elicitron_answer_"  # + a main's id (a uuid7): its requests answered on other mains
+# NOTIFY takes payloads below 8,000 bytes: an answer whose values do not fit is told without them (read instead)
+MAX_TOLD_BYTES: Final = 7_000
 LEASE_S: Final = 5.0  # a main not heard of for this long is gone (it renews every second: shared_requests.py)
 KEEP_ENDED_MS: Final = 10 * 60 * 1000  # ended rows stay this long (a main that reconnects reads how they ended)
 
@@ -90,8 +98,6 @@ _HEARTBEAT: Final = (
 _TIDY: Final = ("WITH old AS (DELETE FROM open_requests WHERE state <> 'open' AND decided_at < %s RETURNING 1) "
                 "DELETE FROM mains m WHERE m.lease_until < now() - interval '1 hour' AND NOT EXISTS "
                 "(SELECT 1 FROM open_requests o WHERE o.main_id = m.main_id AND o.state = 'open')")
-_PUBLISH: Final = ("INSERT INTO open_requests (channel, main_id, machine, server, invoke, created_at, expires_at, "
-                   "kind, asked_on) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (channel) DO NOTHING")
 # 'orphaned' too: decided here while the store was away, and marked gone by another main meanwhile
 _END: Final = ("UPDATE open_requests SET state = %s, decided_at = %s WHERE channel = %s "
                "AND state IN ('open', 'orphaned')")
@@ -113,6 +119,10 @@ _CHANGED: Final = (
     "UNION ALL SELECT channel, main_id, machine, state, NULL, NULL, NULL, NULL, NULL, invoke, "
     "(SELECT json_agg(q.person ORDER BY q.seq) FROM quorum_approvals q WHERE q.channel = open_requests.channel) "
     "FROM open_requests WHERE state = 'open' AND main_id <> %(me)s AND channel <> ALL(%(known)s::text[])")
+# One request of this main's that another main's window answered (its notification said so): its
+# row with the values, read at once, by its key, not queued behind a read of everything that changed.
+_ANSWER: Final = ("SELECT channel, main_id, machine, state, action, answer::text, answer_window, approver, "
+                  "answer_machine FROM open_requests WHERE channel = %s AND main_id = %s")
 # A question's answer handed to its asker is 'taken': an asker that asks again elsewhere does not get it twice.
 _TAKEN: Final = ("UPDATE open_requests SET answer = NULL, state = CASE WHEN kind = 'question' AND state = 'answered' "
                  "THEN 'taken' ELSE state END WHERE main_id = %s AND channel = ANY(%s)")
@@ -144,18 +154,31 @@ _AUDIT_TYPES: Final[tuple[tuple[LiteralString, LiteralString], ...]] = (
     ("outcome", "text"), ("answer_window", "text"), ("decided_at", "bigint"), ("content", "jsonb"),
     ("rule_id", "text"), ("decision", "text"), ("answer_window_name", "text"), ("answer_device", "text"),
     ("answer_device_id", "text"), ("answer_machine", "text"), ("answer_user", "text"), ("approvers", "jsonb"))
+_REQUEST_TYPES: Final = _AUDIT_TYPES[:13]  # the request's columns (rows.request_row), the audit row before its outcome
+# A request and its audit row in one statement (the audit writer then drops the row it had queued):
+# the row as elicitations has it until an outcome, written only with a first publish.
+_PUBLISH: Final = (
+    "WITH published AS (INSERT INTO open_requests (channel, main_id, machine, server, invoke, created_at, expires_at, "
+    "kind, asked_on) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (channel) DO NOTHING RETURNING machine) "
+    "INSERT INTO elicitations (" + ", ".join(name for name, _type in _REQUEST_TYPES) + ", machine) "
+    "SELECT " + ", ".join(f"%s::{kind}" for _name, kind in _REQUEST_TYPES) + ", published.machine FROM published "
+    "ON CONFLICT (channel) DO NOTHING")
 _OUTCOME_COLUMNS: Final = ("outcome", "answer_window", "decided_at", "content", "rule_id", "decision",
                            "answer_window_name", "answer_device", "answer_device_id", "answer_machine", "answer_user",
                            "approvers")
+# A claim that wins tells the holding main, on its own channel (`answer_channel`), the answer with
+# its values, unless this main holds it: delivered once committed, as every notification; the
+# holding main hands its server the values without a read (a main that was away reads the table).
 _CLAIM: Final = (
     "WITH won AS (UPDATE open_requests SET state = 'answered', action = %s, answer = %s::jsonb, answer_window = %s, "
     "answer_machine = %s, approver = %s, decided_at = %s WHERE channel = %s AND state = 'open' AND NOT EXISTS "
-    "(SELECT 1 FROM elicitations e WHERE e.channel = %s AND e.outcome IS NOT NULL) RETURNING machine), "
+    "(SELECT 1 FROM elicitations e WHERE e.channel = %s AND e.outcome IS NOT NULL) RETURNING machine, main_id), "
+    "told AS (SELECT pg_notify(%s || won.main_id, %s) FROM won WHERE won.main_id <> %s), "
     "audited AS (INSERT INTO elicitations (" + ", ".join(name for name, _type in _AUDIT_TYPES) + ", machine) "
     "SELECT " + ", ".join(f"%s::{kind}" for _name, kind in _AUDIT_TYPES) + ", won.machine FROM won "
     "ON CONFLICT (channel) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _OUTCOME_COLUMNS) +
     " WHERE elicitations.outcome IS NULL RETURNING 1) "
-    "SELECT (SELECT count(*) FROM won), (SELECT count(*) FROM audited)")
+    "SELECT (SELECT count(*) FROM won), (SELECT count(*) FROM audited), (SELECT count(*) FROM told)")
 
 
 class PgInbox:
@@ -214,13 +237,16 @@ class PgInbox:
     # ---- requests ----------------------------------------------------------------------
 
     async def publish(self, invoke: ElicitationInvoke, body: bytes, asked_on: str | None = None) -> bool:
-        """Every main's windows may answer this request from now on (once committed). Not while
-        the store is away: this main's windows alone have it."""
+        """Every main's windows may answer this request from now on (once committed), and its audit
+        row is written. Not while the store is away: this main's windows alone have it."""
         if self._db.away:
             return False
+        channel = invoke.response_channel
+        arguments = invoke.approval.arguments if invoke.approval is not None else None
         return await self._write("publish a request", _PUBLISH, (
-            invoke.response_channel, self.main_id, self.machine, invoke.request.server, body, invoke.created_at,
-            invoke.expires_at, invoke.kind, asked_on))
+            channel, self.main_id, self.machine, invoke.request.server, body, invoke.created_at,
+            invoke.expires_at, invoke.kind, asked_on,
+            *request_row(invoke, values_json(channel, arguments, self._record_values))))
 
     async def end(self, channel: str, outcome: str) -> bool:
         """This main ended its request otherwise than by a claim (the first ending wins)."""
@@ -301,8 +327,10 @@ class PgInbox:
                  None, decision, name, device.name if device is not None else None,
                  device.id if device is not None else None, approver.machine, approver.user,
                  None if approvers is None else _json_list(approvers))
-        return (answer.action, _json(answer.content), approver.window, approver.machine, label, decided_at, channel,
-                channel, *audit)
+        values = _json(answer.content)
+        told = _told(channel, answer.action, values, approver.window, label, approver.machine)
+        return (answer.action, values, approver.window, approver.machine, label, decided_at, channel,
+                channel, ANSWER_CHANNEL, told, self.main_id, *audit)
 
     @staticmethod
     def _claimed(channel: str, row: tuple[Any, ...]) -> Claim:
@@ -367,25 +395,49 @@ class PgInbox:
                          content=_decode(r[5]), window=r[6], approver=r[7], answer_machine=r[8],
                          invoke=None if r[9] is None else bytes(r[9]), approved=_people(r[10])) for r in rows]
 
-    def wake_ups(self, *, requests: Callable[[], None], ended: Callable[[InboxRow], None], rules: Callable[[], None],
+    async def answer_of(self, channel: str) -> InboxRow | None:
+        """This main's request `channel` as the store has it (state 'gone': no row); None when the
+        store cannot be read."""
+        rows = await self._read_all("read an answer", _ANSWER, (channel, self.main_id))
+        if rows is None:
+            return None
+        if not rows:
+            return InboxRow(channel=channel, main_id=self.main_id, machine=self.machine, state="gone")
+        r = rows[0]
+        return InboxRow(channel=r[0], main_id=r[1], machine=r[2], state=r[3], action=r[4], content=_decode(r[5]),
+                        window=r[6], approver=r[7], answer_machine=r[8])
+
+    def wake_ups(self, *, main_id: str, requests: Callable[[], None], opened: Callable[[InboxRow], None],
+                 ended: Callable[[InboxRow], None], answered: Callable[[InboxRow], None], rules: Callable[[], None],
                  connected: Callable[[int], Awaitable[None]]) -> Listener:
         self._requests_changed = requests
+        own_channel = ANSWER_CHANNEL + main_id
 
         def wake(channel: str, payload: str) -> None:
             if channel == RULES_CHANNEL:
                 rules()
+                return
+            if channel == own_channel:
+                told = _told_row(payload, main_id, self.machine)
+                if told is None:
+                    logger.warning("shared inbox: an unreadable answer notification (%d chars)", len(payload))
+                    requests()  # the table says what it was
+                else:
+                    answered(told)
                 return
             note = _note(payload)
             if note is None:
                 requests()  # not a notification of ours: the table says what changed
             elif note[0] == self._db.sender:
                 return  # this main's own write: it knows what it changed
+            elif note[1].state == "open" and note[1].invoke is not None:
+                opened(note[1])  # a request opened (or reopened), its invoke told: no read
             elif note[1].state == "open":
-                requests()  # a request opened (or reopened): its invoke is in the table
+                requests()  # opened with an invoke too large to tell, or a quorum's count: in the table
             else:
                 ended(note[1])
 
-        return Listener(self._db, (INBOX_CHANNEL, RULES_CHANNEL), wake=wake, connected=connected)
+        return Listener(self._db, (INBOX_CHANNEL, RULES_CHANNEL, own_channel), wake=wake, connected=connected)
 
     # ---- the connection ------------------------------------------------------------------
 
@@ -450,18 +502,47 @@ def _people(raw: Any) -> tuple[str, ...]:
 
 
 def _note(payload: str) -> tuple[str, InboxRow] | None:
-    """An inbox notification (postgres_schema.py, 6): its sender and the row as it became (no
-    values, no main id); None when it is not one."""
+    """An inbox notification (postgres_schema.py, 6 and 9): its sender and the row as it became (no
+    values, no main id; an open row's invoke body when it fit); None when it is not one."""
+    try:
+        item = msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        return None
+    if not (isinstance(item, list) and len(item) in (6, 7) and all(v is None or isinstance(v, str) for v in item)
+            and item[1] and item[2]):
+        return None
+    sender, channel, state, window, approver, machine = item[:6]
+    invoke = None
+    if len(item) == 7 and item[6] is not None:
+        try:
+            invoke = base64.b64decode(item[6])  # (PostgreSQL's base64 breaks lines: decoding skips them)
+        except binascii.Error:
+            invoke = None  # read from the table instead
+    return sender or "", InboxRow(channel=channel, main_id="", machine=machine or "", state=state, window=window,
+                                  approver=approver, invoke=invoke)
+
+
+def _told(channel: str, action: str, values: str | None, window: str, approver: str, machine: str) -> str:
+    """The holding main's notification of a claim that won: [channel, action, values, window,
+    approver, machine]; the values as null and no action when they would not fit (it reads the row)."""
+    told = msgspec.json.encode([channel, action, values, window[:200], approver[:200], machine[:200]]).decode()
+    if len(told.encode()) <= MAX_TOLD_BYTES:
+        return told
+    return msgspec.json.encode([channel, None, None, window[:200], approver[:200], machine[:200]]).decode()
+
+
+def _told_row(payload: str, main_id: str, machine: str) -> InboxRow | None:
+    """_told's notification as this main's answered row (action None: read it); None when it is not one."""
     try:
         item = msgspec.json.decode(payload)
     except msgspec.DecodeError:
         return None
     if not (isinstance(item, list) and len(item) == 6 and all(v is None or isinstance(v, str) for v in item)
-            and item[1] and item[2]):
+            and item[0] and item[1] in (None, "accept", "decline", "cancel")):
         return None
-    sender, channel, state, window, approver, machine = item
-    return sender or "", InboxRow(channel=channel, main_id="", machine=machine or "", state=state, window=window,
-                                  approver=approver)
+    channel, action, values, window, approver, answer_machine = item
+    return InboxRow(channel=channel, main_id=main_id, machine=machine, state="answered", action=action,
+                    content=_decode(values), window=window, approver=approver, answer_machine=answer_machine)
 
 
 def _now_ms() -> int:

@@ -1,10 +1,10 @@
 """LISTEN for a PostgreSQL store's wake-ups, on a connection of its own (a pooled one would be
 handed to others between statements, and its LISTEN with it).
 
-A notification only says "look" (and at most what changed, never the values): one sent while this
-connection was away is gone. So `connected(backend_pid)` runs on every (re)connect, before any wake,
-and the caller catches up there with a query; `wake(channel, payload)` runs for each notification. A
-lost connection is retried with a growing delay (logged once per outage), never raised, and at once
+A notification says "look" and what changed (an answer's values only on the channel of the main
+that holds the request, postgres_inbox.py): one sent while this connection was away is gone. So
+`connected(backend_pid)` runs on every (re)connect, before any wake, and the caller catches up
+there with a query; `wake(channel, payload)` runs for each notification. A lost connection is retried with a growing delay (logged once per outage), never raised, and at once
 when another call found the store reachable again (Database.when_back).
 """
 

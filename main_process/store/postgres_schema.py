@@ -207,6 +207,27 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         )
         """,
     ),
+    # 9: a row that opens tells its invoke body too (base64, a 7th element; NULL once the row is
+    # not open, or over 5,000 bytes: NOTIFY takes under 8,000): the other mains show the copy with
+    # no read (postgres_inbox.py). Every main reads that body anyway; an answer's values stay out.
+    (
+        """
+        CREATE OR REPLACE FUNCTION elicitron_inbox_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE note text; told text;
+        BEGIN
+            note := json_build_array(coalesce(current_setting('elicitron.sender', true), ''), NEW.channel,
+                NEW.state, NEW.answer_window, left(NEW.approver, 200), NEW.machine)::text;
+            IF NEW.state = 'open' AND octet_length(NEW.invoke) <= 5000 THEN
+                told := json_build_array(coalesce(current_setting('elicitron.sender', true), ''), NEW.channel,
+                    NEW.state, NEW.answer_window, left(NEW.approver, 200), NEW.machine,
+                    encode(NEW.invoke, 'base64'))::text;
+                IF octet_length(told) < 7900 THEN note := told; END IF;  -- a long machine name: no invoke
+            END IF;
+            PERFORM pg_notify('elicitron_inbox', note);
+            RETURN NULL;
+        END $$
+        """,
+    ),
 )
 
 

@@ -278,16 +278,17 @@ def run(quick: bool) -> list[Figure]:
     return [*_figures(team, sqlite, total, block), _load_figure(*load)]
 
 
-def _load_figure(kinds: Counter[str], notified: int, requests: int) -> Figure:
+def _load_figure(kinds: Counter[str], notified: Counter[str], requests: int) -> Figure:
     statements = sum(kinds.values())
     return Figure(
         name="team", title="team: store load per request", value=f"{statements / requests:.1f} statements",
         target="", passed=None,
-        absolute=(f"{notified / requests:.1f} notifications (each wakes {MAINS} mains); " +
+        absolute=(f"{notified['inbox'] / requests:.1f} notifications to every main (each wakes {MAINS} mains), "
+                  f"{notified['answer'] / requests:.2f} to the main that asked; " +
                   ", ".join(f"{kind} {n / requests:.2f}" for kind, n in kinds.most_common())),
         how=(f"one more block of {LOAD_BLOCK} team requests (not timed), every statement of every main from "
              "PostgreSQL's log (log_statement = all), notifications by a LISTEN connection of the bench's"),
-        data={"statements": dict(kinds), "notifications": notified, "requests": requests})
+        data={"statements": dict(kinds), "notifications": dict(notified), "requests": requests})
 
 
 def _places(tally: Tally) -> dict[int, dict[str, float]]:

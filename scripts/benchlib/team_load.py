@@ -3,7 +3,8 @@ kind, and the inbox notifications, counted over one block of requests (not a tim
 
 Statements come from the server's own log (`log_statement = 'all'` for the counted block, then
 back off): every statement any main sends, prepared or not, one line each. Notifications are
-counted by a LISTEN connection of the bench's own; each one wakes every main of the store.
+counted by a LISTEN connection of the bench's own: an inbox one wakes every main of the store, an
+answer one (on the channel of the main that holds the request) that main alone.
 """
 
 import re
@@ -13,12 +14,15 @@ from typing import Final
 
 import psycopg
 from kit.postgres import SERVER_USER, PostgresServer
+from psycopg import sql
 
 # A statement's first words -> what it does (main_process/store/postgres_*.py)
 KINDS: Final = (
     ("INSERT INTO open_requests", "publish"),
+    ("WITH published AS", "publish"),  # with its audit row
     ("WITH won AS", "claim"),
     ("SELECT k.channel", "read changes"),
+    ("SELECT channel, main_id, machine, state", "read an answer"),
     ("SELECT channel, main_id", "read changes"),
     ("SELECT channel, invoke", "read invokes"),
     ("UPDATE open_requests SET answer = NULL", "clear taken answers"),
@@ -40,8 +44,9 @@ def _kind(text: str) -> str:
 
 
 def count(server: PostgresServer, database: str, warm: Callable[[], object],
-          run_block: Callable[[], int]) -> tuple[Counter[str], int, int]:
-    """(statements by kind, inbox notifications, requests) while `run_block` runs its requests.
+          run_block: Callable[[], int]) -> tuple[Counter[str], Counter[str], int]:
+    """(statements by kind, notifications by kind (`inbox`: wakes every main; `answer`: the main
+    that holds a request answered elsewhere), requests) while `run_block` runs its requests.
     `warm` runs some first: a server process takes a reloaded setting only after its next statement."""
     server.admin("ALTER SYSTEM SET log_statement = 'all'")
     server.admin("SELECT pg_reload_conf()")
@@ -51,10 +56,13 @@ def count(server: PostgresServer, database: str, warm: Callable[[], object],
         with psycopg.connect(host=str(server.root), port=server.port, user=SERVER_USER, dbname=database,
                              autocommit=True) as listener:
             listener.execute("LISTEN elicitron_inbox")
+            for (main_id,) in listener.execute("SELECT main_id FROM mains").fetchall():  # each main's answers
+                listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(f"elicitron_answer_{main_id}")))
             start = log.stat().st_size
             requests = run_block()
             end = log.stat().st_size
-            notified = sum(1 for _note in listener.notifies(timeout=0.5))  # all sent by now; none come later
+            notified: Counter[str] = Counter(  # all sent by now; none come later
+                "inbox" if note.channel == "elicitron_inbox" else "answer" for note in listener.notifies(timeout=0.5))
     finally:
         server.admin("ALTER SYSTEM RESET log_statement")
         server.admin("SELECT pg_reload_conf()")
@@ -64,6 +72,7 @@ def count(server: PostgresServer, database: str, warm: Callable[[], object],
     kinds: Counter[str] = Counter()
     for line in text.splitlines():
         found = _STATEMENT.search(line)
-        if found and not found.group(1).startswith(("LISTEN", "ALTER SYSTEM", "SELECT pg_reload_conf")):
+        if found and not found.group(1).startswith(("LISTEN", "ALTER SYSTEM", "SELECT pg_reload_conf",
+                                                     "SELECT main_id FROM mains")):
             kinds[_kind(found.group(1))] += 1
     return kinds, notified, requests
