@@ -27,6 +27,7 @@ auto_open.py     AutoOpen: a window for a request no window got
 audit.py         what `elicitron audit` prints
 lock.py          InstanceLock: one main per connection file
 clock.py         the time expiry, liveness and backoff read (tests move a SettableClock)
+tasks.py         Tasks: background work a part accounts for at close; Rerun: one run at a time, again if asked
 private_files.py 0600 files in 0700 dirs, safe file names; paths.py: default locations
 log_limiter.py   RateLimitedLog and cut(): logs a peer cannot flood or forge
 capped_log.py    a child's stderr copied into its log file, capped in size (the --mcp-http child)

@@ -3,6 +3,7 @@ rules and remembered answers that answer before any window, hosts' tool calls, a
 
 pending.py           PendingRequests: the life of every request a window answers (one close path)
 shared_requests.py   on a store many mains share: publish, claim, other mains' requests as copies
+shared_lease.py      and this main's lease there: the heartbeat that renews it and clears handed-on values
 elicitation_gate.py  ElicitationGate: what becomes of every elicitation first (rules, route, screening)
 questions.py         QuestionDesk: programs' msgAsk, checked, perhaps answered by a rule, then opened
 consent.py           Consent: rules and remembered answers before any window

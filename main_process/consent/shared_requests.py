@@ -20,8 +20,8 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
   not know, which open here as copies; and the requests it knows that are no longer open: copies
   leave the windows (`close_copy`), and this main's requests answered elsewhere close through
   pending's one close path, their server answered (`answered_in_store`).
-- **Liveness.** Every HEARTBEAT_S this main clears the values of the answers it handed on since
-  the last beat (one statement for all), renews its lease and ends the rows of mains that are
+- **Liveness** (shared_lease.py). Every HEARTBEAT_S this main clears the values of the answers it
+  handed on since the last beat (one statement for all), renews its lease and ends the rows of mains that are
   gone (their LISTEN connection closed: kill -9; or their lease ran out); requests of this main
   that were ended so while its own connection was cut open again. The heartbeat is also what
   finds a store that was away reachable again (postgres_backlog.py then writes what was kept).
@@ -46,22 +46,22 @@ for all of them. pending.py's `SharedRequests`, and what the store's wake-ups do
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Final
 
 import msgspec
 
 from main_process.consent.pending import Outcome, PendingRequest, PendingRequests
+from main_process.consent.shared_lease import Lease
 from main_process.store.interface import SharedInbox
 from main_process.store.records import Approver, Claim, InboxRow, QuorumVote, ResumedQuestion
+from main_process.tasks import Rerun, Tasks
 from shared import channels
 from shared.codec import decode_from_main
 from shared.messages import ElicitationInvoke, ElicitationResult
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_S: Final = 1.0  # the lease's renewal (postgres_inbox.LEASE_S), and how soon a killed main is noticed
-TIDY_EVERY: Final = 60  # heartbeats
 _ENDED: Final[dict[str, Outcome]] = {  # a row's state -> the outcome its copies close with
     "expired": "expired", "cancelled": "cancelled", "host-gone": "host-gone", "server-closed": "server-closed",
     "orphaned": "server-closed",  # its main is gone: so is its server's connection
@@ -82,18 +82,15 @@ class SharedRequestsDesk:
         self._reload_rules = reload_rules
         self._loop = asyncio.get_running_loop()
         self._published: dict[str, asyncio.Future[bool]] = {}  # this main's open requests -> published?
-        self._taken: list[str] = []  # answers from the store handed on, their values to clear with the next beat
         # quorum approvals counted here of requests not in the store yet: written once they are published
         self._approved_unpublished: dict[str, list[tuple[str, str]]] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._syncing = self._sync_again = False
+        self._tasks = Tasks()
+        self._sync = Rerun(self._tasks, self._sync_once)  # a read of what changed, one at a time
         self._ended_meanwhile: set[str] = set()  # endings heard during the read in flight (it may see them open)
-        self._reloading = self._reload_again = False
+        self._reload = Rerun(self._tasks, self._reload_once)
         self._backend_pid: int | None = None  # this main's LISTEN connection's server process
         self._joined: int | None = None  # the one the store's `mains` row names
-        self._beats = 0
-        self._renewing = False
-        self._heartbeat: asyncio.TimerHandle | None = None
+        self._lease = Lease(inbox, self._tasks, self._renewed)
         self._closed = False
         self._taking: set[str] = set()  # this main's requests answered elsewhere whose row is being read
         self._wake_ups = inbox.wake_ups(main_id=main_id, requests=self._requests_changed, opened=self._opened,
@@ -102,19 +99,15 @@ class SharedRequestsDesk:
 
     def start(self) -> None:
         self._wake_ups.start()
-        self._heartbeat = self._loop.call_later(HEARTBEAT_S, self._beat)
+        self._lease.start()
 
     async def close(self) -> None:
         """Stop listening; what is in flight ends; this main's open rows end and it leaves the store."""
         self._closed = True
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
+        self._lease.stop()
         await self._wake_ups.close()
-        while self._tasks:  # (a task's discard runs a turn after it ends: awaiting ended tasks never yields)
-            tasks = list(self._tasks)
-            await asyncio.gather(*tasks, return_exceptions=True)
-            self._tasks.difference_update(tasks)
-        await self._clear_taken()
+        await self._tasks.wait()
+        await self._lease.clear_taken()
         await self._inbox.leave()
 
     # ---- pending's SharedRequests ---------------------------------------------------------
@@ -127,7 +120,7 @@ class SharedRequestsDesk:
             return
         published: asyncio.Future[bool] = self._loop.create_future()
         self._published[pending.channel] = published
-        self._run(self._publish(pending, published))
+        self._tasks.start(self._publish(pending, published))
 
     async def _publish(self, pending: PendingRequest, published: asyncio.Future[bool]) -> None:
         done = await self._inbox.publish(pending.invoke, pending.frames[1], pending.asked_on)
@@ -137,7 +130,7 @@ class SharedRequestsDesk:
 
     def claim(self, pending: PendingRequest, answer: ElicitationResult, approver: Approver, decision: str | None,
               then: Callable[[Claim], None]) -> None:
-        self._run(self._claim(pending, answer, approver, decision, then))
+        self._tasks.start(self._claim(pending, answer, approver, decision, then))
 
     async def _claim(self, pending: PendingRequest, answer: ElicitationResult, approver: Approver,
                      decision: str | None, then: Callable[[Claim], None]) -> None:
@@ -152,7 +145,7 @@ class SharedRequestsDesk:
 
     def vote(self, pending: PendingRequest, person: str, answer: ElicitationResult, approver: Approver,
              decision: str | None, then: Callable[[QuorumVote], None]) -> None:
-        self._run(self._vote(pending, person, answer, approver, decision, then))
+        self._tasks.start(self._vote(pending, person, answer, approver, decision, then))
 
     async def _vote(self, pending: PendingRequest, person: str, answer: ElicitationResult, approver: Approver,
                     decision: str | None, then: Callable[[QuorumVote], None]) -> None:
@@ -172,21 +165,14 @@ class SharedRequestsDesk:
         if published.done() and not published.result():
             self._approved_unpublished.setdefault(pending.channel, []).append((person, window))
             return
-        self._run_now(self._approved_here(pending.channel, published, person, window))
-
-    async def _approved_here(self, channel: str, published: asyncio.Future[bool], person: str, window: str) -> None:
-        if await published:
-            await self._inbox.approved_here(channel, person, window)
+        self._tasks.start_now(_once_published(published, lambda: self._inbox.approved_here(pending.channel, person,
+                                                                                           window)))
 
     def ended(self, pending: PendingRequest, outcome: str) -> None:
         self._approved_unpublished.pop(pending.channel, None)  # the audit row names them (pending.people)
         published = self._published.pop(pending.channel, None)
         if published is not None:
-            self._run_now(self._end(pending.channel, published, outcome))
-
-    async def _end(self, channel: str, published: asyncio.Future[bool], outcome: str) -> None:
-        if await published:
-            await self._inbox.end(channel, outcome)
+            self._tasks.start_now(_once_published(published, lambda: self._inbox.end(pending.channel, outcome)))
 
     async def resume_question(self, asked_on: str, asker: str) -> ResumedQuestion:
         """An asker re-attached here asks again what it asked on `asked_on` (questions.py). An open
@@ -233,24 +219,21 @@ class SharedRequestsDesk:
                     await self._inbox.approved_here(channel, person, window)
 
     def _requests_changed(self) -> None:
-        if self._syncing:
-            self._sync_again = True
-        elif not self._closed:
-            self._syncing = True
-            self._run(self._sync())
+        if not self._closed:
+            self._sync.ask()
 
     def _opened(self, row: InboxRow) -> None:
         """Another main's request opened and its notification told its invoke: its copy opens here
         with no read (notifications come in commit order: one that ended it comes after this one)."""
         if not self._closed and self._pending.closed_reason(row.channel) in (None, "server-closed"):
-            self._show([row])
+            _show(self._pending, [row])
 
     def _ended(self, row: InboxRow) -> None:
         """Another main's write ended a request (the notification says how): its copy here closes
         at once, with no read; a read in flight may have seen it still open, so that read shows
         no copy of it. This main's own request answered elsewhere leaves its windows at once too,
         and closes through a read of its row (its answer's values are only in the table)."""
-        if self._syncing:
+        if self._sync.running:
             self._ended_meanwhile.add(row.channel)
         pending = self._pending.get(row.channel)
         if pending is None:
@@ -280,7 +263,7 @@ class SharedRequestsDesk:
     def _take_answer(self, channel: str) -> None:
         if channel not in self._taking:
             self._taking.add(channel)
-            self._run(self._read_answer(channel))
+            self._tasks.start(self._read_answer(channel))
 
     async def _read_answer(self, channel: str) -> None:
         """This main's request answered on another main: its row alone, read at once (a read of
@@ -295,17 +278,9 @@ class SharedRequestsDesk:
             return
         await self._answered_elsewhere([row])
 
-    async def _sync(self) -> None:
-        try:
-            while True:
-                self._sync_again = False
-                await self._sync_once()
-                if not self._sync_again or self._closed:
-                    return
-        finally:
-            self._syncing = False
-
     async def _sync_once(self) -> None:
+        if self._closed:
+            return
         copies = {p.channel: p for p in self._pending.all() if p.held_by is not None}
         own = self._own()
         ended_meanwhile: set[str] = set()
@@ -318,7 +293,7 @@ class SharedRequestsDesk:
             if channel in ended:
                 self._pending.close_copy(copy, *_ending(ended[channel]))
         await self._answered_elsewhere([ended[channel] for channel in own if channel in ended])
-        self._show([row for row in rows if row.state == "open" and self._pending.get(row.channel) is None
+        _show(self._pending, [row for row in rows if row.state == "open" and self._pending.get(row.channel) is None
                     and row.channel not in ended_meanwhile
                     and self._pending.closed_reason(row.channel) in (None, "server-closed")])
         for row in rows:  # quorum approvals counted on any main: every window here shows the count
@@ -350,21 +325,7 @@ class SharedRequestsDesk:
                                    content=row.content if row.action == "accept" else None)
         self._pending.answered_in_store(pending, answer, by=_answered_by(row),
                                         person=row.approver if pending.invoke.quorum is not None else None)
-        self._taken.append(row.channel)
-
-    def _show(self, rows: list[InboxRow]) -> None:
-        for row in rows:
-            if row.invoke is None:
-                continue
-            try:
-                _topic, invoke = decode_from_main([channels.INVOKE.encode(), row.invoke])
-            except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
-                logger.warning("request %s of %s not shown: its copy in the shared inbox is unreadable: %s",
-                               row.channel, row.machine, exc)
-                continue
-            if not isinstance(invoke, ElicitationInvoke):
-                continue
-            self._pending.open_copy(msgspec.structs.replace(invoke, machine=row.machine), row.machine)
+        self._lease.taken(row.channel)
 
     def _own(self) -> list[str]:
         """This main's requests the store has (or will have: the publish is in flight)."""
@@ -373,69 +334,43 @@ class SharedRequestsDesk:
 
     # ---- liveness -------------------------------------------------------------------------
 
-    def _beat(self) -> None:
-        self._heartbeat = self._loop.call_later(HEARTBEAT_S, self._beat)
-        self._beats += 1
-        if not self._renewing:  # the store away: a renewal may wait for a connection longer than a beat
-            self._renewing = True
-            self._run(self._renew(tidy=self._beats % TIDY_EVERY == 0))
-
-    async def _renew(self, tidy: bool) -> None:
-        try:
-            await self._clear_taken()
-            renewed = await self._inbox.heartbeat()
-            # Thought gone and forgotten, or the join on this LISTEN connection failed: here again.
-            if renewed is not None and self._backend_pid is not None and (renewed is False or
-                                                                          self._joined != self._backend_pid):
-                await self._join()
-            if tidy:
-                await self._inbox.tidy()
-        finally:
-            self._renewing = False
-
-    async def _clear_taken(self) -> None:
-        """The values of answers handed on leave the table: once a beat for all of them, not one
-        statement per request (they stay at most HEARTBEAT_S longer, readable only by this main)."""
-        if self._taken:
-            taken, self._taken = self._taken, []
-            await self._inbox.taken(taken)
+    async def _renewed(self, renewed: bool) -> None:
+        """The lease's renewal: thought gone and forgotten, or the join on this LISTEN connection
+        failed: here again."""
+        if self._backend_pid is not None and (not renewed or self._joined != self._backend_pid):
+            await self._join()
 
     # ---- rules ------------------------------------------------------------------------------
 
     def _rules_changed(self) -> None:
-        if self._reload_rules is None or self._closed:
-            return
-        if self._reloading:
-            self._reload_again = True
-            return
-        self._reloading = True
-        self._run(self._reload())
+        if self._reload_rules is not None and not self._closed:
+            self._reload.ask()
 
-    async def _reload(self) -> None:
-        assert self._reload_rules is not None
+    async def _reload_once(self) -> None:
+        if self._reload_rules is not None:
+            await self._reload_rules()
+
+
+def _show(pending: PendingRequests, rows: list[InboxRow]) -> None:
+    """Other mains' open requests, as copies in this main's windows."""
+    for row in rows:
+        if row.invoke is None:
+            continue
         try:
-            while True:
-                self._reload_again = False
-                await self._reload_rules()
-                if not self._reload_again:
-                    return
-        finally:
-            self._reloading = False
+            _topic, invoke = decode_from_main([channels.INVOKE.encode(), row.invoke])
+        except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+            logger.warning("request %s of %s not shown: its copy in the shared inbox is unreadable: %s",
+                           row.channel, row.machine, exc)
+            continue
+        if not isinstance(invoke, ElicitationInvoke):
+            continue
+        pending.open_copy(msgspec.structs.replace(invoke, machine=row.machine), row.machine)
 
-    # ---- tasks ------------------------------------------------------------------------------
 
-    def _run(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = self._loop.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    def _run_now(self, coro: Coroutine[Any, Any, None]) -> None:
-        """As `_run`, started at once: a write kept while the store is away is on disk when this
-        returns (before the decision is reported to anyone), and kept in the order it was made."""
-        task = asyncio.Task(coro, loop=self._loop, eager_start=True)
-        if not task.done():
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+async def _once_published(published: "asyncio.Future[bool]", write: Callable[[], Awaitable[object]]) -> None:
+    """`write` once the request's publish is done, if it reached the store."""
+    if await published:
+        await write()
 
 
 def _answered_by(row: InboxRow) -> str:
