@@ -142,7 +142,7 @@ class _Audited(PendingRequests):
 
     def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
                        options: RequestOptions, then: Callable[[], None] = lambda: None, *,
-                       batched: bool = False, reason: str | None = None) -> str:
+                       reason: str | None = None) -> str:
         self.recorded.append((answer.action, rule_id))
         then()
         return "c"

@@ -17,4 +17,5 @@ tool_approval.py     ToolApproval: a host's tools/call in its relayed session: p
 long_wait.py         LongWaits: a host's call whose card takes longer than the host waits: progress, or
                      "still pending, retry" and the decision kept for the retry
 audit_writer.py      when the audit rows reach the store
+row_ids.py           RowIds: the ids of audit rows no window answers (no reply channel minted for them)
 """

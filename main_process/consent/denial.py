@@ -10,8 +10,9 @@ and whether asking again may help. `_meta` carries the same facts for a host tha
   member and the envelope in the result's `_meta`). `reason` is always
   `insufficient_authorization`; `remediation` is `available` when asking again may succeed (a
   person decides afresh) and `unavailable` when it will not (a policy, a rule or the config decides
-  the same way again); `authorizationContextId` is the audit row's id (its channel), so a person
-  asking why can find it in `elicitron audit --json`. No remediation hints: the draft's hint types
+  the same way again); `authorizationContextId` is the audit row's id (its `channel`: the card's
+  reply channel, or consent/row_ids.py's id when no card opened), so a person asking why can find
+  it in `elicitron audit --json`. No remediation hints: the draft's hint types
   (a URL, a task, an OAuth remediation) are not how a denial here is undone.
 - `elicitron/denial` (ours, as SEP-2643 has no member for who decided): `deniedBy` (`person`,
   `nobody` (no answer in time), `rule`, `config` or `policy`), `id` (the rule's or policy's id, or

@@ -48,6 +48,7 @@ import msgspec
 from main_process.clock import MONOTONIC, Clock, Timer
 from main_process.consent import quorum as quorums
 from main_process.consent.audit_writer import AuditWriter
+from main_process.consent.row_ids import RowIds
 from main_process.oauth.hosts import allowance
 from main_process.store.records import Approver, Claim, OutcomeRecord, QuorumVote
 from shared import channels
@@ -59,6 +60,7 @@ from shared.messages import (
     DECISION_PROPERTY,
     HOST_GONE,
     SIGN_IN_ALLOW_PROPERTY,
+    ApprovalDecision,
     ApprovalInfo,
     AskerInfo,
     DeviceRef,
@@ -184,9 +186,10 @@ class RequestOptions:
     asked_on: str | None = None  # a question: the asker's responseChannel (a shared store finds it by that)
 
 
-def _invoke(elicitation: Elicitation, options: RequestOptions) -> ElicitationInvoke:
+def _invoke(elicitation: Elicitation, options: RequestOptions, channel: str | None = None) -> ElicitationInvoke:
+    """The invoke of a request; `channel`: its id when no window will answer it (else a new reply channel)."""
     now_ms = time.time_ns() // 1_000_000
-    return ElicitationInvoke(request=elicitation.request, response_channel=channels.new_result_channel(),
+    return ElicitationInvoke(request=elicitation.request, response_channel=channel or channels.new_result_channel(),
                              created_at=now_ms, expires_at=now_ms + int(options.timeout_s * 1000), origin=options.origin,
                              kind=options.kind, via=options.via, asker=options.asker, approval=options.approval,
                              sign_in=options.sign_in, call=options.call, quorum=options.quorum)
@@ -261,6 +264,7 @@ class PendingRequests:
         self._loop = loop
         self._clock = clock  # expiry runs on it (tests move a SettableClock)
         self._audit = audit
+        self.row_ids = RowIds()  # the audit rows no window answers (record_by_rule, record_decided_call)
         self._unseen = unseen  # told when a request reached no window (auto-open hook)
         self._max_pending_bytes = max_pending_bytes
         self._welcome_pending_bytes = welcome_pending_bytes
@@ -499,23 +503,35 @@ class PendingRequests:
 
     def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
                        options: RequestOptions, then: Callable[[], None] = lambda: None, *,
-                       batched: bool = False, reason: str | None = None) -> str:
+                       reason: str | None = None) -> str:
         """Audit a request a rule answered before it opened: one row, request and outcome committed
-        together, then `then` hands the answer on (`batched`: with the next batch of rows, within
-        20 ms, for decisions that are on disk already as the rule; `then` at once). Nothing is sent
-        to any window. `reason`: why a call was denied (a policy's). Returns the row's channel."""
-        invoke = _invoke(elicitation, options)
+        together, then `then` hands the answer on. Nothing is sent to any window, so no reply
+        channel is minted: the row's id is `row_ids`'. `reason`: why it was declined (a policy's).
+        Returns the row's id."""
+        invoke = _invoke(elicitation, options, self.row_ids.next())
         if self._audit is None:
             then()
-        elif batched:
-            self._audit.decided(invoke, answer.action, content=answer.content, rule_id=rule_id,
-                                decision=_decision(invoke, answer), reason=reason)
-            then()
-        else:
-            self._audit.request(invoke)
-            self._audit.outcome(OutcomeRecord(invoke.response_channel, answer.action, content=answer.content,
-                                              rule_id=rule_id, decision=_decision(invoke, answer), reason=reason),
-                                then=lambda _written: then())
+            return invoke.response_channel
+        self._audit.request(invoke)
+        self._audit.outcome(OutcomeRecord(invoke.response_channel, answer.action, content=answer.content,
+                                          rule_id=rule_id, decision=_decision(invoke, answer), reason=reason),
+                            then=lambda _written: then())
+        return invoke.response_channel
+
+    def record_decided_call(self, asked: ElicitationRequest, approval: ApprovalInfo, decision: ApprovalDecision,
+                            by: str, *, timeout_s: float, origin: str, via: str, reason: str | None = None) -> str:
+        """Audit a host's call a rule or a policy (`by`) decided before any card opened: one full row,
+        written with the next batch (within 20 ms: the decision is on disk already, as the config,
+        a policy file, the store, or the allow-session answer's row), as if a window had answered
+        `decision` on its approval `asked`. Nothing else is made for it: no options, no reply
+        channel (its id is `row_ids`'). Returns the row's id (a denial names it)."""
+        created_at = time.time_ns() // 1_000_000
+        invoke = ElicitationInvoke(request=asked, response_channel=self.row_ids.next(), created_at=created_at,
+                                   expires_at=created_at + int(timeout_s * 1000), origin=origin, kind="approval",
+                                   via=via, approval=approval)
+        if self._audit is not None:
+            self._audit.decided(invoke, "accept", content={DECISION_PROPERTY: decision}, rule_id=by,
+                                decision=decision, reason=reason)
         return invoke.response_channel
 
     def answered_elsewhere(self, pending: PendingRequest, answer: ElicitationResult, by: str) -> None:

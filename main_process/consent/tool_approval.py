@@ -35,7 +35,14 @@ from main_process.wire.peer_calls import Cancel
 from main_process.wire.peers import Peer
 from main_process.wire.topic_routes import ReplyTo
 from shared.errors import RpcCode, UndeliverableRequestError
-from shared.messages import DECISION_PROPERTY, ApprovalInfo, ChannelReply, ElicitationResult, QuorumInfo
+from shared.messages import (
+    ApprovalDecision,
+    ApprovalInfo,
+    ChannelReply,
+    ElicitationRequest,
+    ElicitationResult,
+    QuorumInfo,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -209,19 +216,16 @@ class ToolApproval:
                                                   "config" if rule.source == "config" else "rule",
                                                   id=rule.id, context=row).result()))
 
-    def _record(self, call: "_HostCall", decision: str, by: str, reason: str | None = None) -> str:
-        """The audit row of a call decided without a card, `by` a rule or a policy; its channel."""
+    def _record(self, call: "_HostCall", decision: ApprovalDecision, by: str, reason: str | None = None) -> str:
+        """The audit row of a call decided without a card, `by` a rule or a policy; its id."""
         server, host = call.server, call.host
-        answer = ElicitationResult(action="accept", content={DECISION_PROPERTY: decision})
         host_name = host.name or host.window
-        info = ApprovalInfo(server=server.name, tool=call.tool, arguments=call.arguments)
-        params = {"mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
-                  "requestedSchema": approvals.APPROVAL_SCHEMA}
-        return self._pending.record_by_rule(
-            Elicitation.read(server.name, params), answer, by,
-            RequestOptions(timeout_s=server.config.elicitation_timeout_s, origin=host.window, kind="approval",
-                           via=host_name, approval=info),
-            batched=True, reason=reason)  # on disk already: the config, a policy file, the store, or the allow-session row
+        asked = ElicitationRequest(server=server.name, params={
+            "mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
+            "requestedSchema": approvals.APPROVAL_SCHEMA})
+        return self._pending.record_decided_call(
+            asked, ApprovalInfo(server=server.name, tool=call.tool, arguments=call.arguments), decision, by,
+            timeout_s=server.config.elicitation_timeout_s, origin=host.window, via=host_name, reason=reason)
 
     def _ask(self, call: "_HostCall | SharedCard", info: ApprovalInfo, quorum: QuorumInfo | None = None) -> None:
         server, host, reply = call.server, call.host, call.reply

@@ -47,7 +47,7 @@ _NONE: frozenset[str] = frozenset()
 class _Slice:
     policies: Any  # cedarpy.PolicySet of the policies that can apply; None when none can
     reads: scope.Reads  # what of the context they read
-    compiled: tuple[tuple[PolicyInfo, direct.Compiled], ...] | None  # each in Python; None: Cedar only
+    compiled: tuple[tuple[PolicyInfo, direct.Compiled], ...] | None  # each in Python, in file order; None: Cedar only
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,9 @@ class Engine:
         self._hints: dict[tuple[Any, ...], str] = {}  # a tool's hints as JSON, by the names sent and values
         self._time: tuple[int, str] = (-1, "")  # the last millisecond's datetime as JSON
         self._compiled = {policy_id: direct.compile_policy(policy) for policy_id, policy in loaded.parsed.items()}
+        # What a policy decides when Python decides it, made once (a Verdict is immutable).
+        self._verdicts = {policy_id: Verdict("forbid" if info.effect == "forbid" else "permit", info)
+                          for policy_id, info in loaded.infos.items()}
 
     def decide_call(self, host: str, server: str, tool: str, arguments: dict[str, Any],
                     annotations: Annotations, now: float | None = None) -> Verdict:
@@ -132,19 +135,19 @@ class Engine:
             return None  # text Cedar cannot read (a lone surrogate): Cedar reports it, decides nothing
         call = direct.Call(scoped.principal, scoped.resource, scoped.attributes, read,
                            schema.hints(annotations), schema.millis(now))
-        forbids: list[PolicyInfo] = []
-        permits: list[PolicyInfo] = []
+        forbid: PolicyInfo | None = None
+        permit: PolicyInfo | None = None
         try:
-            for info, applies in found.compiled:
+            for info, applies in found.compiled:  # in file order: the first that applies is the one named
                 if applies(call):
-                    (forbids if info.effect == "forbid" else permits).append(info)
+                    if info.effect == "forbid":
+                        forbid = forbid or info
+                    else:
+                        permit = permit or info
         except direct.Unsure:
             return None
-        if forbids:
-            return Verdict("forbid", min(forbids, key=lambda info: info.order))
-        if permits:
-            return Verdict("permit", min(permits, key=lambda info: info.order))
-        return _NO_MATCH
+        deciding = forbid or permit
+        return _NO_MATCH if deciding is None else self._verdicts[deciding.id]
 
     def _context(self, reads: scope.Reads, arguments: dict[str, Any], annotations: dict[str, Any] | None,
                  now: float | None) -> str:
@@ -217,8 +220,8 @@ class Engine:
                     if scoped.guards[policy_id] <= sent}
         policies = cedarpy.PolicySet.from_json_str(json.dumps(
             {"staticPolicies": applying, "templates": {}, "templateLinks": []})) if applying else None
-        compiled = [(self.loaded.infos[policy_id], fn) for policy_id in applying
-                    if (fn := self._compiled[policy_id]) is not None]
+        compiled = sorted(((self.loaded.infos[policy_id], fn) for policy_id in applying
+                           if (fn := self._compiled[policy_id]) is not None), key=lambda pair: pair[0].order)
         found = _Slice(policies, scope.reads(list(applying.values())),
                        tuple(compiled) if len(compiled) == len(applying) else None)
         if len(scoped.slices) >= _SLICES_PER_SCOPE:
