@@ -17,7 +17,7 @@ from main_process.consent.elicitation_gate import (
     decide,
     route,
 )
-from main_process.consent.pending import Elicitation, PendingRequests, RequestOptions
+from main_process.consent.pending import DecidedRows, Elicitation, Outbox, PendingRequests, RequestOptions
 from shared.elicit_params import ElicitParams
 from shared.errors import UndeliverableRequestError
 from shared.messages import CallError, ElicitationResult
@@ -135,10 +135,10 @@ class _NoWindows:
         return []
 
 
-class _Audited(PendingRequests):
-    """What the audit got: each rule's answer before it is handed on."""
-
-    recorded: list[tuple[str, str]]
+class _Recorded(DecidedRows):
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.recorded: list[tuple[str, str]] = []
 
     def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
                        options: RequestOptions, then: Callable[[], None] = lambda: None, *,
@@ -148,10 +148,22 @@ class _Audited(PendingRequests):
         return "c"
 
 
+class _Audited(PendingRequests):
+    """What the audit got: each rule's answer before it is handed on."""
+
+    def __init__(self, outbox: Outbox, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(outbox, loop)
+        self.recorder = _Recorded()
+        self.decided = self.recorder
+
+    @property
+    def recorded(self) -> list[tuple[str, str]]:
+        return self.recorder.recorded
+
+
 def test_a_rules_answer_is_audited_with_its_id_before_it_is_handed_on_and_the_screenings_at_once() -> None:
     async def body() -> None:
         pending = _Audited(_NoWindows(), asyncio.get_running_loop())
-        pending.recorded = []
         gate = ElicitationGate(pending, Rules())
         handed: list[str] = []
         decided = gate.decide(read(FORM), Server())

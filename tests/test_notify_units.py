@@ -367,7 +367,7 @@ def test_requests_answered_by_a_rule_or_meant_for_a_host_alone_are_not_notified(
             notifier = notifier_for(pending, target(receiver.url, when="always"), clock=clock)
             pending.open(Elicitation.read("demo", FORM), RequestOptions(timeout_s=60, record_only=True),
                          lambda _a: None)
-            pending.record_by_rule(Elicitation.read("demo", FORM), ElicitationResult(action="decline"), "config-1",
+            pending.decided.record_by_rule(Elicitation.read("demo", FORM), ElicitationResult(action="decline"), "config-1",
                                    HOUR)
             opened(pending, URL, server="last")
             assert [p["server"] for p in await posts(receiver, 1)] == ["last"]  # the first and only one

@@ -12,7 +12,7 @@ from kit.consent_parts import NoWindows, QuietConsentPorts
 from main_process.config import StdioServerConfig
 from main_process.consent.consent import Consent
 from main_process.consent.elicitation_gate import Answered, Deliver, ElicitationGate, HostModes
-from main_process.consent.pending import Elicitation, PendingRequests, RequestOptions
+from main_process.consent.pending import DecidedRows, Elicitation, Outbox, PendingRequests, RequestOptions
 from main_process.policy.live import Policies
 from main_process.servers.server_identity import server_identity
 from shared.elicit_params import ElicitParams
@@ -46,8 +46,10 @@ class Server:
         return None
 
 
-class _Audited(PendingRequests):
-    recorded: list[tuple[str, str, str | None]]
+class _Recorded(DecidedRows):
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.recorded: list[tuple[str, str, str | None]] = []
 
     def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
                        options: RequestOptions, then: Callable[[], None] = lambda: None, *,
@@ -57,6 +59,17 @@ class _Audited(PendingRequests):
         return "c"
 
 
+class _Audited(PendingRequests):
+    def __init__(self, outbox: Outbox, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(outbox, loop)
+        self.recorder = _Recorded()
+        self.decided = self.recorder
+
+    @property
+    def recorded(self) -> list[tuple[str, str, str | None]]:
+        return self.recorder.recorded
+
+
 def with_gate(tmp_path: Path, body: Callable[[ElicitationGate, _Audited], None]) -> None:
     path = tmp_path / "team.cedar"
     path.write_text(POLICIES, encoding="utf-8")
@@ -64,7 +77,6 @@ def with_gate(tmp_path: Path, body: Callable[[ElicitationGate, _Audited], None])
     async def run() -> None:
         loop = asyncio.get_running_loop()
         pending = _Audited(NoWindows(), loop)
-        pending.recorded = []
         config = StdioServerConfig(name="bank", command="x")
         consent = Consent(QuietConsentPorts(pending), None, [], [], loop, {"bank": server_identity(config)},
                           Policies([path]))

@@ -40,10 +40,10 @@ def test_a_call_decided_without_a_card_is_one_full_row(tmp_path: Path) -> None:
             "mode": "form", "message": "Claude wants to call files/read_file",
             "requestedSchema": approvals.APPROVAL_SCHEMA})
         ids = [
-            pending.record_decided_call(asked, ApprovalInfo(server="files", tool="read_file",
+            pending.decided.record_decided_call(asked, ApprovalInfo(server="files", tool="read_file",
                                                             arguments={"path": "/home/a"}),
                                         "allow-once", "policy:home", timeout_s=60, origin="w-1", via="Claude"),
-            pending.record_decided_call(asked, ApprovalInfo(server="files", tool="read_file",
+            pending.decided.record_decided_call(asked, ApprovalInfo(server="files", tool="read_file",
                                                             arguments={"path": "/etc/passwd"}),
                                         "deny", "policy:no-etc", timeout_s=60, origin="w-1", via="Claude",
                                         reason="nothing under /etc"),

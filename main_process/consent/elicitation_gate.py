@@ -116,7 +116,7 @@ class ElicitationGate:
         if answered.rule is None:
             then()
             return
-        self._pending.record_by_rule(elicitation, answered.result, answered.rule, options, then,
+        self._pending.decided.record_by_rule(elicitation, answered.result, answered.rule, options, then,
                                      reason=answered.reason)
 
 

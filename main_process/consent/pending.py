@@ -16,7 +16,7 @@ a program's question) differ only in who asks and what `resolve` does with the a
 The broker's attachments.py implements `Outbox`; tests drive this class with a list.
 
 Rules answer before any window, in the gate (elicitation_gate.py): a request a rule answers never
-opens here, it is only audited with the rule's id (`record_by_rule`); `close_by_rule` answers an
+opens here, it is only audited with the rule's id (`DecidedRows.record_by_rule`); `close_by_rule` answers an
 open one when a new rule covers it. After each window's answer the consent layer (`rules`, a
 `RuleHook`, given at construction when main has one) sees it (to remember it, or to keep an
 approval's "allow for this session"). An approval under a config rule's quorum (`invoke.quorum`)
@@ -235,6 +235,48 @@ class PendingRequest:
         return len(self.frames[1])
 
 
+class DecidedRows:
+    """The audit rows of requests decided before any opened (by a rule or a policy): no window
+    hears of them, so no reply channel is minted; each row's id is a RowIds id."""
+
+    def __init__(self, audit: AuditWriter | None) -> None:
+        self._audit = audit
+        self._row_ids = RowIds()
+
+    def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
+                       options: RequestOptions, then: Callable[[], None] = lambda: None, *,
+                       reason: str | None = None) -> str:
+        """Audit a request a rule answered before it opened: one row, request and outcome committed
+        together, then `then` hands the answer on. Nothing is sent to any window, so no reply
+        channel is minted: the row's id is `RowIds`'. `reason`: why it was declined (a policy's).
+        Returns the row's id."""
+        invoke = _invoke(elicitation, options, self._row_ids.next())
+        if self._audit is None:
+            then()
+            return invoke.response_channel
+        self._audit.request(invoke)
+        self._audit.outcome(OutcomeRecord(invoke.response_channel, answer.action, content=answer.content,
+                                          rule_id=rule_id, decision=_decision(invoke, answer), reason=reason),
+                            then=lambda _written: then())
+        return invoke.response_channel
+
+    def record_decided_call(self, asked: ElicitationRequest, approval: ApprovalInfo, decision: ApprovalDecision,
+                            by: str, *, timeout_s: float, origin: str, via: str, reason: str | None = None) -> str:
+        """Audit a host's call a rule or a policy (`by`) decided before any card opened: one full row,
+        written with the next batch (within 20 ms: the decision is on disk already, as the config,
+        a policy file, the store, or the allow-session answer's row), as if a window had answered
+        `decision` on its approval `asked`. Nothing else is made for it: no options, no reply
+        channel (its id is `RowIds`'). Returns the row's id (a denial names it)."""
+        created_at = time.time_ns() // 1_000_000
+        invoke = ElicitationInvoke(request=asked, response_channel=self._row_ids.next(), created_at=created_at,
+                                   expires_at=created_at + int(timeout_s * 1000), origin=origin, kind="approval",
+                                   via=via, approval=approval)
+        if self._audit is not None:
+            self._audit.decided(invoke, "accept", content={DECISION_PROPERTY: decision}, rule_id=by,
+                                decision=decision, reason=reason)
+        return invoke.response_channel
+
+
 class PendingRequests:
     """Unresolved requests in arrival order, and why recently closed channels closed."""
 
@@ -264,7 +306,7 @@ class PendingRequests:
         self._loop = loop
         self._clock = clock  # expiry runs on it (tests move a SettableClock)
         self._audit = audit
-        self.row_ids = RowIds()  # the audit rows no window answers (record_by_rule, record_decided_call)
+        self.decided = DecidedRows(audit)  # the audit rows of requests decided before any opened
         self._unseen = unseen  # told when a request reached no window (auto-open hook)
         self._max_pending_bytes = max_pending_bytes
         self._welcome_pending_bytes = welcome_pending_bytes
@@ -500,39 +542,6 @@ class PendingRequests:
         the rule's id, its asker answered. Another main's request is that main's to decide."""
         if self._open.get(pending.channel) is pending and pending.held_by is None:
             self._close(pending, answer.action, answer, by=None, rule_id=rule_id)
-
-    def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
-                       options: RequestOptions, then: Callable[[], None] = lambda: None, *,
-                       reason: str | None = None) -> str:
-        """Audit a request a rule answered before it opened: one row, request and outcome committed
-        together, then `then` hands the answer on. Nothing is sent to any window, so no reply
-        channel is minted: the row's id is `row_ids`'. `reason`: why it was declined (a policy's).
-        Returns the row's id."""
-        invoke = _invoke(elicitation, options, self.row_ids.next())
-        if self._audit is None:
-            then()
-            return invoke.response_channel
-        self._audit.request(invoke)
-        self._audit.outcome(OutcomeRecord(invoke.response_channel, answer.action, content=answer.content,
-                                          rule_id=rule_id, decision=_decision(invoke, answer), reason=reason),
-                            then=lambda _written: then())
-        return invoke.response_channel
-
-    def record_decided_call(self, asked: ElicitationRequest, approval: ApprovalInfo, decision: ApprovalDecision,
-                            by: str, *, timeout_s: float, origin: str, via: str, reason: str | None = None) -> str:
-        """Audit a host's call a rule or a policy (`by`) decided before any card opened: one full row,
-        written with the next batch (within 20 ms: the decision is on disk already, as the config,
-        a policy file, the store, or the allow-session answer's row), as if a window had answered
-        `decision` on its approval `asked`. Nothing else is made for it: no options, no reply
-        channel (its id is `row_ids`'). Returns the row's id (a denial names it)."""
-        created_at = time.time_ns() // 1_000_000
-        invoke = ElicitationInvoke(request=asked, response_channel=self.row_ids.next(), created_at=created_at,
-                                   expires_at=created_at + int(timeout_s * 1000), origin=origin, kind="approval",
-                                   via=via, approval=approval)
-        if self._audit is not None:
-            self._audit.decided(invoke, "accept", content={DECISION_PROPERTY: decision}, rule_id=by,
-                                decision=decision, reason=reason)
-        return invoke.response_channel
 
     def answered_elsewhere(self, pending: PendingRequest, answer: ElicitationResult, by: str) -> None:
         """Answered outside the windows, by `by` (a host in a relayed session that got the server's

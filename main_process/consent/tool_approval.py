@@ -223,7 +223,7 @@ class ToolApproval:
         asked = ElicitationRequest(server=server.name, params={
             "mode": "form", "message": f"{host_name} wants to call {server.name}/{call.tool}",
             "requestedSchema": approvals.APPROVAL_SCHEMA})
-        return self._pending.record_decided_call(
+        return self._pending.decided.record_decided_call(
             asked, ApprovalInfo(server=server.name, tool=call.tool, arguments=call.arguments), decision, by,
             timeout_s=server.config.elicitation_timeout_s, origin=host.window, via=host_name, reason=reason)
 
