@@ -4,7 +4,7 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ from typing import Any
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
 from kit.paths import ROOT
+from kit.peer import WirePeer
 from PySide6.QtWidgets import QPushButton
 from pytestqt.qtbot import QtBot
 
@@ -49,9 +50,11 @@ def deploy_script(directory: Path) -> Path:
     return script
 
 
-def finished(qtbot: QtBot, proc: "subprocess.Popen[str]", timeout_ms: int = 15_000) -> tuple[int, str, str]:
-    """Let Qt run until the process exits; its exit code, stdout and stderr."""
-    qtbot.waitUntil(lambda: proc.poll() is not None, timeout=timeout_ms)
+def finished(qtbot: QtBot, proc: "subprocess.Popen[str]", timeout_ms: int = 15_000,
+             keep_alive: Sequence[WirePeer] = ()) -> tuple[int, str, str]:
+    """Let Qt run until the process exits (`keep_alive`'s peers heartbeating meanwhile); its exit
+    code, stdout and stderr."""
+    qtbot.waitUntil(lambda: _pumped(keep_alive) and proc.poll() is not None, timeout=timeout_ms)
     out, err = proc.communicate(timeout=5)
     return proc.returncode, out, err
 
@@ -62,11 +65,20 @@ def ended(proc: "subprocess.Popen[str]") -> None:
     proc.communicate(timeout=10)
 
 
+def _pumped(peers: Sequence[WirePeer]) -> bool:
+    for peer in peers:
+        peer.pump()
+    return True
+
+
 class Window:
     """A real window (MainBridge + MainWindow) in this process, offscreen, attached to main."""
 
-    def __init__(self, qtbot: QtBot, connection: Path, name: str) -> None:
+    def __init__(self, qtbot: QtBot, connection: Path, name: str, keep_alive: Sequence[WirePeer] = ()) -> None:
+        """`keep_alive`: contract peers of the same test, heartbeating (and keeping what they get)
+        while this waits in Qt's loop: main takes a peer silent for 5 s for gone."""
         self.qtbot = qtbot
+        self.keep_alive = keep_alive
         self.bridge = MainBridge(connection, name)
         self.window = MainWindow(name=name)
         qtbot.addWidget(self.window)
@@ -76,17 +88,19 @@ class Window:
         self.bridge.welcomed.connect(lambda welcome: self.invoked.extend(welcome.pending))
         self.window.show()
         self.bridge.start()
-        qtbot.waitUntil(lambda: self.bridge.is_welcomed, timeout=15_000)
+        qtbot.waitUntil(lambda: _pumped(keep_alive) and self.bridge.is_welcomed, timeout=15_000)
 
     def card(self, timeout_ms: int = 15_000) -> ElicitationCard:
-        self.qtbot.waitUntil(lambda: self.window.current_card() is not None, timeout=timeout_ms)
+        self.qtbot.waitUntil(lambda: _pumped(self.keep_alive) and self.window.current_card() is not None,
+                             timeout=timeout_ms)
         card = self.window.current_card()
         assert isinstance(card, ElicitationCard), card
         self.qtbot.waitExposed(card)
         return card
 
     def no_card(self, timeout_ms: int = 15_000) -> None:
-        self.qtbot.waitUntil(lambda: self.window.current_card() is None, timeout=timeout_ms)
+        self.qtbot.waitUntil(lambda: _pumped(self.keep_alive) and self.window.current_card() is None,
+                             timeout=timeout_ms)
 
     def click(self, card: ElicitationCard, name: str) -> None:
         from PySide6.QtCore import Qt
@@ -101,8 +115,8 @@ class Window:
 
 
 @contextmanager
-def window(qtbot: QtBot, connection: Path, name: str) -> Iterator[Window]:
-    opened = Window(qtbot, connection, name)
+def window(qtbot: QtBot, connection: Path, name: str, keep_alive: Sequence[WirePeer] = ()) -> Iterator[Window]:
+    opened = Window(qtbot, connection, name, keep_alive)
     try:
         yield opened
     finally:

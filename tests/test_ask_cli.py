@@ -125,13 +125,13 @@ def test_yes_no_is_a_confirm_printing_true_or_false(qtbot: QtBot, main: RunningM
 def test_nobody_answers_within_the_timeout_exit_5_and_every_window_drops_the_card(
     qtbot: QtBot, main: RunningMain, peer: WirePeer
 ) -> None:
-    with window(qtbot, main.connection, "laptop") as win:
+    with window(qtbot, main.connection, "laptop", keep_alive=[peer]) as win:
         proc = ask(main.connection, "Anyone there?", "--timeout", "2")
         try:
             win.card()
             invoke = invoke_for(peer, "Anyone there?")
             assert invoke["expiresAt"] - invoke["createdAt"] == 2000
-            code, out, err = finished(qtbot, proc)
+            code, out, err = finished(qtbot, proc, keep_alive=[peer])
         finally:
             ended(proc)
         assert (code, out) == (5, "") and "expired" in err
@@ -145,13 +145,13 @@ def test_a_signal_withdraws_the_question_from_every_window(
     qtbot: QtBot, main: RunningMain, peer: WirePeer, signum: int
 ) -> None:
     message = f"Interrupted by {signal.Signals(signum).name}?"
-    with window(qtbot, main.connection, "laptop") as win:
+    with window(qtbot, main.connection, "laptop", keep_alive=[peer]) as win:
         proc = ask(main.connection, message)
         try:
             win.card()
             invoke = invoke_for(peer, message)
             proc.send_signal(signum)
-            code, _out, err = finished(qtbot, proc)
+            code, _out, err = finished(qtbot, proc, keep_alive=[peer])
         finally:
             ended(proc)
         assert code == 128 + signum and "withdrawn" in err
@@ -164,16 +164,17 @@ def test_a_signal_withdraws_the_question_from_every_window(
 def test_an_asker_killed_with_sigkill_is_withdrawn_within_the_liveness_timeout(
     qtbot: QtBot, main: RunningMain, peer: WirePeer
 ) -> None:
-    with window(qtbot, main.connection, "laptop") as win:
+    with window(qtbot, main.connection, "laptop", keep_alive=[peer]) as win:
         proc = ask(main.connection, "Will I survive kill -9?")
         try:
             win.card()
             invoke = invoke_for(peer, "Will I survive kill -9?")
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=10)
-            # main detaches a peer silent for 5 s and checks once a second.
-            assert dismissal(peer, invoke, timeout_s=8)["reason"] == "cancelled"
+            # main detaches a peer silent for 5 s and checks once a second (the window waits in
+            # Qt's loop, the contract peer heartbeating meanwhile).
             win.no_card(timeout_ms=8_000)
+            assert dismissal(peer, invoke, timeout_s=8)["reason"] == "cancelled"
         finally:
             ended(proc)
 
@@ -224,7 +225,7 @@ def test_start_starts_main_in_the_background_first(qtbot: QtBot) -> None:
         invoke = pending[0] if pending else peer.expect_topic("msgElicitationTransferInvoke", timeout_s=60)
         assert invoke["request"]["params"]["message"] == "Started for me?"
         peer.answer(invoke, "accept", {})
-        code, _out, err = finished(qtbot, proc)
+        code, _out, err = finished(qtbot, proc, keep_alive=[peer])
         assert code == 0 and "starting main in the background" in err, err
     finally:
         ended(proc)

@@ -157,6 +157,15 @@ class WirePeer:
             self._unclaimed.append((topic, body))
         raise AssertionError(f"{self.name}: nothing wanted arrived within {timeout_s} s; got {self.received[-5:]}")
 
+    def pump(self) -> None:
+        """Heartbeat main if due and keep what has arrived for later expect() calls, without waiting:
+        for a test that waits in another loop (Qt's), so main does not take this peer for gone."""
+        self._heartbeat_all(time.monotonic())
+        while not self.sock.closed and self.sock.poll(0):
+            topic, body = self._read()
+            if topic != contract.HEARTBEAT:
+                self._unclaimed.append((topic, body))
+
     def keep_alive_until(self, done: Callable[[], bool], timeout_s: float = 30.0) -> None:
         """Heartbeat main (and keep what arrives for later expect() calls) until `done()` holds:
         for a test waiting on something else, e.g. a CLI process, while this peer stays attached."""
