@@ -47,7 +47,7 @@ LONGEST_FILES = (
     "test_conformance.py", "test_transparent_gateway.py", "test_host_pipes.py", "test_host_gone.py",
     "test_http_child.py", "test_long_waits_tasks_e2e.py", "test_web_cards.py", "test_round_trip.py",
     "test_http_session_ends.py", "test_oauth.py", "test_upstream_http.py", "test_first_hour_window.py",
-    "test_web_devices.py", "test_session_ends.py", "test_quorum_team.py", "test_ask_cli.py",
+    "test_web_devices.py", "test_session_ends.py", "test_team_spool.py", "test_quorum_team.py", "test_ask_cli.py",
     "test_policy_fast.py", "test_fuzz.py", "test_renderer_live.py", "test_sign_in_race.py",
     "test_audit_via_main_postgres.py", "test_first_hour.py", "test_web_window.py", "test_backpressure.py",
     "test_windows.py", "test_stripped_env.py", "test_pair_web_wait.py", "test_gateway_lifecycle.py",
