@@ -2,11 +2,11 @@
 route of a relayed session's request, then the screening of what goes to the windows."""
 
 import asyncio
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from kit.consent_parts import AuditedPending
 
 from main_process.consent.elicitation_gate import (
     Answered,
@@ -17,7 +17,7 @@ from main_process.consent.elicitation_gate import (
     decide,
     route,
 )
-from main_process.consent.pending import DecidedRows, Elicitation, Outbox, PendingRequests, RequestOptions
+from main_process.consent.pending import Elicitation, RequestOptions
 from shared.elicit_params import ElicitParams
 from shared.errors import UndeliverableRequestError
 from shared.messages import CallError, ElicitationResult
@@ -127,43 +127,9 @@ def test_what_goes_to_the_windows_is_screened_after_the_rules_and_the_route() ->
     assert shown.seen == ["Name?"]
 
 
-class _NoWindows:
-    def renderers(self) -> list[bytes]:
-        return []
-
-    def send(self, routing_ids: Any, frames: list[bytes]) -> list[bytes]:
-        return []
-
-
-class _Recorded(DecidedRows):
-    def __init__(self) -> None:
-        super().__init__(None)
-        self.recorded: list[tuple[str, str]] = []
-
-    def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
-                       options: RequestOptions, then: Callable[[], None] = lambda: None, *,
-                       reason: str | None = None) -> str:
-        self.recorded.append((answer.action, rule_id))
-        then()
-        return "c"
-
-
-class _Audited(PendingRequests):
-    """What the audit got: each rule's answer before it is handed on."""
-
-    def __init__(self, outbox: Outbox, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(outbox, loop)
-        self.recorder = _Recorded()
-        self.decided = self.recorder
-
-    @property
-    def recorded(self) -> list[tuple[str, str]]:
-        return self.recorder.recorded
-
-
 def test_a_rules_answer_is_audited_with_its_id_before_it_is_handed_on_and_the_screenings_at_once() -> None:
     async def body() -> None:
-        pending = _Audited(_NoWindows(), asyncio.get_running_loop())
+        pending = AuditedPending(asyncio.get_running_loop())
         gate = ElicitationGate(pending, Rules())
         handed: list[str] = []
         decided = gate.decide(read(FORM), Server())
@@ -171,7 +137,7 @@ def test_a_rules_answer_is_audited_with_its_id_before_it_is_handed_on_and_the_sc
         gate.record(read(FORM), decided, RequestOptions(timeout_s=60), lambda: handed.append("rule"))
         gate.record(read(FORM), Answered(ElicitationResult(action="decline")), RequestOptions(timeout_s=60),
                     lambda: handed.append("screening"))
-        assert pending.recorded == [("accept", "r-1")] and handed == ["rule", "screening"]
+        assert pending.recorded == [("accept", "r-1", None)] and handed == ["rule", "screening"]
         assert len(pending) == 0  # nothing opened
 
     asyncio.run(body())

@@ -7,12 +7,12 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from kit.consent_parts import NoWindows, QuietConsentPorts
+from kit.consent_parts import AuditedPending, QuietConsentPorts
 
 from main_process.config import StdioServerConfig
 from main_process.consent.consent import Consent
 from main_process.consent.elicitation_gate import Answered, Deliver, ElicitationGate, HostModes
-from main_process.consent.pending import DecidedRows, Elicitation, Outbox, PendingRequests, RequestOptions
+from main_process.consent.pending import Elicitation, RequestOptions
 from main_process.policy.live import Policies
 from main_process.servers.server_identity import server_identity
 from shared.elicit_params import ElicitParams
@@ -46,37 +46,13 @@ class Server:
         return None
 
 
-class _Recorded(DecidedRows):
-    def __init__(self) -> None:
-        super().__init__(None)
-        self.recorded: list[tuple[str, str, str | None]] = []
-
-    def record_by_rule(self, elicitation: Elicitation, answer: ElicitationResult, rule_id: str,
-                       options: RequestOptions, then: Callable[[], None] = lambda: None, *,
-                       reason: str | None = None) -> str:
-        self.recorded.append((answer.action, rule_id, reason))
-        then()
-        return "c"
-
-
-class _Audited(PendingRequests):
-    def __init__(self, outbox: Outbox, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(outbox, loop)
-        self.recorder = _Recorded()
-        self.decided = self.recorder
-
-    @property
-    def recorded(self) -> list[tuple[str, str, str | None]]:
-        return self.recorder.recorded
-
-
-def with_gate(tmp_path: Path, body: Callable[[ElicitationGate, _Audited], None]) -> None:
+def with_gate(tmp_path: Path, body: Callable[[ElicitationGate, AuditedPending], None]) -> None:
     path = tmp_path / "team.cedar"
     path.write_text(POLICIES, encoding="utf-8")
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
-        pending = _Audited(NoWindows(), loop)
+        pending = AuditedPending(loop)
         config = StdioServerConfig(name="bank", command="x")
         consent = Consent(QuietConsentPorts(pending), None, [], [], loop, {"bank": server_identity(config)},
                           Policies([path]))
@@ -89,7 +65,7 @@ def with_gate(tmp_path: Path, body: Callable[[ElicitationGate, _Audited], None])
 
 
 def test_a_forbid_declines_a_form_request_in_a_hosts_session_audited_with_the_policy(tmp_path: Path) -> None:
-    def body(gate: ElicitationGate, pending: _Audited) -> None:
+    def body(gate: ElicitationGate, pending: AuditedPending) -> None:
         request = Elicitation.read("bank", FORM)
         decided = gate.decide(request, Server(), host=HOST)
         assert decided == Answered(ElicitationResult(action="decline"), rule="policy:no-asking",
@@ -103,7 +79,7 @@ def test_a_forbid_declines_a_form_request_in_a_hosts_session_audited_with_the_po
 
 
 def test_url_requests_main_own_session_and_permits_go_on_as_today(tmp_path: Path) -> None:
-    def body(gate: ElicitationGate, pending: _Audited) -> None:
+    def body(gate: ElicitationGate, pending: AuditedPending) -> None:
         # a sign-in or a URL to open: a person opens it or nobody does, never a policy
         assert isinstance(gate.decide(Elicitation.read("bank", URL), Server(), host=HOST), Deliver)
         # main's own session (a window or `elicitron call` called the tool): no host, no policy

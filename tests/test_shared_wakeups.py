@@ -10,7 +10,7 @@ from typing import Any
 from test_pending import FORM, MINUTE, WINDOW_A, WINDOW_B, Outbox, request
 
 from main_process.consent.audit_writer import AuditWriter
-from main_process.consent.pending import DEFAULT_MAX_REQUEST_BYTES, PendingRequests
+from main_process.consent.pending import DEFAULT_MAX_REQUEST_BYTES, PendingRequest, PendingRequests
 from main_process.consent.shared_requests import SharedRequestsDesk
 from main_process.store.factory import open_store
 from main_process.store.records import InboxRow
@@ -117,13 +117,20 @@ def desk_on(tmp_path: Path, outbox: Windows) -> tuple[PendingRequests, Inbox, Sh
     return pending, inbox, desk, store
 
 
+async def published_request(pending: PendingRequests,
+                            inbox: Inbox) -> tuple[PendingRequest, "asyncio.Future[ElicitationResult]"]:
+    """This main's request, opened and published; the future its server's answer goes to."""
+    answered: asyncio.Future[ElicitationResult] = asyncio.get_running_loop().create_future()
+    opened = pending.open(request(), MINUTE, answered.set_result)
+    await asyncio.wait_for(inbox.published.wait(), 5)
+    return opened, answered
+
+
 def test_this_mains_request_answered_elsewhere_leaves_its_windows_before_the_values_are_read(tmp_path: Path) -> None:
     async def body() -> None:
         outbox = Windows()
         pending, inbox, desk, store = desk_on(tmp_path, outbox)
-        answered: asyncio.Future[ElicitationResult] = asyncio.get_running_loop().create_future()
-        opened = pending.open(request(), MINUTE, answered.set_result)
-        await asyncio.wait_for(inbox.published.wait(), 5)
+        opened, answered = await published_request(pending, inbox)
 
         # A window of build-server won it: the notification says so, without the values.
         inbox.ended(InboxRow(channel=opened.channel, main_id="", machine="build-server", state="answered",
@@ -181,9 +188,7 @@ def test_an_answer_told_with_its_values_reaches_the_server_at_once_while_a_read_
     async def body() -> None:
         outbox = Windows()
         pending, inbox, desk, store = desk_on(tmp_path, outbox)
-        answered: asyncio.Future[ElicitationResult] = asyncio.get_running_loop().create_future()
-        opened = pending.open(request(), MINUTE, answered.set_result)
-        await asyncio.wait_for(inbox.published.wait(), 5)
+        opened, answered = await published_request(pending, inbox)
         inbox.requests()  # another main's request opened: a read of what changed is in flight...
         assert await inbox.next_read() == [opened.channel]
 
@@ -208,9 +213,7 @@ def test_an_answer_too_large_to_tell_is_read_from_its_row_without_waiting_for_a_
     async def body() -> None:
         outbox = Windows()
         pending, inbox, desk, store = desk_on(tmp_path, outbox)
-        answered: asyncio.Future[ElicitationResult] = asyncio.get_running_loop().create_future()
-        opened = pending.open(request(), MINUTE, answered.set_result)
-        await asyncio.wait_for(inbox.published.wait(), 5)
+        opened, answered = await published_request(pending, inbox)
         inbox.requests()
         assert await inbox.next_read() == [opened.channel]
 
