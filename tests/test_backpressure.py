@@ -8,13 +8,13 @@ import select
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
+from kit.output import follow, wait_line
 from kit.paths import ROOT
 from kit.procs import end_process
 
@@ -92,14 +92,15 @@ def open_session(main: RunningMain, row: str) -> tuple["subprocess.Popen[bytes]"
 
 
 def wait_for_status(path: Path, *words: str) -> str:
-    deadline = time.monotonic() + TIMEOUT_S
-    while time.monotonic() < deadline:
-        if path.exists():
-            for line in path.read_text().splitlines():
-                if line.split()[0] in words:
-                    return line
-        time.sleep(0.05)  # the server's own report of what it did, read until it comes
-    raise AssertionError(f"the server never said {words} in {TIMEOUT_S:.0f} s")
+    """The server's own report of what it did (a line of its status file starting with one of
+    `words`), once it writes one."""
+    tail, output = follow(path)
+    try:
+        return wait_line(output, lambda line: (line.split() or [""])[0] in words,
+                         f"the server saying {words}", TIMEOUT_S)
+    finally:
+        end_process(tail)
+        output.close()
 
 
 @pytest.mark.parametrize("row", ROWS)

@@ -13,14 +13,13 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from kit.env import child_env, short_tmp_dir
 from kit.main import RunningMain, start_main, write_config
-from kit.output import ChildOutput
+from kit.output import follow, wait_line
 from kit.paths import ROOT
 from kit.procs import descendants, end_process
 from kit.window import start_window
@@ -281,27 +280,6 @@ def test_after_elicitron_stop_the_window_says_main_is_not_running_at_once(
 
 
 # ---- 12. `ask --start` while a window is reconnecting: no other window ------------------------------
-
-
-def follow(path: Path) -> tuple["subprocess.Popen[bytes]", ChildOutput]:
-    """`tail -F` of a log file (which may not exist yet), read as it grows."""
-    proc = subprocess.Popen(["tail", "-F", "-n", "+1", str(path)], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
-    assert proc.stdout is not None
-    return proc, ChildOutput(proc.stdout)
-
-
-def wait_line(output: ChildOutput, holds: Callable[[str], bool], what: str, timeout_s: float = 30.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        seen = output.size
-        found = [line for line in output.lines() if holds(line)]
-        if found:
-            return found[0]
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise AssertionError(f"{what}: not within {timeout_s} s; main's log:\n{output.tail()}")
-        output.wait_change(seen, left)
 
 
 def auto_open_decision(line: str) -> bool:

@@ -62,12 +62,18 @@ def hosts_of(status: dict[str, Any]) -> list[str]:
     return [peer["name"] for peer in status["peers"] if peer["role"] == "host"]
 
 
-def wait_for(holds: Callable[[], bool], what: str, timeout_s: float) -> None:
-    """Until `holds()`, re-checked every 50 ms, or AssertionError naming `what`."""
+def wait_for(main: RunningMain, holds: Callable[[], bool], what: str, timeout_s: float) -> None:
+    """Until `holds()`, or AssertionError naming `what`. What it reads (main's status, processes,
+    descriptors) sends no event, so it is read again whenever main logs something (a session
+    ending, a server stopping), and at least every 0.2 s."""
     deadline = time.monotonic() + timeout_s
-    while not holds():
-        assert time.monotonic() < deadline, f"not within {timeout_s} s: {what}"
-        time.sleep(0.05)  # a poll interval: what is waited on is another process's state
+    while True:
+        seen = main.stderr.size
+        if holds():
+            return
+        left = deadline - time.monotonic()
+        assert left > 0, f"not within {timeout_s} s: {what}"
+        main.stderr.wait_change(seen, min(left, 0.2))
 
 
 def settled(main: RunningMain) -> tuple[Held, Held]:
@@ -78,14 +84,14 @@ def settled(main: RunningMain) -> tuple[Held, Held]:
         gateway = status["mcpHttp"]  # counts at 0 are left out
         return not hosts_of(status) and not gateway.get("sessions") and not gateway.get("mainPeers") \
             and tiny_servers(main) == 0
-    wait_for(quiet, "no session, host peer or per-session server left", 30)
+    wait_for(main, quiet, "no session, host peer or per-session server left", 30)
     child = http_child(main)
     readings: list[tuple[int, int]] = []
 
     def steady() -> bool:  # the same count three readings in a row: nothing is still closing
         readings.append((held(main.pid).descriptors, held(child).descriptors))
         return len(readings) >= 3 and len(set(readings[-3:])) == 1
-    wait_for(steady, "descriptors steady", 15)
+    wait_for(main, steady, "descriptors steady", 15)
     return held(main.pid), held(child)
 
 

@@ -8,7 +8,11 @@ every line it wrote before that answer.
 
 import os
 import select
+import subprocess
 import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import IO
 
 
@@ -83,3 +87,27 @@ class ChildOutput:
             os.close(fd)
         self._wake_w = -1
         self._stream.close()
+
+
+def follow(path: Path) -> tuple["subprocess.Popen[bytes]", ChildOutput]:
+    """`tail -F` of a file another process writes (it may not exist yet), read as it grows: a test
+    waits on what is written rather than reading the file again and again."""
+    proc = subprocess.Popen(["tail", "-F", "-n", "+1", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    return proc, ChildOutput(proc.stdout)
+
+
+def wait_line(output: ChildOutput, holds: Callable[[str], bool], what: str, timeout_s: float = 30.0) -> str:
+    """The first line of `output` for which `holds`, once there is one; AssertionError naming `what`
+    (with what was read) after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        seen = output.size
+        found = [line for line in output.lines() if holds(line)]
+        if found:
+            return found[0]
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"{what}: not within {timeout_s} s; what was read:\n{output.tail()}")
+        output.wait_change(seen, left)
