@@ -24,16 +24,24 @@ class Tasks:
         return task
 
     def start_now(self, coro: Coroutine[Any, Any, Any]) -> None:
-        """As `start`, but run up to its first wait before this returns: what it does before that
-        (a write kept on disk while a store is away, say) is done, in the order it was asked."""
+        """As `start`, but run up to its first wait before this returns: what it does before that is
+        done, in the order it was asked. A store call that never suspends (SQLite) is then done here,
+        an error it raised raised here, as if the call were synchronous (store/interface.py)."""
         task = asyncio.Task(coro, loop=asyncio.get_running_loop(), eager_start=True)
-        if not task.done():
-            self._running.add(task)
-            task.add_done_callback(self._running.discard)
+        if task.done():
+            task.result()
+            return
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
 
     def cancel(self) -> None:
         for task in list(self._running):
             task.cancel()
+
+    async def wait_running(self) -> None:
+        """Until the tasks running now ended (not those started meanwhile)."""
+        if self._running:
+            await asyncio.gather(*list(self._running))
 
     async def wait(self) -> None:
         """Until every task ended, those they start meanwhile included (errors are theirs)."""

@@ -14,7 +14,7 @@
 - Checkpoints are the only step that fsyncs (a few ms). They run on one helper thread with their
   own connection, never on the loop (the SQLite backend's `checkpoint`), once CHECKPOINT_EVERY
   commits have gathered.
-- The store is async (store/interface.py). Each write starts at once (`run_now`) and what must
+- The store is async (store/interface.py). Each write starts at once (`Tasks.start_now`) and what must
   wait for it (the answer to the server) is its `then`: the SQLite backend never suspends, so the
   commit and `then` are done before `outcome` returns, as the figures above assume; a backend
   that suspends keeps the order (committed, then answered) without holding up the loop.
@@ -28,8 +28,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
-from main_process.store.interface import AuditTable, run_now
+from main_process.store.interface import AuditTable
 from main_process.store.records import AuditEntry, Decided, OutcomeRecord
+from main_process.tasks import Tasks
 from shared.messages import ElicitationInvoke
 
 logger = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class AuditWriter:
         self._flush_scheduled = False
         self._commits_since_checkpoint = 0
         self._checkpoint_running = False
-        self._writes: set[asyncio.Task[None]] = set()  # writes of a backend that suspended, until done
+        self._writes = Tasks()  # writes of a backend that suspended, until done
 
     def request(self, invoke: ElicitationInvoke) -> None:
         """Write the request's row within REQUEST_ROW_DELAY_S, or with its outcome if sooner."""
@@ -76,7 +77,7 @@ class AuditWriter:
         """Commit the outcome now (with its request row if that is still queued), then call `then`
         with whether it was written (False also when the channel had its outcome already, or the
         write failed: main answers anyway, and the store counts the row as unrecorded)."""
-        run_now(self._outcome(outcome, self._queued.pop(outcome.channel, None), then), self._writes)
+        self._writes.start_now(self._outcome(outcome, self._queued.pop(outcome.channel, None), then))
 
     async def _outcome(self, outcome: OutcomeRecord, request: ElicitationInvoke | None,
                        then: Callable[[bool], None] | None) -> None:
@@ -92,7 +93,7 @@ class AuditWriter:
         invokes = list(self._queued.values())
         decided, self._decided = self._decided, []
         self._queued.clear()
-        run_now(self._rows(invokes, decided), self._writes)
+        self._writes.start_now(self._rows(invokes, decided))
 
     async def _rows(self, invokes: list[ElicitationInvoke], decided: list[Decided]) -> None:
         await self.audit.record_requests(invokes, decided)
@@ -103,15 +104,13 @@ class AuditWriter:
         shows a request the moment a window has it, not 20 ms later. May raise: a store that
         cannot be read (PostgreSQL down) is the reader's error, not main's."""
         self.flush()
-        if self._writes:
-            await asyncio.gather(*list(self._writes))  # those running now; later ones are newer than asked
+        await self._writes.wait_running()  # later ones are newer than asked
         return await self.audit.entries(limit=limit, server=server)
 
     async def close(self) -> None:
         """Write what is queued and wait for every write and a running checkpoint; the store stays open."""
         self.flush()
-        while self._writes:
-            await asyncio.gather(*self._writes)
+        await self._writes.wait()
 
     def _committed(self) -> None:
         self._commits_since_checkpoint += 1
@@ -119,7 +118,7 @@ class AuditWriter:
             return  # a running one will take these pages too, or the next one will
         self._commits_since_checkpoint = 0
         self._checkpoint_running = True
-        run_now(self._checkpoint(), self._writes)
+        self._writes.start_now(self._checkpoint())
 
     async def _checkpoint(self) -> None:
         try:

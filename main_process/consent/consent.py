@@ -43,7 +43,8 @@ from main_process.consent.rule_expiry import RuleExpiry
 from main_process.consent.rules import Party, Rule, RuleBook, question_key, schema_fields
 from main_process.policy import hook as policy_hook
 from main_process.policy.live import Policies
-from main_process.store.interface import RuleTable, run_now
+from main_process.store.interface import RuleTable
+from main_process.tasks import Tasks
 from main_process.wire.peers import Peer
 from shared.elicit_params import ElicitParams, FormParams
 from shared.errors import (
@@ -125,7 +126,7 @@ class Consent:
         self.book.set_config(config_rules)
         self._expiry = RuleExpiry(self.book, loop, now, store, self._write, self._publish)
         self._misfits: set[tuple[str, str]] = set()  # (rule id, question key) already reported
-        self._writes: set[asyncio.Task[None]] = set()  # store writes of a backend that suspended
+        self._writes = Tasks()  # store writes of a backend that suspended
         for rule in remembered:
             self.book.add(self._bound(rule))
         self._expiry.schedule()
@@ -135,8 +136,7 @@ class Consent:
     async def close(self) -> None:
         """Stop the timers and tasks; the store's writes in flight end first (the store is app.py's)."""
         self._expiry.close()
-        while self._writes:
-            await asyncio.gather(*self._writes)
+        await self._writes.wait()
 
     def _write(self, write: Awaitable[bool], failed: Callable[[], None] = lambda: None) -> None:
         """A change to the store, started now; `failed` runs if it was not committed."""
@@ -144,7 +144,7 @@ class Consent:
             if not await write:
                 failed()
 
-        run_now(written(), self._writes)
+        self._writes.start_now(written())
 
     # ---- reading and revoking ---------------------------------------------------------
 

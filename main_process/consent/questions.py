@@ -18,10 +18,9 @@ What is particular to questions is here:
 - the asker hears how it ended as `ChannelReply.answer`: accept, decline, cancel, expired, withdrawn.
 """
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Final
 
 from main_process.consent.elicitation_gate import Answered, ElicitationGate
 from main_process.consent.pending import (
@@ -32,6 +31,7 @@ from main_process.consent.pending import (
     RequestOptions,
 )
 from main_process.store.records import ResumedQuestion
+from main_process.tasks import Tasks
 from main_process.wire.topic_routes import ReplyTo
 from shared import channels
 from shared.errors import ProtocolError, QuestionRefusedError, RpcCode, UndeliverableRequestError, WireCode
@@ -61,12 +61,7 @@ class QuestionDesk:
         self._resume = resume  # a shared store's (shared_requests.py); None: questions end with their main
         self._open: dict[tuple[bytes, str], PendingRequest] = {}  # (asker's routing id, its channel)
         self._resuming: dict[tuple[bytes, str], bool] = {}  # asked again, the store not read yet -> withdrawn?
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    def _run(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks = Tasks()
 
     def ask(self, asker_id: bytes, request: Ask, reply: ReplyTo) -> None:
         """Open one question, or refuse it on its channel. Raises ProtocolError (bad-body) for a
@@ -93,7 +88,7 @@ class QuestionDesk:
             return
         if request.resumes is not None and self._resume is not None:
             self._resuming[key] = False
-            self._run(self._resume_then_open(asker_id, request, elicitation, timeout_s, reply))
+            self._tasks.start(self._resume_then_open(asker_id, request, elicitation, timeout_s, reply))
             return
         self._open_question(asker_id, request, elicitation, timeout_s, reply)
 

@@ -7,8 +7,9 @@ that need the store rather than the whole of main. A thread per call would cost 
 hand-off and back (~270 us per answer, measured in audit_writer.py) for what SQLite does in ~20 us,
 so the SQLite backend's coroutines never suspend: its short transactions run inline on the loop,
 exactly as before. Callers that must not go on before a write is committed ("committed before
-anyone hears of it") await it, or run it with `run_now` and continue in its callback: with SQLite
-that callback runs before `run_now` returns, so the order of events is what it was.
+anyone hears of it") await it, or start it with `Tasks.start_now` (main_process/tasks.py) and
+continue in its callback: with SQLite that callback runs before `start_now` returns, so the order of
+events is what it was.
 
 **Atomic decisions are the backend's.** Each write is one transaction, and the decisions that must
 be atomic are single methods, so no caller ever holds a transaction open across an await:
@@ -44,10 +45,9 @@ to, naming the channel it asked on before (`msgAsk.resumes`), and takes it there
 On SQLite they live in main's memory, owned by the asker's connection, as before.
 """
 
-import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from main_process.consent.rules import Rule
 from main_process.store.records import (
@@ -263,17 +263,3 @@ class Store(Protocol):
     async def close(self) -> None:
         """Release what `claim` took and close the tables; idempotent."""
         ...
-
-
-def run_now(coro: Coroutine[Any, Any, None], tasks: set["asyncio.Task[None]"]) -> None:
-    """Start a store call at once (its coroutine runs up to its first suspension before this
-    returns): a backend that never suspends, as SQLite, is done here, and an error it raised is
-    raised here, as if the call were synchronous. One that suspends goes on as a task kept in
-    `tasks` until it ends."""
-    task = asyncio.Task(coro, loop=asyncio.get_running_loop(), eager_start=True)
-    if task.done():
-        task.result()
-        return
-    tasks.add(task)
-    task.add_done_callback(tasks.discard)
-

@@ -5,8 +5,8 @@ postgres_connect.py reaches the database (password, pool, one line when it canno
 migrates it, postgres_rules.py and postgres_audit.py hold the SQL of the two tables, postgres_inbox.py
 the shared inbox (every main's open requests, who answered them) and postgres_listen.py its
 wake-ups, postgres_devices.py the paired web devices. Unlike SQLite,
-these coroutines suspend (a network round trip): callers await a write, or run it with `run_now`
-and go on in its callback, as interface.py says.
+these coroutines suspend (a network round trip): callers await a write, or start it with
+`Tasks.start_now` and go on in its callback, as interface.py says.
 
 A main that cannot reach its store at start does not start (`open` raises StoreUnavailableError,
 one line). One whose store goes away later (a restart, a cut connection) never waits on it: `status`
