@@ -18,6 +18,7 @@ from kit.postgres import PostgresServer, closed_port
 
 from main_process.store import postgres_connect
 from main_process.store.factory import STORE_ENV, chosen_store, open_store
+from main_process.store.postgres import PgStore
 from main_process.store.postgres_schema import MIGRATIONS
 from main_process.store.records import OutcomeRecord
 from main_process.store.url import redact, without_password
@@ -163,6 +164,51 @@ def test_a_request_that_opens_tells_its_invoke_when_the_notification_can_carry_i
     assert told["small"][:6] == ["", "small", "open", None, None, "laptop"]
     assert len(told["large"]) == 6 and len(told["long-machine"]) == 6
     assert told["long-machine"][5] == long_machine
+
+
+def test_wake_ups_hand_on_other_mains_writes_skip_this_mains_own_and_listen_again_after_a_cut(
+        pg_url: str) -> None:
+    """A main's LISTEN connection is read in its socket's callback: another main's request that
+    opens reaches it with its invoke, one this main wrote itself is skipped (it knows), and a
+    connection cut by the server is made again, `connected` first (the caller catches up there)."""
+    async def scenario() -> None:
+        store = PgStore(pg_url, machine="here")
+        await store.open()
+        heard: asyncio.Queue[tuple[str, str, bytes | None]] = asyncio.Queue()
+        backends: asyncio.Queue[int] = asyncio.Queue()
+
+        async def connected(backend_pid: int) -> None:
+            backends.put_nowait(backend_pid)
+
+        listener = store.inbox.wake_ups(
+            main_id="me", requests=lambda: heard.put_nowait(("read", "", None)),
+            opened=lambda row: heard.put_nowait(("opened", row.channel, row.invoke)),
+            ended=lambda row: heard.put_nowait(("ended", row.channel, None)),
+            answered=lambda row: heard.put_nowait(("answered", row.channel, None)),
+            rules=lambda: None, connected=connected)
+        listener.start()
+        try:
+            first = await asyncio.wait_for(backends.get(), 10)
+            async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as other:
+                async def insert(channel: str, sender: str) -> None:
+                    await other.execute("SELECT set_config('elicitron.sender', %s, false)", (sender,))
+                    await other.execute("INSERT INTO open_requests (channel, main_id, machine, server, invoke, "
+                                        "created_at) VALUES (%s, 'main-a', 'laptop', 'demo', %s, 1)",
+                                        (channel, b"\x81\xa1k\x01"))
+
+                await insert("own", store._db.sender)  # (this process's token: its pooled connections set it)
+                await insert("theirs", "another-main")
+                assert await asyncio.wait_for(heard.get(), 10) == ("opened", "theirs", b"\x81\xa1k\x01")
+                await other.execute("SELECT pg_terminate_backend(%s)", (first,))
+                assert await asyncio.wait_for(backends.get(), 10) != first
+                await insert("after", "another-main")
+                assert await asyncio.wait_for(heard.get(), 10) == ("opened", "after", b"\x81\xa1k\x01")
+            assert heard.empty()
+        finally:
+            await listener.close()
+            await store.close()
+
+    asyncio.run(scenario())
 
 
 def test_two_mains_deciding_one_request_at_once_record_one_outcome(pg_url: str) -> None:
