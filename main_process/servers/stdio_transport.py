@@ -5,6 +5,9 @@ The SDK's reader joins the unfinished line to every 64 KiB chunk it reads, so on
 time and memory quadratic in its length (48 MiB took 20 s of main's CPU). This one splits lines
 with `LineSplitter`, and a line over the cap (the relayed sessions' MAX_LINE_BYTES) ends the
 connection with `OversizedLineError`: the supervisor shows it and restarts the server with backoff.
+The session's writes go straight to the server's stdin (`StdinWriter`): no memory stream and
+writer task between them, so a message to the server costs no task switch (two per tool call);
+the reader hands each message on without yielding when the session is waiting for it.
 The rest is the SDK's: the process (the SDK's inherited environment plus the config's `env`, its
 own process group, stderr to `errlog`) and the shutdown (stdin closed, a grace period, then
 SIGTERM and SIGKILL to the group, the server's output drained meanwhile: the SDK's private
@@ -14,12 +17,13 @@ SIGTERM and SIGKILL to the group, the server's output drained meanwhile: the SDK
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TextIO
+from types import TracebackType
+from typing import Self, TextIO
 
 import anyio
 import mcp_types
-from anyio.abc import Process
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.abc import ByteSendStream, Process
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.client._transport import TransportStreams
 from mcp.client.stdio import _drain_stdout, _stop_server_process, get_default_environment
 from mcp.shared.message import SessionMessage
@@ -33,8 +37,6 @@ from shared.lines import LineSplitter, Oversized
 logger = logging.getLogger(__name__)
 _complaints = RateLimitedLog(logger)  # a server writing junk to stdout cannot flood main's log
 
-_WRITER_FLUSH_S = 0.5  # for messages already accepted, before stdin closes (the SDK's)
-
 
 @asynccontextmanager
 async def capped_stdio_client(config: StdioServerConfig, errlog: TextIO,
@@ -47,8 +49,8 @@ async def capped_stdio_client(config: StdioServerConfig, errlog: TextIO,
         cwd=config.cwd, start_new_session=True)
     # No awaits from here until the task group is entered: a cancellation would leak the process.
     incoming, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
-    writer_done = anyio.Event()
+    assert process.stdin is not None
+    write_stream = StdinWriter(process.stdin, incoming)
     overflow: list[OversizedLineError] = []
 
     async with anyio.create_task_group() as group:
@@ -59,18 +61,16 @@ async def capped_stdio_client(config: StdioServerConfig, errlog: TextIO,
             group.cancel_scope.cancel()  # ends the connection now: its calls fail, run() restarts it
 
         group.start_soon(_read_stdout, config.name, process, incoming, limit, too_long)
-        group.start_soon(_write_stdin, process, outgoing, incoming, writer_done)
         try:
             yield read_stream, write_stream
         finally:
-            # Bounded, and shielded so that a cancelled caller cannot leak the process.
+            # Bounded, and shielded so that a cancelled caller cannot leak the process. What the
+            # session wrote is in the pipe's transport already, which flushes it before stdin closes.
             with anyio.CancelScope(shield=True):
                 read_stream.close()
                 write_stream.close()
-                with anyio.move_on_after(_WRITER_FLUSH_S):
-                    await writer_done.wait()
                 await _stop_server_process(process)
-                for stream in (read_stream, write_stream, incoming, outgoing):
+                for stream in (read_stream, incoming):
                     await stream.aclose()
             group.cancel_scope.cancel()
     if overflow:
@@ -97,8 +97,12 @@ async def _read_stdout(name: str, process: Process, incoming: MemoryObjectSendSt
                         return
                     line = line.strip()
                     if line:
+                        message = _parse(name, line)
                         try:
-                            await incoming.send(_parse(name, line))
+                            try:
+                                incoming.send_nowait(message)  # the session waits for it: no yield first
+                            except anyio.WouldBlock:
+                                await incoming.send(message)
                         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                             return  # the session is gone
     finally:
@@ -114,18 +118,39 @@ def _parse(name: str, line: bytes) -> SessionMessage | Exception:
         return exc
 
 
-async def _write_stdin(process: Process, outgoing: MemoryObjectReceiveStream[SessionMessage],
-                       incoming: MemoryObjectSendStream[SessionMessage | Exception],
-                       writer_done: anyio.Event) -> None:
-    assert process.stdin is not None
-    try:
-        async with outgoing:
-            async for message in outgoing:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                await process.stdin.send(data.encode())
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        # The server may live on with its stdin gone: end the session's reading, or a request
-        # would wait forever.
-        await incoming.aclose()
-    finally:
-        writer_done.set()
+class StdinWriter:
+    """The session's write stream: each message written to the server's stdin as it is sent, in the
+    sender's task. Once a write fails (the server closed its stdin), the session's reading ends too
+    (the server may live on, and a request would wait forever) and later sends raise
+    BrokenResourceError, as a closed memory stream's would."""
+
+    def __init__(self, stdin: ByteSendStream, incoming: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+        self._stdin = stdin
+        self._incoming = incoming
+        self._broken = False
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._broken:
+            raise anyio.BrokenResourceError
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        try:
+            await self._stdin.send(data.encode())  # written before any wait: sends keep their order
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            self._broken = True
+            self._incoming.close()
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                        exc_tb: TracebackType | None) -> None:
+        self.close()
