@@ -5,6 +5,9 @@ The SDK's reader joins the unfinished line to every 64 KiB chunk it reads, so on
 time and memory quadratic in its length (48 MiB took 20 s of main's CPU). This one splits lines
 with `LineSplitter`, and a line over the cap (the relayed sessions' MAX_LINE_BYTES) ends the
 connection with `OversizedLineError`: the supervisor shows it and restarts the server with backoff.
+The session reads and writes the pipes itself: its receive reads the server's stdout
+(`StdoutReader`), its send writes to its stdin (`StdinWriter`), with no memory streams and
+reader or writer tasks between them, so a message costs no task switch (four per tool call).
 The rest is the SDK's: the process (the SDK's inherited environment plus the config's `env`, its
 own process group, stderr to `errlog`) and the shutdown (stdin closed, a grace period, then
 SIGTERM and SIGKILL to the group, the server's output drained meanwhile: the SDK's private
@@ -12,14 +15,15 @@ SIGTERM and SIGKILL to the group, the server's output drained meanwhile: the SDK
 """
 
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TextIO
+from types import TracebackType
+from typing import Self, TextIO
 
 import anyio
 import mcp_types
-from anyio.abc import Process
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 from mcp.client._transport import TransportStreams
 from mcp.client.stdio import _drain_stdout, _stop_server_process, get_default_environment
 from mcp.shared.message import SessionMessage
@@ -33,8 +37,6 @@ from shared.lines import LineSplitter, Oversized
 logger = logging.getLogger(__name__)
 _complaints = RateLimitedLog(logger)  # a server writing junk to stdout cannot flood main's log
 
-_WRITER_FLUSH_S = 0.5  # for messages already accepted, before stdin closes (the SDK's)
-
 
 @asynccontextmanager
 async def capped_stdio_client(config: StdioServerConfig, errlog: TextIO,
@@ -46,9 +48,7 @@ async def capped_stdio_client(config: StdioServerConfig, errlog: TextIO,
         [config.command, *config.args], env=get_default_environment() | config.env, stderr=errlog,
         cwd=config.cwd, start_new_session=True)
     # No awaits from here until the task group is entered: a cancellation would leak the process.
-    incoming, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_stream, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
-    writer_done = anyio.Event()
+    assert process.stdin is not None and process.stdout is not None
     overflow: list[OversizedLineError] = []
 
     async with anyio.create_task_group() as group:
@@ -58,51 +58,99 @@ async def capped_stdio_client(config: StdioServerConfig, errlog: TextIO,
                 f"({size:,} bytes so far); its connection was closed"))
             group.cancel_scope.cancel()  # ends the connection now: its calls fail, run() restarts it
 
-        group.start_soon(_read_stdout, config.name, process, incoming, limit, too_long)
-        group.start_soon(_write_stdin, process, outgoing, incoming, writer_done)
+        read_stream = StdoutReader(config.name, process.stdout, limit, too_long)
+        write_stream = StdinWriter(process.stdin, read_stream)
+        group.start_soon(_drain_after_reading, read_stream, process)
         try:
             yield read_stream, write_stream
         finally:
-            # Bounded, and shielded so that a cancelled caller cannot leak the process.
+            # Bounded, and shielded so that a cancelled caller cannot leak the process. What the
+            # session wrote is in the pipe's transport already, which flushes it before stdin closes.
             with anyio.CancelScope(shield=True):
                 read_stream.close()
                 write_stream.close()
-                with anyio.move_on_after(_WRITER_FLUSH_S):
-                    await writer_done.wait()
                 await _stop_server_process(process)
-                for stream in (read_stream, write_stream, incoming, outgoing):
-                    await stream.aclose()
             group.cancel_scope.cancel()
     if overflow:
         raise overflow[0]
 
 
-async def _read_stdout(name: str, process: Process, incoming: MemoryObjectSendStream[SessionMessage | Exception],
-                       limit: int, too_long: Callable[[int], None]) -> None:
-    """Each line to `incoming` (a line that is no JSON-RPC message as the error reading it, which
-    the session logs and skips); a line over `limit` calls `too_long`. Then the rest of the
-    output is drained until shutdown closes it, so a server blocked writing can exit."""
-    assert process.stdout is not None
-    splitter = LineSplitter(limit)  # linear: each byte is copied once, whatever the line's length
-    try:
-        async with incoming:
-            while True:
+class StdoutReader:
+    """The session's read stream: each receive takes the next line of the server's stdout, read and
+    split here in the session's own task (a line that is no JSON-RPC message comes as the error
+    reading it, which the session logs and skips). It ends at the server's end of file, at a line
+    over `limit` (after `too_long`), at `close`, or at `end` (a write failed)."""
+
+    def __init__(self, name: str, stdout: ByteReceiveStream, limit: int, too_long: Callable[[int], None]) -> None:
+        self._name = name
+        self._stdout = stdout
+        self._splitter = LineSplitter(limit)  # linear: each byte is copied once, whatever the line's length
+        self._too_long = too_long
+        self._lines: deque[bytes] = deque()
+        self._reading: anyio.CancelScope | None = None  # the wait for stdout, which `end` cancels
+        self.ended = anyio.Event()  # from here on nothing reads stdout but its drain
+
+    async def receive(self) -> SessionMessage | Exception:
+        while not self._lines:
+            if self.ended.is_set():
+                raise anyio.EndOfStream
+            with anyio.CancelScope() as self._reading:
                 try:
-                    chunk = await process.stdout.receive()
+                    chunk = await self._stdout.receive()
                 except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                    return
-                for line in splitter.feed(chunk):
-                    if isinstance(line, Oversized):
-                        too_long(line.size)
-                        return
-                    line = line.strip()
-                    if line:
-                        try:
-                            await incoming.send(_parse(name, line))
-                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            return  # the session is gone
-    finally:
-        await _drain_stdout(process)
+                    self.end()
+                    raise anyio.EndOfStream from None
+            self._reading = None
+            if self.ended.is_set():
+                raise anyio.EndOfStream
+            for line in self._splitter.feed(chunk):
+                if isinstance(line, Oversized):
+                    self.end()
+                    self._too_long(line.size)
+                    raise anyio.EndOfStream
+                line = line.strip()
+                if line:
+                    self._lines.append(line)
+        return _parse(self._name, self._lines.popleft())
+
+    def end(self) -> None:
+        """No more reading: a receive waiting for stdout ends (EndOfStream), and its drain begins."""
+        if self._reading is not None:
+            self._reading.cancel()
+        self.ended.set()
+
+    def close(self) -> None:
+        self.end()
+
+    async def aclose(self) -> None:
+        self.end()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                        exc_tb: TracebackType | None) -> None:
+        self.end()
+
+
+async def _drain_after_reading(reader: StdoutReader, process: Process) -> None:
+    """Once the session's reading ended, the rest of the output is drained until shutdown closes
+    it, so a server blocked writing can exit. The wait is shielded: every way the connection ends
+    ends the reading first (`close` in capped_stdio_client's finally), so it cannot outlive it,
+    and the drain never reads beside a receive."""
+    with anyio.CancelScope(shield=True):
+        await reader.ended.wait()
+        await anyio.lowlevel.checkpoint()  # a cancelled receive leaves stdout first
+    await _drain_stdout(process)
 
 
 def _parse(name: str, line: bytes) -> SessionMessage | Exception:
@@ -114,18 +162,39 @@ def _parse(name: str, line: bytes) -> SessionMessage | Exception:
         return exc
 
 
-async def _write_stdin(process: Process, outgoing: MemoryObjectReceiveStream[SessionMessage],
-                       incoming: MemoryObjectSendStream[SessionMessage | Exception],
-                       writer_done: anyio.Event) -> None:
-    assert process.stdin is not None
-    try:
-        async with outgoing:
-            async for message in outgoing:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                await process.stdin.send(data.encode())
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-        # The server may live on with its stdin gone: end the session's reading, or a request
-        # would wait forever.
-        await incoming.aclose()
-    finally:
-        writer_done.set()
+class StdinWriter:
+    """The session's write stream: each message written to the server's stdin as it is sent, in the
+    sender's task. Once a write fails (the server closed its stdin), the session's reading ends too
+    (the server may live on, and a request would wait forever) and later sends raise
+    BrokenResourceError, as a closed memory stream's would."""
+
+    def __init__(self, stdin: ByteSendStream, reader: StdoutReader) -> None:
+        self._stdin = stdin
+        self._reader = reader
+        self._broken = False
+        self._closed = False
+
+    async def send(self, item: SessionMessage, /) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._broken:
+            raise anyio.BrokenResourceError
+        data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        try:
+            await self._stdin.send(data.encode())  # written before any wait: sends keep their order
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            self._broken = True
+            self._reader.end()
+
+    def close(self) -> None:
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc_val: BaseException | None,
+                        exc_tb: TracebackType | None) -> None:
+        self.close()

@@ -144,18 +144,8 @@ class SqliteAuditLog:
                 conn.execute("BEGIN")
                 try:
                     if full:
-                        conn.executemany(f"INSERT INTO elicitations ({AUDIT_COLUMNS}) VALUES ({_marks(AUDIT_COLUMNS)}) "
-                                         "ON CONFLICT (channel) DO NOTHING", full)
-                    # A repeat of the same channel refreshes the request columns and keeps any outcome.
-                    conn.executemany(
-                        f"INSERT INTO elicitations ({REQUEST_COLUMNS}) VALUES ({_marks(REQUEST_COLUMNS)}) "
-                        "ON CONFLICT (channel) DO UPDATE SET server = excluded.server, mode = excluded.mode, "
-                        "message = excluded.message, fields = excluded.fields, url = excluded.url, "
-                        "origin_window = excluded.origin_window, created_at = excluded.created_at, "
-                        "expires_at = excluded.expires_at, kind = excluded.kind, via = excluded.via, "
-                        "tool = excluded.tool, arguments = excluded.arguments",
-                        rows,
-                    )
+                        conn.executemany(_INSERT_DECIDED, full)
+                    conn.executemany(_UPSERT_REQUEST, rows)
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:
@@ -190,17 +180,9 @@ class SqliteAuditLog:
             try:
                 conn = self._writable()
                 if request is not None:
-                    updated = conn.execute(
-                        f"INSERT INTO elicitations ({AUDIT_COLUMNS}) VALUES ({_marks(AUDIT_COLUMNS)}) "
-                        "ON CONFLICT (channel) DO UPDATE SET outcome = excluded.outcome, "
-                        "answer_window = excluded.answer_window, decided_at = excluded.decided_at, "
-                        "content = excluded.content, rule_id = excluded.rule_id, "
-                        "decision = excluded.decision, answer_window_name = excluded.answer_window_name, "
-                        "answer_device = excluded.answer_device, answer_device_id = excluded.answer_device_id, "
-                        "reason = excluded.reason WHERE elicitations.outcome IS NULL",
-                        (*self._request_row(request), outcome, window, decided_at, stored, rule_id, decision,
-                         window_name, device_name, device_id, reason),
-                    ).rowcount
+                    updated = conn.execute(_UPSERT_OUTCOME, (
+                        *self._request_row(request), outcome, window, decided_at, stored, rule_id, decision,
+                        window_name, device_name, device_id, reason)).rowcount
                 else:
                     updated = conn.execute(
                         "UPDATE elicitations SET outcome = ?, answer_window = ?, decided_at = ?, content = ?, "
@@ -400,6 +382,27 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
 
 def _marks(columns: str) -> str:
     return ", ".join("?" * (columns.count(",") + 1))
+
+
+# The writes' statements, built once (main writes one outcome per request).
+_INSERT_DECIDED: Final = (f"INSERT INTO elicitations ({AUDIT_COLUMNS}) VALUES ({_marks(AUDIT_COLUMNS)}) "
+                          "ON CONFLICT (channel) DO NOTHING")
+# A repeat of the same channel refreshes the request columns and keeps any outcome.
+_UPSERT_REQUEST: Final = (
+    f"INSERT INTO elicitations ({REQUEST_COLUMNS}) VALUES ({_marks(REQUEST_COLUMNS)}) "
+    "ON CONFLICT (channel) DO UPDATE SET server = excluded.server, mode = excluded.mode, "
+    "message = excluded.message, fields = excluded.fields, url = excluded.url, "
+    "origin_window = excluded.origin_window, created_at = excluded.created_at, "
+    "expires_at = excluded.expires_at, kind = excluded.kind, via = excluded.via, "
+    "tool = excluded.tool, arguments = excluded.arguments")
+_UPSERT_OUTCOME: Final = (
+    f"INSERT INTO elicitations ({AUDIT_COLUMNS}) VALUES ({_marks(AUDIT_COLUMNS)}) "
+    "ON CONFLICT (channel) DO UPDATE SET outcome = excluded.outcome, "
+    "answer_window = excluded.answer_window, decided_at = excluded.decided_at, "
+    "content = excluded.content, rule_id = excluded.rule_id, "
+    "decision = excluded.decision, answer_window_name = excluded.answer_window_name, "
+    "answer_device = excluded.answer_device, answer_device_id = excluded.answer_device_id, "
+    "reason = excluded.reason WHERE elicitations.outcome IS NULL")
 
 
 def _now_ms() -> int:
