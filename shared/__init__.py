@@ -1,6 +1,6 @@
 """Elicitron's protocol package: wire types, codec, channel names, connection file, schema checks.
 
-Depends only on msgspec and platformdirs (and pyzmq, which every peer has, for
+Depends only on msgspec, uuid6 and platformdirs (and pyzmq, which every peer has, for
 peer_socket.py and curve_options' constants) so that main, renderer and third-party peers can
 share it without pulling in Qt or mcp. PROTOCOL.md beside this file is the wire protocol
 written out for third parties.

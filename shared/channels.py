@@ -12,8 +12,6 @@ response channels a peer names (main -> peer) are no fixed topics: RESULT_BODY a
 their bodies.
 """
 
-import os
-import time
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
@@ -186,23 +184,12 @@ REQUESTS: Final[frozenset[str]] = frozenset(name for name, topic in TO_MAIN.item
 request waited on."""
 
 
-_last_uuid7_ms = 0  # the last id's milliseconds: the next one's are later, so ids sort as minted
-
-
 def new_uuid7() -> str:
-    """A fresh UUIDv7 (RFC 9562) as text: 48 bits of Unix time in ms, version 7, 12 random bits, the
-    variant, 62 random bits; the time is bumped past the last id's, as uuid6.uuid7 does. Formatted
-    from one int here rather than through a uuid.UUID: main mints one per request (4.2 -> ~1.5 us)."""
-    global _last_uuid7_ms
-    ms = time.time_ns() // 1_000_000
-    if ms <= _last_uuid7_ms:
-        ms = _last_uuid7_ms + 1
-    _last_uuid7_ms = ms
-    rand = int.from_bytes(os.urandom(10)) >> 6  # 74 random bits: rand_a (12) and rand_b (62)
-    value = ((ms & 0xFFFF_FFFF_FFFF) << 80 | 0x7 << 76 | (rand >> 62) << 64 | 0b10 << 62
-             | rand & 0x3FFF_FFFF_FFFF_FFFF)
-    text = f"{value:032x}"
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
+    # Imported on first use: uuid6 reads its own package metadata when imported, which every
+    # short-lived peer that never mints one (`elicitron ask`, the CLI) would pay for nothing.
+    from uuid6 import uuid7
+
+    return str(uuid7())
 
 
 def new_result_channel() -> str:

@@ -1,9 +1,7 @@
 """shared/channels.py's topic table against what derives from it: every topic name has one row, the codec
 decodes each topic as its row's body, the bodies are the wire unions, and every request a peer
-builds goes on a topic main answers on its response channel; the ids it mints are uuid7s in minting order."""
+builds goes on a topic main answers on its response channel."""
 
-import time
-import uuid
 from typing import get_args
 
 import msgspec
@@ -64,13 +62,3 @@ def test_every_request_a_peer_builds_goes_on_a_topic_answered_on_its_channel() -
     for request in built:
         assert codec.decode_from_peer(codec.encode(request.topic, request.body)) == (request.topic, request.body)
         assert msgspec.to_builtins(request.body)["responseChannel"] == request.channel
-
-
-def test_a_minted_id_is_a_uuid7_that_sorts_after_the_last() -> None:
-    minted = [channels.new_uuid7() for _ in range(2000)]  # many within one ms: the time is bumped
-    assert minted == sorted(minted) and len(set(minted)) == len(minted)
-    for text in minted[:50]:
-        parsed = uuid.UUID(text)
-        assert (parsed.version, parsed.variant, str(parsed)) == (7, uuid.RFC_4122, text)
-    first_ms = int(minted[0].replace("-", "")[:12], 16)
-    assert abs(first_ms - time.time_ns() // 1_000_000) < 60_000
