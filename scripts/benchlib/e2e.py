@@ -99,8 +99,12 @@ class _LeanCaller:
     with main and the server) stays small: one pre-encoded answer, bodies decoded only for the
     topics it acts on, dismisses and broadcasts dropped unread."""
 
-    def __init__(self, sock: zmq.Socket[bytes], peer: WirePeer | None = None) -> None:
+    def __init__(self, sock: zmq.Socket[bytes], peer: WirePeer | None = None,
+                 keep_alive: WirePeer | None = None) -> None:
         self.peer = peer  # main's attached peer (heartbeats due); None for the floor relay
+        # main's peer while the floor's blocks run: main takes a peer silent for 5 s for gone, and a
+        # floor block on a loaded machine can take longer (its next block then got `not-attached`)
+        self.keep_alive = keep_alive
         self.sock = sock
         self.call_bodies = [_encoder.encode({"server": "demo", "tool": TOOL, "arguments": ARGS,
                                              "responseChannel": f"call-{i}"}) for i in range(CONCURRENCY)]
@@ -112,6 +116,8 @@ class _LeanCaller:
     def _next(self) -> tuple[bytes, bytes]:
         """The next invoke (answered here) or call reply (returned)."""
         while True:
+            if self.keep_alive is not None:
+                self.keep_alive.heartbeat_if_due()
             if not self.sock.poll(15_000):
                 raise TimeoutError("main sent nothing within 15 s")
             topic, body = self.sock.recv_multipart()
@@ -280,6 +286,13 @@ def _summarize_collapsed(raw: Path, out: Path, top: int = 40) -> None:
     out.write_text("\n".join(lines) + "\n")
 
 
+async def _keep_alive(peer: WirePeer) -> None:
+    """main's peer heartbeats while the loop runs the other kinds' blocks (it is idle there)."""
+    while True:
+        peer.heartbeat_if_due()
+        await asyncio.sleep(1.0)  # a heartbeat's period, not a wait for anything
+
+
 async def _measure(n_seq: int, n_conc: int, blocks: int, profile_dir: Path | None,
                    errlog: TextIO) -> dict[str, Any]:
     seq: dict[str, list[int]] = {"main": [], "in-process": [], "floor": [], "raw": []}
@@ -305,7 +318,7 @@ async def _measure(n_seq: int, n_conc: int, blocks: int, profile_dir: Path | Non
                 caller = _LeanCaller(peer.sock, peer)
                 caller.verify()
                 floor.wait_ready(30)
-                floor_caller = _LeanCaller(floor.sock)
+                floor_caller = _LeanCaller(floor.sock, keep_alive=peer)
                 floor_caller.verify()
                 floor_caller.sequential(30, [])
                 floor_caller.concurrent(40)
@@ -317,6 +330,7 @@ async def _measure(n_seq: int, n_conc: int, blocks: int, profile_dir: Path | Non
                 if profile_dir is not None:
                     spy = _start_py_spy(main.pid, profile_dir / "e2e-main.collapsed")
                 me = os.getpid()
+                alive = asyncio.create_task(_keep_alive(peer))  # through the in-process and raw blocks
                 for _ in range(blocks):
                     caller.sequential(n_seq // blocks, seq["main"])
                     await _baseline_sequential(client, n_seq // blocks, seq["in-process"])
@@ -330,6 +344,7 @@ async def _measure(n_seq: int, n_conc: int, blocks: int, profile_dir: Path | Non
                     await conc["floor"].timed(k, lambda k=k: floor_caller.concurrent(k),
                                               lambda: cpu_ns(floor.pid))
                     gc.collect()  # between blocks, not inside them
+                alive.cancel()
             assert answered[0] == 1 + 30 + 40 + n_seq // blocks * blocks + n_conc // blocks * blocks, answered
         finally:
             if spy is not None:
