@@ -11,10 +11,20 @@ is one plain step.
 
 import http.client
 import json
+import select
+import socket
 from typing import Any
 from urllib.parse import urlsplit
 
 HANDSHAKE_VERSION = "2025-11-25"
+_IDEMPOTENT = frozenset({"GET", "DELETE"})  # sent again after a stale connection (RFC 9110 9.2.2)
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Whether an idle connection has something to read: between responses, only its end."""
+    poll = select.poll()  # not select(): a test may hold over 1,024 descriptors
+    poll.register(sock, select.POLLIN)
+    return bool(poll.poll(0))
 
 
 class HostError(RuntimeError):
@@ -36,7 +46,19 @@ class HttpHostSession:
         headers = dict(self._base)
         if self.session_id is not None:
             headers.update({"Mcp-Session-Id": self.session_id, "MCP-Protocol-Version": HANDSHAKE_VERSION})
-        self._connection.request(method, self.path, body=None if body is None else json.dumps(body), headers=headers)
+        data = None if body is None else json.dumps(body)
+        if self._connection.sock is not None and _readable(self._connection.sock):
+            self._connection.close()  # readable while idle: the gateway closed it (a new one opens)
+        try:
+            self._connection.request(method, self.path, body=data, headers=headers)
+            return self._connection.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            if method not in _IDEMPOTENT:
+                raise
+        # The gateway closed the kept-alive connection as the request went out (its keep-alive
+        # timeout): as HTTP clients do, an idempotent request is sent again once on a new connection.
+        self._connection.close()
+        self._connection.request(method, self.path, body=data, headers=headers)
         return self._connection.getresponse()
 
     def _next_id(self) -> int:
