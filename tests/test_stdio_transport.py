@@ -18,12 +18,12 @@ from main_process.servers.stdio_transport import capped_stdio_client
 
 # Echoes each line back until told to close its stdin; then says so and lives on.
 ECHO_THEN_CLOSE = """
-import os, sys, time
+import os, signal, sys
 for line in sys.stdin:
     if '"close-stdin"' in line:
         os.close(0)
         print('{"jsonrpc": "2.0", "method": "stdin-closed"}', flush=True)
-        time.sleep(60)
+        signal.pause()  # lives on until the transport's shutdown ends it
     sys.stdout.write(line)
     sys.stdout.flush()
 """

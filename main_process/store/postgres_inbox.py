@@ -432,7 +432,7 @@ class PgInbox:
             if note is None:
                 requests()  # not a notification of ours: the table says what changed
             elif note[0] == self._db.sender:
-                return  # this main's own write: it knows what it changed
+                return  # the same, should the server ever format the array otherwise than the prefix above
             elif note[1].state == "open" and note[1].invoke is not None:
                 opened(note[1])  # a request opened (or reopened), its invoke told: no read
             elif note[1].state == "open":
