@@ -14,10 +14,11 @@ lost and answered-twice requests, answer -> the server's result p50/p99 (team vs
 answer -> the last window's dismiss, main's CPU per request (every main's threads from /proc
 schedstat, summed), and requests/s. Speed is only printed and compared with the issue's targets.
 
-One call in flight per caller (four requests open at once) keeps both sides' two cores busy: a
-second call in flight per caller adds a few requests/s at most and mostly waits in a queue, so a
-latency measured there is more the queue's length than the path's. Those blocks run too (QUEUED_*),
-and their latency and requests/s are printed beside, not judged.
+The latency is judged at one call in flight per caller (four requests open at once), below the
+most both sides can do: a second call in flight per caller gains the last ~20% of requests/s (the
+machine's two cores are then saturated) and waits in a queue for it, so a latency measured there is
+more the queue's length than the path's. Those blocks run too (QUEUED_*), and their latency and
+requests/s are printed beside, not judged.
 """
 
 import json
