@@ -15,8 +15,9 @@ answer -> the last window's dismiss, main's CPU per request (every main's thread
 schedstat, summed), and requests/s. Speed is only printed and compared with the issue's targets.
 
 The latency is judged at one call in flight per caller (four requests open at once), below the
-most both sides can do: a second call in flight per caller gains the last ~20% of requests/s (the
-machine's two cores are then saturated) and waits in a queue for it, so a latency measured there is
+most both sides can do: a second call in flight per caller gains more requests/s (15-54% on the
+team, 9-26% on SQLite in the runs of 2026-12-07: the two cores are then saturated) and waits in a
+queue for them, so a latency measured there is
 more the queue's length than the path's. Those blocks run too (QUEUED_*), and their latency and
 requests/s are printed beside, not judged.
 """
